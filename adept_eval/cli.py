@@ -1,0 +1,154 @@
+"""``adept-eval``: prepare the corpus, list what to synthesise, check a system's samples."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from . import __version__, spec
+from .corpus import CorpusError, load_corpus
+from .zenodo import DownloadError
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def _corpus(args):
+    return load_corpus(args.corpus, download=not args.no_download, progress=not args.quiet)
+
+
+def cmd_prepare(args) -> int:
+    corpus = _corpus(args)
+    table = Table(title=f"ADEPT: {len(corpus)} recordings, 12 listening tests", box=box.SIMPLE_HEAD)
+    table.add_column("task", no_wrap=True, min_width=35)
+    for col in ("stimuli", "questions", "choices", "chance"):
+        table.add_column(col, justify="right")
+    from .questions import build_questions
+
+    tot_rec = tot_q = 0
+    for name, t in spec.TASKS.items():
+        qs = build_questions(corpus, name)
+        n_rec = sum(1 for r in corpus.recordings if r.cls == t.cls.name and r.speaker == t.speaker)
+        tot_rec, tot_q = tot_rec + n_rec, tot_q + len(qs)
+        table.add_row(name, str(n_rec), str(len(qs)), str(qs[0].n_choices),
+                      f"{1 / qs[0].n_choices:.3f}")
+    table.add_row("total", str(tot_rec), str(tot_q), "", "", end_section=True)
+    console.print(table)
+    console.print(f"corpus: {corpus.root}\nsource: {corpus.source}\nsha256: {corpus.fingerprint}")
+    return 0
+
+
+def cmd_manifest(args) -> int:
+    from .manifest import build_manifest, write_manifest
+
+    corpus = _corpus(args)
+    entries = build_manifest(corpus)
+    paths = write_manifest(entries, Path(args.output))
+    console.print(f"{len(entries)} stimuli to synthesise; written to "
+                  + " and ".join(str(p) for p in paths))
+    console.print("Put each sample at <your folder>/<output_path> (wav, flac, mp3 or ogg), then "
+                  "run `adept-eval check <your folder>`.")
+    return 0
+
+
+def cmd_check(args) -> int:
+    from .manifest import check_folder
+
+    folder = Path(args.folder)
+    if not folder.is_dir():
+        err_console.print(f"[red]{folder}: no such folder[/red]")
+        return 2
+    corpus = _corpus(args)
+    result = check_folder(corpus, folder, progress=not args.quiet)
+    problems = result.problems
+    if problems:
+        table = Table(title=f"Problems in {folder}")
+        table.add_column("severity")
+        table.add_column("kind")
+        table.add_column("file / problem", overflow="fold")
+        shown = problems if args.all or len(problems) <= 40 else problems[:40]
+        for p in shown:
+            colour = "red" if p.severity == "error" else "yellow"
+            table.add_row(f"[{colour}]{p.severity}[/{colour}]", p.kind, p.message)
+        console.print(table)
+        if len(shown) < len(problems):
+            console.print(f"... {len(problems) - len(shown)} more (use --all)")
+    n_bad = len(result.bad_stimuli())
+    console.print(f"{result.expected - n_bad}/{result.expected} samples usable; "
+                  f"{len(result.errors)} errors, {len(result.warnings)} warnings")
+    if result.errors or (args.strict and result.warnings):
+        return 1
+    return 0
+
+
+def cmd_make_synthetic(args) -> int:
+    from .synthetic import build_corpus, build_zip
+
+    out = Path(args.output)
+    if out.suffix == ".zip":
+        build_zip(out)
+    else:
+        build_corpus(out, wrap=False)
+    console.print(f"synthetic ADEPT written to {out} (for testing the pipeline only; it is not "
+                  "the real corpus)")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="adept-eval", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"adept-eval {__version__}")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--corpus", help="ADEPT.zip or extracted folder (default: "
+                        "$ADEPT_EVAL_CORPUS, the cache, or a download from Zenodo)")
+    common.add_argument("--no-download", action="store_true",
+                        help="fail instead of downloading ADEPT")
+    common.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("prepare", parents=[common], help="fetch and verify ADEPT; print a summary")
+    p.set_defaults(func=cmd_prepare)
+
+    p = sub.add_parser("manifest", parents=[common],
+                       help="write the 195 stimuli a system must synthesise (CSV and JSONL)")
+    p.add_argument("-o", "--output", default="adept_manifest",
+                   help="output path stem (default: adept_manifest -> .csv and .jsonl)")
+    p.set_defaults(func=cmd_manifest)
+
+    p = sub.add_parser("check", parents=[common], help="validate a system's samples folder")
+    p.add_argument("folder")
+    p.add_argument("--strict", action="store_true", help="fail on warnings too")
+    p.add_argument("--all", action="store_true", help="list every problem")
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("make-synthetic", help="write a synthetic ADEPT (folder or .zip) for "
+                       "trying the pipeline offline; not the real corpus")
+    p.add_argument("output")
+    p.set_defaults(func=cmd_make_synthetic)
+
+    for extra in _extra_commands():
+        extra(sub, common)
+    return parser
+
+
+def _extra_commands():
+    """Sub-commands contributed by other modules (judge agreement, Hub publishing)."""
+    return []
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except (CorpusError, DownloadError) as exc:
+        err_console.print(f"[red]error:[/red] {exc}", highlight=False)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,321 @@
+"""ADEPT on disk: locate, download, verify, extract, and parse the layout into Recording records.
+
+Where the corpus comes from, first match wins:
+
+1. an explicit path (``--corpus`` on the command line, ``corpus=`` in Python);
+2. ``ADEPT_EVAL_CORPUS``: a local ``ADEPT.zip`` or an extracted folder (offline use);
+3. the cache, ``ADEPT_EVAL_HOME`` or else ``$HF_HOME/adept_eval`` (~/.cache/huggingface/adept_eval);
+4. a download of ``ADEPT.zip`` from Zenodo record 5117102 into that cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path, PurePosixPath
+
+from . import spec, zenodo
+
+log = logging.getLogger(__name__)
+
+PROMPTS_FILE = "adept_prompts.json"
+WAV_DIR = "wav_44khz"
+TXT_DIR = "txt"
+RECORD_FILE = "zenodo_record.json"
+SINGLE_STIMULUS_CLASSES = tuple(c for c in spec.CLASS_ORDER if spec.CLASSES[c].design == "single")
+
+
+class CorpusError(RuntimeError):
+    """The corpus is missing, incomplete or malformed; the message lists every problem."""
+
+
+@dataclass(frozen=True)
+class Recording:
+    """One natural ADEPT recording: a sentence in one subcategory of one class, one speaker."""
+
+    speaker: str  # "female" | "male"
+    speaker_id: str  # "ad00" | "ad01"
+    cls: str
+    subcategory: str
+    sentence_id: str  # "0400"
+    text: str
+    audio_path: str  # absolute path of the wav
+
+    @property
+    def key(self) -> str:
+        """The file stem, shared by every subcategory of a sentence: ``ad00_0400``."""
+        return f"{self.speaker_id}_{self.sentence_id}"
+
+    @property
+    def stimulus_id(self) -> str:
+        """Relative path without extension; also where a system's sample for it lives."""
+        return f"{self.cls}/{self.subcategory}/{self.key}"
+
+
+def expected_stimuli() -> list[tuple[str, str, str, str]]:
+    """(speaker, class, subcategory, sentence_id) of all 195 recordings, in canonical order."""
+    out = []
+    for speaker in spec.SPEAKERS:
+        for cname in spec.CLASS_ORDER:
+            c = spec.CLASSES[cname]
+            for sub in c.subcategories_for(speaker):
+                for sid in c.sentence_ids():
+                    out.append((speaker, cname, sub, sid))
+    return out
+
+
+def cache_home() -> Path:
+    env = os.environ.get("ADEPT_EVAL_HOME")
+    if env:
+        return Path(env).expanduser()
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HOME).expanduser() / "adept_eval"
+
+
+class Corpus:
+    """A validated, extracted ADEPT folder."""
+
+    def __init__(self, root: str | Path, source: str | None = None):
+        self.root = Path(root).resolve()
+        self.source = source or str(self.root)
+        self.prompts: dict[str, dict[str, dict[str, str]]] = {}
+        self.recordings: list[Recording] = []
+        self._load()
+        self._by_id = {r.stimulus_id: r for r in self.recordings}
+
+    # ------------------------------------------------------------------ parsing
+    def _load(self) -> None:
+        problems: list[str] = []
+        prompts_path = self.root / PROMPTS_FILE
+        wav_root, txt_root = self.root / WAV_DIR, self.root / TXT_DIR
+        for needed in (prompts_path, wav_root, txt_root):
+            if not needed.exists():
+                problems.append(f"missing: {needed}")
+        if problems:
+            raise CorpusError(self._message(problems))
+        try:
+            self.prompts = json.loads(prompts_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise CorpusError(self._message([f"unreadable: {prompts_path} ({exc})"])) from None
+
+        expected = expected_stimuli()
+        wanted_wav = {f"{c}/{s}/{spec.SPEAKERS[sp]}_{i}.wav" for sp, c, s, i in expected}
+        wanted_txt = {p[:-4] + ".txt" for p in wanted_wav}
+        present_wav = _relative_files(wav_root)
+        present_txt = _relative_files(txt_root)
+        problems += [f"missing: {WAV_DIR}/{p}" for p in sorted(wanted_wav - present_wav)]
+        problems += [f"missing: {TXT_DIR}/{p}" for p in sorted(wanted_txt - present_txt)]
+        problems += [f"unexpected: {WAV_DIR}/{p}" for p in sorted(present_wav - wanted_wav)]
+        problems += [f"unexpected: {TXT_DIR}/{p}" for p in sorted(present_txt - wanted_txt)]
+
+        for speaker, cname, sub, sid in expected:
+            rel = f"{cname}/{sub}/{spec.SPEAKERS[speaker]}_{sid}"
+            wav, txt = wav_root / f"{rel}.wav", txt_root / f"{rel}.txt"
+            if f"{rel}.wav" not in present_wav or f"{rel}.txt" not in present_txt:
+                continue
+            if wav.stat().st_size == 0:
+                problems.append(f"empty: {WAV_DIR}/{rel}.wav")
+            try:
+                text = " ".join(txt.read_text(encoding="utf-8").split())
+            except (OSError, UnicodeDecodeError) as exc:
+                problems.append(f"unreadable: {TXT_DIR}/{rel}.txt ({exc})")
+                continue
+            if not text:
+                problems.append(f"empty: {TXT_DIR}/{rel}.txt")
+            self.recordings.append(Recording(speaker, spec.SPEAKERS[speaker], cname, sub, sid,
+                                             text, str(wav)))
+        problems += self._check_prompts()
+        if problems:
+            raise CorpusError(self._message(problems))
+
+    def _check_prompts(self) -> list[str]:
+        problems = []
+        for cname in SINGLE_STIMULUS_CLASSES:
+            c = spec.CLASSES[cname]
+            block = self.prompts.get(cname)
+            if not isinstance(block, dict):
+                problems.append(f"{PROMPTS_FILE}: no entry for class {cname!r}")
+                continue
+            for speaker in spec.SPEAKERS:
+                for sid in c.sentence_ids():
+                    key = f"{spec.SPEAKERS[speaker]}_{sid}"
+                    options = block.get(key)
+                    if not isinstance(options, dict):
+                        problems.append(f"{PROMPTS_FILE}: {cname}/{key}: no answer options")
+                        continue
+                    for sub in c.answer_subcategories(speaker):
+                        if not str(options.get(sub, "")).strip():
+                            problems.append(f"{PROMPTS_FILE}: {cname}/{key}: no option {sub!r}")
+        return problems
+
+    def _message(self, problems: list[str]) -> str:
+        head = f"ADEPT corpus at {self.source} is incomplete or malformed ({len(problems)} problems):"
+        return "\n  ".join([head, *problems])
+
+    # ------------------------------------------------------------------ access
+    def get(self, stimulus_id: str) -> Recording:
+        return self._by_id[stimulus_id]
+
+    def find(self, speaker: str, cls: str, subcategory: str, sentence_id: str) -> Recording:
+        return self._by_id[f"{cls}/{subcategory}/{spec.SPEAKERS[speaker]}_{sentence_id}"]
+
+    def answer_options(self, cls: str, key: str) -> dict[str, str]:
+        """adept_prompts.json's options for a single-stimulus sentence, e.g. ("topical_emphasis",
+        "ad00_0100") -> {"beginning": "WHO eats avocado with toast?", ...}."""
+        return {k: str(v).strip() for k, v in self.prompts[cls][key].items()}
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """sha256 over the prompts file and every recording's bytes and text: the corpus identity
+        that travels with results, so scores from different corpus copies are never mixed."""
+        h = hashlib.sha256()
+        h.update((self.root / PROMPTS_FILE).read_bytes())
+        for r in self.recordings:
+            h.update(r.stimulus_id.encode())
+            h.update(r.text.encode())
+            with open(r.audio_path, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
+        return h.hexdigest()
+
+    @cached_property
+    def zenodo_record(self) -> dict | None:
+        """The Zenodo record JSON saved at download time (licence, title), if known."""
+        for candidate in (self.root / RECORD_FILE, self.root.parent / RECORD_FILE):
+            if candidate.exists():
+                return json.loads(candidate.read_text(encoding="utf-8"))
+        return None
+
+    def __len__(self) -> int:
+        return len(self.recordings)
+
+    def __repr__(self) -> str:
+        return f"Corpus({str(self.root)!r}, {len(self)} recordings)"
+
+
+def _relative_files(root: Path) -> set[str]:
+    """Files under root as posix relative paths, skipping hidden files and macOS debris."""
+    out = set()
+    if not root.is_dir():
+        return out
+    for path in root.rglob("*"):
+        rel = path.relative_to(root)
+        if path.is_file() and not any(p.startswith(".") or p == "__MACOSX" for p in rel.parts):
+            out.add(rel.as_posix())
+    return out
+
+
+# ---------------------------------------------------------------------- zip handling
+def find_root(folder: Path) -> Path:
+    """The folder holding adept_prompts.json: the folder itself or one wrapper level below."""
+    if (folder / PROMPTS_FILE).exists():
+        return folder
+    candidates = [p.parent for p in folder.glob(f"*/{PROMPTS_FILE}")]
+    candidates = [c for c in candidates if c.name != "__MACOSX"]
+    if len(candidates) == 1:
+        return candidates[0]
+    if not candidates:
+        raise CorpusError(f"{folder}: no {PROMPTS_FILE} found (looked in the folder and one "
+                          f"level below); is this an extracted ADEPT.zip?")
+    raise CorpusError(f"{folder}: several ADEPT roots found: {', '.join(map(str, candidates))}")
+
+
+def safe_extract(zip_path: Path, dest: Path) -> Path:
+    """Extract a zip, refusing absolute paths, '..' members and links; return the ADEPT root.
+
+    Extraction goes to a temporary sibling first and is renamed into place, so an interrupted
+    extraction never leaves a half-written corpus behind.
+    """
+    zip_path, dest = Path(zip_path), Path(dest)
+    try:
+        zf = zipfile.ZipFile(zip_path)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise CorpusError(f"{zip_path}: not a readable zip archive ({exc})") from None
+    with zf:
+        bad = []
+        for info in zf.infolist():
+            name = info.filename
+            parts = PurePosixPath(name.replace("\\", "/")).parts
+            mode = (info.external_attr >> 16) & 0o170000
+            if name.startswith(("/", "\\")) or (parts and parts[0].endswith(":")) or ".." in parts:
+                bad.append(f"unsafe path: {name}")
+            elif mode == 0o120000:
+                bad.append(f"symbolic link: {name}")
+        if bad:
+            raise CorpusError(f"{zip_path}: refusing to extract ({len(bad)} unsafe members):\n  "
+                              + "\n  ".join(bad))
+        corrupt = zf.testzip()
+        if corrupt is not None:
+            raise CorpusError(f"{zip_path}: corrupt member {corrupt} (CRC mismatch)")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".extract-", dir=dest.parent))
+        try:
+            zf.extractall(tmp)
+            if dest.exists():
+                shutil.rmtree(dest)
+            os.replace(tmp, dest)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    return find_root(dest)
+
+
+def _extracted_dir_for(zip_path: Path) -> Path:
+    digest = zenodo.md5sum(zip_path)
+    return cache_home() / "extracted" / digest[:16]
+
+
+def open_path(path: str | Path) -> Corpus:
+    """A zip (extracted into the cache once) or a folder holding the ADEPT layout."""
+    path = Path(path).expanduser()
+    if not path.exists():
+        raise CorpusError(f"{path}: no such file or folder")
+    if path.is_dir():
+        return Corpus(find_root(path), source=str(path))
+    target = _extracted_dir_for(path)
+    marker = target / ".complete"
+    if marker.exists():
+        root = find_root(target)
+    else:
+        root = safe_extract(path, target)
+        marker.touch()
+    record = path.with_name(RECORD_FILE)
+    if record.exists() and not (target / RECORD_FILE).exists():
+        shutil.copy(record, target / RECORD_FILE)
+    return Corpus(root, source=str(path))
+
+
+def download_corpus(*, force: bool = False, progress: bool = True) -> Path:
+    """Fetch ADEPT.zip from Zenodo into the cache (verified), returning the zip's path."""
+    home = cache_home()
+    remote = zenodo.describe(spec.ZENODO_RECORD_ID, spec.ZENODO_FILE_KEY)
+    dest = home / spec.ZENODO_FILE_KEY
+    if force and dest.exists():
+        dest.unlink()
+    zenodo.download(remote, dest, progress=progress)
+    zenodo.save_record(remote, home / RECORD_FILE)
+    return dest
+
+
+def load_corpus(corpus: str | Path | None = None, *, download: bool = True,
+                progress: bool = True) -> Corpus:
+    """Find ADEPT as the module docstring describes and return it validated."""
+    explicit = corpus or os.environ.get("ADEPT_EVAL_CORPUS")
+    if explicit:
+        return open_path(explicit)
+    home = cache_home()
+    cached_zip = home / spec.ZENODO_FILE_KEY
+    if cached_zip.exists():
+        return open_path(cached_zip)
+    if not download:
+        raise CorpusError(f"ADEPT is not in the cache ({home}) and downloading is off; set "
+                          f"ADEPT_EVAL_CORPUS to a local ADEPT.zip or extracted folder")
+    return open_path(download_corpus(progress=progress))

@@ -1,0 +1,135 @@
+"""What a prosody-transfer system must synthesise, and whether a folder of samples is complete.
+
+A system's samples mirror ADEPT's own layout: the sample re-synthesising
+``wav_44khz/emotion/fear/ad00_0001.wav`` lives at ``<dir>/emotion/fear/ad00_0001.wav``
+(``.flac``, ``.mp3`` and ``.ogg`` are accepted too).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import soundfile as sf
+from tqdm.auto import tqdm
+
+from .audio import AUDIO_EXTENSIONS, AudioReport, Problem, check_audio, find_audio
+from .corpus import Corpus
+
+
+@dataclass(frozen=True)
+class ManifestEntry:
+    """One stimulus to synthesise: the reference to transfer prosody from, and where to put it."""
+
+    stimulus_id: str
+    speaker: str
+    speaker_id: str
+    cls: str
+    subcategory: str
+    sentence_id: str
+    text: str
+    reference_audio: str
+    output_path: str  # relative to the system's folder
+
+
+def build_manifest(corpus: Corpus) -> list[ManifestEntry]:
+    return [ManifestEntry(r.stimulus_id, r.speaker, r.speaker_id, r.cls, r.subcategory,
+                          r.sentence_id, r.text, r.audio_path, f"{r.stimulus_id}.wav")
+            for r in corpus.recordings]
+
+
+def write_manifest(entries: list[ManifestEntry], out: Path) -> list[Path]:
+    """Write ``out`` as CSV and JSONL (``out`` with either suffix, or a stem); return both paths."""
+    out = Path(out)
+    stem = out.with_suffix("") if out.suffix in (".csv", ".jsonl") else out
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    rows = [_row(e) for e in entries]
+    csv_path, jsonl_path = stem.with_suffix(".csv"), stem.with_suffix(".jsonl")
+    with open(csv_path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    with open(jsonl_path, "w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return [csv_path, jsonl_path]
+
+
+def _row(entry: ManifestEntry) -> dict:
+    row = asdict(entry)
+    row["class"] = row.pop("cls")
+    return {k: row[k] for k in ("stimulus_id", "speaker", "speaker_id", "class", "subcategory",
+                                "sentence_id", "text", "reference_audio", "output_path")}
+
+
+@dataclass
+class FolderCheck:
+    """The result of checking a system's folder against the manifest."""
+
+    folder: str
+    expected: int
+    samples: dict[str, AudioReport] = field(default_factory=dict)  # stimulus_id -> report
+    extra: list[str] = field(default_factory=list)
+    ambiguous: list[str] = field(default_factory=list)
+
+    @property
+    def problems(self) -> list[Problem]:
+        out = [p for r in self.samples.values() for p in r.problems]
+        out += [Problem(x, "warning", "extra", f"{x}: not a stimulus of the manifest")
+                for x in self.extra]
+        out += [Problem(x, "warning", "ambiguous", f"{x}: several formats for one stimulus; "
+                        f"the first of {', '.join(AUDIO_EXTENSIONS)} is used") for x in self.ambiguous]
+        return out
+
+    @property
+    def errors(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == "warning"]
+
+    def bad_stimuli(self) -> list[str]:
+        return [sid for sid, r in self.samples.items() if not r.ok]
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def sample_path(folder: Path, stimulus_id: str) -> Path | None:
+    """The system's file for one stimulus, in any accepted format, or None."""
+    return find_audio(Path(folder) / stimulus_id)
+
+
+def check_folder(corpus: Corpus, folder: str | Path, *, stimuli: list[str] | None = None,
+                 progress: bool = True) -> FolderCheck:
+    """Check every expected sample (or just ``stimuli``) and list files that match nothing."""
+    folder = Path(folder)
+    wanted = stimuli or [r.stimulus_id for r in corpus.recordings]
+    result = FolderCheck(str(folder), len(wanted))
+    for sid in tqdm(wanted, desc="checking samples", unit="file", disable=not progress):
+        path = sample_path(folder, sid)
+        ref = corpus.get(sid)
+        if path is None:
+            report = AudioReport(str(folder / f"{sid}.wav"))
+            report.problems.append(Problem(report.path, "error", "missing",
+                                           f"{report.path}: missing (also tried "
+                                           f"{', '.join(AUDIO_EXTENSIONS[1:])})"))
+        else:
+            report = check_audio(path, reference_duration=sf.info(ref.audio_path).duration)
+            if sum((folder / sid).with_suffix(e).exists() for e in AUDIO_EXTENSIONS) > 1:
+                result.ambiguous.append(str(path))
+        result.samples[sid] = report
+    if folder.is_dir():
+        known = {r.stimulus_id for r in corpus.recordings}
+        for path in sorted(folder.rglob("*")):
+            if not path.is_file() or path.name.startswith("."):
+                continue
+            rel = path.relative_to(folder).with_suffix("").as_posix()
+            if path.suffix.lower() not in AUDIO_EXTENSIONS or rel not in known:
+                if path.suffix.lower() in AUDIO_EXTENSIONS:
+                    result.extra.append(str(path))
+    return result

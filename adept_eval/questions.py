@@ -1,0 +1,92 @@
+"""The 12 ADEPT listening tests as Question records, built exactly as the ADEPT tutorial says.
+
+Multi-stimulus classes (emotion, interpersonal and propositional attitude): one question per
+sentence and non-neutral subcategory; the choices are that sentence spoken in every subcategory,
+neutral included, and the answer is the target subcategory's sample. Single-stimulus classes
+(topical emphasis, syntactic phrasing, marked tonicity): one question per recording; the choices
+are the sentence's options from adept_prompts.json, and the answer is the recording's own.
+
+The order in which a multi-stimulus question presents its samples is a deterministic shuffle
+seeded by the question id, as a listening-test platform would randomise it, so that no listener
+can profit from a fixed position. Single-stimulus choices keep adept_prompts.json's order
+(beginning, middle, end; interpretation 1, 2), as the tutorial's example shows them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass
+
+from . import spec
+from .corpus import Corpus
+
+LETTERS = "ABCDE"
+
+
+@dataclass(frozen=True)
+class Question:
+    """One forced-choice question of one ADEPT task."""
+
+    question_id: str  # "adept_emotion_female/ad00_0001/fear"
+    task: str
+    cls: str
+    speaker: str
+    design: str  # "multi" | "single"
+    sentence_id: str
+    text: str  # the sentence spoken in the stimuli
+    question: str  # the wording shown to listeners
+    stimuli: tuple[str, ...]  # stimulus ids (class/subcategory/adNN_XXXX) heard, in order
+    stimulus_subcategories: tuple[str, ...]  # parallel to stimuli
+    choices: tuple[str, ...]  # what a listener picks from
+    choice_subcategories: tuple[str, ...]  # parallel to choices: which subcategory each stands for
+    answer: int  # index into choices
+    target: str  # subcategory of the correct answer
+
+    @property
+    def n_choices(self) -> int:
+        return len(self.choices)
+
+    @property
+    def answer_letter(self) -> str:
+        return LETTERS[self.answer]
+
+
+def _order(question_id: str, items: list[str]) -> list[str]:
+    seed = int.from_bytes(hashlib.sha256(question_id.encode()).digest()[:8], "big")
+    out = list(items)
+    random.Random(seed).shuffle(out)
+    return out
+
+
+def build_questions(corpus: Corpus, task_name: str) -> list[Question]:
+    """Every question of one task, in a stable order (sentence, then target subcategory)."""
+    t = spec.task(task_name)
+    c, speaker = t.cls, t.speaker
+    sid_prefix = spec.SPEAKERS[speaker]
+    questions: list[Question] = []
+    for sid in c.sentence_ids():
+        key = f"{sid_prefix}_{sid}"
+        text = corpus.find(speaker, c.name, c.answer_subcategories(speaker)[0], sid).text
+        for target in c.answer_subcategories(speaker):
+            qid = f"{t.name}/{key}/{target}"
+            if c.design == "multi":
+                subs = _order(qid, list(c.subcategories_for(speaker)))
+                stimuli = tuple(f"{c.name}/{s}/{key}" for s in subs)
+                choices = tuple(f"Sample {LETTERS[i]}" for i in range(len(subs)))
+                wording = c.question.format(target=c.targets[target])
+                questions.append(Question(qid, t.name, c.name, speaker, "multi", sid, text,
+                                          wording, stimuli, tuple(subs), choices, tuple(subs),
+                                          subs.index(target), target))
+            else:
+                options = corpus.answer_options(c.name, key)
+                subs = list(c.answer_subcategories(speaker))
+                choices = tuple(options[s] for s in subs)
+                questions.append(Question(qid, t.name, c.name, speaker, "single", sid, text,
+                                          c.question, (f"{c.name}/{target}/{key}",), (target,),
+                                          choices, tuple(subs), subs.index(target), target))
+    return questions
+
+
+def all_questions(corpus: Corpus) -> dict[str, list[Question]]:
+    return {name: build_questions(corpus, name) for name in spec.TASKS}

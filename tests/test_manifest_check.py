@@ -1,0 +1,82 @@
+import csv
+import json
+import shutil
+
+import numpy as np
+import soundfile as sf
+
+from adept_eval.cli import main
+from adept_eval.manifest import build_manifest, check_folder
+
+
+def _system_from_corpus(synthetic_root, dest):
+    """A perfect 'system': ADEPT's own recordings copied into the manifest layout."""
+    shutil.copytree(synthetic_root / "wav_44khz", dest)
+    return dest
+
+
+def test_manifest_lists_195_stimuli(corpus, tmp_path, monkeypatch, capsys):
+    entries = build_manifest(corpus)
+    assert len(entries) == 195
+    assert entries[0].output_path == f"{entries[0].stimulus_id}.wav"
+    monkeypatch.setenv("ADEPT_EVAL_CORPUS", str(corpus.root))
+    assert main(["manifest", "-q", "-o", str(tmp_path / "m")]) == 0
+    rows = list(csv.DictReader(open(tmp_path / "m.csv")))
+    lines = [json.loads(x) for x in open(tmp_path / "m.jsonl")]
+    assert len(rows) == len(lines) == 195
+    assert set(rows[0]) == {"stimulus_id", "speaker", "speaker_id", "class", "subcategory",
+                            "sentence_id", "text", "reference_audio", "output_path"}
+    assert rows[0]["reference_audio"].endswith(".wav") and rows[0]["text"]
+
+
+def test_check_accepts_complete_folder_in_any_format(corpus, synthetic_root, tmp_path,
+                                                      monkeypatch, capsys):
+    system = _system_from_corpus(synthetic_root, tmp_path / "sys")
+    # one sample as flac, one as ogg, one at 24 kHz: all acceptable
+    for stim, fmt in (("emotion/joy/ad00_0001", "FLAC"), ("emotion/joy/ad00_0002", "OGG")):
+        data, rate = sf.read(system / f"{stim}.wav")
+        (system / f"{stim}.wav").unlink()
+        sf.write(system / f"{stim}.{fmt.lower()}", data, rate, format=fmt)
+    result = check_folder(corpus, system, progress=False)
+    assert result.ok and result.expected == 195 and not result.extra
+    monkeypatch.setenv("ADEPT_EVAL_CORPUS", str(corpus.root))
+    assert main(["check", "-q", str(system)]) == 0
+    assert "195/195 samples usable" in capsys.readouterr().out
+
+
+def test_check_reports_every_kind_of_problem(corpus, synthetic_root, tmp_path, monkeypatch,
+                                             capsys):
+    system = _system_from_corpus(synthetic_root, tmp_path / "sys")
+    rate = 44100
+    (system / "emotion/fear/ad00_0000.wav").unlink()                          # missing
+    (system / "emotion/fear/ad00_0001.wav").write_bytes(b"RIFF garbage")     # unreadable
+    (system / "emotion/fear/ad00_0002.wav").write_bytes(b"")                 # empty file
+    sf.write(system / "emotion/fear/ad00_0003.wav", np.zeros(rate * 2), rate)  # silent
+    sf.write(system / "emotion/fear/ad00_0004.wav",
+             np.sign(np.sin(np.arange(rate * 2) / 5.0)), rate)                # clipped
+    sf.write(system / "emotion/joy/ad00_0000.wav", 0.3 * np.sin(np.arange(2000) / 5), rate)  # short
+    sf.write(system / "emotion/joy/ad00_0001.wav", 0.3 * np.sin(np.arange(rate * 30) / 5), rate)
+    sf.write(system / "emotion/joy/ad00_0002.wav", 0.3 * np.sin(np.arange(8000) / 5), 4000)  # rate
+    stereo = 0.3 * np.random.default_rng(0).standard_normal((rate * 2, 2))
+    sf.write(system / "emotion/joy/ad00_0003.wav", stereo, rate)                     # channels
+    sf.write(system / "emotion/joy/ad00_0099.wav", stereo, rate)                     # extra
+    result = check_folder(corpus, system, progress=False)
+    kinds = {(p.kind, p.severity) for p in result.problems}
+    assert {("missing", "error"), ("unreadable", "error"), ("empty", "error"),
+            ("silent", "error"), ("clipped", "error"), ("too_short", "error"),
+            ("too_long", "error"), ("rate", "error"), ("channels", "warning"),
+            ("extra", "warning")} <= kinds
+    assert len(result.bad_stimuli()) == 8
+    # every message names its file
+    assert all(p.path in p.message for p in result.problems)
+    monkeypatch.setenv("ADEPT_EVAL_CORPUS", str(corpus.root))
+    capsys.readouterr()
+    assert main(["check", "-q", "--all", str(system)]) == 1
+    out = capsys.readouterr().out
+    assert "187/195 samples usable" in out and "ad00_0099" in out
+
+
+def test_check_missing_folder(corpus, monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("ADEPT_EVAL_CORPUS", str(corpus.root))
+    assert main(["check", str(tmp_path / "nope")]) == 2
+    assert "no such folder" in capsys.readouterr().err
