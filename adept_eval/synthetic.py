@@ -140,7 +140,7 @@ def render(text: str, speaker: str, prosody: Prosody, *, seed: int = 0, rate: in
     if prosody.pause_pos is not None and prosody.pause_s > 0:
         k = int(np.clip(round(prosody.pause_pos * n_syl), 1, n_syl - 1))
         gaps[k - 1] = prosody.pause_s
-        durs[k - 1] *= 1.3  # pre-boundary lengthening
+        durs[k - 1] *= 1 + prosody.pause_s  # pre-boundary lengthening grows with the break
     starts = np.concatenate([[0.0], np.cumsum(durs + gaps)[:-1]])
     lead = 0.15
     total = lead + starts[-1] + durs[-1] + 0.2
@@ -233,3 +233,32 @@ def build_zip(out_zip: str | Path, *, rate: int = RATE) -> Path:
 
     with tempfile.TemporaryDirectory() as tmp:
         return zip_corpus(build_corpus(tmp, rate=rate), out_zip)
+
+
+def build_system(out: str | Path, *, transfer: float = 1.0, transfer_fraction: float = 1.0,
+                 swap: tuple[str, str] | None = None, voice_shift: float = 2.0,
+                 rate: int = 24000) -> Path:
+    """A simulated prosody-transfer system's samples, laid out as ``adept-eval manifest`` says.
+
+    ``transfer`` is how much of each reference's prosody the system reproduces (1 copies it,
+    0 speaks every stimulus with neutral prosody); ``transfer_fraction`` of the stimuli
+    (a deterministic choice) get that transfer, the rest neutral prosody; ``swap`` exchanges two
+    subcategories' prosody; the system's voice sits ``voice_shift`` semitones above ADEPT's and renders at
+    ``rate``, so listeners must normalise for the speaker.
+    """
+    out = Path(out)
+    for speaker, cls, sub, sid in expected_stimuli():
+        key = f"{spec.SPEAKERS[speaker]}_{sid}"
+        source = sub
+        if swap and sub in swap:
+            source = swap[1] if sub == swap[0] else swap[0]
+        amount = transfer if (_seed("fraction", cls, sub, key) % 1000) < transfer_fraction * 1000 \
+            else 0.0
+        prosody = PROFILES[(cls, source)].towards_neutral(1.0 - amount)
+        base = SPEAKER_F0[speaker] * 2 ** (voice_shift / 12)
+        audio = render(sentence(cls, sid), speaker, prosody, rate=rate, base_f0=base,
+                       seed=_seed("system", cls, sub, key))
+        path = out / cls / sub / f"{key}.wav"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        sf.write(str(path), audio, rate, subtype="PCM_16")
+    return out

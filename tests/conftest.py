@@ -48,3 +48,29 @@ def shared_or_skip(*parts: str) -> Path:
 
 
 os.environ.setdefault("TQDM_DISABLE", "1")
+
+
+@pytest.fixture(scope="session")
+def systems(tmp_path_factory) -> dict[str, Path]:
+    """Simulated prosody-transfer systems built from the synthetic corpus' prosody profiles."""
+    from adept_eval.synthetic import build_system
+
+    root = tmp_path_factory.mktemp("systems")
+    recipes = {"copy": {}, "partial": {"transfer_fraction": 0.5}, "flat": {"transfer": 0.0},
+               "swap": {"swap": ("fear", "joy")}}
+    return {name: build_system(root / name, **kw) for name, kw in recipes.items()}
+
+
+def run_lm_eval(model: str, tasks: list[str], *, model_args: dict | None = None,
+                metadata: dict | None = None, log_samples: bool = True, limit=None):
+    """lm-eval's own simple_evaluate, set up the way its CLI does (model_args join metadata)."""
+    from lm_eval import simple_evaluate
+    from lm_eval.tasks import TaskManager
+
+    from adept_eval.lm_eval_plugin import register
+
+    register()
+    model_args = model_args or {}
+    tm = TaskManager(metadata={**model_args, **(metadata or {})})
+    return simple_evaluate(model=model, model_args=model_args, tasks=tasks, task_manager=tm,
+                           log_samples=log_samples, limit=limit, bootstrap_iters=0)

@@ -1,0 +1,78 @@
+"""Listeners answer ADEPT's forced-choice questions about a system's samples.
+
+A registry of interchangeable listeners, chosen per run with ``--metadata listener=NAME`` (extra
+``--metadata`` keys are passed to the listener's constructor). Every listener returns an
+``Answer``: the responses it gave (one for a machine listener, one per participant for humans).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..questions import Question
+
+
+@dataclass(frozen=True)
+class Response:
+    choice: int | None  # index into question.choices; None when no valid answer was given
+    participant: str = ""
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a listener made of one question; a response with no valid choice counts as wrong."""
+
+    responses: tuple[Response, ...]
+    status: str = "ok"  # "ok" | "failed" (the listener could not answer: counted as wrong)
+    scores: tuple[float, ...] = ()  # listener's per-choice evidence, when it has any
+    detail: str = ""
+
+    def correct(self, question: Question) -> int:
+        return sum(1 for r in self.responses if r.choice == question.answer)
+
+
+@dataclass
+class Listener:
+    """Base class: ``answer`` a question given the system's audio for each of its stimuli."""
+
+    name: str = field(init=False, default="")
+
+    def identity(self) -> dict:
+        """What distinguishes this listener's scores from another's (recorded in results)."""
+        return {"listener": self.name}
+
+    def answer(self, question: Question, samples: dict[str, str]) -> Answer:
+        raise NotImplementedError
+
+
+_REGISTRY: dict[str, Callable[..., Listener]] = {}
+
+
+def register_listener(name: str):
+    def wrap(cls):
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+    return wrap
+
+
+def available() -> list[str]:
+    _load_builtin()
+    return sorted(_REGISTRY)
+
+
+def get_listener(name: str, **options) -> Listener:
+    _load_builtin()
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown listener {name!r}; available: {', '.join(available())}")
+    return _REGISTRY[name](**options)
+
+
+def _load_builtin() -> None:
+    from . import acoustic, human  # noqa: F401  (registration side effect)
+    try:
+        from . import audio_llm  # noqa: F401
+    except ImportError:
+        pass

@@ -1,0 +1,153 @@
+"""Make ``lm_eval --model adept-natural --tasks adept_...`` work with no ``--include_path``.
+
+lm-eval 0.4.x discovers neither external tasks nor external models. adept-eval therefore installs
+a one-line ``adept_eval_lm_eval.pth`` into site-packages that imports this module at start-up.
+It does nothing but put a post-import hook on two lm-eval modules, so a process that never
+imports lm-eval is untouched, and when lm-eval is imported:
+
+- after ``lm_eval.api.registry`` loads: our models are added to its model registry as lazy
+  placeholders (the same mechanism lm-eval uses for its own models);
+- after ``lm_eval.tasks.manager`` loads: every ``TaskManager`` also indexes adept-eval's task
+  folder, *before* any ``--include_path`` (so a user's own copies of our tasks still override);
+- after ``lm_eval.loggers.evaluation_tracker`` loads: runs of our models are named after the
+  system (``name=``), which is what results folders and Hub uploads then carry.
+
+Newer lm-eval reads models from the ``lm_eval.models`` entry-point group, which setup.cfg
+declares too. Set ``ADEPT_EVAL_NO_LM_EVAL_HOOK=1`` to switch the hook off (``--include_path``
+with ``adept_eval.lm_eval_plugin.task_dir()`` then still works), or call ``register()`` to
+apply it by hand (e.g. from an editable install, where the .pth is not installed).
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import os
+import sys
+from pathlib import Path
+
+MODELS = {
+    "adept-natural": "adept_eval.models.natural:NaturalSystem",
+    "audio-dir": "adept_eval.models.audio_dir:AudioDirSystem",
+    "tts-command": "adept_eval.models.tts_command:TTSCommandSystem",
+}
+
+
+def task_dir() -> Path:
+    """Where the task YAMLs live: ``adept_eval/tasks`` once installed, ``tasks/`` in a checkout."""
+    installed = Path(__file__).resolve().parent / "tasks"
+    return installed if installed.is_dir() else Path(__file__).resolve().parents[1] / "tasks"
+
+
+def _register_models(registry_module) -> None:
+    reg = registry_module.model_registry
+    for name, target in MODELS.items():
+        if name not in reg:
+            reg.register(name, target=target)
+
+
+def _patch_task_manager(manager_module) -> None:
+    cls = manager_module.TaskManager
+    if getattr(cls.__init__, "_adept_eval", False):
+        return
+    original = cls.__init__
+
+    def __init__(self, *args, include_path=None, **kwargs):
+        ours = str(task_dir())
+        if include_path is None:
+            paths = [ours]
+        elif isinstance(include_path, (list, tuple)):
+            paths = [ours, *include_path]
+        else:
+            paths = [ours, include_path]
+        original(self, *args, include_path=paths, **kwargs)
+
+    __init__._adept_eval = True  # type: ignore[attr-defined]
+    __init__.__wrapped__ = original  # type: ignore[attr-defined]
+    cls.__init__ = __init__
+
+
+def _patch_tracker(tracker_module) -> None:
+    """Results and Hub uploads are named after the *system* (``name=``, else its default),
+    not after whatever ``path=`` happens to be, for adept-eval's models."""
+    cls = tracker_module.GeneralConfigTracker
+    if getattr(cls.log_experiment_args, "_adept_eval", False):
+        return
+    original = cls.log_experiment_args
+
+    def log_experiment_args(self, model_source, model_args, *args, **kwargs):
+        original(self, model_source, model_args, *args, **kwargs)
+        if model_source in MODELS:
+            from lm_eval.api.registry import get_model
+            from lm_eval.utils import sanitize_model_name, simple_parse_args_string
+
+            parsed = simple_parse_args_string(model_args) if isinstance(model_args, str) \
+                else dict(model_args or {})
+            self.model_name = get_model(model_source).name_from_args(parsed)
+            self.model_name_sanitized = sanitize_model_name(self.model_name)
+
+    log_experiment_args._adept_eval = True  # type: ignore[attr-defined]
+    cls.log_experiment_args = log_experiment_args
+
+
+_HOOKS = {
+    "lm_eval.api.registry": _register_models,
+    "lm_eval.tasks.manager": _patch_task_manager,
+    "lm_eval.loggers.evaluation_tracker": _patch_tracker,
+}
+
+
+class _HookedLoader(importlib.abc.Loader):
+    def __init__(self, loader, hook):
+        self._loader, self._hook = loader, hook
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        try:
+            self._hook(module)
+        except Exception as exc:  # never break lm-eval itself
+            print(f"adept-eval: could not register with lm-eval ({exc})", file=sys.stderr)
+
+    def __getattr__(self, name):
+        return getattr(self._loader, name)
+
+
+class _PostImportFinder(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path, target=None):
+        hook = _HOOKS.get(fullname)
+        if hook is None:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                if spec.loader is not None:
+                    spec.loader = _HookedLoader(spec.loader, hook)
+                return spec
+        return None
+
+
+def install() -> None:
+    """Called from the .pth at interpreter start-up: cheap, imports nothing of lm-eval."""
+    if os.environ.get("ADEPT_EVAL_NO_LM_EVAL_HOOK"):
+        return
+    if any(isinstance(f, _PostImportFinder) for f in sys.meta_path):
+        return
+    for name, hook in _HOOKS.items():
+        if name in sys.modules:  # lm-eval already imported: apply right away
+            hook(sys.modules[name])
+    sys.meta_path.insert(0, _PostImportFinder())
+
+
+def register() -> None:
+    """Apply the registration now (imports lm-eval)."""
+    import lm_eval.api.registry as registry
+    import lm_eval.loggers.evaluation_tracker as tracker
+    import lm_eval.tasks.manager as manager
+
+    _register_models(registry)
+    _patch_task_manager(manager)
+    _patch_tracker(tracker)

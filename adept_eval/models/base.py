@@ -1,0 +1,157 @@
+"""The system under test is lm-eval's ``--model``: it turns stimuli into audio files.
+
+``SpeechSystem`` adapts lm-eval's request/response protocol: for ``generate_until`` requests
+from adept-eval tasks, it makes (or finds) the audio for every stimulus of every question once,
+checks it, and answers each request with a JSON record of the files it produced. The task's
+``process_results`` hands those files to the chosen listener. Subclasses implement only
+``produce``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from lm_eval.api.model import LM
+from tqdm.auto import tqdm
+
+from ..audio import check_audio
+
+log = logging.getLogger(__name__)
+
+# keyword arguments lm-eval passes to every model that a speech system has no use for
+_LM_EVAL_GENERIC = {"batch_size", "max_batch_size", "device"}
+
+
+@dataclass(frozen=True)
+class Stimulus:
+    """What a system needs to produce one sample: the text and the reference to follow."""
+
+    stimulus_id: str  # "emotion/fear/ad00_0001" (ADEPT) or a record id (VStyle)
+    text: str
+    reference_audio: str  # the natural recording whose prosody is to be transferred
+    speaker: str = ""
+
+
+@dataclass(frozen=True)
+class Produced:
+    stimulus_id: str
+    path: str | None
+    status: str  # "ok" | "failed"
+    problem: str = ""
+
+    def to_json(self) -> dict:
+        return {"id": self.stimulus_id, "path": self.path, "status": self.status,
+                "problem": self.problem}
+
+
+class SystemSetupError(RuntimeError):
+    """A system cannot run at all (bad arguments, unusable folder); raised before scoring."""
+
+
+class SpeechSystem(LM):
+    """Base class of systems that answer adept-eval requests with audio files."""
+
+    #: how the system is named in results, tables and on the Hub
+    default_name = "speech-system"
+
+    #: what happens when samples are missing or unusable: "error" stops before any scoring
+    #: with a list of them; "wrong" scores the questions that need them as wrong answers
+    default_on_missing = "error"
+
+    def __init__(self, name: str | None = None, on_missing: str | None = None,
+                 check_samples: bool = True, **kwargs):
+        super().__init__()
+        unknown = set(kwargs) - _LM_EVAL_GENERIC
+        if unknown:
+            raise SystemSetupError(f"{type(self).__name__}: unknown model_args "
+                                   f"{', '.join(sorted(unknown))}")
+        self.name = str(name or self.default_name)
+        self.on_missing = str(on_missing or self.default_on_missing)
+        if self.on_missing not in ("error", "wrong"):
+            raise SystemSetupError(f"on_missing must be 'error' or 'wrong', not {on_missing!r}")
+        self.check_samples = _as_bool(check_samples)
+
+    @classmethod
+    def name_from_args(cls, args: dict) -> str:
+        """The system name a run with these model_args gets (results, Hub): ``name=`` or the
+        class default."""
+        return str(args.get("name") or cls.default_name)
+
+    # -- what subclasses implement ----------------------------------------------------------
+    def produce(self, stimuli: list[Stimulus]) -> list[Produced]:
+        raise NotImplementedError
+
+    def describe(self) -> dict:
+        """Identity recorded with every sample (no secrets)."""
+        return {"system": self.name, "model": type(self).__name__, "on_missing": self.on_missing}
+
+    # -- lm-eval protocol -------------------------------------------------------------------
+    def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
+        wanted: dict[str, Stimulus] = {}
+        for req in requests:
+            for stim in stimuli_of(req.doc):
+                wanted.setdefault(stim.stimulus_id, stim)
+        produced = {p.stimulus_id: p for p in self.produce(list(wanted.values()))}
+        if self.check_samples:
+            produced = self._checked(produced, wanted)
+        failed = [p for p in produced.values() if p.status != "ok"]
+        if failed and self.on_missing == "error":
+            shown = [f"{p.stimulus_id}: {p.problem}" for p in failed[:50]]
+            more = [f"... and {len(failed) - 50} more"] if len(failed) > 50 else []
+            raise SystemSetupError(
+                f"{self.name}: {len(failed)} of {len(produced)} samples are missing or unusable; "
+                "nothing was scored. Fix them, or pass on_missing=wrong in --model_args to score "
+                "the questions that need them as wrong answers:\n  " + "\n  ".join(shown + more))
+        if failed:
+            log.warning("%s: %d of %d samples missing or unusable; their questions are scored "
+                        "as wrong answers (on_missing=wrong)", self.name, len(failed), len(produced))
+        out = []
+        for req in requests:
+            records = [produced[s.stimulus_id].to_json() for s in stimuli_of(req.doc)]
+            out.append(json.dumps({**self.describe(), "samples": records}, ensure_ascii=False))
+        return out
+
+    def _checked(self, produced: dict[str, Produced], wanted: dict[str, Stimulus]):
+        """Unusable audio (unreadable, silent, far off in length...) fails that stimulus."""
+        import soundfile as sf
+
+        out = {}
+        for sid, p in tqdm(produced.items(), desc=f"{self.name}: checking audio", unit="file",
+                           disable=len(produced) < 20):
+            if p.status == "ok" and p.path:
+                ref = wanted[sid].reference_audio
+                ref_dur = sf.info(ref).duration if ref and Path(ref).exists() else None
+                report = check_audio(p.path, reference_duration=ref_dur)
+                if not report.ok:
+                    p = Produced(sid, p.path, "failed",
+                                 "; ".join(x.message for x in report.problems
+                                           if x.severity == "error"))
+            out[sid] = p
+        return out
+
+    def loglikelihood(self, requests, disable_tqdm: bool = False):
+        raise NotImplementedError(f"{type(self).__name__} produces audio; it can only run "
+                                  "adept-eval tasks (generate_until), not likelihood tasks")
+
+    def loglikelihood_rolling(self, requests, disable_tqdm: bool = False):
+        return self.loglikelihood(requests)
+
+    @property
+    def tokenizer_name(self) -> str:
+        return self.name
+
+
+def stimuli_of(doc: dict) -> list[Stimulus]:
+    """The stimuli an adept-eval document asks the system to produce."""
+    return [Stimulus(sid, text, ref, doc.get("speaker", ""))
+            for sid, text, ref in zip(doc["stimuli"], doc["stimulus_texts"],
+                                      doc["stimulus_references"])]
+
+
+def _as_bool(value) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)

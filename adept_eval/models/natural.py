@@ -1,0 +1,17 @@
+"""``adept-natural``: answers with ADEPT's own natural recordings.
+
+A sanity check of the pipeline and the ceiling of each listener: a listener that cannot
+recognise the natural recordings cannot be trusted on synthetic ones.
+"""
+
+from __future__ import annotations
+
+
+from .base import Produced, SpeechSystem, Stimulus
+
+
+class NaturalSystem(SpeechSystem):
+    default_name = "adept-natural"
+
+    def produce(self, stimuli: list[Stimulus]) -> list[Produced]:
+        return [Produced(s.stimulus_id, s.reference_audio, "ok") for s in stimuli]

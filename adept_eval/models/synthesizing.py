@@ -1,0 +1,104 @@
+"""Systems that synthesise on demand, with a content-keyed output cache.
+
+``InProcessTTS`` is the documented base class for a model living in the same Python process:
+
+    from adept_eval.models import InProcessTTS
+
+    class MyTTS(InProcessTTS):
+        def synthesize(self, text, reference_audio):      # reference_audio: adept_eval.audio.Audio
+            samples, rate = my_model(text, reference_audio.samples, reference_audio.rate)
+            return samples, rate                           # or an Audio
+
+    lm_eval.simple_evaluate(model=MyTTS(name="my-tts"), tasks=["adept"])
+
+Outputs are cached under ``cache_dir`` (default: the adept-eval cache) by a key over the system
+name, its ``version()``, the text and the reference audio's bytes, so a rerun (or a run killed
+halfway) synthesises only what is missing. A stimulus whose synthesis fails is recorded as
+failed and scored as a wrong answer; the run goes on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from pathlib import Path
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from ..audio import Audio, from_array, read_audio, write_wav
+from .base import Produced, SpeechSystem, Stimulus
+
+log = logging.getLogger(__name__)
+
+
+class SynthesizingSystem(SpeechSystem):
+    default_on_missing = "wrong"
+
+    def __init__(self, name: str | None = None, cache_dir: str | None = None, **kwargs):
+        super().__init__(name=name, **kwargs)
+        if cache_dir is None:
+            from ..corpus import cache_home
+
+            cache_dir = cache_home() / "systems"
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.name)
+        self.cache_dir = Path(cache_dir).expanduser() / safe
+        self.synthesized = 0
+        self.reused = 0
+
+    def version(self) -> str:
+        """Part of the cache key: change it when the model changes."""
+        return ""
+
+    def cache_key(self, stimulus: Stimulus) -> str:
+        h = hashlib.sha256()
+        for part in (type(self).__name__, self.name, self.version(), stimulus.text):
+            h.update(part.encode())
+            h.update(b"\0")
+        with open(stimulus.reference_audio, "rb") as fh:
+            h.update(hashlib.sha256(fh.read()).digest())
+        return h.hexdigest()[:32]
+
+    def synthesize_to(self, stimulus: Stimulus, output: Path) -> None:
+        """Write the sample for ``stimulus`` to ``output`` (a .wav path); raise on failure."""
+        raise NotImplementedError
+
+    def produce(self, stimuli: list[Stimulus]) -> list[Produced]:
+        out = []
+        for s in tqdm(stimuli, desc=f"{self.name}: synthesising", unit="sample"):
+            target = self.cache_dir / f"{self.cache_key(s)}.wav"
+            if target.exists() and target.stat().st_size > 0:
+                self.reused += 1
+                out.append(Produced(s.stimulus_id, str(target), "ok"))
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(f".{target.stem}.{os.getpid()}.wav")
+            try:
+                self.synthesize_to(s, tmp)
+                if not tmp.exists() or tmp.stat().st_size == 0:
+                    raise RuntimeError(f"no audio was written to {tmp}")
+                os.replace(tmp, target)
+                self.synthesized += 1
+                out.append(Produced(s.stimulus_id, str(target), "ok"))
+            except Exception as exc:  # one bad stimulus must not end a long run
+                tmp.unlink(missing_ok=True)
+                log.warning("%s: synthesis of %s failed: %s", self.name, s.stimulus_id, exc)
+                out.append(Produced(s.stimulus_id, None, "failed", f"synthesis failed: {exc}"))
+        log.info("%s: %d synthesised, %d reused from %s", self.name, self.synthesized,
+                 self.reused, self.cache_dir)
+        return out
+
+
+class InProcessTTS(SynthesizingSystem):
+    """Subclass and implement ``synthesize(text, reference_audio) -> Audio | (samples, rate)``."""
+
+    def synthesize(self, text: str, reference_audio: Audio):
+        raise NotImplementedError
+
+    def synthesize_to(self, stimulus: Stimulus, output: Path) -> None:
+        result = self.synthesize(stimulus.text, read_audio(stimulus.reference_audio))
+        if not isinstance(result, Audio):
+            samples, rate = result
+            result = from_array(np.asarray(samples), int(rate))
+        write_wav(output, result)

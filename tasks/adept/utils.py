@@ -1,0 +1,18 @@
+"""Thin lm-eval glue for the ADEPT tasks: everything lives in adept_eval.harness."""
+
+from adept_eval.harness import (  # noqa: F401
+    SUBCATEGORY_ACCURACY,
+    accuracy,
+    ci_high,
+    ci_low,
+    chance,
+    doc_to_target,
+    doc_to_text,
+    load_questions,
+    n_failed,
+    n_responses,
+    p_chance,
+    process_results,
+)
+
+globals().update(SUBCATEGORY_ACCURACY)

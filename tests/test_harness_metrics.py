@@ -1,0 +1,61 @@
+"""Per-question records and their aggregation: accuracy over responses, CI, test vs chance."""
+
+import math
+
+from scipy.stats import binomtest
+
+from adept_eval import harness
+
+
+def _items(pattern, sub="fear", chance=0.2):
+    return [{"correct": c, "n": n, "sub": sub, "chance": chance, "failed": f}
+            for c, n, f in pattern]
+
+
+def test_accuracy_is_over_all_responses():
+    items = _items([(3, 4, 0), (0, 1, 0), (5, 5, 0)])  # unequal responses per question
+    assert harness.accuracy(items) == 8 / 10
+    assert harness.n_responses(items) == 10
+
+
+def test_interval_and_test_against_chance_match_scipy():
+    items = _items([(1, 1, 0)] * 7 + [(0, 1, 1)] * 3, chance=0.25)
+    res = binomtest(7, 10, 0.25)
+    ci = binomtest(7, 10).proportion_ci(0.95, method="exact")
+    assert math.isclose(harness.p_chance(items), res.pvalue)
+    assert math.isclose(harness.ci_low(items), ci.low) and math.isclose(harness.ci_high(items), ci.high)
+    assert harness.n_failed(items) == 3 and harness.chance(items) == 0.25
+
+
+def test_subcategory_accuracy_filters():
+    items = _items([(1, 1, 0), (0, 1, 0)], sub="fear") + _items([(1, 1, 0)], sub="joy")
+    assert harness.SUBCATEGORY_ACCURACY["acc_fear"](items) == 0.5
+    assert harness.SUBCATEGORY_ACCURACY["acc_joy"](items) == 1.0
+    assert math.isnan(harness.SUBCATEGORY_ACCURACY["acc_anger"](items))
+
+
+def test_metric_names_follow_tutorial():
+    assert "acc_fear" in harness.metric_names("adept_emotion_female")
+    assert "acc_sarcasm" not in harness.metric_names("adept_propositional_attitude_female")
+    assert "acc_sarcasm" in harness.metric_names("adept_propositional_attitude_male")
+    # classes without subcategories are scored only as a whole
+    assert not [m for m in harness.metric_names("adept_syntactic_phrasing_male")
+                if m.startswith("acc_") and m not in ("acc_ci_low", "acc_ci_high")]
+
+
+def test_secrets_are_refused_as_listener_options():
+    import pytest
+
+    from adept_eval.listeners import _REGISTRY, Listener, register_listener
+
+    @register_listener("test-keyed")
+    class Keyed(Listener):
+        def __init__(self, api_key: str = "", corpus=None):
+            pass
+
+    try:
+        assert harness.listener_options("test-keyed", {"path": "x"}) == {}
+        with pytest.raises(ValueError, match="secrets"):
+            harness.listener_options("test-keyed", {"api_key": "abc"})
+    finally:
+        _REGISTRY.pop("test-keyed")

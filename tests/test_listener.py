@@ -1,0 +1,67 @@
+"""The acoustic listener measures prosody transfer: it ranks simulated systems correctly."""
+
+from collections import defaultdict
+
+import pytest
+from scipy.stats import binomtest
+
+from adept_eval import spec
+from adept_eval.listeners import get_listener
+from adept_eval.questions import all_questions
+
+
+@pytest.fixture(scope="module")
+def scores(corpus, systems, tmp_path_factory):
+    listener = get_listener("acoustic", corpus=corpus,
+                            cache_dir=str(tmp_path_factory.mktemp("features")))
+    questions = all_questions(corpus)
+    out = {}
+    for name, folder in systems.items():
+        per_class, per_target = defaultdict(list), defaultdict(list)
+        for qs in questions.values():
+            for q in qs:
+                answer = listener.answer(q, {s: str(folder / f"{s}.wav") for s in q.stimuli})
+                assert answer.status == "ok"
+                per_class[q.cls].append(answer.correct(q))
+                per_target[(q.cls, q.target)].append(answer.correct(q))
+        out[name] = (per_class, per_target)
+    return out
+
+
+def _acc(xs):
+    return sum(xs) / len(xs)
+
+
+def test_copy_beats_partial_beats_flat_on_every_class(scores):
+    for cls in spec.CLASS_ORDER:
+        copy, partial, flat = (_acc(scores[s][0][cls]) for s in ("copy", "partial", "flat"))
+        assert copy > partial > flat, (cls, copy, partial, flat)
+        assert copy >= 0.9, (cls, copy)
+
+
+def test_flat_prosody_is_near_chance(scores):
+    for cls in spec.CLASS_ORDER:
+        answers = scores["flat"][0][cls]
+        chance = 1 / spec.TASKS[f"adept_{cls}_male"].n_choices
+        p = binomtest(sum(answers), len(answers), chance).pvalue
+        assert p > 0.01, (cls, _acc(answers), chance, p)
+
+
+def test_swapped_subcategories_score_below_chance(scores):
+    per_target = scores["swap"][1]
+    for target in ("fear", "joy"):
+        assert _acc(per_target[("emotion", target)]) < 0.2  # chance is 1 in 5
+    # the rest of emotion is unaffected
+    for target in ("anger", "sadness"):
+        assert _acc(per_target[("emotion", target)]) >= 0.9
+
+
+def test_features_of_natural_recordings_are_cached(corpus, systems, tmp_path):
+    from adept_eval.prosody import FeatureStore
+
+    store = FeatureStore(tmp_path)
+    rec = corpus.recordings[0].audio_path
+    first = store.get(rec)
+    assert store.computed == 1
+    again = FeatureStore(tmp_path).get(rec)  # a new process would read the .npz
+    assert (again.energy == first.energy).all()

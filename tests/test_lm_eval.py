@@ -1,0 +1,191 @@
+"""The ADEPT tasks through lm-evaluation-harness itself: models, listeners, logged samples."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from adept_eval import spec
+from conftest import run_lm_eval
+
+ALL = list(spec.TASKS)
+
+
+@pytest.fixture
+def use_corpus(corpus, monkeypatch):
+    monkeypatch.setenv("ADEPT_EVAL_CORPUS", str(corpus.root))
+    from adept_eval import harness
+
+    harness._corpus.cache_clear()
+    harness._listener.cache_clear()
+    return corpus
+
+
+def _acc(res, task):
+    return res["results"][task]["acc,none"]
+
+
+def test_natural_recordings_through_all_12_tasks(use_corpus):
+    res = run_lm_eval("adept-natural", ["adept"])
+    for task in ALL:
+        r = res["results"][task]
+        assert r["acc,none"] == 1.0, task
+        assert r["n,none"] == spec.TASKS[task].n_questions
+        assert r["failed,none"] == 0
+        assert r["chance,none"] == pytest.approx(spec.TASKS[task].chance)
+        assert r["p_chance,none"] < 0.01 and 0 < r["acc_ci_low,none"] < 1
+    assert res["results"]["adept_emotion_female"]["acc_fear,none"] == 1.0
+    assert res["results"]["adept"]["acc,none"] == 1.0
+    # logged samples show stimuli, choices, the correct answer and the listener's answer
+    sample = res["samples"]["adept_emotion_male"][0]
+    assert sample["doc"]["stimuli"] and sample["doc"]["choices"]
+    rec = sample["acc"] if isinstance(sample["acc"], dict) else sample["acc"][0]
+    assert rec["correct_answer"] and rec["answer"] and rec["listener"] == "acoustic"
+    assert rec["system"] == "adept-natural"
+
+
+def test_audio_dir_ranks_systems(use_corpus, systems):
+    accs = {}
+    for name in ("copy", "flat"):
+        res = run_lm_eval("audio-dir", ["adept_emotion_female", "adept_topical_emphasis_male"],
+                          model_args={"path": str(systems[name]), "name": f"sim-{name}"})
+        accs[name] = res["results"]["adept_emotion_female"]["acc,none"]
+        assert res["model_name"] == f"sim-{name}" if "model_name" in res else True
+    assert accs["copy"] == 1.0 and accs["flat"] < 0.5
+
+
+def test_audio_dir_missing_samples_fail_before_scoring(use_corpus, systems, tmp_path):
+    from adept_eval.models import SystemSetupError
+
+    folder = tmp_path / "sys"
+    shutil.copytree(systems["copy"], folder)
+    (folder / "emotion/fear/ad00_0002.wav").unlink()
+    sf.write(folder / "emotion/joy/ad00_0003.wav", np.zeros(24000), 24000)  # silent
+    with pytest.raises(SystemSetupError) as info:
+        run_lm_eval("audio-dir", ["adept_emotion_female"], model_args={"path": str(folder)})
+    msg = str(info.value)
+    assert "2 of 25 samples" in msg and "emotion/fear/ad00_0002" in msg and "silent" in msg
+    # the explicit option scores them as wrong answers and says so
+    res = run_lm_eval("audio-dir", ["adept_emotion_female"],
+                      model_args={"path": str(folder), "on_missing": "wrong"})
+    r = res["results"]["adept_emotion_female"]
+    # sentences 0002 and 0003 lose all 4 questions each (every question hears every variant)
+    assert r["failed,none"] == 8 and r["n,none"] == 20
+    assert r["acc,none"] == pytest.approx(12 / 20)
+    recs = [s["acc"] for s in res["samples"]["adept_emotion_female"]]
+    recs = [r[0] if isinstance(r, list) else r for r in recs]
+    assert sum(r["status"] == "failed" for r in recs) == 8
+    assert any("missing" in r["detail"] for r in recs)
+
+
+TTS_SCRIPT = r'''
+import shutil, sys, pathlib
+text, ref, out = sys.argv[1:4]
+log = pathlib.Path(sys.argv[4])
+log.open("a").write(text + "\n")
+if "fail" in sys.argv[5:]:
+    sys.exit(3)
+shutil.copy(ref, out)   # a perfect prosody-transfer "model": it returns the reference
+'''
+
+
+def test_tts_command_synthesises_once_and_survives_failures(use_corpus, tmp_path, monkeypatch):
+    script = tmp_path / "tts.py"
+    script.write_text(TTS_SCRIPT)
+    log = tmp_path / "calls.log"
+    command = f"{sys.executable} {script} {{text}} {{reference}} {{output}} {log}"
+    args = {"command": command, "name": "copy-tts", "cache_dir": str(tmp_path / "cache")}
+    res = run_lm_eval("tts-command", ["adept_syntactic_phrasing_female"], model_args=args)
+    assert res["results"]["adept_syntactic_phrasing_female"]["acc,none"] == 1.0
+    assert len(log.read_text().splitlines()) == 10
+    run_lm_eval("tts-command", ["adept_syntactic_phrasing_female"], model_args=args)
+    assert len(log.read_text().splitlines()) == 10  # the rerun synthesised nothing
+
+    failing = {**args, "command": command + " fail", "name": "broken-tts"}
+    res = run_lm_eval("tts-command", ["adept_syntactic_phrasing_female"], model_args=failing)
+    r = res["results"]["adept_syntactic_phrasing_female"]
+    assert r["failed,none"] == 10 and r["acc,none"] == 0.0  # failures are wrong answers, run completes
+
+
+def test_in_process_model(use_corpus, tmp_path):
+    from lm_eval import simple_evaluate
+    from lm_eval.tasks import TaskManager
+
+    from adept_eval.models import InProcessTTS
+
+    class Echo(InProcessTTS):
+        def synthesize(self, text, reference_audio):
+            return reference_audio.samples, reference_audio.rate
+
+    model = Echo(name="echo", cache_dir=str(tmp_path))
+    res = simple_evaluate(model=model, tasks=["adept_marked_tonicity_male"],
+                          task_manager=TaskManager(), bootstrap_iters=0)
+    assert res["results"]["adept_marked_tonicity_male"]["acc,none"] == 1.0
+    assert model.synthesized == 10
+
+
+def test_human_listener_scores_responses_file(use_corpus, tmp_path):
+    from adept_eval.questions import build_questions
+
+    qs = build_questions(use_corpus, "adept_topical_emphasis_female")
+    rows = ["participant,task,question_id,answer"]
+    for p in range(3):
+        for i, q in enumerate(qs):
+            wrong = (p == 0 and i < 6)  # participant 0 misses 6 questions
+            answer = "ABC"[(q.answer + 1) % 3] if wrong else q.choices[q.answer]
+            rows.append(f'p{p},{q.task},{q.question_id},"{answer}"')
+    responses = tmp_path / "responses.csv"
+    responses.write_text("\n".join(rows) + "\n")
+    res = run_lm_eval("adept-natural", ["adept_topical_emphasis_female"],
+                      metadata={"listener": "human", "responses": str(responses)})
+    r = res["results"]["adept_topical_emphasis_female"]
+    assert r["n,none"] == 45 and r["acc,none"] == pytest.approx(39 / 45)
+    meta = res["configs"]["adept_topical_emphasis_female"]["metadata"]
+    assert meta["listener"] == "human"
+
+
+def test_human_listener_rejects_bad_rows(use_corpus, tmp_path):
+    from adept_eval.listeners.human import HumanListener, ResponsesError
+
+    bad = tmp_path / "r.csv"
+    bad.write_text("participant,question_id,answer\n"
+                   "p1,adept_emotion_female/ad00_0000/fear,Z\n"
+                   "p1,nonsense,A\n")
+    with pytest.raises(ResponsesError) as info:
+        HumanListener(responses=str(bad), corpus=use_corpus)
+    assert "row 2" in str(info.value) and "row 3: unknown question_id 'nonsense'" in str(info.value)
+
+
+def _cli(args, env_extra, cwd):
+    env = {**os.environ, **env_extra}
+    return subprocess.run(args, capture_output=True, text=True, env=env, cwd=cwd, timeout=600)
+
+
+def test_plain_lm_eval_cli_finds_tasks_and_models(corpus, tmp_path):
+    """After `pip install`, plain `lm_eval` sees our tasks and models (no --include_path)."""
+    lm_eval = shutil.which("lm_eval")
+    if lm_eval is None:
+        pytest.skip("lm_eval console script not on PATH")
+    env = {"ADEPT_EVAL_CORPUS": str(corpus.root), "ADEPT_EVAL_HOME": str(tmp_path / "home")}
+    done = _cli([lm_eval, "--model", "adept-natural", "--tasks", "adept_syntactic_phrasing_male",
+                 "--output_path", str(tmp_path / "out"), "--log_samples"], env, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "adept_syntactic_phrasing_male" in done.stdout
+    results = list((tmp_path / "out").rglob("results_*.json"))
+    assert results and results[0].parent.name == "adept-natural"
+    data = json.loads(results[0].read_text())
+    assert data["results"]["adept_syntactic_phrasing_male"]["acc,none"] == 1.0
+    assert list((tmp_path / "out").rglob("samples_adept_syntactic_phrasing_male_*.jsonl"))
+
+    # --include_path keeps working, even with the start-up hook switched off
+    from adept_eval.lm_eval_plugin import task_dir
+
+    done = _cli([lm_eval, "ls", "tasks", "--include_path", str(task_dir())],
+                {**env, "ADEPT_EVAL_NO_LM_EVAL_HOOK": "1"}, tmp_path)
+    assert done.returncode == 0 and "adept_marked_tonicity_female" in done.stdout
