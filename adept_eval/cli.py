@@ -86,6 +86,37 @@ def cmd_check(args) -> int:
     return 0
 
 
+def cmd_questions(args) -> int:
+    """The listening tests as a plan for a human evaluation (ids the `human` listener reads)."""
+    import csv
+    import json
+
+    from .questions import LETTERS, all_questions
+
+    corpus = _corpus(args)
+    rows = []
+    for task, qs in all_questions(corpus).items():
+        if args.tasks and task not in args.tasks:
+            continue
+        for q in qs:
+            rows.append({"question_id": q.question_id, "task": task, "question": q.question,
+                         "stimuli": " | ".join(q.stimuli),
+                         "choices": " | ".join(f"{LETTERS[i]}. {c}" for i, c in enumerate(q.choices)),
+                         "answer": q.answer_letter, "target": q.target})
+    out = Path(args.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if out.suffix == ".jsonl":
+        out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
+                       encoding="utf-8")
+    else:
+        with open(out, "w", newline="", encoding="utf-8") as fh:
+            writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+    console.print(f"{len(rows)} questions written to {out}")
+    return 0
+
+
 def cmd_make_synthetic(args) -> int:
     from .synthetic import build_corpus, build_zip
 
@@ -124,6 +155,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--strict", action="store_true", help="fail on warnings too")
     p.add_argument("--all", action="store_true", help="list every problem")
     p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("questions", parents=[common],
+                       help="write every listening-test question (ids, stimuli order, choices, "
+                       "answer) for running a human evaluation")
+    p.add_argument("-o", "--output", default="adept_questions.csv", help=".csv or .jsonl")
+    p.add_argument("--tasks", nargs="*", help="only these tasks")
+    p.set_defaults(func=cmd_questions)
 
     p = sub.add_parser("make-synthetic", help="write a synthetic ADEPT (folder or .zip) for "
                        "trying the pipeline offline; not the real corpus")

@@ -99,9 +99,12 @@ class FeatureStore:
         self.computed = 0
         self.audio_seconds = 0.0
 
+    @staticmethod
+    def key(path: str | Path) -> str:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:32] + f"-v{FEATURE_VERSION}"
+
     def get(self, path: str | Path) -> Features:
-        data = Path(path).read_bytes()
-        key = hashlib.sha256(data).hexdigest()[:32] + f"-v{FEATURE_VERSION}"
+        key = self.key(path)
         if key in self._memory:
             return self._memory[key]
         file = self.directory / f"{key}.npz"

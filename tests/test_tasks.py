@@ -1,0 +1,32 @@
+"""The committed task YAMLs are exactly what the generator writes from adept_eval.spec."""
+
+import csv
+import importlib.util
+from pathlib import Path
+
+from adept_eval.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_task_yamls_are_in_sync_with_the_spec():
+    spec = importlib.util.spec_from_file_location("gen", ROOT / "scripts" / "generate_task_yamls.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    expected = gen.files()
+    task_dir = ROOT / "tasks" / "adept"
+    present = {p.name for p in task_dir.iterdir() if p.suffix == ".yaml" or p.name.endswith("_yaml")}
+    assert present == set(expected)
+    for name, text in expected.items():
+        assert (task_dir / name).read_text() == text, f"{name} is stale: run scripts/generate_task_yamls.py"
+
+
+def test_questions_command_writes_the_plan(corpus, tmp_path, monkeypatch):
+    monkeypatch.setenv("ADEPT_EVAL_CORPUS", str(corpus.root))
+    out = tmp_path / "q.csv"
+    assert main(["questions", "-q", "-o", str(out)]) == 0
+    rows = list(csv.DictReader(open(out)))
+    assert len(rows) == 165
+    first = rows[0]
+    assert first["question_id"].startswith(first["task"] + "/")
+    assert first["answer"] in "ABCDE" and " | " in first["stimuli"]
