@@ -117,6 +117,69 @@ def cmd_questions(args) -> int:
     return 0
 
 
+def _scores_table(path: Path, score_key: str = "score") -> dict[str, tuple[float | None, str]]:
+    """id -> (score, type) from a speech_judge result JSON (``items``) or CSV/JSONL rows with
+    ``id`` (or ``item_id``), ``score`` and optionally ``instruction_type``; several rows with one
+    id (several human raters) are averaged."""
+    import csv
+    import json
+    from collections import defaultdict
+
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".json":
+        rows = json.loads(text).get("items", [])
+    elif path.suffix == ".jsonl":
+        rows = [json.loads(x) for x in text.splitlines() if x.strip()]
+    else:
+        rows = list(csv.DictReader(text.splitlines()))
+    acc: dict[str, list] = defaultdict(list)
+    types: dict[str, str] = {}
+    for i, row in enumerate(rows, 1):
+        key = str(row.get("item_id", row.get("id", "")))
+        if not key:
+            raise ValueError(f"{path}: row {i} has no id/item_id")
+        value = row.get(score_key)
+        acc[key].append(None if value in (None, "") else float(value))
+        types[key] = row.get("instruction_type", types.get(key, "")) or ""
+    out = {}
+    for key, values in acc.items():
+        good = [v for v in values if v is not None]
+        out[key] = (sum(good) / len(good) if good else None, types[key])
+    return out
+
+
+def cmd_judge_agreement(args) -> int:
+    from .judge.agreement import agreement
+
+    judge_scores = _scores_table(Path(args.judge))
+    human_scores = _scores_table(Path(args.human))
+    common = sorted(set(judge_scores) & set(human_scores))
+    if not common:
+        err_console.print("[red]no item ids in common between the two files[/red]")
+        return 2
+    result = agreement([judge_scores[k][0] for k in common], [human_scores[k][0] for k in common],
+                       [judge_scores[k][1] or human_scores[k][1] for k in common])
+    table = Table(title=f"Judge vs human scores ({len(common)} items in both files; "
+                  f"{result['dropped']} left out for a missing score)", box=box.SIMPLE_HEAD)
+    for col in ("instruction type", "n", "Spearman", "Kendall", "QWK", "exact", "within 1"):
+        table.add_column(col, justify="left" if col == "instruction type" else "right")
+    rows = [("all", result["overall"])] + list(result.get("by_type", {}).items())
+    for name, st in rows:
+        table.add_row(name or "-", str(st["n"]), *(f"{st[k]:.3f}" for k in
+                      ("spearman", "kendall", "qwk", "exact", "within_1")))
+    console.print(table)
+    only = len(set(judge_scores) ^ set(human_scores))
+    if only:
+        console.print(f"{only} ids appear in only one of the files and were not compared")
+    if args.output:
+        import json
+
+        Path(args.output).write_text(json.dumps(result, indent=2), encoding="utf-8")
+    return 0
+
+
 def cmd_make_synthetic(args) -> int:
     from .synthetic import build_corpus, build_zip
 
@@ -168,14 +231,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("output")
     p.set_defaults(func=cmd_make_synthetic)
 
-    for extra in _extra_commands():
-        extra(sub, common)
+    p = sub.add_parser("judge-agreement", help="agreement of speech-judge scores with human "
+                       "scores (Spearman, Kendall, quadratic-weighted kappa, exact, within 1)")
+    p.add_argument("judge", help="speech_judge result .json, or .csv/.jsonl with id,score")
+    p.add_argument("human", help=".csv/.jsonl with id,score[,instruction_type]; raters averaged")
+    p.add_argument("-o", "--output", help="also write the figures as JSON")
+    p.set_defaults(func=cmd_judge_agreement)
     return parser
-
-
-def _extra_commands():
-    """Sub-commands contributed by other modules (judge agreement, Hub publishing)."""
-    return []
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -183,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (CorpusError, DownloadError) as exc:
+    except (CorpusError, DownloadError, FileNotFoundError, ValueError) as exc:
         err_console.print(f"[red]error:[/red] {exc}", highlight=False)
         return 2
 

@@ -1,4 +1,5 @@
-"""Make ``lm_eval --model adept-natural --tasks adept_...`` work with no ``--include_path``.
+"""Make ``lm_eval --model adept-natural --tasks adept_...`` and ``evaluate.load("speech_judge")``
+work with no paths.
 
 lm-eval 0.4.x discovers neither external tasks nor external models. adept-eval therefore installs
 a one-line ``adept_eval_lm_eval.pth`` into site-packages that imports this module at start-up.
@@ -10,7 +11,9 @@ imports lm-eval is untouched, and when lm-eval is imported:
 - after ``lm_eval.tasks.manager`` loads: every ``TaskManager`` also indexes adept-eval's task
   folder, *before* any ``--include_path`` (so a user's own copies of our tasks still override);
 - after ``lm_eval.loggers.evaluation_tracker`` loads: runs of our models are named after the
-  system (``name=``), which is what results folders and Hub uploads then carry.
+  system (``name=``), which is what results folders and Hub uploads then carry;
+- after ``evaluate.loading`` loads: the bare name ``speech_judge`` resolves to our installed
+  evaluate module (see ``_patch_evaluate``).
 
 Newer lm-eval reads models from the ``lm_eval.models`` entry-point group, which setup.cfg
 declares too. Set ``ADEPT_EVAL_NO_LM_EVAL_HOOK=1`` to switch the hook off (``--include_path``
@@ -89,7 +92,33 @@ def _patch_tracker(tracker_module) -> None:
     cls.log_experiment_args = log_experiment_args
 
 
+def speech_judge_path() -> Path:
+    """The installed evaluate module: ``evaluate.load(str(speech_judge_path()))`` always works."""
+    return Path(__file__).resolve().parent / "metrics" / "speech_judge" / "speech_judge.py"
+
+
+def _patch_evaluate(loading_module) -> None:
+    """``evaluate.load("speech_judge")`` loads the installed module, offline, with no Hub call.
+
+    evaluate has no plugin hook: bare names are looked up on the Hub (``evaluate-metric/NAME``)
+    and then in its module cache. Only this one bare name is redirected; a Hub path such as
+    ``my-org/speech_judge`` still goes to the Hub.
+    """
+    original = loading_module.evaluation_module_factory
+    if getattr(original, "_adept_eval", False):
+        return
+
+    def evaluation_module_factory(path, *args, **kwargs):
+        if path == "speech_judge" and not kwargs.get("force_local_path"):
+            path = str(speech_judge_path())
+        return original(path, *args, **kwargs)
+
+    evaluation_module_factory._adept_eval = True  # type: ignore[attr-defined]
+    loading_module.evaluation_module_factory = evaluation_module_factory
+
+
 _HOOKS = {
+    "evaluate.loading": _patch_evaluate,
     "lm_eval.api.registry": _register_models,
     "lm_eval.tasks.manager": _patch_task_manager,
     "lm_eval.loggers.evaluation_tracker": _patch_tracker,
@@ -148,6 +177,9 @@ def register() -> None:
     import lm_eval.loggers.evaluation_tracker as tracker
     import lm_eval.tasks.manager as manager
 
+    import evaluate.loading as loading
+
     _register_models(registry)
     _patch_task_manager(manager)
     _patch_tracker(tracker)
+    _patch_evaluate(loading)

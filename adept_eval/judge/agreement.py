@@ -1,0 +1,57 @@
+"""How well a judge agrees with human raters, the way VStyle validates its judge.
+
+Spearman and Kendall correlations (scipy), quadratic-weighted Cohen's kappa (scikit-learn),
+exact and within-1 agreement, overall and per instruction type, each with its n. Pairs where
+either side has no score (a failed judgement) are left out and counted, never imputed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+
+def _stats(pairs: list[tuple[float, float]]) -> dict:
+    from scipy.stats import kendalltau, spearmanr
+    from sklearn.metrics import cohen_kappa_score
+
+    n = len(pairs)
+    out = {"n": n}
+    if n == 0:
+        return {**out, "spearman": math.nan, "kendall": math.nan, "qwk": math.nan,
+                "exact": math.nan, "within_1": math.nan}
+    judge = [p[0] for p in pairs]
+    human = [p[1] for p in pairs]
+    out["exact"] = sum(round(j) == round(h) for j, h in pairs) / n
+    out["within_1"] = sum(abs(j - h) <= 1 for j, h in pairs) / n
+    constant = len(set(judge)) < 2 or len(set(human)) < 2
+    if constant or n < 3:
+        out.update(spearman=math.nan, spearman_p=math.nan, kendall=math.nan, kendall_p=math.nan)
+    else:
+        rho = spearmanr(judge, human)
+        tau = kendalltau(judge, human)
+        out.update(spearman=float(rho.statistic), spearman_p=float(rho.pvalue),
+                   kendall=float(tau.statistic), kendall_p=float(tau.pvalue))
+    labels = [1, 2, 3, 4, 5]
+    out["qwk"] = math.nan if constant else float(cohen_kappa_score(
+        [round(h) for h in human], [round(j) for j in judge], labels=labels, weights="quadratic"))
+    return out
+
+
+def agreement(judge_scores: list, human_scores: list, types: list[str] | None = None) -> dict:
+    """Judge vs human scores (same order); ``None``/NaN on either side drops the pair."""
+    if len(judge_scores) != len(human_scores):
+        raise ValueError(f"{len(judge_scores)} judge scores but {len(human_scores)} human scores")
+    types = types or [""] * len(judge_scores)
+    pairs, by_type, dropped = [], defaultdict(list), 0
+    for j, h, t in zip(judge_scores, human_scores, types):
+        if j is None or h is None or (isinstance(j, float) and math.isnan(j)) or \
+                (isinstance(h, float) and math.isnan(h)):
+            dropped += 1
+            continue
+        pairs.append((float(j), float(h)))
+        by_type[t].append((float(j), float(h)))
+    out = {"overall": _stats(pairs), "dropped": dropped}
+    if any(types):
+        out["by_type"] = {t: _stats(p) for t, p in sorted(by_type.items())}
+    return out

@@ -1,0 +1,86 @@
+"""The judge's prompt: VStyle's speech-judge template, filled through its two placeholders.
+
+The built-in template (``adept_eval/data/speech_judge_prompt.txt``) is VStyle's prompt for the
+"instruction" category; its wording is the specification and is shipped verbatim. Users may give
+their own template, or one per instruction type (e.g. VStyle's other category prompts); every
+template must contain ``{instruction_type}`` and ``{input_instruction}``. Filling is plain text
+substitution, so braces elsewhere in a template are left alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+PLACEHOLDERS = ("{instruction_type}", "{input_instruction}")
+
+
+class PromptError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Prompt:
+    template: str
+    source: str  # file name, or "builtin:vstyle-instruction"
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.template.encode("utf-8")).hexdigest()
+
+    def render(self, instruction_type: str, instruction: str) -> str:
+        return (self.template.replace("{instruction_type}", instruction_type)
+                .replace("{input_instruction}", instruction))
+
+
+def builtin() -> Prompt:
+    text = resources.files("adept_eval").joinpath("data/speech_judge_prompt.txt").read_text(
+        encoding="utf-8")
+    return Prompt(text, "builtin:vstyle-instruction")
+
+
+def load(source: str | Path | Prompt | None) -> Prompt:
+    """A Prompt from None (built-in), a file path, or template text."""
+    if source is None:
+        return builtin()
+    if isinstance(source, Prompt):
+        return source
+    text, name = str(source), "inline"
+    if "\n" not in text and Path(text).expanduser().is_file():
+        path = Path(text).expanduser()
+        text, name = path.read_text(encoding="utf-8"), path.name
+    missing = [p for p in PLACEHOLDERS if p not in text]
+    if missing:
+        raise PromptError(f"prompt {name!r} lacks the placeholder(s) {', '.join(missing)}")
+    return Prompt(text, name)
+
+
+@dataclass(frozen=True)
+class PromptSet:
+    """A default prompt plus optional per-instruction-type prompts."""
+
+    default: Prompt
+    by_type: tuple[tuple[str, Prompt], ...] = ()
+
+    @classmethod
+    def build(cls, prompt=None, prompts: dict | None = None) -> "PromptSet":
+        by_type = tuple(sorted((str(k), load(v)) for k, v in (prompts or {}).items()))
+        return cls(load(prompt), by_type)
+
+    def for_type(self, instruction_type: str) -> Prompt:
+        """The prompt for a type; a per-type key matches the type or its category prefix
+        (``instruction`` matches ``instruction/emotion_command``)."""
+        table = dict(self.by_type)
+        if instruction_type in table:
+            return table[instruction_type]
+        category = instruction_type.split("/")[0]
+        return table.get(category, self.default)
+
+    def identity(self) -> dict:
+        out = {"prompt": self.default.source, "prompt_sha256": self.default.sha256}
+        if self.by_type:
+            out["prompts_by_type"] = {k: {"source": p.source, "sha256": p.sha256}
+                                      for k, p in self.by_type}
+        return out

@@ -1,0 +1,1 @@
+from .speech_judge import SpeechJudge  # noqa: F401

@@ -1,0 +1,163 @@
+"""An OpenAI-compatible chat-completions server on 127.0.0.1 that plays a speech judge.
+
+It checks each request the way a real audio endpoint would (model, a text part, base64 WAV
+``input_audio`` parts that decode), then answers with a verdict: the one registered for the
+response audio's sha256 (``replay``), or a default. Faults can be queued to test a client:
+``429`` (with Retry-After), ``500``, ``timeout`` (answers too late), ``drop`` (closes the
+connection mid-request), ``malformed`` (a verdict without a score). ``latency`` delays every
+answer. Counters record what arrived, per audio hash, to prove nothing was lost or sent twice.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import threading
+import time
+from collections import Counter, deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import soundfile as sf
+
+
+class JudgeServer:
+    def __init__(self, *, latency: float = 0.0, default_verdict: str = "Fine.\n\nFinal score: [[3]]",
+                 model: str | None = None):
+        self.latency = latency
+        self.default_verdict = default_verdict
+        self.model = model
+        self.replay: dict[str, str] = {}
+        self.faults: deque[tuple[str, float]] = deque()
+        self.requests = 0
+        self.completed = Counter()  # audio sha256 -> answers sent with a verdict
+        self.authorization: set[str] = set()
+        self.bodies: list[dict] = []
+        self.keep_bodies = False
+        self._lock = threading.Lock()
+        self._in_flight = 0
+        self.max_in_flight = 0
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def add_fault(self, kind: str, value: float = 0.0, times: int = 1) -> None:
+        for _ in range(times):
+            self.faults.append((kind, value))
+
+    def _handler(self):
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # answer at once, as a production server would
+
+            def log_message(self, *args):
+                pass
+
+            def _json(self, status: int, payload: dict, headers: dict | None = None):
+                body = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(body)
+                self.wfile.flush()
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length", 0))
+                raw = self.rfile.read(length)
+                with server._lock:
+                    server.requests += 1
+                    server._in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server._in_flight)
+                    fault = server.faults.popleft() if server.faults else None
+                    if self.headers.get("Authorization"):
+                        server.authorization.add(self.headers["Authorization"])
+                try:
+                    self._answer(raw, fault)
+                finally:
+                    with server._lock:
+                        server._in_flight -= 1
+
+            def _answer(self, raw: bytes, fault):
+                if not self.path.rstrip("/").endswith("/chat/completions"):
+                    return self._json(404, {"error": {"message": "not found"}})
+                try:
+                    body = json.loads(raw)
+                    parts = body["messages"][-1]["content"]
+                    texts = [p["text"] for p in parts if p["type"] == "text"]
+                    audios = [base64.b64decode(p["input_audio"]["data"])
+                              for p in parts if p["type"] == "input_audio"]
+                    for a in audios:
+                        sf.info(io.BytesIO(a))  # must be real audio
+                    assert texts and audios and body.get("model")
+                except Exception as exc:
+                    return self._json(400, {"error": {"message": f"bad request: {exc}",
+                                                      "type": "invalid_request_error"}})
+                if server.keep_bodies:
+                    server.bodies.append(body)
+                if server.model and body["model"] != server.model:
+                    return self._json(404, {"error": {"message": "model not found"}})
+                if server.latency:
+                    time.sleep(server.latency)
+                kind, value = fault or ("", 0.0)
+                if kind == "429":
+                    return self._json(429, {"error": {"message": "rate limited"}},
+                                      {"Retry-After": str(value or 1)})
+                if kind == "500":
+                    return self._json(500, {"error": {"message": "server error"}})
+                if kind == "timeout":  # answer nothing until the client has given up
+                    time.sleep(value or 5)
+                if kind in ("timeout", "drop"):
+                    self.close_connection = True
+                    self.connection.shutdown(2)
+                    return
+                key = hashlib.sha256(audios[-1]).hexdigest()
+                verdict = server.replay.get(key, server.default_verdict)
+                if kind == "malformed":
+                    verdict = "I cannot decide on a score for this one."
+                with server._lock:
+                    server.completed[key] += 1
+                self._json(200, {
+                    "id": f"chatcmpl-{server.requests}", "object": "chat.completion",
+                    "created": int(time.time()), "model": body["model"],
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": verdict}}],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+
+        return Handler
+
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve until interrupted: ``python -m adept_eval.testing.judge_server --latency 0.25``."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(description="a loopback OpenAI-compatible speech judge")
+    parser.add_argument("--latency", type=float, default=0.0)
+    args = parser.parse_args(argv)
+    with JudgeServer(latency=args.latency) as server:
+        print(server.url, flush=True)
+        try:
+            sys.stdin.read()  # until stdin closes or the process is stopped
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,275 @@
+"""The speech judge against a loopback OpenAI-compatible server, through the real openai SDK."""
+
+import hashlib
+import json
+import math
+import statistics
+import subprocess
+import sys
+import time
+from collections import defaultdict
+
+import evaluate
+import numpy as np
+import pytest
+import soundfile as sf
+
+from adept_eval.judge import JudgeConfig, JudgeItem, judge
+from adept_eval.judge.runner import _prepare_audio
+from adept_eval.testing.judge_server import JudgeServer
+from adept_eval.vstyle import load_records
+from conftest import shared_or_skip
+
+
+@pytest.fixture(scope="module")
+def vstyle():
+    return load_records(shared_or_skip("data", "vstyle_examples", "en"))
+
+
+@pytest.fixture(scope="module")
+def replay(vstyle):
+    """sha256 of each response as the client sends it (16 kHz mono WAV) -> recorded verdict."""
+    cfg = JudgeConfig()
+    table = {}
+    for rec in vstyle:
+        for r in rec.responses:
+            table[hashlib.sha256(_prepare_audio(r.audio_path, cfg, "r")).hexdigest()] = r.judge_raw
+    return table
+
+
+@pytest.fixture
+def server(replay):
+    with JudgeServer() as srv:
+        srv.replay = dict(replay)
+        yield srv
+
+
+def _cfg(server, tmp_path, **kw):
+    base = dict(backend="openai", model="judge-under-test", base_url=server.url,
+                cache_path=str(tmp_path / "cache.sqlite"), max_retries=3, timeout=10)
+    return JudgeConfig(**{**base, **kw})
+
+
+def _items(vstyle, system=None):
+    return [JudgeItem(r.audio_path, rec.text, rec.ability, rec.audio_path,
+                      f"{rec.record_id}/{r.model_name}")
+            for rec in vstyle for r in rec.responses if system is None or r.model_name == system]
+
+
+def test_evaluate_load_scores_vstyle_examples(vstyle, server, tmp_path):
+    metric = evaluate.load("speech_judge")
+    items = _items(vstyle)
+    out = metric.compute(predictions=[i.response for i in items],
+                         references=[i.instruction for i in items],
+                         instruction_types=[i.instruction_type for i in items],
+                         model="judge-under-test", base_url=server.url, concurrency=8,
+                         cache_path=str(tmp_path / "c.sqlite"), progress=False)
+    recorded = [r.judge_score for rec in vstyle for r in rec.responses]
+    assert out["n"] == 231 and out["n_failed"] == 0 and out["failure_rate"] == 0.0
+    assert [it["score"] for it in out["items"]] == recorded
+    assert out["score"] == pytest.approx(statistics.mean(recorded))
+    assert sum(out["histogram"].values()) == 231
+    assert out["histogram"]["1"] == recorded.count(1)
+    assert out["items"][0]["verdicts"][0].rstrip().endswith("]]")
+    assert out["judge"]["prompt_sha256"] and out["judge"]["model"] == "judge-under-test"
+    # per type means
+    by_type = defaultdict(list)
+    for rec in vstyle:
+        for r in rec.responses:
+            by_type[rec.ability].append(r.judge_score)
+    for t, scores in by_type.items():
+        assert out["score_by_type"][t]["score"] == pytest.approx(statistics.mean(scores))
+
+
+def test_add_batch_combine_arrays_and_direct_class(vstyle, server, tmp_path):
+    from adept_eval.lm_eval_plugin import speech_judge_path
+    from adept_eval.metrics.speech_judge import SpeechJudge
+
+    items = _items(vstyle)[:6]
+    opts = dict(model="judge-under-test", base_url=server.url, cache_path="", progress=False)
+    by_path = evaluate.load(str(speech_judge_path()))
+    for it in items[:3], items[3:]:
+        by_path.add_batch(predictions=[i.response for i in it], references=[i.instruction for i in it],
+                          instruction_types=[i.instruction_type for i in it])
+    batched = by_path.compute(**opts)
+    combined = evaluate.combine([SpeechJudge()]).compute(
+        predictions=[i.response for i in items], references=[i.instruction for i in items],
+        instruction_types=[i.instruction_type for i in items], **opts)
+    arrays = []
+    for i in items:
+        data, rate = sf.read(i.response, dtype="float32")
+        arrays.append({"array": data if data.ndim == 1 else data.mean(1), "sampling_rate": rate})
+    from_arrays = SpeechJudge().compute(predictions=arrays, references=[i.instruction for i in items],
+                                        instruction_types=[i.instruction_type for i in items], **opts)
+    assert batched["n"] == combined["n"] == from_arrays["n"] == 6
+    assert [x["score"] for x in batched["items"]] == [x["score"] for x in combined["items"]]
+    assert all(x["status"] == "ok" for x in from_arrays["items"])
+
+
+def test_transient_faults_are_retried_and_nothing_is_lost(vstyle, server, tmp_path):
+    items = _items(vstyle)[:20]
+    server.add_fault("429", 1.0)
+    server.add_fault("500", times=2)
+    server.add_fault("drop")
+    server.add_fault("timeout", 3.0)
+    server.add_fault("malformed")
+    t = time.monotonic()
+    out = judge(items, _cfg(server, tmp_path, timeout=1.5, concurrency=4), progress=False)
+    assert time.monotonic() - t >= 1.0  # waited for Retry-After
+    assert out["n"] == 20 and out["n_failed"] == 0
+    assert [x["item_id"] for x in out["items"]] == [i.item_id for i in items]
+    recorded = [r.judge_score for rec in vstyle for r in rec.responses][:20]
+    assert [x["score"] for x in out["items"]] == recorded
+    # every item was answered exactly once with a verdict (the malformed one twice: re-asked)
+    assert sum(server.completed.values()) == 21
+
+
+def test_persistent_failures_are_failures_not_scores(vstyle, server, tmp_path):
+    items = _items(vstyle)[:4]
+    server.add_fault("malformed", times=3)  # item asked 3 times (1 + 2 re-asks), all bad
+    server.add_fault("500", times=50)  # later: the transport gives up too
+    out = judge(items, _cfg(server, tmp_path, concurrency=1, max_retries=1), progress=False)
+    statuses = [x["status"] for x in out["items"]]
+    assert statuses.count("failed") == 4
+    assert out["n_failed"] == 4 and out["n_judged"] == 0 and math.isnan(out["score"])
+    first = out["items"][0]
+    assert first["score"] is None and "unparseable" in first["detail"]
+    assert "request failed" in out["items"][1]["detail"]
+    assert out["histogram"] == {str(s): 0 for s in range(1, 6)}
+
+
+def test_cache_makes_reruns_free(vstyle, server, tmp_path):
+    items = _items(vstyle)[:10]
+    cfg = _cfg(server, tmp_path)
+    first = judge(items, cfg, progress=False)
+    before = server.requests
+    second = judge(items, cfg, progress=False)
+    assert server.requests == before and second["n_cached_judgements"] == 10
+    assert [x["score"] for x in first["items"]] == [x["score"] for x in second["items"]]
+    # another prompt is another judge: not served from the cache
+    judge(items[:2], _cfg(server, tmp_path, prompt="T {instruction_type} {input_instruction}"),
+          progress=False)
+    assert server.requests == before + 2
+
+
+KILLABLE = r'''
+import json, sys
+from adept_eval.judge import JudgeConfig, JudgeItem, judge
+items = [JudgeItem(*x) for x in json.load(open(sys.argv[1]))]
+cfg = JudgeConfig(model="judge-under-test", base_url=sys.argv[2], cache_path=sys.argv[3],
+                  concurrency=1)
+out = judge(items, cfg, progress=False)
+json.dump([x["score"] for x in out["items"]], open(sys.argv[4], "w"))
+'''
+
+
+def test_killed_run_resumes_and_equals_uninterrupted(vstyle, replay, tmp_path):
+    import sqlite3
+
+    items = _items(vstyle)[:12]
+    spec = tmp_path / "items.json"
+    spec.write_text(json.dumps([[i.response, i.instruction, i.instruction_type, None, i.item_id]
+                                for i in items]))
+    script = tmp_path / "run.py"
+    script.write_text(KILLABLE)
+    cache = tmp_path / "cache.sqlite"
+    with JudgeServer(latency=0.3) as srv:
+        srv.replay = dict(replay)
+        proc = subprocess.Popen([sys.executable, str(script), str(spec), srv.url, str(cache),
+                                 str(tmp_path / "a.json")])
+        deadline = time.monotonic() + 60
+        done = 0
+        while time.monotonic() < deadline and done < 4:
+            time.sleep(0.2)
+            if cache.exists():
+                try:
+                    done = sqlite3.connect(str(cache)).execute(
+                        "SELECT COUNT(*) FROM judgements").fetchone()[0]
+                except sqlite3.Error:
+                    pass
+        proc.kill()
+        proc.wait()
+        assert 4 <= done < 12, done
+        before = srv.requests
+        subprocess.run([sys.executable, str(script), str(spec), srv.url, str(cache),
+                        str(tmp_path / "b.json")], check=True, timeout=120)
+        resumed_requests = srv.requests - before
+    assert resumed_requests <= 12 - done + 1  # only what was missing (+ the one in flight)
+    resumed = json.loads((tmp_path / "b.json").read_text())
+    with JudgeServer() as fresh:
+        fresh.replay = dict(replay)
+        clean = judge(items, JudgeConfig(model="judge-under-test", base_url=fresh.url,
+                                         cache_path=""), progress=False)
+    assert resumed == [x["score"] for x in clean["items"]]
+
+
+def test_bad_input_fails_only_that_item(vstyle, server, tmp_path):
+    good = _items(vstyle)[:2]
+    silent = tmp_path / "silent.wav"
+    sf.write(silent, np.zeros(16000), 16000)
+    broken = tmp_path / "broken.wav"
+    broken.write_bytes(b"RIFF....not audio")
+    long = tmp_path / "long.wav"
+    sf.write(long, 0.1 * np.sin(np.arange(16000 * 20) / 7.0), 16000)
+    items = good + [JudgeItem(str(tmp_path / "missing.wav"), "say hi", "t"),
+                    JudgeItem(str(silent), "say hi", "t"), JudgeItem(str(broken), "say hi", "t"),
+                    JudgeItem(good[0].response, "   ", "t"),
+                    JudgeItem(str(long), "say hi", "t")]
+    out = judge(items, _cfg(server, tmp_path, max_audio_seconds=10), progress=False)
+    st = [(x["status"], x["detail"]) for x in out["items"]]
+    assert [s for s, _ in st] == ["ok", "ok", "bad_input", "bad_input", "bad_input", "bad_input",
+                                  "too_long"]
+    assert "missing" in st[2][1] and "silent" in st[3][1] and "unreadable" in st[4][1]
+    assert "transcript" in st[5][1] and "not truncated" in st[6][1]
+    assert out["n_failed"] == 5 and out["failure_rate"] == pytest.approx(5 / 7)
+
+
+def test_k_judgements_median_and_spread(vstyle, tmp_path):
+    with JudgeServer() as srv:
+        items = _items(vstyle)[:1]
+        key = hashlib.sha256(_prepare_audio(items[0].response, JudgeConfig(), "r")).hexdigest()
+        answers = ["Final score: [[2]]", "Final score: [[5]]", "Final score: [[4]]"]
+
+        class Rotating(dict):  # a judge that answers differently each time it is asked
+            def get(self, k, default=None):
+                return answers.pop(0) if k == key and answers else default
+
+        srv.replay = Rotating()
+        out = judge(items, _cfg(srv, tmp_path, judgements=3, cache_path=""), progress=False)
+    item = out["items"][0]
+    assert item["scores"] == [2, 5, 4] and item["score"] == 4 and item["spread"] == 3
+    assert out["judge"]["judgements"] == 3 and out["judge"]["temperature"] == 1.0
+    assert out["histogram"] == {"1": 0, "2": 1, "3": 0, "4": 1, "5": 1}
+
+
+def test_concurrency_bound_and_rate_limit(vstyle, server, tmp_path):
+    server.latency = 0.2
+    items = _items(vstyle)[:12]
+    judge(items, _cfg(server, tmp_path, concurrency=3, cache_path=""), progress=False)
+    assert server.max_in_flight <= 3
+    server.latency = 0.0
+    t = time.monotonic()
+    judge(items[:5], _cfg(server, tmp_path, rpm=600, cache_path=""), progress=False)
+    assert time.monotonic() - t >= 0.4  # 5 starts, 0.1 s apart
+
+
+def test_gemini_backend_keys_stay_in_the_environment(vstyle, server, tmp_path, monkeypatch):
+    secret = "AIza" + "x" * 35
+    monkeypatch.setenv("GEMINI_API_KEY", secret)
+    items = _items(vstyle)[:2]
+    out = judge(items, JudgeConfig(backend="gemini", base_url=server.url,
+                                   cache_path=str(tmp_path / "c.sqlite")), progress=False)
+    assert out["n_judged"] == 2 and out["judge"]["backend"] == "gemini"
+    assert out["judge"]["model"] == "gemini-2.5-pro"
+    assert f"Bearer {secret}" in server.authorization
+    assert secret not in json.dumps(out)
+    assert secret.encode() not in (tmp_path / "c.sqlite").read_bytes()
+
+
+def test_missing_key_for_hosted_backend_is_a_clear_error(monkeypatch):
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    from adept_eval.judge.backends import get_backend
+
+    with pytest.raises(ValueError, match="GEMINI_API_KEY"):
+        get_backend("gemini")
