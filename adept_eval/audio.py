@@ -178,7 +178,7 @@ def check_audio(path: str | Path, reference_duration: float | None = None) -> Au
 def find_audio(stem: Path) -> Path | None:
     """The first existing file for a path without extension, trying the accepted formats."""
     for ext in AUDIO_EXTENSIONS:
-        candidate = stem.with_suffix(ext)
+        candidate = stem.parent / (stem.name + ext)  # not with_suffix: ids may contain dots
         if candidate.exists():
             return candidate
     return None

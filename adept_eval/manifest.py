@@ -120,7 +120,7 @@ def check_folder(corpus: Corpus, folder: str | Path, *, stimuli: list[str] | Non
                                            f"{', '.join(AUDIO_EXTENSIONS[1:])})"))
         else:
             report = check_audio(path, reference_duration=sf.info(ref.audio_path).duration)
-            if sum((folder / sid).with_suffix(e).exists() for e in AUDIO_EXTENSIONS) > 1:
+            if sum((folder / f"{sid}{e}").exists() for e in AUDIO_EXTENSIONS) > 1:
                 result.ambiguous.append(str(path))
         result.samples[sid] = report
     if folder.is_dir():

@@ -13,12 +13,12 @@ def test_task_yamls_are_in_sync_with_the_spec():
     spec = importlib.util.spec_from_file_location("gen", ROOT / "scripts" / "generate_task_yamls.py")
     gen = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gen)
-    expected = gen.files()
-    task_dir = ROOT / "tasks" / "adept"
-    present = {p.name for p in task_dir.iterdir() if p.suffix == ".yaml" or p.name.endswith("_yaml")}
+    expected = gen.all_files()
+    present = {p for p in (ROOT / "tasks").rglob("*")
+               if p.suffix == ".yaml" or p.name.endswith("_yaml")}
     assert present == set(expected)
-    for name, text in expected.items():
-        assert (task_dir / name).read_text() == text, f"{name} is stale: run scripts/generate_task_yamls.py"
+    for path, text in expected.items():
+        assert path.read_text() == text, f"{path} is stale: run scripts/generate_task_yamls.py"
 
 
 def test_questions_command_writes_the_plan(corpus, tmp_path, monkeypatch):

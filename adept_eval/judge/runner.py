@@ -90,6 +90,8 @@ class ItemResult:
     detail: str = ""
     cached: int = 0
     requests: int = 0
+    prompt: str = ""  # which template judged this item (source and sha256)
+    prompt_sha256: str = ""
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -224,6 +226,7 @@ class JudgeRunner:
             res.status, res.detail = exc.status, str(exc)
             return res
         prompt = self.prompts.for_type(item.instruction_type)
+        res.prompt, res.prompt_sha256 = prompt.source, prompt.sha256
         text = prompt.render(item.instruction_type, instruction)
         parts = ([Part("audio", wav=instr_wav)] if instr_wav else []) + \
             [Part("text", text=text), Part("audio", wav=response_wav)]

@@ -2,6 +2,9 @@
 
     lm_eval --model audio-dir --model_args path=my_tts/,name=my-tts --tasks adept
 
+For VStyle, samples are keyed by record id (``acoustic_properties-age-1.wav``); ``pattern``
+names files otherwise, e.g. ``pattern={id}-Kimi`` for ``acoustic_properties-age-1-Kimi.mp3``.
+
 Missing or unusable samples stop the run before anything is scored, with a list of them;
 ``on_missing=wrong`` scores the questions that need them as wrong answers instead (each such
 sample is marked ``failed`` in the logged samples and counted in the ``failed`` metric).
@@ -17,9 +20,12 @@ from .base import Produced, SpeechSystem, Stimulus, SystemSetupError
 
 
 class AudioDirSystem(SpeechSystem):
-    def __init__(self, path: str = "", name: str | None = None, **kwargs):
+    def __init__(self, path: str = "", name: str | None = None, pattern: str = "{id}", **kwargs):
         if not path:
             raise SystemSetupError("audio-dir needs path=FOLDER in --model_args")
+        if "{id}" not in pattern:
+            raise SystemSetupError(f"audio-dir: pattern must contain {{id}}, got {pattern!r}")
+        self.pattern = pattern
         self.folder = Path(path).expanduser()
         if not self.folder.is_dir():
             raise SystemSetupError(f"audio-dir: {self.folder} is not a folder")
@@ -30,18 +36,19 @@ class AudioDirSystem(SpeechSystem):
         return str(args.get("name") or Path(str(args.get("path", "audio-dir"))).resolve().name)
 
     def describe(self) -> dict:
-        return {**super().describe(), "path": str(self.folder)}
+        return {**super().describe(), "path": str(self.folder), "pattern": self.pattern}
 
     def locate(self, stimulus: Stimulus) -> Path | None:
-        return find_audio(self.folder / stimulus.stimulus_id)
+        return find_audio(self.folder / self.pattern.replace("{id}", stimulus.stimulus_id))
 
     def produce(self, stimuli: list[Stimulus]) -> list[Produced]:
         out = []
         for s in stimuli:
             found = self.locate(s)
             if found is None:
+                stem = self.pattern.replace("{id}", s.stimulus_id)
                 out.append(Produced(s.stimulus_id, None, "failed",
-                                    f"{self.folder / s.stimulus_id}.wav missing (also tried "
+                                    f"{self.folder / stem}.wav missing (also tried "
                                     f"{', '.join(AUDIO_EXTENSIONS[1:])})"))
             else:
                 out.append(Produced(s.stimulus_id, str(found), "ok"))

@@ -31,8 +31,9 @@ class Stimulus:
 
     stimulus_id: str  # "emotion/fear/ad00_0001" (ADEPT) or a record id (VStyle)
     text: str
-    reference_audio: str  # the natural recording whose prosody is to be transferred
+    reference_audio: str  # ADEPT: the recording whose prosody to transfer; VStyle: the instruction
     speaker: str = ""
+    compare_duration: bool = True  # a sample far longer/shorter than the reference is unusable
 
 
 @dataclass(frozen=True)
@@ -122,8 +123,10 @@ class SpeechSystem(LM):
         for sid, p in tqdm(produced.items(), desc=f"{self.name}: checking audio", unit="file",
                            disable=len(produced) < 20):
             if p.status == "ok" and p.path:
-                ref = wanted[sid].reference_audio
-                ref_dur = sf.info(ref).duration if ref and Path(ref).exists() else None
+                stim = wanted[sid]
+                ref = stim.reference_audio
+                ref_dur = sf.info(ref).duration if stim.compare_duration and ref and \
+                    Path(ref).exists() else None
                 report = check_audio(p.path, reference_duration=ref_dur)
                 if not report.ok:
                     p = Produced(sid, p.path, "failed",
@@ -146,7 +149,8 @@ class SpeechSystem(LM):
 
 def stimuli_of(doc: dict) -> list[Stimulus]:
     """The stimuli an adept-eval document asks the system to produce."""
-    return [Stimulus(sid, text, ref, doc.get("speaker", ""))
+    compare = bool(doc.get("compare_duration", True))
+    return [Stimulus(sid, text, ref, doc.get("speaker", ""), compare)
             for sid, text, ref in zip(doc["stimuli"], doc["stimulus_texts"],
                                       doc["stimulus_references"])]
 

@@ -1,0 +1,224 @@
+"""Glue between VStyle, lm-evaluation-harness and the speech judge.
+
+1. ``load_vstyle`` (the tasks' ``custom_dataset``): one document per spoken instruction of one
+   VStyle category, with the judge settings from ``--metadata judge_...=``;
+2. the ``--model`` answers each instruction with a speech file (``audio-dir``, ``openai-speech``...);
+3. the ``speech_judge`` filter judges *all* of a task's responses at once (concurrently, cached),
+   so a long run is bounded by the judge's throughput, not by one request at a time;
+4. ``process_results`` turns each verdict into a per-instruction record; the aggregations give
+   the category score with VStyle's weighting, per-subcategory means, the plain mean, an interval,
+   n and failures. A response that could not be judged is a failure, never a score.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from dataclasses import fields
+from functools import lru_cache
+from pathlib import Path
+
+from .judge import JudgeConfig, JudgeItem, judge
+from .vstyle import CATEGORIES, load_records, locate, subcategory_weights
+
+# --metadata key -> JudgeConfig field. Keys are never secrets: a key is named by the environment
+# variable that holds it (judge_api_key_env).
+JUDGE_KEYS = {f"judge_{f.name}": f.name for f in fields(JudgeConfig)}
+JUDGE_KEYS.update({"judge_cache": "cache_path", "judge_instruction_audio":
+                   "include_instruction_audio"})
+for _hidden in ("judge_cache_path", "judge_include_instruction_audio"):
+    JUDGE_KEYS.pop(_hidden)
+
+
+def judge_config(metadata: dict) -> dict:
+    """JudgeConfig keyword arguments from ``--metadata judge_*=...`` (JSON-able)."""
+    cfg = {}
+    for key, value in metadata.items():
+        if not key.startswith("judge_"):
+            continue
+        if key not in JUDGE_KEYS:
+            raise ValueError(f"unknown judge setting {key!r}; known: {', '.join(sorted(JUDGE_KEYS))}")
+        cfg[JUDGE_KEYS[key]] = value
+    prompts = cfg.get("prompts")
+    if isinstance(prompts, str):
+        path = Path(prompts).expanduser()
+        if path.is_dir():  # VStyle's layout: one <category>.txt per category
+            prompts = {p.stem: str(p.resolve()) for p in sorted(path.glob("*.txt"))}
+        else:
+            prompts = json.loads(prompts)
+    if prompts:
+        cfg["prompts"] = sorted((str(k), str(v)) for k, v in dict(prompts).items())
+    if cfg.get("prompt") and Path(str(cfg["prompt"])).expanduser().is_file():
+        cfg["prompt"] = str(Path(str(cfg["prompt"])).expanduser().resolve())
+    # fail now, not after the model has run: unknown fields, unreadable or placeholder-less prompts
+    JudgeConfig(**{k: tuple(map(tuple, v)) if k == "prompts" else v
+                   for k, v in cfg.items()}).prompt_set()
+    return cfg
+
+
+def _config_from(doc: dict) -> JudgeConfig:
+    raw = json.loads(doc["judge"])
+    if "prompts" in raw:
+        raw["prompts"] = tuple(tuple(p) for p in raw["prompts"])
+    return JudgeConfig(**raw)
+
+
+@lru_cache(maxsize=4)
+def _records(language: str, folder: str | None):
+    return load_records(locate(language, folder))
+
+
+def load_vstyle(category: str, language: str = "en", vstyle_dir: str | None = None, **metadata):
+    """lm-eval ``custom_dataset``: one VStyle category's instructions as a one-split DatasetDict."""
+    import datasets
+
+    if category not in CATEGORIES:
+        raise ValueError(f"unknown VStyle category {category!r}; known: {', '.join(CATEGORIES)}")
+    cfg = judge_config(metadata)
+    weights = subcategory_weights()
+    rows = []
+    for rec in _records(language, str(vstyle_dir) if vstyle_dir else None):
+        if rec.category != category:
+            continue
+        rows.append({
+            "record_id": rec.record_id, "instruct_id": rec.instruct_id, "text": rec.text,
+            "ability": rec.ability, "category": rec.category, "subcategory": rec.subcategory,
+            "instruction_type": f"{rec.category}/{rec.subcategory}", "language": language,
+            "instruction_audio": rec.audio_path,
+            "stimuli": [rec.record_id], "stimulus_texts": [rec.text],
+            "stimulus_references": [rec.audio_path], "compare_duration": False,
+            "weight": weights.get((rec.category, rec.subcategory), 0.0),
+            "judge": json.dumps(cfg, sort_keys=True),
+        })
+    if not rows:
+        raise ValueError(f"no VStyle {language} records in category {category!r}")
+    return datasets.DatasetDict({"test": datasets.Dataset.from_list(rows)})
+
+
+def doc_to_text(doc: dict) -> str:
+    return f"[{doc['instruction_type']}] {doc['text']}"
+
+
+def doc_to_target(doc: dict) -> str:
+    return doc["instruction_type"]
+
+
+def judge_responses(resps, docs) -> list[str]:
+    """lm-eval filter: judge every response of the task in one concurrent batch."""
+    if not docs:
+        return []
+    cfg = _config_from(docs[0])
+    records: list[dict | None] = [None] * len(docs)
+    items, where = [], []
+    for i, (resp, doc) in enumerate(zip(resps, docs)):
+        base = {"record_id": doc["record_id"], "instruction_type": doc["instruction_type"]}
+        try:
+            produced = json.loads(resp[0] if isinstance(resp, (list, tuple)) else resp)
+            sample = produced["samples"][0]
+            base["system"] = produced.get("system", "")
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            records[i] = {**base, "status": "failed", "detail": f"unreadable system output: {exc}"}
+            continue
+        if sample.get("status") != "ok" or not sample.get("path"):
+            records[i] = {**base, "status": "bad_input",
+                          "detail": sample.get("problem") or "no response audio"}
+            continue
+        items.append(JudgeItem(sample["path"], doc["text"], doc["instruction_type"],
+                               doc.get("instruction_audio"), doc["record_id"]))
+        where.append((i, base))
+    if items:
+        result = judge(items, cfg)
+        for (i, base), item in zip(where, result["items"]):
+            records[i] = {**base, **{k: item[k] for k in ("status", "score", "scores", "spread",
+                                                           "verdicts", "detail", "cached",
+                                                           "prompt", "prompt_sha256")},
+                          "judge": result["judge"]}
+    return [json.dumps(r, ensure_ascii=False) for r in records]
+
+
+def process_results(doc: dict, results: list[str]) -> dict:
+    rec = json.loads(results[0])
+    ok = rec.get("status") == "ok" and rec.get("score") is not None
+    record = {"sub": doc["subcategory"], "weight": doc["weight"],
+              "score": float(rec["score"]) if ok else None, "failed": int(not ok),
+              "status": rec.get("status"), "detail": rec.get("detail", ""),
+              "prompt": rec.get("prompt"), "prompt_sha256": rec.get("prompt_sha256"),
+              "system": rec.get("system", "")}
+    return {name: record for name in metric_names(doc["category"])}
+
+
+def metric_names(category: str) -> list[str]:
+    return ["score", "score_mean", "score_ci_low", "score_ci_high", "n", "n_failed",
+            "failure_rate"] + [f"score_{s}" for s in CATEGORIES[category]]
+
+
+# ----------------------------------------------------------------------------- aggregation
+def _by_sub(items) -> dict[str, list[float]]:
+    out = defaultdict(list)
+    for it in items:
+        if it["score"] is not None:
+            out[it["sub"]].append(it["score"])
+    return out
+
+
+def _weighted(items) -> tuple[float, float]:
+    """VStyle's category score (weighted mean of subcategory means over the subcategories
+    present) and its standard error (normal approximation over the subcategory means)."""
+    groups = _by_sub(items)
+    weights = {it["sub"]: it["weight"] for it in items}
+    total = sum(weights[s] for s in groups)
+    if not groups or total <= 0:
+        return float("nan"), float("nan")
+    mean = sum(weights[s] * sum(v) / len(v) for s, v in groups.items()) / total
+    var = 0.0
+    for s, v in groups.items():
+        if len(v) > 1:
+            m = sum(v) / len(v)
+            s2 = sum((x - m) ** 2 for x in v) / (len(v) - 1)
+            var += (weights[s] / total) ** 2 * s2 / len(v)
+    return mean, math.sqrt(var)
+
+
+def category_score(items) -> float:
+    return _weighted(items)[0]
+
+
+def ci_low(items) -> float:
+    mean, se = _weighted(items)
+    return mean - 1.96 * se
+
+
+def ci_high(items) -> float:
+    mean, se = _weighted(items)
+    return mean + 1.96 * se
+
+
+def plain_mean(items) -> float:
+    scores = [it["score"] for it in items if it["score"] is not None]
+    return sum(scores) / len(scores) if scores else float("nan")
+
+
+def n_judged(items) -> int:
+    """The n behind the scores: instructions whose response was judged."""
+    return sum(1 for it in items if it["score"] is not None)
+
+
+def n_failed(items) -> int:
+    return sum(it["failed"] for it in items)
+
+
+def failure_rate(items) -> float:
+    return n_failed(items) / len(items) if items else float("nan")
+
+
+def _sub_mean(sub: str):
+    def agg(items) -> float:
+        v = _by_sub(items).get(sub, [])
+        return sum(v) / len(v) if v else float("nan")
+
+    agg.__name__ = f"score_{sub}"
+    return agg
+
+
+SUBCATEGORY_SCORES = {f"score_{s}": _sub_mean(s) for subs in CATEGORIES.values() for s in subs}

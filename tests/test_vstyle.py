@@ -1,0 +1,130 @@
+"""VStyle tasks in lm-eval, judged by speech_judge: the end-to-end replay of the published
+examples reproduces every system's recorded scores."""
+
+import hashlib
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from adept_eval.judge import JudgeConfig
+from adept_eval.judge.runner import _prepare_audio
+from adept_eval.testing.judge_server import JudgeServer
+from adept_eval.vstyle import CATEGORIES, load_records, normalise_ability, subcategory_weights
+from conftest import run_lm_eval, shared_or_skip
+
+
+@pytest.fixture(scope="module")
+def examples():
+    folder = shared_or_skip("data", "vstyle_examples", "en")
+    return folder, load_records(folder)
+
+
+@pytest.fixture(scope="module")
+def replay(examples):
+    cfg = JudgeConfig()
+    return {hashlib.sha256(_prepare_audio(r.audio_path, cfg, "r")).hexdigest(): r.judge_raw
+            for rec in examples[1] for r in rec.responses}
+
+
+def test_normalised_categories_cover_the_examples(examples):
+    seen = {normalise_ability(rec.ability) for rec in examples[1]}
+    for cat, sub in seen:
+        assert cat in CATEGORIES and sub in CATEGORIES[cat], (cat, sub)
+    w = subcategory_weights()
+    assert sum(w.values()) == pytest.approx(1.0)
+    assert w[("acoustic_attributes", "composite_properties")] == pytest.approx(0.125)
+    assert w[("acoustic_attributes", "age")] == pytest.approx(0.125 / 6)
+    assert w[("role_play", "scenario")] == pytest.approx(0.125)
+
+
+def _vstyle_weighted(scores_by_ability: dict) -> float:
+    """VStyle's overall: weighted sum of subcategory means over the subcategories present."""
+    w = subcategory_weights()
+    num = den = 0.0
+    for key, scores in scores_by_ability.items():
+        num += w[key] * statistics.mean(scores)
+        den += w[key]
+    return num / den
+
+
+def test_replayed_examples_reproduce_each_systems_recorded_mean(examples, replay, tmp_path):
+    folder, records = examples
+    systems = defaultdict(list)
+    for rec in records:
+        for r in rec.responses:
+            suffix = Path(r.audio_path).stem[len(rec.record_id):]
+            systems[(r.model_name, suffix)].append((rec, r))
+    assert len(systems) == 7
+    with JudgeServer() as server:
+        server.replay = dict(replay)
+        for (system, suffix), pairs in sorted(systems.items()):
+            res = run_lm_eval(
+                "audio-dir", ["vstyle_en"],
+                model_args={"path": str(folder / "wav"), "pattern": "{id}" + suffix,
+                            "name": system},
+                metadata={"vstyle_dir": str(folder), "judge_base_url": server.url,
+                          "judge_model": "replay-judge", "judge_cache": ""})
+            recorded = [r.judge_score for _, r in pairs]
+            group = res["results"]["vstyle_en"]
+            assert group["score_mean,speech_judge"] == pytest.approx(statistics.mean(recorded),
+                                                                       rel=1e-12), system
+            by_ability = defaultdict(list)
+            for rec, r in pairs:
+                by_ability[normalise_ability(rec.ability)].append(r.judge_score)
+            # the overall: each category 0.25 of the weight
+            cats = defaultdict(dict)
+            for key, scores in by_ability.items():
+                cats[key[0]][key] = scores
+            overall = statistics.mean(_vstyle_weighted(v) for v in cats.values())
+            assert group["score,speech_judge"] == pytest.approx(overall, rel=1e-12), system
+            for cat in CATEGORIES:
+                r = res["results"][f"vstyle_en_{cat}"]
+                assert r["n_failed,speech_judge"] == 0
+                assert r["score,speech_judge"] == pytest.approx(_vstyle_weighted(cats[cat]))
+            sample = res["samples"]["vstyle_en_instruction"][0]
+            rec = sample["score"]
+            rec = rec[0] if isinstance(rec, list) else rec
+            assert rec["prompt"] == "builtin:vstyle-instruction" and rec["system"] == system
+            assert "Final score" in sample["filtered_resps"][0]
+
+
+def test_missing_responses_are_failures(examples, replay, tmp_path):
+    import shutil
+
+    folder, records = examples
+    wav = tmp_path / "wav"
+    wav.mkdir()
+    kept = 0
+    for rec in records:
+        for r in rec.responses:
+            if r.model_name == "Kimi" and rec.category == "empathy" and kept < 2:
+                shutil.copy(r.audio_path, wav / f"{rec.record_id}.mp3")
+                kept += 1
+    n_empathy = sum(rec.category == "empathy" for rec in records)
+    with JudgeServer() as server:
+        server.replay = dict(replay)
+        res = run_lm_eval("audio-dir", ["vstyle_en_empathy"],
+                          model_args={"path": str(wav), "name": "partial", "on_missing": "wrong"},
+                          metadata={"vstyle_dir": str(folder), "judge_base_url": server.url,
+                                    "judge_model": "m", "judge_cache": ""})
+    r = res["results"]["vstyle_en_empathy"]
+    assert r["n,speech_judge"] == 2 and r["n_failed,speech_judge"] == n_empathy - 2
+    assert r["failure_rate,speech_judge"] == pytest.approx((n_empathy - 2) / n_empathy)
+
+
+def test_judge_settings_from_metadata(tmp_path):
+    from adept_eval.judge.prompt import PromptError
+    from adept_eval.vstyle_harness import judge_config
+
+    with pytest.raises(ValueError, match="unknown judge setting"):
+        judge_config({"judge_api_key": "secret"})
+    for cat in ("role_play", "empathy"):
+        (tmp_path / f"{cat}.txt").write_text(f"{cat}: {{instruction_type}} {{input_instruction}}")
+    cfg = judge_config({"judge_prompts": str(tmp_path), "judge_model": "m", "judge_cache": ""})
+    assert [k for k, _ in cfg["prompts"]] == ["empathy", "role_play"]
+    assert cfg["model"] == "m" and cfg["cache_path"] == ""
+    (tmp_path / "instruction.txt").write_text("no placeholders here")
+    with pytest.raises(PromptError, match="placeholder"):
+        judge_config({"judge_prompts": str(tmp_path)})
