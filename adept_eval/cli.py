@@ -180,6 +180,36 @@ def cmd_judge_agreement(args) -> int:
     return 0
 
 
+def cmd_ceiling(args) -> int:
+    """A listener's accuracy on ADEPT's own natural recordings: the most it can credit a system."""
+    import ast
+
+    from lm_eval import simple_evaluate
+    from lm_eval.tasks import TaskManager
+
+    from .lm_eval_plugin import register
+    from .report import adept_table
+
+    if args.corpus:
+        import os
+
+        os.environ["ADEPT_EVAL_CORPUS"] = args.corpus
+    options = {}
+    for item in args.option or []:
+        key, _, value = item.partition("=")
+        try:
+            options[key] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            options[key] = value
+    register()
+    res = simple_evaluate(model="adept-natural", tasks=args.tasks,
+                          task_manager=TaskManager(metadata={"listener": args.listener, **options}),
+                          bootstrap_iters=0, limit=args.limit)
+    console.print(adept_table(res["results"], title=f"Ceiling of the {args.listener!r} listener "
+                              "(accuracy on ADEPT's natural recordings)"))
+    return 0
+
+
 def cmd_make_synthetic(args) -> int:
     from .synthetic import build_corpus, build_zip
 
@@ -230,6 +260,15 @@ def build_parser() -> argparse.ArgumentParser:
                        "trying the pipeline offline; not the real corpus")
     p.add_argument("output")
     p.set_defaults(func=cmd_make_synthetic)
+
+    p = sub.add_parser("ceiling", parents=[common], help="a listener's accuracy on ADEPT's "
+                       "natural recordings: its measured ceiling")
+    p.add_argument("--listener", default="acoustic")
+    p.add_argument("--option", nargs="*", metavar="KEY=VALUE",
+                   help="listener options, e.g. llm_base_url=http://localhost:8000/v1")
+    p.add_argument("--tasks", nargs="*", default=["adept"])
+    p.add_argument("--limit", type=int, help="questions per task (a quick, partial ceiling)")
+    p.set_defaults(func=cmd_ceiling)
 
     p = sub.add_parser("judge-agreement", help="agreement of speech-judge scores with human "
                        "scores (Spearman, Kendall, quadratic-weighted kappa, exact, within 1)")

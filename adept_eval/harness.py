@@ -32,7 +32,9 @@ DEFAULT_LISTENER = "acoustic"
 # --metadata / model_args keys that configure the run itself, never a listener
 _RUN_KEYS = {"version", "task", "corpus", "listener", "config_source", "path", "name",
              "on_missing", "command", "command_file", "timeout", "cache_dir", "check_samples",
-             "pretrained", "model", "batch_size", "device", "max_batch_size"}
+             "pretrained", "model", "batch_size", "device", "max_batch_size", "pattern",
+             "base_url", "api_key_env", "voice", "system_prompt", "send_text", "concurrency",
+             "rpm", "max_retries"}
 # listener options that may hold secrets are never copied into documents (which are logged)
 _SECRET_HINTS = ("key", "token", "secret", "password")
 
@@ -121,6 +123,7 @@ def process_results(doc: dict, results: list[str]) -> dict:
     """Score one question. Every metric receives the same per-question record."""
     q = question_of(doc)
     record = {"sub": q.target, "chance": 1.0 / q.n_choices, "correct": 0, "n": 1, "failed": 0,
+              "agreement": 0.0,
               "listener": doc["listener"], "correct_answer": q.answer_letter,
               "target": q.target}
     try:
@@ -148,6 +151,7 @@ def process_results(doc: dict, results: list[str]) -> dict:
     chosen = [r.choice for r in answer.responses]
     record.update(correct=answer.correct(q), n=len(answer.responses),
                   failed=int(answer.status != "ok"), status=answer.status,
+                  agreement=answer.agreement,
                   answer=[LETTERS[c] if c is not None else None for c in chosen][:50],
                   detail=answer.detail)
     if len(chosen) == 1 and chosen[0] is not None:
@@ -161,7 +165,8 @@ def _metrics(doc: dict, record: dict) -> dict:
 
 def metric_names(task: str) -> list[str]:
     t = spec.task(task)
-    names = ["acc", "acc_ci_low", "acc_ci_high", "p_chance", "chance", "n", "failed"]
+    names = ["acc", "acc_ci_low", "acc_ci_high", "p_chance", "chance", "n", "failed",
+             "order_agreement"]
     if t.cls.has_subcategory_scores:
         names += [f"acc_{s}" for s in t.cls.answer_subcategories(t.speaker)]
     return names
@@ -221,6 +226,13 @@ def n_responses(items) -> int:
 
 def n_failed(items) -> int:
     return sum(it["failed"] for it in items)
+
+
+def order_agreement(items) -> float:
+    """Mean share of presentation orders agreeing with the listener's answer (1.0 for
+    listeners that hear every order the same way); failed questions count as 0."""
+    return sum(it.get("agreement", 0.0) if not it["failed"] else 0.0 for it in items) / len(items) \
+        if items else float("nan")
 
 
 def _subcategory_accuracy(sub: str):

@@ -6,7 +6,7 @@ a one-line ``adept_eval_lm_eval.pth`` into site-packages that imports this modul
 It does nothing but put a post-import hook on two lm-eval modules, so a process that never
 imports lm-eval is untouched, and when lm-eval is imported:
 
-- after ``lm_eval.api.registry`` loads: our models are added to its model registry as lazy
+- after ``lm_eval.api.registry`` loads: our four models are added to its model registry as lazy
   placeholders (the same mechanism lm-eval uses for its own models);
 - after ``lm_eval.tasks.manager`` loads: every ``TaskManager`` also indexes adept-eval's task
   folder, *before* any ``--include_path`` (so a user's own copies of our tasks still override);
@@ -32,6 +32,7 @@ MODELS = {
     "adept-natural": "adept_eval.models.natural:NaturalSystem",
     "audio-dir": "adept_eval.models.audio_dir:AudioDirSystem",
     "tts-command": "adept_eval.models.tts_command:TTSCommandSystem",
+    "openai-speech": "adept_eval.models.openai_speech:OpenAISpeechSystem",
 }
 
 

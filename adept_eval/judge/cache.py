@@ -1,5 +1,7 @@
 """A persistent, content-keyed cache of judgements (sqlite, one row per judgement).
 
+Also used by the audio-LLM listener: a row is a model reply and the value parsed from it.
+
 The key covers everything that determines a verdict: backend and model, the prompt's hash and
 the rendered text, the audio's hash, sampling parameters and the judgement's index (so k
 judgements of one item are k rows). Only parsed verdicts are stored: a failure is retried on the
@@ -30,20 +32,20 @@ class JudgementCache:
         self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("CREATE TABLE IF NOT EXISTS judgements (key TEXT PRIMARY KEY, "
-                         "verdict TEXT NOT NULL, score INTEGER NOT NULL, judge TEXT NOT NULL, "
+                         "verdict TEXT NOT NULL, value INTEGER NOT NULL, judge TEXT NOT NULL, "
                          "created REAL NOT NULL)")
         self._db.commit()
 
     def get(self, key: str) -> tuple[str, int] | None:
         with self._lock:
-            row = self._db.execute("SELECT verdict, score FROM judgements WHERE key = ?",
+            row = self._db.execute("SELECT verdict, value FROM judgements WHERE key = ?",
                                    (key,)).fetchone()
         return (row[0], int(row[1])) if row else None
 
-    def put(self, key: str, verdict: str, score: int, judge: dict) -> None:
+    def put(self, key: str, verdict: str, value: int, judge: dict) -> None:
         with self._lock:
             self._db.execute("INSERT OR REPLACE INTO judgements VALUES (?, ?, ?, ?, ?)",
-                             (key, verdict, int(score), json.dumps(judge, sort_keys=True),
+                             (key, verdict, int(value), json.dumps(judge, sort_keys=True),
                               time.time()))
             self._db.commit()
 

@@ -28,6 +28,7 @@ class Answer:
     status: str = "ok"  # "ok" | "failed" (the listener could not answer: counted as wrong)
     scores: tuple[float, ...] = ()  # listener's per-choice evidence, when it has any
     detail: str = ""
+    agreement: float = 1.0  # share of presentation orders that gave this answer
 
     def correct(self, question: Question) -> int:
         return sum(1 for r in self.responses if r.choice == question.answer)
@@ -71,8 +72,4 @@ def get_listener(name: str, **options) -> Listener:
 
 
 def _load_builtin() -> None:
-    from . import acoustic, human  # noqa: F401  (registration side effect)
-    try:
-        from . import audio_llm  # noqa: F401
-    except ImportError:
-        pass
+    from . import acoustic, audio_llm, human  # noqa: F401  (registration side effect)

@@ -29,6 +29,8 @@ class JudgeServer:
         self.default_verdict = default_verdict
         self.model = model
         self.replay: dict[str, str] = {}
+        self.speech: dict[str, bytes] = {}  # for audio-output requests: input sha -> reply WAV
+        self.responder = None  # optional callable(body, audios, texts) -> reply text
         self.faults: deque[tuple[str, float]] = deque()
         self.requests = 0
         self.completed = Counter()  # audio sha256 -> answers sent with a verdict
@@ -103,7 +105,8 @@ class JudgeServer:
                               for p in parts if p["type"] == "input_audio"]
                     for a in audios:
                         sf.info(io.BytesIO(a))  # must be real audio
-                    assert texts and audios and body.get("model")
+                    speech = "audio" in (body.get("modalities") or [])
+                    assert (texts or speech) and audios and body.get("model")
                 except Exception as exc:
                     return self._json(400, {"error": {"message": f"bad request: {exc}",
                                                       "type": "invalid_request_error"}})
@@ -126,7 +129,11 @@ class JudgeServer:
                     self.connection.shutdown(2)
                     return
                 key = hashlib.sha256(audios[-1]).hexdigest()
+                if "audio" in (body.get("modalities") or []):
+                    return self._speak(body, key)
                 verdict = server.replay.get(key, server.default_verdict)
+                if server.responder is not None:
+                    verdict = server.responder(body, audios, texts)
                 if kind == "malformed":
                     verdict = "I cannot decide on a score for this one."
                 with server._lock:
@@ -136,6 +143,28 @@ class JudgeServer:
                     "created": int(time.time()), "model": body["model"],
                     "choices": [{"index": 0, "finish_reason": "stop",
                                  "message": {"role": "assistant", "content": verdict}}],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+
+            def _speak(self, body: dict, key: str):
+                wav = server.speech.get(key)
+                if wav is None:  # a default spoken reply: one second of a 200 Hz tone
+                    import numpy as np
+
+                    t = np.arange(16000) / 16000
+                    buf = io.BytesIO()
+                    sf.write(buf, (0.2 * np.sin(2 * np.pi * 200 * t)).astype("float32"), 16000,
+                             format="WAV", subtype="PCM_16")
+                    wav = buf.getvalue()
+                with server._lock:
+                    server.completed[key] += 1
+                self._json(200, {
+                    "id": f"chatcmpl-{server.requests}", "object": "chat.completion",
+                    "created": int(time.time()), "model": body["model"],
+                    "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                        "role": "assistant", "content": None,
+                        "audio": {"id": f"audio_{server.requests}", "expires_at": 0,
+                                  "data": base64.b64encode(wav).decode(),
+                                  "transcript": f"spoken reply {key[:8]}"}}}],
                     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
 
         return Handler

@@ -11,6 +11,7 @@ from adept_eval.harness import (  # noqa: F401
     load_questions,
     n_failed,
     n_responses,
+    order_agreement,
     p_chance,
     process_results,
 )

@@ -70,6 +70,24 @@ class OpenAICompatible(Backend):
             raise BackendError("the response had no choices")
         return resp.choices[0].message.content or ""
 
+    async def speak(self, parts: list[Part], *, voice: str, system_prompt: str = "",
+                    temperature: float | None = None) -> tuple[bytes, str]:
+        """A spoken reply (WAV bytes) and its transcript, from a model with audio output."""
+        messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
+        messages.append({"role": "user", "content": self.content(parts)})
+        kwargs = {"model": self.model, "messages": messages, "modalities": ["text", "audio"],
+                  "audio": {"voice": voice, "format": "wav"}}
+        if temperature is not None:
+            kwargs["temperature"] = temperature
+        try:
+            resp = await self._client.chat.completions.create(**kwargs)
+        except openai.APIError as exc:
+            raise BackendError(_describe(exc)) from None
+        audio = resp.choices[0].message.audio if resp.choices else None
+        if audio is None or not audio.data:
+            raise BackendError("the reply has no audio (does the model produce speech?)")
+        return base64.b64decode(audio.data), audio.transcript or ""
+
     async def aclose(self) -> None:
         await self._client.close()
 
@@ -77,7 +95,9 @@ class OpenAICompatible(Backend):
 def _describe(exc: openai.APIError) -> str:
     status = getattr(exc, "status_code", None)
     kind = type(exc).__name__
-    return f"{kind} (HTTP {status})" if status else kind
+    message = " ".join(str(getattr(exc, "message", "") or "").split())[:200]
+    head = f"{kind} (HTTP {status})" if status else kind
+    return f"{head}: {message}" if message else head
 
 
 @register_backend("openai")
