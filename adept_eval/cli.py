@@ -14,8 +14,8 @@ from . import __version__, spec
 from .corpus import CorpusError, load_corpus
 from .zenodo import DownloadError
 
-console = Console()
-err_console = Console(stderr=True)
+console = Console(soft_wrap=True)  # messages stay greppable; tables still fit the width
+err_console = Console(stderr=True, soft_wrap=True)
 
 
 def _corpus(args):
@@ -210,6 +210,54 @@ def cmd_ceiling(args) -> int:
     return 0
 
 
+def cmd_publish(args) -> int:
+    from .hub import publish
+
+    report = publish(args.results, args.repo, samples=not args.no_details, audio=args.audio,
+                     model_repo=args.model_repo, benchmark_dataset=args.benchmark_dataset,
+                     private=args.private)
+    console.print(f"pushed {report.files} files to {report.repo_id}/{report.path_in_repo} "
+                  f"(prepared in {report.staged})")
+    if report.model_repo:
+        colour = "green" if report.model_repo_written else "yellow"
+        console.print(f"[{colour}]{report.note}[/{colour}]")
+    return 0
+
+
+def cmd_leaderboard(args) -> int:
+    from .leaderboard import leaderboard
+
+    rows, paths = leaderboard(args.sources, args.output, hub_repo=args.from_hub,
+                              push_repo=args.push)
+    f = lambda x, s="{:.3f}": "-" if x is None else s.format(x)  # noqa: E731
+    # one table per scorer: rows scored by different listeners or judges are never ranked together
+    for listener in sorted({r.listener for r in rows if r.adept_acc is not None}):
+        table = Table(title=f"ADEPT, {listener} listener", box=box.SIMPLE_HEAD)
+        for col in ("rank", "system", "accuracy", "95% CI", "n", "failed"):
+            table.add_column(col, justify="left" if col == "system" else "right")
+        for r in sorted((r for r in rows if r.listener == listener and r.adept_acc is not None),
+                        key=lambda r: r.adept_rank):
+            table.add_row(str(r.adept_rank), r.system, f(r.adept_acc),
+                          f"{f(r.adept_ci_low, '{:.2f}')}-{f(r.adept_ci_high, '{:.2f}')}",
+                          str(r.adept_n), str(r.adept_failed))
+        console.print(table)
+    for judge in sorted({r.judge for r in rows if r.vstyle_score is not None}):
+        table = Table(title=f"VStyle, judge {judge}", box=box.SIMPLE_HEAD)
+        for col in ("rank", "system", "overall", "n", "failure rate"):
+            table.add_column(col, justify="left" if col == "system" else "right")
+        for r in sorted((r for r in rows if r.judge == judge and r.vstyle_score is not None),
+                        key=lambda r: r.vstyle_rank):
+            table.add_row(str(r.vstyle_rank), r.system, f(r.vstyle_score, "{:.2f}"),
+                          str(r.vstyle_n), f(r.vstyle_failure_rate, "{:.1%}"))
+        console.print(table)
+    console.print("written: " + ", ".join(str(p) for p in paths))
+    if not any(p.suffix == ".png" for p in paths):
+        console.print("[yellow]no chart: pip install 'adept-eval[plot]' for matplotlib[/yellow]")
+    if args.push:
+        console.print(f"pushed to {args.push}")
+    return 0
+
+
 def cmd_make_synthetic(args) -> int:
     from .synthetic import build_corpus, build_zip
 
@@ -270,6 +318,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, help="questions per task (a quick, partial ceiling)")
     p.set_defaults(func=cmd_ceiling)
 
+    p = sub.add_parser("publish", help="push an lm-eval run (results, per-question details, "
+                       "optionally audio) to a Hub dataset, and scores onto your model repo")
+    p.add_argument("results", help="lm-eval results_*.json, or the --output_path folder")
+    p.add_argument("--repo", required=True, help="results dataset, e.g. my-org/adept-results")
+    p.add_argument("--no-details", action="store_true", help="skip per-question parquet files")
+    p.add_argument("--audio", action="store_true", help="also upload the system's audio")
+    p.add_argument("--model-repo", help="the system's model repo, to write eval results to")
+    p.add_argument("--benchmark-dataset", help="the Hub dataset ADEPT scores refer to "
+                   "(your copy from scripts/publish_corpus.py)")
+    p.add_argument("--private", action="store_true")
+    p.set_defaults(func=cmd_publish)
+
+    p = sub.add_parser("leaderboard", help="build a leaderboard from many runs (folders or a "
+                       "Hub results dataset): Markdown, CSV, parquet, PNG; optionally push it")
+    p.add_argument("sources", nargs="*", help="folders or results files")
+    p.add_argument("--from-hub", help="a results dataset made by `adept-eval publish`")
+    p.add_argument("-o", "--output", default="leaderboard")
+    p.add_argument("--push", help="dataset repo to push the leaderboard to")
+    p.set_defaults(func=cmd_leaderboard)
+
     p = sub.add_parser("judge-agreement", help="agreement of speech-judge scores with human "
                        "scores (Spearman, Kendall, quadratic-weighted kappa, exact, within 1)")
     p.add_argument("judge", help="speech_judge result .json, or .csv/.jsonl with id,score")
@@ -284,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (CorpusError, DownloadError, FileNotFoundError, ValueError) as exc:
+    except (CorpusError, DownloadError, FileNotFoundError, ValueError, RuntimeError) as exc:
         err_console.print(f"[red]error:[/red] {exc}", highlight=False)
         return 2
 

@@ -92,6 +92,25 @@ def _patch_tracker(tracker_module) -> None:
     log_experiment_args._adept_eval = True  # type: ignore[attr-defined]
     cls.log_experiment_args = log_experiment_args
 
+    # lm-eval 0.4.13 builds its Hub dataset card from pushed *sample* files and crashes (an
+    # empty max() or [0]) when a run pushes results only. Then skip the card, with a warning:
+    # the results themselves are already pushed by that point.
+    tracker = tracker_module.EvaluationTracker
+    card = tracker.recreate_metadata_card
+    if not getattr(card, "_adept_eval", False):
+        def recreate_metadata_card(self, *args, **kwargs):
+            if not getattr(self, "push_samples_to_hub", False):
+                import logging
+
+                logging.getLogger("adept_eval").warning(
+                    "lm-eval's Hub dataset card needs pushed samples (--log_samples with "
+                    "push_samples_to_hub=True); results were pushed, the card was skipped")
+                return None
+            return card(self, *args, **kwargs)
+
+        recreate_metadata_card._adept_eval = True  # type: ignore[attr-defined]
+        tracker.recreate_metadata_card = recreate_metadata_card
+
 
 def speech_judge_path() -> Path:
     """The installed evaluate module: ``evaluate.load(str(speech_judge_path()))`` always works."""

@@ -1,0 +1,372 @@
+"""Results on the Hugging Face Hub: publish a run, write a model's eval results, build a leaderboard.
+
+Tokens come only from the environment (``HF_TOKEN`` or a ``hf auth login``), and every file is
+scanned for the values of secret-looking environment variables before it is uploaded. Uploads
+are retried on 429/5xx and connection errors; a push that still fails leaves every local file as
+it was and says where the prepared upload is, so rerunning retries it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import re
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from . import spec, vstyle
+
+log = logging.getLogger(__name__)
+
+SECRET_NAME = re.compile(r"(TOKEN|KEY|SECRET|PASSWORD)", re.IGNORECASE)
+
+
+# ----------------------------------------------------------------------------- secrets
+def secret_values() -> dict[str, str]:
+    """Values of environment variables whose names look secret (long enough to matter)."""
+    return {k: v for k, v in os.environ.items() if SECRET_NAME.search(k) and len(v) >= 8}
+
+
+def find_secrets(folder: Path) -> list[str]:
+    """Files under ``folder`` that contain a secret's value: ``path (VARIABLE)`` entries."""
+    secrets = secret_values()
+    found = []
+    for path in sorted(p for p in Path(folder).rglob("*") if p.is_file()):
+        data = path.read_bytes()
+        for name, value in secrets.items():
+            if value.encode() in data:
+                found.append(f"{path} ({name})")
+    return found
+
+
+class PublishError(RuntimeError):
+    pass
+
+
+def _endpoint() -> str | None:
+    return os.environ.get("HF_ENDPOINT") or None
+
+
+def _api():
+    from huggingface_hub import HfApi
+
+    return HfApi(endpoint=_endpoint())
+
+
+def with_retries(action, what: str, attempts: int = 4, backoff: float = 1.0):
+    """Run a Hub call, retrying 429/5xx and network failures with exponential back-off."""
+    from huggingface_hub.errors import HfHubHTTPError
+
+    for attempt in range(attempts):
+        try:
+            return action()
+        except HfHubHTTPError as exc:
+            status = getattr(exc.response, "status_code", None)
+            if status is not None and status < 500 and status != 429:
+                raise PublishError(f"{what}: {exc}") from None
+            error = exc
+        except (OSError, ConnectionError) as exc:
+            error = exc
+        except Exception as exc:  # httpx transport errors and the like
+            if type(exc).__module__.split(".")[0] not in ("httpx", "httpx2", "httpcore"):
+                raise
+            error = exc
+        if attempt + 1 < attempts:
+            wait = backoff * 2 ** attempt
+            log.warning("%s failed (%s); retrying in %.0f s", what, error, wait)
+            time.sleep(wait)
+    raise PublishError(f"{what} failed after {attempts} attempts: {error}")
+
+
+# ----------------------------------------------------------------------------- runs
+@dataclass
+class Run:
+    """One lm-eval run: its results JSON and, when logged, its per-sample files."""
+
+    results_path: Path
+    results: dict
+    samples: dict[str, Path] = field(default_factory=dict)  # task -> samples_*.jsonl
+
+    @property
+    def system(self) -> str:
+        name = self.results.get("model_name") or \
+            (self.results.get("config", {}).get("model_args") or {}).get("name")
+        return str(name or self.results.get("config", {}).get("model", "unknown"))
+
+    @property
+    def timestamp(self) -> str:
+        m = re.search(r"results_(.+)\.json$", self.results_path.name)
+        return m.group(1) if m else self.results_path.stem
+
+    def task_names(self) -> list[str]:
+        return [t for t in self.results.get("results", {}) if t in spec.TASKS
+                or t.startswith("vstyle_")]
+
+    def listener(self) -> str | None:
+        """Identity of the listener that scored the ADEPT tasks (None without ADEPT tasks)."""
+        ids = set()
+        for task, cfg in (self.results.get("configs") or {}).items():
+            if task in spec.TASKS:
+                meta = cfg.get("metadata") or {}
+                name = meta.get("listener", "acoustic")
+                extra = [f"{k}={meta[k]}" for k in ("llm_backend", "llm_model", "orders")
+                         if k in meta] if name == "audio-llm" else []
+                if name == "human" and meta.get("responses"):
+                    extra = [f"responses={Path(str(meta['responses'])).name}"]
+                ids.add(":".join([name, *map(str, extra)]))
+        if len(ids) > 1:
+            raise PublishError(f"{self.results_path}: ADEPT tasks scored by different listeners "
+                               f"({', '.join(sorted(ids))}); publish them as separate runs")
+        return ids.pop() if ids else None
+
+    def judge(self) -> str | None:
+        """Identity of the speech judge that scored the VStyle tasks."""
+        ids = set()
+        for task, cfg in (self.results.get("configs") or {}).items():
+            if task.startswith("vstyle_"):
+                meta = cfg.get("metadata") or {}
+                backend = meta.get("judge_backend", "openai")
+                model = meta.get("judge_model") or ("gemini-2.5-pro" if backend == "gemini" else "")
+                prompts = meta.get("judge_prompts") or meta.get("judge_prompt") or "builtin"
+                if isinstance(prompts, str) and Path(prompts).name:
+                    prompts = Path(prompts).name
+                ids.add(f"{backend}/{model} prompts={prompts}")
+        if len(ids) > 1:
+            raise PublishError(f"{self.results_path}: VStyle tasks scored by different judges")
+        return ids.pop() if ids else None
+
+
+def load_run(path: str | Path) -> Run:
+    """A results JSON, or a folder holding one or more (the newest is taken)."""
+    path = Path(path)
+    if path.is_dir():
+        found = sorted(path.rglob("results_*.json"))
+        if not found:
+            raise PublishError(f"{path}: no lm-eval results_*.json in it")
+        path = found[-1]
+    if not path.exists():
+        raise PublishError(f"{path}: no such file")
+    run = Run(path, json.loads(path.read_text(encoding="utf-8")))
+    stamp = run.timestamp
+    for sample in path.parent.glob(f"samples_*_{stamp}.jsonl"):
+        task = sample.name[len("samples_"): -len(f"_{stamp}.jsonl")]
+        run.samples[task] = sample
+    return run
+
+
+def find_runs(paths: list[str | Path]) -> list[Run]:
+    runs = []
+    for p in paths:
+        p = Path(p)
+        files = sorted(p.rglob("results*.json")) if p.is_dir() else [p]
+        for f in files:
+            try:
+                data = json.loads(f.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if isinstance(data, dict) and "results" in data and "configs" in data:
+                runs.append(Run(f, data))
+    return runs
+
+
+def _details_table(samples_file: Path) -> pa.Table:
+    """Per-question (ADEPT) or per-instruction (VStyle) details of one task, flat columns."""
+    rows = []
+    for line in samples_file.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        s = json.loads(line)
+        doc = s.get("doc", {})
+        rec = s.get("acc", s.get("score"))
+        rec = rec[0] if isinstance(rec, list) else rec
+        rec = rec if isinstance(rec, dict) else {}
+        row = {"doc_id": s.get("doc_id")}
+        for key in ("question_id", "record_id", "task", "class", "category", "speaker",
+                    "subcategory", "target", "text", "question", "instruction_type"):
+            if key in doc:
+                row[key] = doc[key]
+        if "stimuli" in doc:
+            row["stimuli"] = json.dumps(doc["stimuli"])
+            row["choices"] = json.dumps(doc.get("choices", []), ensure_ascii=False)
+        for key in ("correct_answer", "answer", "correct", "n", "failed", "status", "detail",
+                    "listener", "system", "agreement", "score", "prompt", "prompt_sha256"):
+            if key in rec:
+                value = rec[key]
+                row[key] = json.dumps(value) if isinstance(value, (list, dict)) else value
+        rows.append(row)
+    columns = sorted({k for r in rows for k in r})
+    return pa.Table.from_pylist([{c: r.get(c) for c in columns} for r in rows])
+
+
+def _audio_files(run: Run) -> dict[str, Path]:
+    """stimulus id -> the system's audio file, from the logged model outputs."""
+    out = {}
+    for samples_file in run.samples.values():
+        for line in samples_file.read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            s = json.loads(line)
+            for resp in (s.get("resps") or [[]])[0][:1]:
+                try:
+                    produced = json.loads(resp)
+                except (TypeError, ValueError):
+                    continue
+                for item in produced.get("samples", []):
+                    if item.get("status") == "ok" and item.get("path"):
+                        out[item["id"]] = Path(item["path"])
+    return out
+
+
+@dataclass
+class PublishReport:
+    repo_id: str
+    path_in_repo: str
+    staged: Path
+    files: int
+    model_repo: str | None = None
+    model_repo_written: bool = False
+    note: str = ""
+
+
+def stage_run(run: Run, staging: Path, *, samples: bool = True, audio: bool = False) -> Path:
+    """Lay the upload out locally: results.json, details/<task>.parquet, audio/..."""
+    target = staging / _safe(run.system) / run.timestamp
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir(parents=True)
+    shutil.copy(run.results_path, target / "results.json")
+    if samples:
+        for task, path in run.samples.items():
+            (target / "details").mkdir(exist_ok=True)
+            pq.write_table(_details_table(path), target / "details" / f"{task}.parquet")
+    if audio:
+        for sid, path in _audio_files(run).items():
+            if path.exists():
+                dest = target / "audio" / f"{sid}{path.suffix}"
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(path, dest)
+    return target
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "system"
+
+
+def publish(results: str | Path, repo_id: str, *, samples: bool = True, audio: bool = False,
+            model_repo: str | None = None, benchmark_dataset: str | None = None,
+            private: bool = False, staging: str | Path | None = None) -> PublishReport:
+    """Push one run to a results dataset and, when the user owns it, onto the model repo."""
+    run = load_run(results)
+    run.listener(), run.judge()  # refuse runs that mix scorers
+    staging = Path(staging) if staging else run.results_path.parent / "hub_upload"
+    staged = stage_run(run, staging, samples=samples, audio=audio)
+    leaks = find_secrets(staged)
+    if leaks:
+        raise PublishError("refusing to upload: secret values found in " + "; ".join(leaks))
+    api = _api()
+    path_in_repo = f"runs/{_safe(run.system)}/{run.timestamp}"
+    try:
+        with_retries(lambda: api.create_repo(repo_id, repo_type="dataset", private=private,
+                                             exist_ok=True), f"creating {repo_id}")
+        with_retries(lambda: api.upload_folder(
+            repo_id=repo_id, repo_type="dataset", folder_path=staged, path_in_repo=path_in_repo,
+            commit_message=f"adept-eval: {run.system} ({run.timestamp})"), f"uploading to {repo_id}")
+        card = _results_card(repo_id, api)
+        with_retries(lambda: api.upload_file(path_or_fileobj=card.encode(), path_in_repo="README.md",
+                                             repo_id=repo_id, repo_type="dataset",
+                                             commit_message="adept-eval: update card"),
+                     f"updating the card of {repo_id}")
+    except PublishError as exc:
+        raise PublishError(f"{exc}\nNothing local was changed; the prepared upload is at "
+                           f"{staged}; run the same command again to retry.") from None
+    report = PublishReport(repo_id, path_in_repo, staged, sum(1 for p in staged.rglob("*")
+                                                              if p.is_file()))
+    if model_repo:
+        report.model_repo = model_repo
+        report.model_repo_written, report.note = write_model_results(
+            run, model_repo, results_repo=repo_id, path_in_repo=path_in_repo,
+            benchmark_dataset=benchmark_dataset)
+    return report
+
+
+def _results_card(repo_id: str, api) -> str:
+    files = api.list_repo_files(repo_id, repo_type="dataset")
+    runs = sorted({"/".join(f.split("/")[1:3]) for f in files if f.startswith("runs/")
+                   and f.endswith("results.json")})
+    lines = ["---", "tags:", "- adept-eval", "- evaluation", "---", "",
+             f"# {repo_id.split('/')[-1]}: adept-eval results", "",
+             "Evaluation runs published by [adept-eval](https://pypi.org/project/adept-eval/): "
+             "prosody transfer on ADEPT and spoken dialogue on VStyle. Each run folder holds "
+             "lm-eval's `results.json`, per-question `details/<task>.parquet` and, optionally, the "
+             "system's `audio/`.", "", "| system | run |", "|---|---|"]
+    lines += [f"| {r.split('/')[0]} | {r.split('/')[1]} |" for r in runs]
+    lines += ["", "Build a leaderboard from it: `adept-eval leaderboard --from-hub "
+              f"{repo_id} -o leaderboard/`.", ""]
+    return "\n".join(lines)
+
+
+def write_model_results(run: Run, model_repo: str, *, results_repo: str, path_in_repo: str,
+                        benchmark_dataset: str | None) -> tuple[bool, str]:
+    """Scores onto the system's model repo: ``.eval_results/*.yaml`` and the card's model-index.
+
+    Only when the token's user (or one of their organisations) owns the repo."""
+    import yaml
+    from huggingface_hub import EvalResult, EvalResultEntry, ModelCardData, \
+        eval_result_entries_to_yaml, metadata_update
+
+    api = _api()
+    who = with_retries(lambda: api.whoami(), "who am I")
+    owners = {who.get("name")} | {o.get("name") for o in who.get("orgs", [])}
+    if model_repo.split("/")[0] not in owners:
+        return False, (f"{model_repo} belongs to {model_repo.split('/')[0]}, not to "
+                       f"{', '.join(sorted(o for o in owners if o))}: its card was left alone")
+    source = f"{(_endpoint() or 'https://huggingface.co').rstrip('/')}/datasets/{results_repo}/tree/main/{path_in_repo}"
+    entries, index, skipped = [], [], 0
+    res = run.results["results"]
+    listener, judge = run.listener(), run.judge()
+    for task in run.task_names():
+        r = res[task]
+        if task in spec.TASKS and "acc,none" in r:
+            if not benchmark_dataset:  # ADEPT has no canonical Hub copy: name yours
+                skipped += 1
+                continue
+            dataset = benchmark_dataset
+            value, notes = r["acc,none"], (f"recognition accuracy, listener {listener}, n="
+                                           f"{r.get('n,none')}, 95% CI {r.get('acc_ci_low,none'):.3f}"
+                                           f"-{r.get('acc_ci_high,none'):.3f}")
+            metric = "accuracy"
+        elif task.startswith("vstyle_") and "score,speech_judge" in r:
+            dataset = vstyle.HUB_REPO
+            value, notes = r["score,speech_judge"], (f"speech-judge score 1-5, judge {judge}, "
+                                                     f"n={r.get('n,speech_judge')}")
+            metric = "speech_judge_score"
+        else:
+            continue
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            continue
+        entries.append(EvalResultEntry(dataset_id=dataset, task_id=task, value=round(value, 4),
+                                       source_url=source, source_name="adept-eval", notes=notes))
+        index.append(EvalResult(task_type="text-to-speech", dataset_type=dataset,
+                                dataset_name=dataset.split("/")[-1], task_name=task,
+                                metric_type=metric, metric_value=round(value, 4),
+                                source_name="adept-eval", source_url=source))
+    hint = (f"; {skipped} ADEPT scores skipped: pass --benchmark-dataset with the Hub copy of "
+            "ADEPT they refer to (scripts/publish_corpus.py makes one)") if skipped else ""
+    if not entries:
+        return False, "no scores written" + (hint or ": no ADEPT or VStyle scores in the run")
+    content = yaml.safe_dump(eval_result_entries_to_yaml(entries), sort_keys=False).encode()
+    with_retries(lambda: api.upload_file(path_or_fileobj=content, repo_id=model_repo,
+                                         path_in_repo=f".eval_results/adept-eval-{_safe(run.system)}.yaml",
+                                         commit_message="adept-eval: evaluation results"),
+                 f"writing eval results to {model_repo}")
+    model_index = ModelCardData(model_name=run.system, eval_results=index).to_dict()["model-index"]
+    with_retries(lambda: metadata_update(model_repo, {"model-index": model_index}, overwrite=True),
+                 f"updating the card of {model_repo}")
+    return True, f"wrote {len(entries)} scores to {model_repo}{hint}"

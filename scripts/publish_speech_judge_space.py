@@ -1,0 +1,143 @@
+"""Publish the ``speech_judge`` metric as a Hugging Face Space in evaluate's module layout.
+
+Afterwards ``evaluate.load("<org>/speech_judge")`` works for anyone (with adept-eval installed),
+and the Space shows a Gradio widget: upload a spoken response, type the instruction, get the
+score and the judge's verdict. The widget's judge key comes from the Space's secrets
+(GEMINI_API_KEY / OPENAI_API_KEY), never from this script.
+
+    python scripts/publish_speech_judge_space.py --repo my-org/speech_judge [--local-dir out/]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from adept_eval import __version__
+from adept_eval.lm_eval_plugin import speech_judge_path
+
+CARD = """---
+title: Speech Judge
+emoji: 🎙️
+colorFrom: indigo
+colorTo: blue
+sdk: gradio
+app_file: app.py
+pinned: false
+tags:
+- evaluate
+- metric
+description: >-
+  An audio LLM rates spoken responses 1-5 against spoken style instructions (VStyle's judge).
+---
+
+# Metric Card for speech_judge
+
+An audio-capable LLM (Gemini, OpenAI's audio models, or a vLLM/SGLang-served Qwen-Omni) hears a
+spoken response, reads the transcript of the instruction it answers and rates it 1-5 for
+content, style adherence and naturalness with the VStyle benchmark's judge prompt. Unparseable
+verdicts are asked again and then counted as failures, never as scores; judgements are cached.
+
+## How to use
+
+```python
+import evaluate
+judge = evaluate.load("{repo}")
+judge.compute(predictions=["answer.wav"], references=["Say it sadly: I lost my keys."],
+              instruction_types=["instruction/emotion"], backend="gemini")
+```
+
+Requires `pip install adept-eval` ({version} or later) and a key in `GEMINI_API_KEY` /
+`OPENAI_API_KEY` (or `base_url=` of a local server). Outputs: `score` (mean over judged items)
+with `score_ci95`, `score_by_type`, `histogram`, `n`, `n_judged`, `n_failed`, `failure_rate`,
+`judge` (backend, model, prompt sha256, sampling parameters) and per-item `items`.
+
+## Citation
+
+```bibtex
+@article{{zhan2025vstyle,
+  title   = {{{{VStyle}}: A Benchmark for Voice Style Adaptation with Spoken Instructions}},
+  author  = {{Zhan, Jun and others}},
+  journal = {{arXiv preprint arXiv:2509.09716}},
+  year    = {{2025}}
+}}
+```
+"""
+
+APP = '''import os
+
+import evaluate
+import gradio as gr
+
+judge = evaluate.load("speech_judge.py")
+
+
+def rate(audio_path, instruction, instruction_type, backend, model, base_url):
+    if not audio_path or not instruction.strip():
+        return "-", "Upload a spoken response and type the instruction it answers."
+    out = judge.compute(predictions=[audio_path], references=[instruction],
+                        instruction_types=[instruction_type or "instruction"], backend=backend,
+                        model=model or "", base_url=base_url or None, progress=False)
+    item = out["items"][0]
+    score = "failed: " + item["detail"] if item["status"] != "ok" else str(item["score"])
+    return score, (item["verdicts"] or [""])[-1]
+
+
+with gr.Blocks(title="speech_judge") as demo:
+    gr.Markdown("# speech_judge\\nAn audio LLM rates a spoken response 1-5 (VStyle's judge).")
+    with gr.Row():
+        audio = gr.Audio(type="filepath", label="spoken response")
+        with gr.Column():
+            instruction = gr.Textbox(label="instruction (transcript)")
+            itype = gr.Textbox(label="instruction type", value="instruction/emotion")
+            backend = gr.Dropdown(["gemini", "openai"], value="gemini", label="backend")
+            model = gr.Textbox(label="model (empty: backend default)")
+            base_url = gr.Textbox(label="base URL (OpenAI-compatible servers)")
+    button = gr.Button("Judge")
+    score = gr.Textbox(label="score")
+    verdict = gr.Textbox(label="verdict", lines=12)
+    button.click(rate, [audio, instruction, itype, backend, model, base_url], [score, verdict])
+
+demo.launch()
+'''
+
+
+def build(folder: Path, repo: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(speech_judge_path(), folder / "speech_judge.py")
+    (folder / "app.py").write_text(APP, encoding="utf-8")
+    (folder / "requirements.txt").write_text(f"adept-eval>={__version__}\n", encoding="utf-8")
+    (folder / "README.md").write_text(CARD.format(repo=repo, version=__version__), encoding="utf-8")
+    return folder
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repo", required=True, help="Space id, e.g. my-org/speech_judge")
+    parser.add_argument("--local-dir", help="build here (default: a temporary folder)")
+    parser.add_argument("--no-push", action="store_true")
+    args = parser.parse_args(argv)
+    folder = build(Path(args.local_dir or tempfile.mkdtemp(prefix="speech-judge-space-")), args.repo)
+    print(f"Space files in {folder}")
+    if not args.no_push:
+        from adept_eval.hub import _api, find_secrets, with_retries
+
+        leaks = find_secrets(folder)
+        if leaks:
+            raise SystemExit("refusing to upload: secret values in " + "; ".join(leaks))
+        api = _api()
+        with_retries(lambda: api.create_repo(args.repo, repo_type="space", space_sdk="gradio",
+                                             exist_ok=True), f"creating {args.repo}")
+        with_retries(lambda: api.upload_folder(repo_id=args.repo, repo_type="space",
+                                               folder_path=folder,
+                                               commit_message="speech_judge metric"),
+                     f"uploading {args.repo}")
+        print(f"published: evaluate.load({args.repo!r})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,203 @@
+"""Results to a loopback Hugging Face Hub through the real huggingface_hub client: lm-eval's own
+push, `adept-eval publish`, eval results on a model repo, the leaderboard, the metric Space."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from adept_eval.testing.hub_server import HubServer
+
+ROOT = Path(__file__).resolve().parents[1]
+OPENAI_SECRET = "sk-" + "loopbacksecret" * 3
+TASKS = "adept_emotion_female,adept_syntactic_phrasing_male"
+
+
+@pytest.fixture(scope="module")
+def hub():
+    with HubServer() as server:
+        yield server
+
+
+def _env(hub, tmp, **extra):
+    env = {**os.environ, "HF_ENDPOINT": hub.url, "HF_HUB_DISABLE_XET": "1",
+           "HF_TOKEN": hub.token, "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HOME": str(tmp / "hf"),
+           "OPENAI_API_KEY": OPENAI_SECRET, "ADEPT_EVAL_HOME": str(tmp / "home"),
+           "TQDM_DISABLE": "1"}
+    env.update(extra)
+    return env
+
+
+def _run(args, env, cwd, check=True):
+    done = subprocess.run(args, capture_output=True, text=True, env=env, cwd=cwd, timeout=900)
+    if check and done.returncode != 0:
+        raise AssertionError(f"{args[:3]} failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}")
+    return done
+
+
+def _lm_eval(*args):
+    exe = shutil.which("lm_eval")
+    if exe is None:
+        pytest.skip("lm_eval console script not on PATH")
+    return [exe, *args]
+
+
+def _adept_eval(*args):
+    return [sys.executable, "-m", "adept_eval.cli", *args]
+
+
+@pytest.fixture(scope="module")
+def runs(hub, corpus, systems, tmp_path_factory):
+    """Three lm-eval runs, as a user makes them: two systems scored by the acoustic listener,
+    one by human listeners (another scorer: it must never be ranked with the others)."""
+    tmp = tmp_path_factory.mktemp("runs")
+    env = _env(hub, tmp, ADEPT_EVAL_CORPUS=str(corpus.root))
+    out = tmp / "out"
+    _run(_lm_eval("--model", "adept-natural", "--tasks", TASKS, "--output_path", str(out),
+                  "--log_samples"), env, tmp)
+    _run(_lm_eval("--model", "audio-dir", "--model_args", f"path={systems['flat']},name=flat-tts",
+                  "--tasks", TASKS, "--output_path", str(out), "--log_samples"), env, tmp)
+    from adept_eval.questions import build_questions
+
+    rows = ["participant,question_id,answer"]
+    for q in build_questions(corpus, "adept_emotion_female"):
+        wrong = "ABCDE"[(q.answer + 1) % q.n_choices]
+        rows += [f"p1,{q.question_id},{q.answer_letter}", f"p2,{q.question_id},{wrong}"]
+    (tmp / "answers.csv").write_text("\n".join(rows))
+    _run(_lm_eval("--model", "audio-dir", "--model_args", f"path={systems['copy']},name=copy-tts",
+                  "--tasks", "adept_emotion_female", "--output_path", str(tmp / "human"),
+                  "--metadata", "listener=human", f"responses={tmp / 'answers.csv'}"), env, tmp)
+    return tmp, env
+
+
+def test_lm_eval_hub_push_with_and_without_samples(hub, corpus, tmp_path):
+    env = _env(hub, tmp_path, ADEPT_EVAL_CORPUS=str(corpus.root))
+    base = ("--model", "adept-natural", "--tasks", "adept_marked_tonicity_female",
+            "--output_path", str(tmp_path / "out"))
+    # results only: lm-eval 0.4.13 would crash building its card; adept-eval skips the card
+    done = _run(_lm_eval(*base, "--hf_hub_log_args",
+                         "hub_results_org=adept-lab,details_repo_name=lm-eval-results,"
+                         "push_results_to_hub=True,public_repo=True"), env, tmp_path)
+    assert "card was skipped" in done.stderr + done.stdout
+    repo = hub.repo("adept-lab/lm-eval-results")
+    assert any(p.startswith("adept-natural/results_") for p in repo.files)
+    # with samples: lm-eval pushes them and writes its card
+    _run(_lm_eval(*base, "--log_samples", "--hf_hub_log_args",
+                  "hub_results_org=adept-lab,details_repo_name=lm-eval-details,"
+                  "push_results_to_hub=True,push_samples_to_hub=True,public_repo=True"), env, tmp_path)
+    repo = hub.repo("adept-lab/lm-eval-details")
+    assert any("samples_adept_marked_tonicity_female" in p for p in repo.files)
+    assert "README.md" in repo.files
+
+
+def test_publish_run_details_audio_and_model_card(hub, runs):
+    tmp, env = runs
+    _run([sys.executable, "-c", "from huggingface_hub import HfApi; HfApi().create_repo('alice/flat-tts')"],
+         env, tmp)
+    out = _run(_adept_eval("publish", str(tmp / "out" / "flat-tts"), "--repo", "adept-lab/adept-results",
+                           "--audio", "--model-repo", "alice/flat-tts",
+                           "--benchmark-dataset", "adept-lab/ADEPT"), env, tmp).stdout
+    assert "pushed" in out and "wrote 2 scores to alice/flat-tts" in out
+    repo = hub.repo("adept-lab/adept-results")
+    files = sorted(repo.files)
+    run_dir = next(p for p in files if p.startswith("runs/flat-tts/")).split("/")[2]
+    prefix = f"runs/flat-tts/{run_dir}/"
+    assert prefix + "results.json" in files
+    assert prefix + "details/adept_emotion_female.parquet" in files
+    assert any(p.startswith(prefix + "audio/emotion/") for p in files)
+    details = tmp / "d.parquet"
+    details.write_bytes(repo.files[prefix + "details/adept_emotion_female.parquet"])
+    table = pq.read_table(details).to_pylist()
+    assert len(table) == 20 and {"question_id", "correct_answer", "answer", "listener"} <= set(table[0])
+    model = hub.repo("alice/flat-tts", "model")
+    card = model.files["README.md"].decode()
+    assert "model-index" in card and "adept_emotion_female" in card
+    evals = [p for p in model.files if p.startswith(".eval_results/")]
+    assert evals and b"adept-lab/ADEPT" in model.files[evals[0]]
+    # a repo the user does not own is left alone
+    out = _run(_adept_eval("publish", str(tmp / "out" / "adept-natural"), "--repo",
+                           "adept-lab/adept-results", "--model-repo", "bob/someone-elses"),
+               env, tmp).stdout
+    assert "left alone" in out and hub.repo("bob/someone-elses", "model") is None
+
+
+def test_failed_push_is_retried_and_never_loses_local_results(hub, runs):
+    tmp, env = runs
+    folder = tmp / "out" / "adept-natural"
+    before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file() and "hub_upload" not in str(p)}
+    hub.fail_commits = 2  # two 503s, then it works
+    _run(_adept_eval("publish", str(folder), "--repo", "adept-lab/retry-results", "--no-details"),
+         env, tmp)
+    assert hub.repo("adept-lab/retry-results") is not None
+    hub.fail_commits = 1000
+    done = _run(_adept_eval("publish", str(folder), "--repo", "adept-lab/retry-results"), env, tmp,
+                check=False)
+    hub.fail_commits = 0
+    assert done.returncode != 0 and "Nothing local was changed" in done.stderr
+    after = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file() and "hub_upload" not in str(p)}
+    assert after == before
+
+
+def test_leaderboard_local_and_from_the_hub(hub, runs):
+    tmp, env = runs
+    _run(_adept_eval("publish", str(tmp / "out" / "adept-natural"), "--repo", "adept-lab/lb-runs"),
+         env, tmp)
+    _run(_adept_eval("publish", str(tmp / "out" / "flat-tts"), "--repo", "adept-lab/lb-runs"), env, tmp)
+    _run(_adept_eval("publish", str(tmp / "human"), "--repo", "adept-lab/lb-runs"), env, tmp)
+    out = tmp / "lb"
+    printed = _run(_adept_eval("leaderboard", "--from-hub", "adept-lab/lb-runs", "-o", str(out),
+                               "--push", "adept-lab/leaderboard"), env, tmp).stdout
+    assert "adept-natural" in printed
+    rows = list(__import__("csv").DictReader(open(out / "leaderboard.csv")))
+    by = {(r["system"], r["listener"]): r for r in rows}
+    assert by[("adept-natural", "acoustic")]["adept_rank"] == "1"
+    assert by[("flat-tts", "acoustic")]["adept_rank"] == "2"
+    # another scorer: ranked on its own, never against the acoustic rows
+    human = by[("copy-tts", "human:responses=answers.csv")]
+    assert human["adept_rank"] == "1" and float(human["adept_acc"]) == pytest.approx(0.5)
+    assert human["adept_n"] == "40"
+    md = (out / "leaderboard.md").read_text()
+    assert "scored by the `acoustic` listener" in md and "scored by the `human" in md
+    png = (out / "leaderboard.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+    lb = hub.repo("adept-lab/leaderboard")
+    assert {"leaderboard.csv", "leaderboard.parquet", "leaderboard.png", "README.md"} <= set(lb.files)
+    # the same from local folders
+    local = _run(_adept_eval("leaderboard", str(tmp / "out"), str(tmp / "human"), "-o",
+                             str(tmp / "lb2")), env, tmp)
+    assert (tmp / "lb2" / "leaderboard.csv").read_text().count("\n") == 4
+
+
+def test_speech_judge_space_loads_with_evaluate(hub, tmp_path):
+    env = _env(hub, tmp_path)
+    _run([sys.executable, str(ROOT / "scripts" / "publish_speech_judge_space.py"), "--repo",
+          "adept-lab/speech_judge"], env, tmp_path)
+    space = hub.repo("adept-lab/speech_judge", "space")
+    assert {"speech_judge.py", "app.py", "README.md", "requirements.txt"} <= set(space.files)
+    compile(space.files["app.py"].decode(), "app.py", "exec")
+    done = _run([sys.executable, "-c", "import evaluate; m = evaluate.load('adept-lab/speech_judge'); "
+                 "print(type(m).__name__, m.name)"], env, tmp_path)
+    assert "SpeechJudge" in done.stdout
+
+
+def test_nothing_secret_was_ever_uploaded(hub):
+    """Runs last in this module: every file any test pushed is scanned for the token and keys."""
+    assert hub.uploaded
+    for repo, path, content in hub.uploaded:
+        assert hub.token.encode() not in content, (repo, path)
+        assert OPENAI_SECRET.encode() not in content, (repo, path)
+
+
+def test_publish_refuses_files_containing_secrets(tmp_path, monkeypatch):
+    from adept_eval.hub import find_secrets
+
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "tok_1234567890")
+    (tmp_path / "a.json").write_text('{"leak": "tok_1234567890"}')
+    (tmp_path / "b.json").write_text("{}")
+    found = find_secrets(tmp_path)
+    assert len(found) == 1 and "a.json" in found[0] and "MY_SERVICE_TOKEN" in found[0]
