@@ -137,6 +137,12 @@ def markdown(rows: list[Row]) -> str:
                        f"{_fmt(r.adept_ci_low, '{:.2f}')}-{_fmt(r.adept_ci_high, '{:.2f}')} | "
                        f"{r.adept_n} | {r.adept_failed} | " +
                        " | ".join(_fmt(r.classes.get(c)) for c in classes) + " |")
+        tasks = [t for t in spec.TASKS if any(t in r.tasks for r in members)]
+        out += ["", "Per task (accuracy; questions per task as in the ADEPT tutorial):", "",
+                "| system | " + " | ".join(t.removeprefix("adept_") for t in tasks) + " |",
+                "|---|" + "---:|" * len(tasks)]
+        out += [f"| {r.system} | " + " | ".join(_fmt(r.tasks.get(t)) for t in tasks) + " |"
+                for r in members]
         out.append("")
     for judge in sorted({r.judge for r in rows if r.vstyle_score is not None}):
         members = sorted((r for r in rows if r.judge == judge and r.vstyle_score is not None),

@@ -57,6 +57,10 @@ def test_replayed_examples_reproduce_each_systems_recorded_mean(examples, replay
             suffix = Path(r.audio_path).stem[len(rec.record_id):]
             systems[(r.model_name, suffix)].append((rec, r))
     assert len(systems) == 7
+    from adept_eval.hub import Run
+    from adept_eval.leaderboard import build
+
+    runs = []
     with JudgeServer() as server:
         server.replay = dict(replay)
         for (system, suffix), pairs in sorted(systems.items()):
@@ -83,11 +87,18 @@ def test_replayed_examples_reproduce_each_systems_recorded_mean(examples, replay
                 r = res["results"][f"vstyle_en_{cat}"]
                 assert r["n_failed,speech_judge"] == 0
                 assert r["score,speech_judge"] == pytest.approx(_vstyle_weighted(cats[cat]))
+            runs.append(Run(Path(f"results_{len(runs)}.json"), res))
             sample = res["samples"]["vstyle_en_instruction"][0]
             rec = sample["score"]
             rec = rec[0] if isinstance(rec, list) else rec
             assert rec["prompt"] == "builtin:vstyle-instruction" and rec["system"] == system
             assert "Final score" in sample["filtered_resps"][0]
+    # the leaderboard ranks the seven systems by VStyle's overall score, one judge identity
+    rows = build(runs)
+    assert len({r.judge for r in rows}) == 1 and sorted(r.vstyle_rank for r in rows) == list(range(1, 8))
+    ranked = sorted(rows, key=lambda r: r.vstyle_rank)
+    assert [r.vstyle_score for r in ranked] == sorted((r.vstyle_score for r in rows), reverse=True)
+    assert all(r.vstyle_n == 33 and r.vstyle_failure_rate == 0 for r in rows)
 
 
 def test_missing_responses_are_failures(examples, replay, tmp_path):
