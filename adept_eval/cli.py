@@ -210,6 +210,33 @@ def cmd_ceiling(args) -> int:
     return 0
 
 
+def cmd_report(args) -> int:
+    """lm-eval results as adept-eval tables: n, intervals, tests against chance, pooled groups."""
+    from .hub import load_run
+    from .report import adept_table, group_table
+
+    run = load_run(args.results)
+    res = run.results["results"]
+    console.print(adept_table(res, title=f"{run.system}: ADEPT, {run.listener() or '-'} listener"))
+    groups = group_table(res)
+    if groups is not None:
+        console.print(groups)
+    vs = [t for t in res if t.startswith("vstyle_") and "score,speech_judge" in res[t]]
+    if vs:
+        table = Table(title=f"{run.system}: VStyle, judge {run.judge()}", box=box.SIMPLE_HEAD)
+        for col in ("task", "score", "95% CI", "n", "failed"):
+            table.add_column(col, justify="left" if col == "task" else "right")
+        for t in vs:
+            r = res[t]
+            ci = (f"{r['score_ci_low,speech_judge']:.2f}-{r['score_ci_high,speech_judge']:.2f}"
+                  if "score_ci_low,speech_judge" in r else "-")
+            table.add_row(t, f"{r['score,speech_judge']:.2f}", ci,
+                          str(r.get("n,speech_judge", "-")), str(r.get("n_failed,speech_judge", "-")))
+        console.print(table)
+    console.print(f"from {run.results_path}")
+    return 0
+
+
 def cmd_publish(args) -> int:
     from .hub import publish
 
@@ -317,6 +344,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tasks", nargs="*", default=["adept"])
     p.add_argument("--limit", type=int, help="questions per task (a quick, partial ceiling)")
     p.set_defaults(func=cmd_ceiling)
+
+    p = sub.add_parser("report", help="print an lm-eval run's results with n, intervals, tests "
+                       "against chance and pooled groups")
+    p.add_argument("results", help="lm-eval results_*.json, or the --output_path folder")
+    p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("publish", help="push an lm-eval run (results, per-question details, "
                        "optionally audio) to a Hub dataset, and scores onto your model repo")

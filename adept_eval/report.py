@@ -24,16 +24,56 @@ def _p(p) -> str:
 
 def adept_table(results: dict, title: str = "ADEPT") -> Table:
     """One row per ADEPT task found in an lm-eval ``results`` dict."""
-    table = Table(title=title, box=box.SIMPLE_HEAD)
-    for col in ("task", "n", "acc", "95% CI", "chance", "p", "orders agree", "failed"):
-        table.add_column(col, justify="left" if col == "task" else "right", no_wrap=col == "task")
-    for name in spec.TASKS:
-        r = results.get(name)
-        if not r:
-            continue
+    present = [t for t in spec.TASKS if results.get(t)]
+    agree = any((results[t].get("order_agreement,none") or 1.0) < 1.0 for t in present)
+    table = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False)
+    cols = ["task", "n", "acc", "95% CI", "chance", "p", "fail"] + (["agree"] if agree else [])
+    for col in cols:
+        table.add_column(col, justify="left" if col == "task" else "right", no_wrap=True,
+                         min_width=len(col))
+    for name in present:
+        r = results[name]
         get = lambda m: r.get(f"{m},none")  # noqa: E731
-        table.add_row(name.removeprefix("adept_"), _f(get("n"), "{:.0f}"), _f(get("acc")),
-                      f"{_f(get('acc_ci_low'), '{:.2f}')}-{_f(get('acc_ci_high'), '{:.2f}')}",
-                      _f(get("chance"), "{:.2f}"), _p(get("p_chance")),
-                      _f(get("order_agreement"), "{:.2f}"), _f(get("failed"), "{:.0f}"))
+        row = [name.removeprefix("adept_"), _f(get("n"), "{:.0f}"), _f(get("acc")),
+               f"{_f(get('acc_ci_low'), '{:.2f}')}-{_f(get('acc_ci_high'), '{:.2f}')}",
+               _f(get("chance"), "{:.2f}"), _p(get("p_chance")), _f(get("failed"), "{:.0f}")]
+        if agree:
+            row.append(_f(get("order_agreement"), "{:.2f}"))
+        table.add_row(*row)
     return table
+
+
+def pooled(results: dict, tasks: list[str]) -> tuple[int, int]:
+    """(correct, n) over the given tasks' responses, from their accuracies and n."""
+    k = n = 0
+    for t in tasks:
+        r = results.get(t) or {}
+        if r.get("acc,none") is not None and r.get("n,none"):
+            k += round(r["acc,none"] * r["n,none"])
+            n += int(r["n,none"])
+    return k, n
+
+
+def group_table(results: dict) -> Table | None:
+    """ADEPT groups pooled over their tasks' responses: n and an exact 95% interval, which
+    lm-eval's own group rows (a weighted mean) do not carry."""
+    from scipy.stats import binomtest
+
+    groups = {"adept": list(spec.TASKS)}
+    for speaker in spec.SPEAKERS:
+        groups[f"adept_{speaker}"] = [t for t, v in spec.TASKS.items() if v.speaker == speaker]
+    for cname in spec.CLASS_ORDER:
+        groups[f"adept_{cname}"] = [t for t, v in spec.TASKS.items() if v.cls.name == cname]
+    table = Table(title="ADEPT groups (pooled over all their questions)", box=box.SIMPLE_HEAD)
+    for col in ("group", "tasks", "n", "acc", "95% CI"):
+        table.add_column(col, justify="left" if col == "group" else "right", no_wrap=col == "group")
+    rows = 0
+    for name, tasks in groups.items():
+        present = [t for t in tasks if t in results]
+        k, n = pooled(results, present)
+        if n == 0 or (len(present) < 2):
+            continue
+        ci = binomtest(k, n).proportion_ci(0.95, method="exact")
+        table.add_row(name, str(len(present)), str(n), f"{k / n:.3f}", f"{ci.low:.2f}-{ci.high:.2f}")
+        rows += 1
+    return table if rows else None

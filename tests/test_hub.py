@@ -201,3 +201,10 @@ def test_publish_refuses_files_containing_secrets(tmp_path, monkeypatch):
     (tmp_path / "b.json").write_text("{}")
     found = find_secrets(tmp_path)
     assert len(found) == 1 and "a.json" in found[0] and "MY_SERVICE_TOKEN" in found[0]
+
+
+def test_report_prints_n_intervals_and_pooled_groups(runs):
+    tmp, env = runs
+    out = _run(_adept_eval("report", str(tmp / "out" / "flat-tts")), env, tmp).stdout
+    assert "emotion_female" in out and "95% CI" in out and "chance" in out
+    assert "pooled" in out and "adept " in out.replace("\n", " ")
