@@ -21,8 +21,10 @@ AGGREGATION = {"acc": "accuracy", "acc_ci_low": "ci_low", "acc_ci_high": "ci_hig
                "failed": "n_failed", "order_agreement": "order_agreement"}
 HIGHER_IS_BETTER = {"p_chance": False, "failed": False, "n": True, "chance": False}
 
-TEMPLATE = """output_type: generate_until
-custom_dataset: !function utils.load_questions
+def template(loader: str, tail: str) -> str:
+    """What every task of a folder shares: its loader, utils glue, and ``tail``."""
+    return f"""output_type: generate_until
+custom_dataset: !function utils.{loader}
 test_split: test
 doc_to_text: !function utils.doc_to_text
 doc_to_target: !function utils.doc_to_target
@@ -31,10 +33,13 @@ generation_kwargs:
   until: []
   do_sample: false
 num_fewshot: 0
-metadata:
+{tail}"""
+
+
+TEMPLATE = template("load_questions", """metadata:
   version: 1.0
   listener: acoustic
-"""
+""")
 
 
 def task_yaml(name: str) -> str:
@@ -76,24 +81,14 @@ def files() -> dict[str, str]:
     return out
 
 
-VSTYLE_TEMPLATE = """output_type: generate_until
-custom_dataset: !function utils.load_vstyle
-test_split: test
-doc_to_text: !function utils.doc_to_text
-doc_to_target: !function utils.doc_to_target
-process_results: !function utils.process_results
-generation_kwargs:
-  until: []
-  do_sample: false
-num_fewshot: 0
-filter_list:
+VSTYLE_TEMPLATE = template("load_vstyle", """filter_list:
   - name: speech_judge
     filter:
       - function: custom
         filter_fn: !function utils.judge_responses
 metadata:
   version: 1.0
-"""
+""")
 
 VSTYLE_AGGREGATION = {"score": "category_score", "score_mean": "plain_mean",
                       "score_ci_low": "ci_low", "score_ci_high": "ci_high", "n": "n_judged",

@@ -61,6 +61,17 @@ def systems(tmp_path_factory) -> dict[str, Path]:
     return {name: build_system(root / name, **kw) for name, kw in recipes.items()}
 
 
+@pytest.fixture
+def use_corpus(corpus, monkeypatch):
+    """The synthetic corpus as ADEPT_EVAL_CORPUS, with the harness' per-process caches reset."""
+    monkeypatch.setenv("ADEPT_EVAL_CORPUS", str(corpus.root))
+    from adept_eval import harness
+
+    harness._corpus.cache_clear()
+    harness._listener.cache_clear()
+    return corpus
+
+
 def run_lm_eval(model: str, tasks: list[str], *, model_args: dict | None = None,
                 metadata: dict | None = None, log_samples: bool = True, limit=None):
     """lm-eval's own simple_evaluate, set up the way its CLI does (model_args join metadata)."""

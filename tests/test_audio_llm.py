@@ -19,16 +19,6 @@ from adept_eval.testing.judge_server import JudgeServer
 from conftest import run_lm_eval, shared_or_skip
 
 
-@pytest.fixture
-def use_corpus(corpus, monkeypatch):
-    monkeypatch.setenv("ADEPT_EVAL_CORPUS", str(corpus.root))
-    from adept_eval import harness
-
-    harness._corpus.cache_clear()
-    harness._listener.cache_clear()
-    return corpus
-
-
 def _oracle(corpus):
     """A fake audio LLM that 'hears' by audio hash: it knows each natural recording's
     subcategory and reads the target from the question's wording."""

@@ -17,16 +17,6 @@ from conftest import run_lm_eval
 ALL = list(spec.TASKS)
 
 
-@pytest.fixture
-def use_corpus(corpus, monkeypatch):
-    monkeypatch.setenv("ADEPT_EVAL_CORPUS", str(corpus.root))
-    from adept_eval import harness
-
-    harness._corpus.cache_clear()
-    harness._listener.cache_clear()
-    return corpus
-
-
 def _acc(res, task):
     return res["results"][task]["acc,none"]
 

@@ -17,8 +17,10 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, unquote, urlparse
+
+from . import LoopbackServer
 
 PREFIX = {"model": "", "dataset": "datasets/", "space": "spaces/"}
 PLURAL = {"models": "model", "datasets": "dataset", "spaces": "space"}
@@ -38,7 +40,7 @@ class Repo:
         return self.commits[-1] if self.commits else "0" * 40
 
 
-class HubServer:
+class HubServer(LoopbackServer):
     def __init__(self, users: dict[str, dict] | None = None):
         # token -> {"name": user, "orgs": [...]}
         self.users = users or {"hf_loopback_token_0123456789abcdef": {"name": "alice",
@@ -48,18 +50,7 @@ class HubServer:
         self.fail_commits = 0
         self.commit_attempts = 0
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        self._serve(self._handler())
 
     @property
     def token(self) -> str:

@@ -17,12 +17,16 @@ import json
 import threading
 import time
 from collections import Counter, deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import soundfile as sf
 
+from . import LoopbackServer
 
-class JudgeServer:
+
+class JudgeServer(LoopbackServer):
+    url_suffix = "/v1"
+
     def __init__(self, *, latency: float = 0.0, default_verdict: str = "Fine.\n\nFinal score: [[3]]",
                  model: str | None = None):
         self.latency = latency
@@ -40,18 +44,7 @@ class JudgeServer:
         self._lock = threading.Lock()
         self._in_flight = 0
         self.max_in_flight = 0
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        self._serve(self._handler())
 
     def add_fault(self, kind: str, value: float = 0.0, times: int = 1) -> None:
         for _ in range(times):

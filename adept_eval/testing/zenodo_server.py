@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
+from . import LoopbackServer
 
-class ZenodoServer:
+
+class ZenodoServer(LoopbackServer):
     def __init__(self, record_id: str, files: dict[str, Path], license_id: str = "cc-by-4.0"):
         self.record_id = record_id
         self.files = {k: Path(v) for k, v in files.items()}
@@ -23,17 +24,7 @@ class ZenodoServer:
         self.md5_override: str | None = None
         self.range_requests: list[str] = []
         self.downloads = 0
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        self._serve(self._handler())
 
     def record_json(self) -> dict:
         files = []

@@ -62,10 +62,7 @@ class OpenAICompatible(Backend):
                   "messages": [{"role": "user", "content": self.content(parts)}]}
         if seed is not None:
             kwargs["seed"] = seed
-        try:
-            resp = await self._client.chat.completions.create(**kwargs)
-        except openai.APIError as exc:
-            raise BackendError(_describe(exc)) from None
+        resp = await self._create(kwargs)
         if not resp.choices:
             raise BackendError("the response had no choices")
         return resp.choices[0].message.content or ""
@@ -79,14 +76,17 @@ class OpenAICompatible(Backend):
                   "audio": {"voice": voice, "format": "wav"}}
         if temperature is not None:
             kwargs["temperature"] = temperature
-        try:
-            resp = await self._client.chat.completions.create(**kwargs)
-        except openai.APIError as exc:
-            raise BackendError(_describe(exc)) from None
+        resp = await self._create(kwargs)
         audio = resp.choices[0].message.audio if resp.choices else None
         if audio is None or not audio.data:
             raise BackendError("the reply has no audio (does the model produce speech?)")
         return base64.b64decode(audio.data), audio.transcript or ""
+
+    async def _create(self, kwargs: dict):
+        try:
+            return await self._client.chat.completions.create(**kwargs)
+        except openai.APIError as exc:
+            raise BackendError(_describe(exc)) from None
 
     async def aclose(self) -> None:
         await self._client.close()
