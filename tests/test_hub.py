@@ -208,3 +208,21 @@ def test_report_prints_n_intervals_and_pooled_groups(runs):
     out = _run(_adept_eval("report", str(tmp / "out" / "flat-tts")), env, tmp).stdout
     assert "emotion_female" in out and "95% CI" in out and "chance" in out
     assert "pooled" in out and "adept " in out.replace("\n", " ")
+
+
+def test_corpus_dataset_pushed_to_the_hub(hub, corpus, tmp_path):
+    env = _env(hub, tmp_path, ADEPT_EVAL_CORPUS=str(corpus.root))
+    _run([sys.executable, str(ROOT / "scripts" / "publish_corpus.py"), "--repo-id", "adept-lab/ADEPT",
+          "--local-dir", str(tmp_path / "ds"), "--license", "cc-by-4.0"], env, tmp_path)
+    repo = hub.repo("adept-lab/ADEPT")
+    assert "recordings/test-00000-of-00001.parquet" in repo.files
+    assert "adept_propositional_attitude_male/test-00000-of-00001.parquet" in repo.files
+    assert "license: cc-by-4.0" in repo.files["README.md"].decode()
+    # anyone can read it back through huggingface_hub, audio bytes and all
+    done = _run([sys.executable, "-c", (
+        "import io, pyarrow.parquet as pq, soundfile as sf; from huggingface_hub import hf_hub_download; "
+        "p = hf_hub_download('adept-lab/ADEPT', 'adept_emotion_male/test-00000-of-00001.parquet', "
+        "repo_type='dataset'); t = pq.read_table(p).to_pylist(); "
+        "a, r = sf.read(io.BytesIO(t[0]['stimulus_audio'][0]['bytes'])); print(len(t), r)")],
+        env, tmp_path)
+    assert done.stdout.split() == ["20", "44100"]

@@ -103,6 +103,19 @@ def test_tts_command_synthesises_once_and_survives_failures(use_corpus, tmp_path
     assert r["failed,none"] == 10 and r["acc,none"] == 0.0  # failures are wrong answers, run completes
 
 
+def test_tts_command_timeout_fails_that_stimulus(use_corpus, tmp_path):
+    slow = tmp_path / "slow.py"
+    slow.write_text("import time; time.sleep(30)\n")
+    args = {"command": f"{sys.executable} {slow} {{text}} {{output}}", "timeout": 1,
+            "name": "slow-tts", "cache_dir": str(tmp_path / "cache")}
+    res = run_lm_eval("tts-command", ["adept_marked_tonicity_female"], model_args=args, limit=1)
+    r = res["results"]["adept_marked_tonicity_female"]
+    assert r["failed,none"] == 1
+    rec = res["samples"]["adept_marked_tonicity_female"][0]["acc"]
+    rec = rec[0] if isinstance(rec, list) else rec
+    assert "timed out after 1 s" in rec["detail"]
+
+
 def test_in_process_model(use_corpus, tmp_path):
     from lm_eval import simple_evaluate
     from lm_eval.tasks import TaskManager
