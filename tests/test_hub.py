@@ -226,3 +226,32 @@ def test_corpus_dataset_pushed_to_the_hub(hub, corpus, tmp_path):
         "a, r = sf.read(io.BytesIO(t[0]['stimulus_audio'][0]['bytes'])); print(len(t), r)")],
         env, tmp_path)
     assert done.stdout.split() == ["20", "44100"]
+
+
+def test_vstyle_downloads_from_the_hub(tmp_path):
+    """The real loading code: snapshot_download of one language folder of zhanjun/VStyle."""
+    from conftest import shared_or_skip
+
+    examples = shared_or_skip("data", "vstyle_examples", "en")
+    staged = tmp_path / "VStyle" / "en"
+    (staged / "wav").mkdir(parents=True)
+    shutil.copy(examples / "metadata_sample.jsonl", staged / "metadata.jsonl")
+    for mp3 in sorted((examples / "wav").glob("role_play-*"))[:3]:
+        shutil.copy(mp3, staged / "wav" / mp3.name)
+    (tmp_path / "VStyle" / "zh").mkdir()
+    (tmp_path / "VStyle" / "zh" / "metadata.jsonl").write_text("")
+    with HubServer(users={"hf_vstyle_owner_token_0123456789": {"name": "zhanjun", "orgs": []}}) as hub:
+        env = _env(hub, tmp_path)
+        _run([sys.executable, "-c",
+              "from huggingface_hub import HfApi; api = HfApi(); "
+              "api.create_repo('zhanjun/VStyle', repo_type='dataset'); "
+              f"api.upload_folder(repo_id='zhanjun/VStyle', repo_type='dataset', folder_path={str(tmp_path / 'VStyle')!r})"],
+             env, tmp_path)
+        env.pop("HF_TOKEN")  # the dataset is public: reading needs no token
+        done = _run([sys.executable, "-c",
+                     "from adept_eval.vstyle import load_records, locate; p = locate('en'); "
+                     "r = load_records(p); import pathlib; "
+                     "print(len(r), sum(pathlib.Path(x.audio_path).exists() for x in r), "
+                     "sorted(q.name for q in p.parent.iterdir()))"], env, tmp_path)
+    assert done.stdout.split()[:2] == ["33", "0"]  # all 33 records; instruction audio not uploaded
+    assert "'en'" in done.stdout and "'zh'" not in done.stdout  # only the language asked for
