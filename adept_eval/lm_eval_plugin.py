@@ -24,7 +24,7 @@ apply it by hand (e.g. from an editable install, where the .pth is not installed
 from __future__ import annotations
 
 # Runs in every Python start-up of the environment: import only what the interpreter has
-# already loaded (no importlib.abc, typing or pathlib here; ~1 ms instead of ~30 ms).
+# already loaded (no importlib.abc, typing or pathlib: ~3 ms at start-up instead of ~30 ms).
 import os
 import sys
 
