@@ -71,8 +71,11 @@ def load_questions(task: str, corpus: str | None = None, listener: str = DEFAULT
     """lm-eval ``custom_dataset``: the task's questions as a one-split DatasetDict."""
     import datasets
 
+    from . import __version__
+
     c = _corpus(str(corpus) if corpus else None)
     opts = listener_options(listener, metadata)
+    identity = {"corpus_sha256": c.fingerprint, "adept_eval_version": __version__}
     rows = []
     for q in build_questions(c, task):
         row = asdict(q)
@@ -82,6 +85,7 @@ def load_questions(task: str, corpus: str | None = None, listener: str = DEFAULT
         row["listener"] = listener
         row["listener_options"] = json.dumps(opts, sort_keys=True)
         row["corpus_root"] = str(c.root)
+        row.update(identity)  # which corpus and which adept-eval scored this question
         rows.append(row)
     return datasets.DatasetDict({"test": datasets.Dataset.from_list(rows)})
 

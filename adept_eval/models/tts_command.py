@@ -12,6 +12,7 @@ Each call has ``timeout`` seconds (default 300). Outputs are cached (see ``synth
 
 from __future__ import annotations
 
+import re
 import shlex
 import subprocess
 from pathlib import Path
@@ -20,7 +21,7 @@ from pathlib import Path
 from .base import Stimulus, SystemSetupError
 from .synthesizing import SynthesizingSystem
 
-PLACEHOLDERS = ("{text}", "{reference}", "{output}")
+_PLACEHOLDER = re.compile(r"\{(text|reference|output)\}")
 
 
 class TTSCommandSystem(SynthesizingSystem):
@@ -57,7 +58,9 @@ class TTSCommandSystem(SynthesizingSystem):
     def synthesize_to(self, stimulus: Stimulus, output: Path) -> None:
         values = {"text": stimulus.text, "reference": stimulus.reference_audio,
                   "output": str(output)}
-        args = [a.format(**values) for a in self.template]
+        # one pass, so a text that itself contains "{output}" is not substituted twice, and
+        # other braces in the template (JSON, say) are left alone
+        args = [_PLACEHOLDER.sub(lambda m: values[m.group(1)], a) for a in self.template]
         try:
             done = subprocess.run(args, capture_output=True, text=True, timeout=self.timeout,
                                   stdin=subprocess.DEVNULL)
