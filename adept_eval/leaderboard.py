@@ -9,6 +9,7 @@ optionally pushed to the Hub as a dataset with a card.
 from __future__ import annotations
 
 import csv
+import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -230,12 +231,8 @@ def from_hub(repo_id: str, workdir: Path) -> list[Run]:
         repo_id, repo_type="dataset", allow_patterns=["runs/**/results.json"],
         local_dir=workdir, endpoint=os.environ.get("HF_ENDPOINT") or None),
         f"downloading {repo_id}")
-    runs = []
-    for f in sorted(Path(local).glob("runs/*/*/results.json")):
-        import json
-
-        run = Run(f.parent / f"results_{f.parent.name}.json", json.loads(f.read_text()))
-        runs.append(run)
+    runs = [Run(f.parent / f"results_{f.parent.name}.json", json.loads(f.read_text()))
+            for f in sorted(Path(local).glob("runs/*/*/results.json"))]
     if not runs:
         raise PublishError(f"{repo_id}: no runs/*/*/results.json in it")
     return runs

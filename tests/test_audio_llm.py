@@ -1,14 +1,11 @@
 """The audio-LLM listener and the openai-speech model against the loopback OpenAI-compatible
 server (real HTTP, real openai SDK)."""
 
-import base64
 import hashlib
-import io
 import re
 import statistics
 
 import pytest
-import soundfile as sf
 
 from adept_eval import spec
 from adept_eval.cli import main

@@ -1,7 +1,6 @@
 """Results to a loopback Hugging Face Hub through the real huggingface_hub client: lm-eval's own
 push, `adept-eval publish`, eval results on a model repo, the leaderboard, the metric Space."""
 
-import json
 import os
 import shutil
 import subprocess
@@ -168,7 +167,7 @@ def test_leaderboard_local_and_from_the_hub(hub, runs):
     lb = hub.repo("adept-lab/leaderboard")
     assert {"leaderboard.csv", "leaderboard.parquet", "leaderboard.png", "README.md"} <= set(lb.files)
     # the same from local folders
-    local = _run(_adept_eval("leaderboard", str(tmp / "out"), str(tmp / "human"), "-o",
+    _run(_adept_eval("leaderboard", str(tmp / "out"), str(tmp / "human"), "-o",
                              str(tmp / "lb2")), env, tmp)
     assert (tmp / "lb2" / "leaderboard.csv").read_text().count("\n") == 4
 
