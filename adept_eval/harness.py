@@ -192,14 +192,18 @@ def accuracy(items) -> float:
     return k / n if n else float("nan")
 
 
-def _interval(items) -> tuple[float, float]:
+def exact_interval(k: int, n: int) -> tuple[float, float]:
+    """Clopper-Pearson 95% interval of k successes in n (the one used everywhere)."""
     from scipy.stats import binomtest
 
-    k, n = _counts(items)
     if not n:
         return float("nan"), float("nan")
     ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
     return float(ci.low), float(ci.high)
+
+
+def _interval(items) -> tuple[float, float]:
+    return exact_interval(*_counts(items))
 
 
 def ci_low(items) -> float:

@@ -18,16 +18,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import spec, vstyle
+from .harness import exact_interval
 from .hub import PublishError, Run, _api, find_runs, with_retries
-
-
-def _exact_ci(k: int, n: int) -> tuple[float, float]:
-    from scipy.stats import binomtest
-
-    if n == 0:
-        return math.nan, math.nan
-    ci = binomtest(k, n).proportion_ci(0.95, method="exact")
-    return float(ci.low), float(ci.high)
+from .report import pooled
 
 
 @dataclass
@@ -63,7 +56,7 @@ class Row:
 def row_of(run: Run) -> Row:
     res = run.results["results"]
     row = Row(run.system, run.timestamp, run.listener(), judge=run.judge())
-    k = n = failed = 0
+    failed = 0
     by_class: dict[str, list[tuple[float, int]]] = {}
     for task in spec.TASKS:
         r = res.get(task)
@@ -71,13 +64,12 @@ def row_of(run: Run) -> Row:
             continue
         acc, tn = float(r["acc,none"]), int(r.get("n,none") or 0)
         row.tasks[task] = acc
-        k += round(acc * tn)
-        n += tn
         failed += int(r.get("failed,none") or 0)
         by_class.setdefault(spec.TASKS[task].cls.name, []).append((acc, tn))
+    k, n = pooled(res, list(row.tasks))
     if n:
         row.adept_acc, row.adept_n, row.adept_tasks, row.adept_failed = k / n, n, len(row.tasks), failed
-        row.adept_ci_low, row.adept_ci_high = _exact_ci(k, n)
+        row.adept_ci_low, row.adept_ci_high = exact_interval(k, n)
         row.classes = {c: sum(a * m for a, m in v) / sum(m for _, m in v)
                        for c, v in by_class.items() if sum(m for _, m in v)}
     for lang in vstyle.LANGUAGES:

@@ -57,7 +57,7 @@ def pooled(results: dict, tasks: list[str]) -> tuple[int, int]:
 def group_table(results: dict) -> Table | None:
     """ADEPT groups pooled over their tasks' responses: n and an exact 95% interval, which
     lm-eval's own group rows (a weighted mean) do not carry."""
-    from scipy.stats import binomtest
+    from .harness import exact_interval
 
     groups = {"adept": list(spec.TASKS)}
     for speaker in spec.SPEAKERS:
@@ -73,7 +73,7 @@ def group_table(results: dict) -> Table | None:
         k, n = pooled(results, present)
         if n == 0 or (len(present) < 2):
             continue
-        ci = binomtest(k, n).proportion_ci(0.95, method="exact")
-        table.add_row(name, str(len(present)), str(n), f"{k / n:.3f}", f"{ci.low:.2f}-{ci.high:.2f}")
+        low, high = exact_interval(k, n)
+        table.add_row(name, str(len(present)), str(n), f"{k / n:.3f}", f"{low:.2f}-{high:.2f}")
         rows += 1
     return table if rows else None

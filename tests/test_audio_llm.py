@@ -10,7 +10,7 @@ import pytest
 from adept_eval import spec
 from adept_eval.cli import main
 from adept_eval.judge import JudgeConfig
-from adept_eval.judge.runner import _prepare_audio
+from adept_eval.judge.runner import prepare_audio
 from adept_eval.listeners.audio_llm import parse_letter
 from adept_eval.testing.judge_server import JudgeServer
 from conftest import run_lm_eval, shared_or_skip
@@ -20,7 +20,7 @@ def _oracle(corpus):
     """A fake audio LLM that 'hears' by audio hash: it knows each natural recording's
     subcategory and reads the target from the question's wording."""
     cfg = JudgeConfig(max_audio_seconds=60)
-    label = {hashlib.sha256(_prepare_audio(r.audio_path, cfg, "x")).hexdigest(): r.subcategory
+    label = {hashlib.sha256(prepare_audio(r.audio_path, cfg, "x")).hexdigest(): r.subcategory
              for r in corpus.recordings}
     options = {}
     for cls in spec.CLASSES.values():
@@ -109,8 +109,8 @@ def test_openai_speech_model_on_vstyle(tmp_path):
         expected = []
         for rec in records:
             kimi = next(r for r in rec.responses if r.model_name == "Kimi")
-            reply = _prepare_audio(kimi.audio_path, cfg, "r")  # the model 'says' Kimi's answer
-            server.speech[hashlib.sha256(_prepare_audio(rec.audio_path, cfg, "i")).hexdigest()] = reply
+            reply = prepare_audio(kimi.audio_path, cfg, "r")  # the model 'says' Kimi's answer
+            server.speech[hashlib.sha256(prepare_audio(rec.audio_path, cfg, "i")).hexdigest()] = reply
             server.replay[hashlib.sha256(reply).hexdigest()] = kimi.judge_raw
             expected.append(kimi.judge_score)
         args = {"model": "omni-speech", "base_url": server.url, "cache_dir": str(tmp_path)}

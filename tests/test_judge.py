@@ -15,7 +15,7 @@ import pytest
 import soundfile as sf
 
 from adept_eval.judge import JudgeConfig, JudgeItem, judge
-from adept_eval.judge.runner import _prepare_audio
+from adept_eval.judge.runner import prepare_audio
 from adept_eval.testing.judge_server import JudgeServer
 from adept_eval.vstyle import load_records
 from conftest import shared_or_skip
@@ -33,7 +33,7 @@ def replay(vstyle):
     table = {}
     for rec in vstyle:
         for r in rec.responses:
-            table[hashlib.sha256(_prepare_audio(r.audio_path, cfg, "r")).hexdigest()] = r.judge_raw
+            table[hashlib.sha256(prepare_audio(r.audio_path, cfg, "r")).hexdigest()] = r.judge_raw
     return table
 
 
@@ -227,7 +227,7 @@ def test_bad_input_fails_only_that_item(vstyle, server, tmp_path):
 def test_k_judgements_median_and_spread(vstyle, tmp_path):
     with JudgeServer() as srv:
         items = _items(vstyle)[:1]
-        key = hashlib.sha256(_prepare_audio(items[0].response, JudgeConfig(), "r")).hexdigest()
+        key = hashlib.sha256(prepare_audio(items[0].response, JudgeConfig(), "r")).hexdigest()
         answers = ["Final score: [[2]]", "Final score: [[5]]", "Final score: [[4]]"]
 
         class Rotating(dict):  # a judge that answers differently each time it is asked

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from adept_eval.judge import JudgeConfig
-from adept_eval.judge.runner import _prepare_audio
+from adept_eval.judge.runner import prepare_audio
 from adept_eval.testing.judge_server import JudgeServer
 from adept_eval.vstyle import CATEGORIES, load_records, normalise_ability, subcategory_weights
 from conftest import run_lm_eval, shared_or_skip
@@ -24,7 +24,7 @@ def examples():
 @pytest.fixture(scope="module")
 def replay(examples):
     cfg = JudgeConfig()
-    return {hashlib.sha256(_prepare_audio(r.audio_path, cfg, "r")).hexdigest(): r.judge_raw
+    return {hashlib.sha256(prepare_audio(r.audio_path, cfg, "r")).hexdigest(): r.judge_raw
             for rec in examples[1] for r in rec.responses}
 
 

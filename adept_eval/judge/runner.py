@@ -134,7 +134,7 @@ class BadInput(ValueError):
         self.status = status
 
 
-def _prepare_audio(value, config: JudgeConfig, what: str) -> bytes:
+def prepare_audio(value, config: JudgeConfig, what: str) -> bytes:
     try:
         audio = _to_audio(value)
     except AudioError as exc:
@@ -182,7 +182,7 @@ class JudgeRunner:
     # ------------------------------------------------------------------------- running
     def run(self, items: list[JudgeItem], progress: bool = True) -> list[ItemResult]:
         """Judge all items (blocking); results in input order, exactly one per item."""
-        return _run_sync(self._run(items, progress))
+        return run_sync(self._run(items, progress))
 
     async def _run(self, items: list[JudgeItem], progress: bool) -> list[ItemResult]:
         sem = asyncio.Semaphore(max(1, int(self.config.concurrency)))
@@ -215,12 +215,12 @@ class JudgeRunner:
         try:
             if not instruction:
                 raise BadInput("bad_input", "empty instruction transcript")
-            response_wav = await asyncio.to_thread(_prepare_audio, item.response, c, "response")
+            response_wav = await asyncio.to_thread(prepare_audio, item.response, c, "response")
             instr_wav = None
             if c.include_instruction_audio:
                 if item.instruction_audio is None:
                     raise BadInput("bad_input", "instruction audio requested but not given")
-                instr_wav = await asyncio.to_thread(_prepare_audio, item.instruction_audio, c,
+                instr_wav = await asyncio.to_thread(prepare_audio, item.instruction_audio, c,
                                                     "instruction audio")
         except BadInput as exc:
             res.status, res.detail = exc.status, str(exc)
@@ -279,7 +279,7 @@ class JudgeRunner:
         return verdict, None, problem
 
 
-def _run_sync(coro):
+def run_sync(coro):
     """asyncio.run, also from inside a running loop (notebooks): then on a helper thread."""
     try:
         asyncio.get_running_loop()

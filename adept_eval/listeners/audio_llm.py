@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from ..corpus import Corpus, load_corpus
 from ..judge.backends import BackendError, Part, get_backend
 from ..judge.cache import JudgementCache, cache_key
-from ..judge.runner import BadInput, JudgeConfig, _prepare_audio, _run_sync
+from ..judge.runner import BadInput, JudgeConfig, prepare_audio, run_sync
 from ..questions import LETTERS, Question
 from . import Answer, Listener, Response, register_listener
 
@@ -105,12 +105,12 @@ class AudioLLMListener(Listener):
     def answer(self, question: Question, samples: dict[str, str]) -> Answer:
         try:
             prep = JudgeConfig(max_audio_seconds=60)
-            audio = {s: _prepare_audio(samples[s], prep, s) for s in question.stimuli}
+            audio = {s: prepare_audio(samples[s], prep, s) for s in question.stimuli}
         except BadInput as exc:
             return Answer((Response(None, detail=str(exc)),), "failed", detail=str(exc))
         n = question.n_choices
         perms = [[(i + shift) % n for i in range(n)] for shift in range(min(self.orders, n))]
-        replies = _run_sync(self._ask_all(question, perms, audio))
+        replies = run_sync(self._ask_all(question, perms, audio))
         votes, details = [], []
         for perm, (reply, shown) in zip(perms, replies):
             if shown is None:

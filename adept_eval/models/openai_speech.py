@@ -22,7 +22,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from ..judge.backends import BackendError, Part, get_backend
-from ..judge.runner import BadInput, JudgeConfig, RateLimiter, _prepare_audio, _run_sync
+from ..judge.runner import BadInput, JudgeConfig, RateLimiter, prepare_audio, run_sync
 from .base import Produced, SpeechSystem, Stimulus, SystemSetupError
 
 
@@ -60,7 +60,7 @@ class OpenAISpeechSystem(SpeechSystem):
         return {**super().describe(), "speech_model": self.model, "voice": self.voice}
 
     def produce(self, stimuli: list[Stimulus]) -> list[Produced]:
-        return _run_sync(self._produce(stimuli))
+        return run_sync(self._produce(stimuli))
 
     async def _produce(self, stimuli: list[Stimulus]) -> list[Produced]:
         backend = get_backend("openai", model=self.model, base_url=self.base_url,
@@ -73,7 +73,7 @@ class OpenAISpeechSystem(SpeechSystem):
         async def one(s: Stimulus) -> Produced:
             async with sem:
                 try:
-                    wav_in = await asyncio.to_thread(_prepare_audio, s.reference_audio, prep,
+                    wav_in = await asyncio.to_thread(prepare_audio, s.reference_audio, prep,
                                                      "instruction audio")
                     key = hashlib.sha256(json.dumps(
                         [self.model, self.voice, self.system_prompt,
