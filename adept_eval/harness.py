@@ -16,27 +16,19 @@ Data flow of one ``lm_eval --tasks adept_...`` run:
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
-
-from dataclasses import asdict, fields
+from dataclasses import asdict, dataclass, fields
 from functools import lru_cache
 
-from . import spec
+from . import identity, settings, spec, stats
 from .questions import LETTERS, Question, build_questions
+from .stats import clopper_pearson as exact_interval  # noqa: F401  (public since 0.1)
 
 log = logging.getLogger(__name__)
 
 DEFAULT_LISTENER = "acoustic"
-# --metadata / model_args keys that configure the run itself, never a listener
-_RUN_KEYS = {"version", "task", "corpus", "listener", "config_source", "path", "name",
-             "on_missing", "command", "command_file", "timeout", "cache_dir", "check_samples",
-             "pretrained", "model", "batch_size", "device", "max_batch_size", "pattern",
-             "base_url", "api_key_env", "voice", "system_prompt", "send_text", "concurrency",
-             "rpm", "max_retries"}
-# listener options that may hold secrets are never copied into documents (which are logged)
-_SECRET_HINTS = ("key", "token", "secret", "password")
+HEADLINE = "acc"  # the metric whose logged value carries the whole per-question record
 
 
 # ----------------------------------------------------------------------------- documents
@@ -48,22 +40,8 @@ def _corpus(path: str | None):
 
 
 def listener_options(listener: str, metadata: dict) -> dict:
-    """The ``--metadata`` entries the chosen listener's constructor accepts."""
-    from .listeners import _REGISTRY, _load_builtin
-
-    _load_builtin()
-    cls = _REGISTRY.get(listener)
-    if cls is None:
-        from .listeners import available
-
-        raise ValueError(f"unknown listener {listener!r}; available: {', '.join(available())}")
-    params = set(inspect.signature(cls).parameters) - {"corpus"}
-    opts = {k: v for k, v in metadata.items() if k in params and k not in _RUN_KEYS}
-    leaked = [k for k in opts if any(h in k.lower() for h in _SECRET_HINTS)]
-    if leaked:
-        raise ValueError(f"listener option(s) {', '.join(leaked)} look like secrets; they must "
-                         "come from environment variables, never from --metadata")
-    return opts
+    """The ``--metadata`` entries owned by the chosen listener (``settings.split``'s rule)."""
+    return settings.split(metadata, suite="adept", listener=listener).listener
 
 
 def load_questions(task: str, corpus: str | None = None, listener: str = DEFAULT_LISTENER,
@@ -73,9 +51,13 @@ def load_questions(task: str, corpus: str | None = None, listener: str = DEFAULT
 
     from . import __version__
 
+    opts = listener_options(listener, {"corpus": corpus, "listener": listener, **metadata})
     c = _corpus(str(corpus) if corpus else None)
-    opts = listener_options(listener, metadata)
-    identity = {"corpus_sha256": c.fingerprint, "adept_eval_version": __version__}
+    options_json = json.dumps(opts, sort_keys=True)
+    scorer = _listener(listener, options_json, str(c.root)).identity()
+    corpus_id = identity.adept_corpus(c)
+    identity.note(task, scorer=scorer, corpus=corpus_id)
+    ident = {"corpus_sha256": c.fingerprint, "adept_eval_version": __version__}
     rows = []
     for q in build_questions(c, task):
         row = asdict(q)
@@ -83,9 +65,9 @@ def load_questions(task: str, corpus: str | None = None, listener: str = DEFAULT
         row["stimulus_texts"] = [c.get(s).text for s in q.stimuli]
         row["stimulus_references"] = [c.get(s).audio_path for s in q.stimuli]
         row["listener"] = listener
-        row["listener_options"] = json.dumps(opts, sort_keys=True)
+        row["listener_options"] = options_json
         row["corpus_root"] = str(c.root)
-        row.update(identity)  # which corpus and which adept-eval scored this question
+        row.update(ident)  # which corpus and which adept-eval scored this question
         rows.append(row)
     return datasets.DatasetDict({"test": datasets.Dataset.from_list(rows)})
 
@@ -123,51 +105,105 @@ def _listener(name: str, options_json: str, corpus_root: str):
     return get_listener(name, corpus=_corpus(corpus_root), **json.loads(options_json))
 
 
+@dataclass(frozen=True)
+class QuestionRecord:
+    """What one question scored: the one record ``process_results`` returns, lm-eval's logged
+    samples hold (once, under ``acc``) and the Hub's details table is made of."""
+
+    question_id: str
+    sub: str  # the target subcategory (per-subcategory accuracy)
+    target: str
+    correct_answer: str
+    chance: float
+    listener: str
+    correct: int = 0  # responses naming the right answer
+    n: int = 1  # responses (1 for a machine listener, one per participant for humans)
+    failed: int = 0  # 1 when the question could not be answered (counted as wrong)
+    status: str = "ok"
+    detail: str = ""
+    agreement: float = 0.0
+    answer: tuple[str | None, ...] = ()
+    answer_subcategory: str | None = None
+    system: str = ""
+
+    def to_json(self) -> dict:
+        out = asdict(self)
+        out["answer"] = list(self.answer)
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict) -> QuestionRecord:
+        names = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in names}
+        values["answer"] = tuple(values.get("answer") or ())
+        return cls(**values)
+
+
+class SameRecord:
+    """What the other metrics of a question receive: the record itself for aggregation, but
+    logged by lm-eval as a short pointer, so ``--log_samples`` holds one copy per question."""
+
+    __slots__ = ("record", "headline")
+
+    def __init__(self, record, headline: str = HEADLINE):
+        self.record, self.headline = record, headline
+
+    def __str__(self) -> str:
+        return f"(see {self.headline})"
+
+    __repr__ = __str__
+
+
+def record_of(item):
+    """The per-question record behind an aggregation item (a dict or a ``SameRecord``)."""
+    return item.record if isinstance(item, SameRecord) else item
+
+
 def process_results(doc: dict, results: list[str]) -> dict:
-    """Score one question. Every metric receives the same per-question record."""
+    """Score one question into a ``QuestionRecord``."""
     q = question_of(doc)
-    record = {"sub": q.target, "chance": 1.0 / q.n_choices, "correct": 0, "n": 1, "failed": 0,
-              "agreement": 0.0,
-              "listener": doc["listener"], "correct_answer": q.answer_letter,
-              "target": q.target}
+    base = dict(question_id=q.question_id, sub=q.target, target=q.target,
+                correct_answer=q.answer_letter, chance=1.0 / q.n_choices,
+                listener=doc["listener"])
     try:
         produced = json.loads(results[0])
-        record["system"] = produced.get("system", "")
+        base["system"] = str(produced.get("system", ""))
         samples = {s["id"]: s for s in produced["samples"]}
-    except (ValueError, KeyError, TypeError, IndexError) as exc:
-        samples = {}
-        record.update(failed=1, status="failed", detail=f"unreadable system output: {exc}")
-        return _metrics(doc, record)
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+        return _metrics(doc, QuestionRecord(**base, failed=1, status="failed",
+                                            detail=f"unreadable system output: {exc}"))
     listener = _listener(doc["listener"], doc["listener_options"], doc["corpus_root"])
     needs_audio = getattr(listener, "needs_audio", True)
     bad = [s for s in q.stimuli if samples.get(s, {}).get("status") != "ok"]
     if needs_audio and bad:
         problems = "; ".join(samples.get(s, {}).get("problem") or f"{s}: not produced"
                              for s in bad)
-        record.update(failed=1, status="failed", detail=f"sample(s) unusable: {problems}")
-        return _metrics(doc, record)
+        return _metrics(doc, QuestionRecord(**base, failed=1, status="failed",
+                                            detail=f"sample(s) unusable: {problems}"))
     try:
         answer = listener.answer(q, {s: samples[s]["path"] for s in q.stimuli if s in samples})
     except Exception as exc:  # one bad question must not end the run
         log.warning("listener %s failed on %s: %s", doc["listener"], q.question_id, exc)
-        record.update(failed=1, status="failed", detail=f"listener error: {exc}")
-        return _metrics(doc, record)
+        return _metrics(doc, QuestionRecord(**base, failed=1, status="failed",
+                                            detail=f"listener error: {exc}"))
     chosen = [r.choice for r in answer.responses]
-    record.update(correct=answer.correct(q), n=len(answer.responses),
-                  failed=int(answer.status != "ok"), status=answer.status,
-                  agreement=answer.agreement,
-                  answer=[LETTERS[c] if c is not None else None for c in chosen][:50],
-                  detail=answer.detail)
-    if len(chosen) == 1 and chosen[0] is not None:
-        record["answer_subcategory"] = q.choice_subcategories[chosen[0]]
-    return _metrics(doc, record)
+    sub = q.choice_subcategories[chosen[0]] if len(chosen) == 1 and chosen[0] is not None \
+        else None
+    return _metrics(doc, QuestionRecord(
+        **base, correct=answer.correct(q), n=len(answer.responses),
+        failed=int(answer.status != "ok"), status=answer.status, agreement=answer.agreement,
+        answer=tuple(LETTERS[c] if c is not None else None for c in chosen)[:50],
+        detail=answer.detail, answer_subcategory=sub))
 
 
-def _metrics(doc: dict, record: dict) -> dict:
-    return {name: record for name in metric_names(doc["task"])}
+def _metrics(doc: dict, record: QuestionRecord) -> dict:
+    data = record.to_json()
+    same = SameRecord(data)
+    return {name: data if name == HEADLINE else same for name in metric_names(doc["task"])}
 
 
 def metric_names(task: str) -> list[str]:
+    """The task's metrics, headline first (the order lm-eval prints them in)."""
     t = spec.task(task)
     names = ["acc", "acc_ci_low", "acc_ci_high", "p_chance", "chance", "n", "failed",
              "order_agreement"]
@@ -179,7 +215,7 @@ def metric_names(task: str) -> list[str]:
 # ----------------------------------------------------------------------------- aggregation
 def _counts(items, sub: str | None = None) -> tuple[int, int]:
     k = n = 0
-    for it in items:
+    for it in map(record_of, items):
         if sub is None or it["sub"] == sub:
             k += it["correct"]
             n += it["n"]
@@ -192,40 +228,22 @@ def accuracy(items) -> float:
     return k / n if n else float("nan")
 
 
-def exact_interval(k: int, n: int) -> tuple[float, float]:
-    """Clopper-Pearson 95% interval of k successes in n (the one used everywhere)."""
-    from scipy.stats import binomtest
-
-    if not n:
-        return float("nan"), float("nan")
-    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
-    return float(ci.low), float(ci.high)
-
-
-def _interval(items) -> tuple[float, float]:
-    return exact_interval(*_counts(items))
-
-
 def ci_low(items) -> float:
-    return _interval(items)[0]
+    return stats.clopper_pearson(*_counts(items))[0]
 
 
 def ci_high(items) -> float:
-    return _interval(items)[1]
+    return stats.clopper_pearson(*_counts(items))[1]
 
 
 def p_chance(items) -> float:
     """Two-sided exact binomial test of the accuracy against chance (1 / choices)."""
-    from scipy.stats import binomtest
-
     k, n = _counts(items)
-    if not n:
-        return float("nan")
-    return float(binomtest(k, n, p=items[0]["chance"], alternative="two-sided").pvalue)
+    return stats.binomial_p(k, n, record_of(items[0])["chance"]) if n else float("nan")
 
 
 def chance(items) -> float:
-    return float(items[0]["chance"]) if items else float("nan")
+    return float(record_of(items[0])["chance"]) if items else float("nan")
 
 
 def n_responses(items) -> int:
@@ -233,14 +251,15 @@ def n_responses(items) -> int:
 
 
 def n_failed(items) -> int:
-    return sum(it["failed"] for it in items)
+    return sum(record_of(it)["failed"] for it in items)
 
 
 def order_agreement(items) -> float:
     """Mean share of presentation orders agreeing with the listener's answer (1.0 for
     listeners that hear every order the same way); failed questions count as 0."""
-    return sum(it.get("agreement", 0.0) if not it["failed"] else 0.0 for it in items) / len(items) \
-        if items else float("nan")
+    recs = [record_of(it) for it in items]
+    return sum(r.get("agreement", 0.0) if not r["failed"] else 0.0 for r in recs) / len(recs) \
+        if recs else float("nan")
 
 
 def _subcategory_accuracy(sub: str):
@@ -257,5 +276,3 @@ SUBCATEGORY_ACCURACY = {
     for c in spec.CLASSES.values() if c.has_subcategory_scores
     for s in c.answer_subcategories("male")
 }
-
-

@@ -13,7 +13,19 @@ imports lm-eval is untouched, and when lm-eval is imported:
 - after ``lm_eval.loggers.evaluation_tracker`` loads: runs of our models are named after the
   system (``name=``), which is what results folders and Hub uploads then carry;
 - after ``evaluate.loading`` loads: the bare name ``speech_judge`` resolves to our installed
-  evaluate module (see ``_patch_evaluate``).
+  evaluate module (see ``_patch_evaluate``);
+- after ``lm_eval.evaluator`` loads: ``simple_evaluate`` refuses secret-looking options before
+  lm-eval logs them, records which keys came from ``--model_args`` (``settings``), and adds the
+  run's identity (``identity``) to the results lm-eval then writes;
+- after ``lm_eval.api.group`` loads: group figures of adept-eval's suites are pooled over what
+  was actually scored (responses, judged answers), not over documents;
+- after ``lm_eval.utils`` / ``lm_eval.loggers.utils`` / ``lm_eval.api.task`` load: the printed
+  table shows our headline metric first and counts as integers; ``git describe`` outside a git
+  checkout stays quiet; lm-eval's "Custom kwargs" hint is not repeated for each of our tasks.
+
+Every wrapper falls back to lm-eval's own behaviour on any unexpected error of ours: a change in
+lm-eval can cost adept-eval a feature, never break ``lm_eval`` for the environment. (Deliberate
+refusals, ``settings.SettingsError``, are not errors of ours and do propagate.)
 
 Newer lm-eval reads models from the ``lm_eval.models`` entry-point group, which setup.cfg
 declares too. Set ``ADEPT_EVAL_NO_LM_EVAL_HOOK=1`` to switch the hook off (``--include_path``
@@ -58,13 +70,17 @@ def _patch_task_manager(manager_module) -> None:
     original = cls.__init__
 
     def __init__(self, *args, include_path=None, **kwargs):
-        ours = str(task_dir())
-        if include_path is None:
-            paths = [ours]
-        elif isinstance(include_path, (list, tuple)):
-            paths = [ours, *include_path]
-        else:
-            paths = [ours, include_path]
+        try:
+            ours = str(task_dir())
+            if include_path is None:
+                paths = [ours]
+            elif isinstance(include_path, (list, tuple)):
+                paths = [ours, *include_path]
+            else:
+                paths = [ours, include_path]
+        except Exception as exc:
+            _fell_back("TaskManager", exc)
+            paths = include_path
         original(self, *args, include_path=paths, **kwargs)
 
     __init__._adept_eval = True  # type: ignore[attr-defined]
@@ -82,14 +98,17 @@ def _patch_tracker(tracker_module) -> None:
 
     def log_experiment_args(self, model_source, model_args, *args, **kwargs):
         original(self, model_source, model_args, *args, **kwargs)
-        if model_source in MODELS:
-            from lm_eval.api.registry import get_model
-            from lm_eval.utils import sanitize_model_name, simple_parse_args_string
+        try:
+            if model_source in MODELS:
+                from lm_eval.api.registry import get_model
+                from lm_eval.utils import sanitize_model_name, simple_parse_args_string
 
-            parsed = simple_parse_args_string(model_args) if isinstance(model_args, str) \
-                else dict(model_args or {})
-            self.model_name = get_model(model_source).name_from_args(parsed)
-            self.model_name_sanitized = sanitize_model_name(self.model_name)
+                parsed = simple_parse_args_string(model_args) if isinstance(model_args, str) \
+                    else dict(model_args or {})
+                self.model_name = get_model(model_source).name_from_args(parsed)
+                self.model_name_sanitized = sanitize_model_name(self.model_name)
+        except Exception as exc:
+            _fell_back("results naming", exc)
 
     log_experiment_args._adept_eval = True  # type: ignore[attr-defined]
     cls.log_experiment_args = log_experiment_args
@@ -101,7 +120,7 @@ def _patch_tracker(tracker_module) -> None:
     card = tracker.recreate_metadata_card
     if not getattr(card, "_adept_eval", False):
         def recreate_metadata_card(self, *args, **kwargs):
-            if not getattr(self, "push_samples_to_hub", False):
+            if not getattr(self, "push_samples_to_hub", False):  # plain attribute: cannot fail
                 import logging
 
                 logging.getLogger("adept_eval").warning(
@@ -113,6 +132,308 @@ def _patch_tracker(tracker_module) -> None:
         recreate_metadata_card._adept_eval = True  # type: ignore[attr-defined]
         tracker.recreate_metadata_card = recreate_metadata_card
 
+    # results and samples are scanned for the values of secret environment variables before
+    # lm-eval writes (or pushes) them
+    save = tracker.save_results_aggregated
+    if not getattr(save, "_adept_eval", False):
+        def save_results_aggregated(self, results, samples=None, *args, **kwargs):
+            _refuse_leaks(results, samples)
+            return save(self, results, samples, *args, **kwargs)
+
+        save_results_aggregated._adept_eval = True  # type: ignore[attr-defined]
+        tracker.save_results_aggregated = save_results_aggregated
+    save_samples = getattr(tracker, "save_results_samples", None)
+    if save_samples is not None and not getattr(save_samples, "_adept_eval", False):
+        def save_results_samples(self, task_name, samples, *args, **kwargs):
+            _refuse_leaks(None, samples)
+            return save_samples(self, task_name, samples, *args, **kwargs)
+
+        save_results_samples._adept_eval = True  # type: ignore[attr-defined]
+        tracker.save_results_samples = save_results_samples
+
+
+def _refuse_leaks(results, samples) -> None:
+    try:
+        import json
+
+        from .settings import environment_secrets
+
+        secrets = environment_secrets()
+        if not secrets:
+            return
+        text = json.dumps([results, samples], default=str, ensure_ascii=False)
+        leaked = sorted(name for name, value in secrets.items() if value in text)
+    except Exception as exc:
+        _fell_back("secret scan", exc)
+        return
+    if leaked:
+        from .settings import SettingsError
+
+        raise SettingsError("refusing to write results or samples that contain the value of "
+                            f"${', $'.join(leaked)}; an option or a system's output echoes a "
+                            "secret (pass secrets only through environment variables)")
+
+
+def _fell_back(what: str, exc: BaseException) -> None:
+    print(f"adept-eval: {what}: falling back to lm-eval's own behaviour ({type(exc).__name__}: "
+          f"{exc})", file=sys.stderr)
+
+
+def _ours(model, tasks) -> bool:
+    """Does this run involve adept-eval's models or tasks?"""
+    from .suites import suite_of
+
+    if isinstance(model, str) and model in MODELS:
+        return True
+    if model is not None and not isinstance(model, str) and \
+            type(model).__module__.startswith("adept_eval"):
+        return True
+    names = tasks.split(",") if isinstance(tasks, str) else list(tasks or [])
+    return any(isinstance(t, str) and suite_of(t) is not None for t in names)
+
+
+def _patch_evaluator(evaluator_module) -> None:
+    """``simple_evaluate``: refuse secret options before lm-eval logs them; note which keys
+    are the model's; attach the run's identity to the results."""
+    original = evaluator_module.simple_evaluate
+    if getattr(original, "_adept_eval", False):
+        return
+    import functools
+
+    @functools.wraps(original)
+    def simple_evaluate(*args, **kwargs):
+        from .settings import SettingsError
+
+        model, model_args = kwargs.get("model", args[0] if args else None), \
+            kwargs.get("model_args", args[1] if len(args) > 1 else None)
+        ours = False
+        try:
+            from . import identity, settings
+
+            ours = _ours(model, kwargs.get("tasks"))
+            if ours:
+                parsed = model_args
+                if isinstance(model_args, str):
+                    from lm_eval.utils import simple_parse_args_string
+
+                    parsed = simple_parse_args_string(model_args) if model_args.strip() else {}
+                settings.refuse_secrets(dict(parsed or {}), "--model_args")
+                settings.refuse_secrets(dict(kwargs.get("metadata") or {}), "--metadata")
+                settings.note_run(model, model_args)
+                identity.reset()
+        except SettingsError:
+            raise
+        except Exception as exc:
+            _fell_back("settings", exc)
+        try:
+            results = original(*args, **kwargs)
+            if ours:
+                try:
+                    identity.attach(results, model, model_args)
+                except Exception as exc:
+                    _fell_back("run identity", exc)
+            return results
+        finally:
+            if ours:
+                try:
+                    settings._SOURCES.model_keys = None
+                except Exception:
+                    pass
+
+    simple_evaluate._adept_eval = True  # type: ignore[attr-defined]
+    evaluator_module.simple_evaluate = simple_evaluate
+
+
+def _patch_group(group_module) -> None:
+    """Group rows of our suites pool what was actually scored: the headline of ADEPT over
+    responses, VStyle's ``score_mean`` over judged answers, counts summed."""
+    cls = group_module.Group
+    original = cls.aggregate
+    if getattr(original, "_adept_eval", False):
+        return
+
+    def aggregate(self, task_metrics, *args, **kwargs):
+        out = original(self, task_metrics, *args, **kwargs)
+        try:
+            from .suites import suite_of
+
+            suite = suite_of(self.name)
+            if suite is not None and isinstance(out, dict):
+                pool_group(suite, [t.task_name for t in self.get_all_tasks()], task_metrics, out)
+        except Exception as exc:
+            _fell_back("group pooling", exc)
+        return out
+
+    aggregate._adept_eval = True  # type: ignore[attr-defined]
+    cls.aggregate = aggregate
+
+
+def pool_group(suite, leaves, task_metrics, out) -> None:
+    from .stats import pooled_mean
+
+    present = [task_metrics[t] for t in leaves if t in task_metrics]
+    if not present:
+        return
+    for metric, weight in suite.pooled.items():
+        key, wkey = suite.key(metric), suite.key(weight)
+        if not any(key in r for r in present):
+            continue
+        mean, n = pooled_mean((r.get(key), r.get(wkey)) for r in present)
+        out[key] = mean
+        out[f"{metric}_stderr,{suite.filter_key}"] = "N/A"
+    for metric in suite.counts:
+        key = suite.key(metric)
+        if all(key in r for r in present):
+            out[key] = int(sum(int(r[key]) for r in present))
+
+
+def _patch_table(utils_module) -> None:
+    """lm-eval's printed table: our headline metric first, counts as integers, no arrows on
+    counts or chance."""
+    original = utils_module.make_table
+    if getattr(original, "_adept_eval", False):
+        return
+
+    def make_table(result_dict, column="results", *args, **kwargs):
+        text = original(result_dict, column, *args, **kwargs)
+        try:
+            return tidy_table(text, result_dict, column)
+        except Exception as exc:
+            _fell_back("table", exc)
+            return text
+
+    make_table._adept_eval = True  # type: ignore[attr-defined]
+    utils_module.make_table = make_table
+
+
+def tidy_table(text: str, result_dict: dict, column: str = "results") -> str:
+    from pytablewriter import MarkdownTableWriter
+
+    from .suites import suite_of
+
+    lines = text.strip("\n").splitlines()
+    if len(lines) < 3:
+        return text
+    headers = [c.strip() for c in lines[0].strip().strip("|").split("|")]
+    rows = [[c.strip() for c in ln.strip().strip("|").split("|")] for ln in lines[2:]]
+    by_display = {}
+    for k, v in (result_dict.get(column) or {}).items():
+        by_display[str((v or {}).get("alias", k)).strip()] = k
+    blocks, touched = [], False
+    for row in rows:
+        if row[0] or not blocks:
+            blocks.append([row])
+        else:
+            blocks[-1].append(row)
+    out = []
+    for block in blocks:
+        name = block[0][0].strip().lstrip("- ").strip()
+        suite = suite_of(by_display.get(name, name))
+        if suite is None:
+            out += block
+            continue
+        touched = True
+        order = _metric_order(by_display.get(name, name), suite)
+        head = block[0][:4]
+        body = sorted(block, key=lambda r: (order.get(r[4], len(order)), r[4]))
+        for i, r in enumerate(body):
+            r = list(r)
+            r[:4] = head if i == 0 else ["", "", "", ""]
+            if r[4] in suite.counts:
+                try:
+                    r[6] = str(int(round(float(r[6]))))
+                except ValueError:
+                    pass
+                r[5] = ""
+            elif r[4] in ("chance", "p_chance"):
+                r[5] = ""
+            out.append(r)
+    if not touched:
+        return text
+    writer = MarkdownTableWriter()
+    writer.headers = headers
+    writer.value_matrix = out
+    return writer.dumps()
+
+
+def _metric_order(task: str, suite) -> dict[str, int]:
+    if task in suite.tasks:
+        if suite.name == "adept":
+            from .harness import metric_names
+            names = metric_names(task)
+        else:
+            from .vstyle_harness import metric_names
+            names = metric_names(task.split("_", 2)[2])
+    else:
+        names = [suite.headline, *suite.pooled, *suite.counts]
+    return {m: i for i, m in enumerate(names)}
+
+
+def _patch_git(loggers_utils) -> None:
+    """``git describe`` outside a git checkout printed ``fatal: not a git repository``."""
+    original = loggers_utils.get_git_commit_hash
+    if getattr(original, "_adept_eval", False):
+        return
+
+    def get_git_commit_hash():
+        try:
+            import subprocess
+
+            done = subprocess.run(["git", "describe", "--always"], capture_output=True,
+                                  text=True, check=False)
+            if done.returncode == 0 and done.stdout.strip():
+                return done.stdout.strip()
+            return loggers_utils.get_commit_from_path(os.getcwd())
+        except Exception:
+            return original()
+
+    get_git_commit_hash._adept_eval = True  # type: ignore[attr-defined]
+    loggers_utils.get_git_commit_hash = get_git_commit_hash
+
+
+class _QuietCustomKwargs:
+    """Drops lm-eval's "Custom kwargs can be passed to --metadata" hint for our tasks (it is
+    logged once per task, and our tasks document their --metadata keys)."""
+
+    def filter(self, record) -> bool:
+        try:
+            msg = record.getMessage()
+            if "Custom kwargs can be passed to `--metadata`" in msg:
+                from .suites import suite_of
+
+                return suite_of(msg.split(":", 1)[0].strip()) is None
+        except Exception:
+            pass
+        return True
+
+
+def _patch_task_logging(task_module) -> None:
+    import logging
+
+    log = logging.getLogger(task_module.__name__)
+    if not any(isinstance(f, _QuietCustomKwargs) for f in log.filters):
+        log.addFilter(_QuietCustomKwargs())
+
+
+def _patch_cli(run_module) -> None:
+    """A deliberate refusal (``SettingsError``) is one line on stderr, exit status 2."""
+    cls = getattr(run_module, "Run", None)
+    original = getattr(cls, "_execute", None) if cls is not None else None
+    if original is None or getattr(original, "_adept_eval", False):
+        return
+
+    def _execute(args):
+        from .settings import SettingsError
+
+        try:
+            return original(args)
+        except SettingsError as exc:
+            print(f"adept-eval: error: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
+
+    _execute._adept_eval = True  # type: ignore[attr-defined]
+    cls._execute = staticmethod(_execute)
+
 
 def speech_judge_path():
     """The installed evaluate module: ``evaluate.load(str(speech_judge_path()))`` always works."""
@@ -121,7 +442,7 @@ def speech_judge_path():
     return Path(__file__).resolve().parent / "metrics" / "speech_judge" / "speech_judge.py"
 
 
-def _patch_evaluate(loading_module) -> None:
+def _patch_evaluate(loading_module) -> None:  # noqa: D401
     """``evaluate.load("speech_judge")`` loads the installed module, offline, with no Hub call.
 
     evaluate has no plugin hook: bare names are looked up on the Hub (``evaluate-metric/NAME``)
@@ -133,8 +454,11 @@ def _patch_evaluate(loading_module) -> None:
         return
 
     def evaluation_module_factory(path, *args, **kwargs):
-        if path == "speech_judge" and not kwargs.get("force_local_path"):
-            path = str(speech_judge_path())
+        try:
+            if path == "speech_judge" and not kwargs.get("force_local_path"):
+                path = str(speech_judge_path())
+        except Exception as exc:
+            _fell_back("speech_judge lookup", exc)
         return original(path, *args, **kwargs)
 
     evaluation_module_factory._adept_eval = True  # type: ignore[attr-defined]
@@ -146,6 +470,12 @@ _HOOKS = {
     "lm_eval.api.registry": _register_models,
     "lm_eval.tasks.manager": _patch_task_manager,
     "lm_eval.loggers.evaluation_tracker": _patch_tracker,
+    "lm_eval.evaluator": _patch_evaluator,
+    "lm_eval.api.group": _patch_group,
+    "lm_eval.utils": _patch_table,
+    "lm_eval.loggers.utils": _patch_git,
+    "lm_eval.api.task": _patch_task_logging,
+    "lm_eval._cli.run": _patch_cli,
 }
 
 
@@ -201,13 +531,11 @@ def install() -> None:
 
 def register() -> None:
     """Apply the registration now (imports lm-eval)."""
-    import lm_eval.api.registry as registry
-    import lm_eval.loggers.evaluation_tracker as tracker
-    import lm_eval.tasks.manager as manager
+    import importlib
 
-    import evaluate.loading as loading
-
-    _register_models(registry)
-    _patch_task_manager(manager)
-    _patch_tracker(tracker)
-    _patch_evaluate(loading)
+    for name, hook in _HOOKS.items():
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        hook(module)

@@ -13,14 +13,16 @@
 from __future__ import annotations
 
 import json
-import math
 from collections import defaultdict
-from dataclasses import fields
+from dataclasses import asdict, dataclass, fields
 from functools import lru_cache
 from pathlib import Path
 
+from . import identity, settings, stats
 from .judge import JudgeConfig, JudgeItem, judge
 from .vstyle import CATEGORIES, load_records, locate, subcategory_weights
+
+HEADLINE = "score"  # the metric whose logged value carries the whole per-instruction record
 
 # --metadata key -> JudgeConfig field. Keys are never secrets: a key is named by the environment
 # variable that holds it (judge_api_key_env).
@@ -38,7 +40,7 @@ def judge_config(metadata: dict) -> dict:
         if not key.startswith("judge_"):
             continue
         if key not in JUDGE_KEYS:
-            raise ValueError(f"unknown judge setting {key!r}; known: {', '.join(sorted(JUDGE_KEYS))}")
+            raise settings.SettingsError(f"unknown judge setting {key!r}; known: {', '.join(sorted(JUDGE_KEYS))}")
         cfg[JUDGE_KEYS[key]] = value
     prompts = cfg.get("prompts")
     if isinstance(prompts, str):
@@ -75,7 +77,12 @@ def load_vstyle(category: str, language: str = "en", vstyle_dir: str | None = No
 
     if category not in CATEGORIES:
         raise ValueError(f"unknown VStyle category {category!r}; known: {', '.join(CATEGORIES)}")
-    cfg = judge_config(metadata)
+    share = settings.split({"language": language, "vstyle_dir": vstyle_dir, **metadata},
+                           suite="vstyle")
+    cfg = judge_config(share.judge)
+    folder = locate(language, str(vstyle_dir) if vstyle_dir else None)
+    identity.note(f"vstyle_{language}_{category}", scorer=judge_identity(cfg),
+                  corpus=identity.vstyle_corpus(folder, language))
     weights = subcategory_weights()
     rows = []
     for rec in _records(language, str(vstyle_dir) if vstyle_dir else None):
@@ -94,6 +101,22 @@ def load_vstyle(category: str, language: str = "en", vstyle_dir: str | None = No
     if not rows:
         raise ValueError(f"no VStyle {language} records in category {category!r}")
     return datasets.DatasetDict({"test": datasets.Dataset.from_list(rows)})
+
+
+def judge_identity(cfg: dict) -> dict:
+    """The judge's own identity (backend, model, prompt hashes, sampling) plus its server."""
+    from urllib.parse import urlparse
+
+    config = _config_from({"judge": json.dumps(cfg)})
+    try:
+        from .judge.runner import JudgeRunner
+
+        ident = dict(JudgeRunner(config).identity())
+    except Exception:  # the identity must not depend on the runner's internals
+        ident = {k: v for k, v in asdict(config).items() if k not in ("cache_path",)}
+    if config.base_url and "server" not in ident:
+        ident["server"] = urlparse(config.base_url).netloc or config.base_url
+    return ident
 
 
 def doc_to_text(doc: dict) -> str:
@@ -137,26 +160,59 @@ def judge_responses(resps, docs) -> list[str]:
     return [json.dumps(r, ensure_ascii=False) for r in records]
 
 
+@dataclass(frozen=True)
+class JudgedRecord:
+    """What one instruction scored: the one record ``process_results`` returns, logged once
+    (under ``score``) and read back by the Hub's details table."""
+
+    record_id: str
+    sub: str
+    weight: float
+    score: float | None  # None: not judged (a counted failure, never a score)
+    failed: int
+    status: str | None
+    detail: str = ""
+    prompt: str | None = None
+    prompt_sha256: str | None = None
+    system: str = ""
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
 def process_results(doc: dict, results: list[str]) -> dict:
-    rec = json.loads(results[0])
+    from .harness import SameRecord
+
+    try:
+        rec = json.loads(results[0])
+    except (ValueError, TypeError, IndexError) as exc:
+        rec = {"status": "failed", "detail": f"unreadable judge output: {exc}"}
     ok = rec.get("status") == "ok" and rec.get("score") is not None
-    record = {"sub": doc["subcategory"], "weight": doc["weight"],
-              "score": float(rec["score"]) if ok else None, "failed": int(not ok),
-              "status": rec.get("status"), "detail": rec.get("detail", ""),
-              "prompt": rec.get("prompt"), "prompt_sha256": rec.get("prompt_sha256"),
-              "system": rec.get("system", "")}
-    return {name: record for name in metric_names(doc["category"])}
+    record = JudgedRecord(record_id=doc["record_id"], sub=doc["subcategory"], weight=doc["weight"],
+                          score=float(rec["score"]) if ok else None, failed=int(not ok),
+                          status=rec.get("status"), detail=rec.get("detail", "") or "",
+                          prompt=rec.get("prompt"), prompt_sha256=rec.get("prompt_sha256"),
+                          system=rec.get("system", "") or "").to_json()
+    same = SameRecord(record, HEADLINE)
+    return {name: record if name == HEADLINE else same for name in metric_names(doc["category"])}
 
 
 def metric_names(category: str) -> list[str]:
+    """The category's metrics, headline first (the order lm-eval prints them in)."""
     return ["score", "score_mean", "score_ci_low", "score_ci_high", "n", "n_failed",
             "failure_rate"] + [f"score_{s}" for s in CATEGORIES[category]]
 
 
 # ----------------------------------------------------------------------------- aggregation
+def _recs(items) -> list[dict]:
+    from .harness import record_of
+
+    return [record_of(it) for it in items]
+
+
 def _by_sub(items) -> dict[str, list[float]]:
     out = defaultdict(list)
-    for it in items:
+    for it in _recs(items):
         if it["score"] is not None:
             out[it["sub"]].append(it["score"])
     return out
@@ -164,20 +220,9 @@ def _by_sub(items) -> dict[str, list[float]]:
 
 def _weighted(items) -> tuple[float, float]:
     """VStyle's category score (weighted mean of subcategory means over the subcategories
-    present) and its standard error (normal approximation over the subcategory means)."""
-    groups = _by_sub(items)
-    weights = {it["sub"]: it["weight"] for it in items}
-    total = sum(weights[s] for s in groups)
-    if not groups or total <= 0:
-        return float("nan"), float("nan")
-    mean = sum(weights[s] * sum(v) / len(v) for s, v in groups.items()) / total
-    var = 0.0
-    for s, v in groups.items():
-        if len(v) > 1:
-            m = sum(v) / len(v)
-            s2 = sum((x - m) ** 2 for x in v) / (len(v) - 1)
-            var += (weights[s] / total) ** 2 * s2 / len(v)
-    return mean, math.sqrt(var)
+    present) and its standard error (over the subcategory means)."""
+    return stats.weighted_mean_of_means(_by_sub(items), {it["sub"]: it["weight"]
+                                                         for it in _recs(items)})
 
 
 def category_score(items) -> float:
@@ -185,27 +230,25 @@ def category_score(items) -> float:
 
 
 def ci_low(items) -> float:
-    mean, se = _weighted(items)
-    return mean - 1.96 * se
+    return stats.normal_interval(*_weighted(items))[0]
 
 
 def ci_high(items) -> float:
-    mean, se = _weighted(items)
-    return mean + 1.96 * se
+    return stats.normal_interval(*_weighted(items))[1]
 
 
 def plain_mean(items) -> float:
-    scores = [it["score"] for it in items if it["score"] is not None]
+    scores = [it["score"] for it in _recs(items) if it["score"] is not None]
     return sum(scores) / len(scores) if scores else float("nan")
 
 
 def n_judged(items) -> int:
     """The n behind the scores: instructions whose response was judged."""
-    return sum(1 for it in items if it["score"] is not None)
+    return sum(1 for it in _recs(items) if it["score"] is not None)
 
 
 def n_failed(items) -> int:
-    return sum(it["failed"] for it in items)
+    return sum(it["failed"] for it in _recs(items))
 
 
 def failure_rate(items) -> float:

@@ -114,12 +114,13 @@ def vstyle_files() -> dict[str, str]:
         tasks = [f"vstyle_{lang}_{c}" for c in vstyle.CATEGORIES]
         for c in vstyle.CATEGORIES:
             out[f"vstyle_{lang}_{c}.yaml"] = vstyle_task_yaml(lang, c)
-        # the overall score: each category 0.25 (an unweighted mean of the category scores);
-        # score_mean: the plain mean over all judged instructions
+        # the overall score: each category 0.25 (an unweighted mean of the category scores).
+        # score_mean (the plain mean over all judged instructions) and n are added by the
+        # start-up hook, pooled over judged answers: lm-eval can only weight by documents,
+        # which counts failed answers as if they had been scored.
         lines = [HEADER.rstrip(), f"group: vstyle_{lang}", "task:"] + [f"  - {t}" for t in tasks]
         lines += ["aggregate_metric_list:", "  - metric: score", "    aggregation: mean",
-                  "    weight_by_size: false", "  - metric: score_mean", "    aggregation: mean",
-                  "    weight_by_size: true", "metadata:", "  version: 1.0"]
+                  "    weight_by_size: false", "metadata:", "  version: 1.0"]
         out[f"_vstyle_{lang}.yaml"] = "\n".join(lines) + "\n"
     return out
 

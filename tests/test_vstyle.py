@@ -139,3 +139,49 @@ def test_judge_settings_from_metadata(tmp_path):
     (tmp_path / "instruction.txt").write_text("no placeholders here")
     with pytest.raises(PromptError, match="placeholder"):
         judge_config({"judge_prompts": str(tmp_path)})
+
+
+def test_group_score_mean_weighs_only_judged_answers(examples, replay, tmp_path):
+    """Answers the judge could not score are counted failures: the group's score_mean is the
+    mean of the scores actually recorded, not a document-weighted mean of category means."""
+    folder, records = examples
+    system = sorted({r.model_name for rec in records for r in rec.responses})[0]
+    pairs = [(rec, r) for rec in records for r in rec.responses if r.model_name == system]
+    suffix = Path(pairs[0][1].audio_path).stem[len(pairs[0][0].record_id):]
+    broken = dict(replay)
+    # unparseable verdicts in uneven numbers per category: 3 / 2 / 1 / 0
+    quota = {"acoustic_attributes": 3, "instruction": 2, "role_play": 1, "empathy": 0}
+    cfg = JudgeConfig()
+    failed = set()
+    for rec, r in pairs:
+        cat = normalise_ability(rec.ability)[0]
+        if quota.get(cat, 0) > 0:
+            quota[cat] -= 1
+            broken[hashlib.sha256(prepare_audio(r.audio_path, cfg, "r")).hexdigest()] = \
+                "I cannot rate this one."
+            failed.add(rec.record_id)
+    assert len(failed) == 6
+    with JudgeServer() as server:
+        server.replay = broken
+        res = run_lm_eval("audio-dir", ["vstyle_en"],
+                          model_args={"path": str(folder / "wav"), "pattern": "{id}" + suffix,
+                                      "name": system},
+                          metadata={"vstyle_dir": str(folder), "judge_base_url": server.url,
+                                    "judge_model": "replay-judge", "judge_cache": "",
+                                    "judge_max_reasks": 0})
+    scored = [r.judge_score for rec, r in pairs if rec.record_id not in failed]
+    group = res["results"]["vstyle_en"]
+    assert group["score_mean,speech_judge"] == pytest.approx(statistics.mean(scored), rel=1e-12)
+    assert group["n,speech_judge"] == len(scored) and group["n_failed,speech_judge"] == 6
+    per_cat = [res["results"][f"vstyle_en_{c}"]["n_failed,speech_judge"] for c in CATEGORIES]
+    assert sorted(per_cat) == [0, 1, 2, 3]
+    # one copy of the per-instruction record per logged sample
+    sample = res["samples"]["vstyle_en_instruction"][0]
+    assert isinstance(sample["score"], dict) and sample["score"]["record_id"]
+    assert str(sample["n"]) == "(see score)"
+    # the run carries its identity: judge (with its server), corpus, complete task set
+    ident = res["adept_eval"]["suites"]["vstyle"]
+    assert ident["complete"] and ident["scorer"]["model"] == "replay-judge"
+    assert ident["scorer"]["server"].startswith("127.0.0.1")
+    assert len(ident["corpus"]["sha256"]) == 64 and ident["corpus"]["synthetic"] is False
+    assert res["adept_eval"]["system"] == system

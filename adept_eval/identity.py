@@ -1,0 +1,161 @@
+"""A run's identity, carried as data in every lm-eval results file (``results["adept_eval"]``).
+
+While lm-eval runs, the suites' harnesses ``note`` what scored each task (the listener's or the
+judge's own ``identity()``) and which corpus the questions came from; when ``simple_evaluate``
+returns, the start-up hook calls ``attach`` and lm-eval then writes the identity into
+``results_*.json`` with everything else. ``report``, ``leaderboard`` and ``publish`` read
+identity only from there (``RunIdentity.of``): runs are compared only when their corpus, scorer
+and task set match.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .suites import SUITES
+
+KEY = "adept_eval"
+
+# task -> {"scorer": {...}, "corpus": {...}} noted during the current run
+_NOTED: dict[str, dict] = {}
+
+
+def note(task: str, *, scorer: dict | None = None, corpus: dict | None = None) -> None:
+    entry = _NOTED.setdefault(task, {})
+    if scorer is not None:
+        entry["scorer"] = scorer
+    if corpus is not None:
+        entry["corpus"] = corpus
+
+
+def reset() -> None:
+    _NOTED.clear()
+
+
+def adept_corpus(corpus) -> dict:
+    """sha256 of the ADEPT copy and whether it is adept-eval's synthetic stand-in (recognised
+    by its generated sentences, so a renamed or re-zipped copy is still recognised)."""
+    return {"name": "ADEPT", "sha256": corpus.fingerprint, "synthetic": is_synthetic(corpus)}
+
+
+def is_synthetic(corpus) -> bool:
+    from .synthetic import sentence
+
+    sample = corpus.recordings[:: max(1, len(corpus.recordings) // 12)] or corpus.recordings
+    return bool(sample) and all(r.text.strip() == sentence(r.cls, r.sentence_id) for r in sample)
+
+
+def vstyle_corpus(folder: Path, language: str) -> dict:
+    from .vstyle import metadata_file
+
+    path = metadata_file(folder)
+    return {"name": f"VStyle-{language}", "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+            "file": path.name, "synthetic": False}
+
+
+def label(scorer: dict | None) -> str:
+    """A short human-readable name of a scorer identity (the full identity stays in the data)."""
+    if not scorer:
+        return "unknown"
+    head = scorer.get("listener") or f"{scorer.get('backend', '?')}/{scorer.get('model') or '-'}"
+    rest = [f"{k}={v}" for k, v in sorted(scorer.items())
+            if k not in ("listener", "backend", "model", "prompts_by_type") and v not in (None, "")
+            and not isinstance(v, (dict, list))]
+    if scorer.get("listener") and scorer.get("model"):
+        rest.insert(0, f"{scorer.get('backend', '')}/{scorer['model']}")
+    text = " ".join([head, *rest])
+    return text if len(text) <= 90 else text[:87] + "..."
+
+
+def scorer_key(scorer: dict | None) -> str:
+    return hashlib.sha256(json.dumps(scorer or {}, sort_keys=True, default=str).encode()
+                          ).hexdigest()[:12]
+
+
+def attach(results: dict, model=None, model_args=None) -> dict:
+    """Add the run's identity to lm-eval's results dict (in place; returns it)."""
+    from . import __version__
+
+    if not isinstance(results, dict) or "results" not in results:
+        return results
+    system = _system_name(model, model_args, results)
+    suites = {}
+    for name, suite in SUITES.items():
+        tasks = [t for t in results["results"] if t in suite.tasks]
+        if not tasks:
+            continue
+        scorers = {json.dumps(_NOTED.get(t, {}).get("scorer"), sort_keys=True, default=str)
+                   for t in tasks}
+        corpora = {json.dumps(_NOTED.get(t, {}).get("corpus"), sort_keys=True) for t in tasks}
+        scorer = json.loads(scorers.pop()) if len(scorers) == 1 else \
+            {"mixed": sorted(json.loads(s) or {} for s in scorers)}
+        corpus = json.loads(corpora.pop()) if len(corpora) == 1 else \
+            {"mixed": sorted(json.loads(c) or {} for c in corpora)}
+        suites[name] = {"tasks": sorted(tasks), "complete": suite.complete(tasks),
+                        "scorer": scorer, "corpus": corpus}
+    if suites:
+        results[KEY] = {"version": __version__, "system": system,
+                        "model": model if isinstance(model, str) else type(model).__name__,
+                        "suites": suites}
+    return results
+
+
+def _system_name(model, model_args, results) -> str:
+    try:
+        from lm_eval.api.registry import get_model
+        from lm_eval.utils import simple_parse_args_string
+
+        args = simple_parse_args_string(model_args) if isinstance(model_args, str) \
+            else dict(model_args or {})
+        cls = get_model(model) if isinstance(model, str) else type(model)
+        if hasattr(cls, "name_from_args"):
+            return str(cls.name_from_args(args))
+        return str(args.get("pretrained") or args.get("model") or model)
+    except Exception:
+        return str(getattr(model, "name", None) or model or "unknown")
+
+
+@dataclass(frozen=True)
+class SuiteIdentity:
+    suite: str
+    tasks: tuple[str, ...]
+    complete: bool
+    scorer: dict
+    corpus: dict
+
+    @property
+    def synthetic(self) -> bool:
+        return bool(self.corpus.get("synthetic"))
+
+    @property
+    def corpus_sha256(self) -> str:
+        return str(self.corpus.get("sha256") or "")
+
+    @property
+    def mixed(self) -> bool:
+        return "mixed" in self.scorer or "mixed" in self.corpus
+
+    def comparable_key(self) -> tuple:
+        """Runs are ranked together only when this key is equal."""
+        return (self.suite, self.corpus_sha256, scorer_key(self.scorer))
+
+
+@dataclass(frozen=True)
+class RunIdentity:
+    system: str
+    version: str
+    suites: dict[str, SuiteIdentity] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, results: dict) -> RunIdentity | None:
+        """The identity recorded in a results file (None for runs made before it was)."""
+        data = results.get(KEY) if isinstance(results, dict) else None
+        if not isinstance(data, dict):
+            return None
+        suites = {name: SuiteIdentity(name, tuple(s.get("tasks", ())), bool(s.get("complete")),
+                                      s.get("scorer") or {}, s.get("corpus") or {})
+                  for name, s in (data.get("suites") or {}).items()}
+        return cls(str(data.get("system") or "unknown"), str(data.get("version") or ""), suites)

@@ -1,0 +1,229 @@
+"""Which component owns each ``--model_args`` / ``--metadata`` key, and no secrets in either.
+
+lm-eval hands every task loader one flat dict: ``--model_args`` merged with ``--metadata``. One
+rule decides who owns each key:
+
+- **model**: the keys given in ``--model_args`` (the start-up hook records them when
+  ``simple_evaluate`` starts; without it, any option one of adept-eval's models declares);
+- **run**: the suite's own keys (ADEPT: ``corpus``, ``listener``; VStyle: ``language``,
+  ``vstyle_dir``) and lm-eval's ``version``;
+- **listener**: the options the chosen listener declares (its constructor's fields), e.g.
+  ``cache_dir`` for ``acoustic``, ``llm_*`` for ``audio-llm``, ``responses`` for ``human``;
+- **judge**: ``judge_*`` keys (the speech judge's settings).
+
+A key nobody owns, or one owned by a listener the run does not use, is a ``SettingsError`` that
+lists the valid keys. Nothing is silently dropped.
+
+Secrets never travel as options: a key whose *name* looks secret (``api_key``, ``token``,
+``password``...) or whose *value* looks like a credential (``sk-...``, ``hf_...``, ``AIza...``,
+or the value of a secret environment variable) is refused before anything is written or
+logged; name the environment variable instead (``*_api_key_env=OPENAI_API_KEY``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import re
+from dataclasses import dataclass, field
+
+# lm-eval's own task metadata, always present
+LM_EVAL_KEYS = frozenset({"version", "config_source"})
+RUN_KEYS = {"adept": frozenset({"corpus", "listener"}),
+            "vstyle": frozenset({"language", "vstyle_dir"})}
+JUDGE_PREFIX = "judge_"
+
+_SECRET_WORDS = {"key", "apikey", "token", "secret", "password", "passwd", "passphrase",
+                 "credential", "credentials", "auth", "bearer"}
+_SECRET_VALUE = re.compile(
+    r"(?<![A-Za-z0-9])(sk-[A-Za-z0-9_\-]{12,}|hf_[A-Za-z0-9]{16,}|AIza[0-9A-Za-z_\-]{20,}"
+    r"|gh[pousr]_[A-Za-z0-9]{20,}|xox[abp]-[A-Za-z0-9\-]{10,}|Bearer\s+\S{8,})")
+_ENV_SECRET_NAME = re.compile(r"(TOKEN|KEY|SECRET|PASSWORD)", re.IGNORECASE)
+
+
+class SettingsError(ValueError):
+    """A --model_args / --metadata key that no component owns, or one holding a secret."""
+
+
+# ----------------------------------------------------------------------------- secrets
+def secret_name(key: str) -> bool:
+    """``api_key``, ``hf_token``, ``llm_api_key``, ``password``: yes; ``api_key_env``,
+    ``max_tokens``: no (the first names a variable, the second is a count)."""
+    parts = [p for p in re.split(r"[_\-.]", key.lower()) if p]
+    if not parts or parts[-1] == "env":
+        return False
+    return any(p in _SECRET_WORDS for p in parts) or "apikey" in key.lower().replace("_", "")
+
+
+def environment_secrets() -> dict[str, str]:
+    """Values of environment variables whose names look secret (long enough to matter)."""
+    return {k: v for k, v in os.environ.items() if _ENV_SECRET_NAME.search(k) and len(v) >= 8}
+
+
+def secret_value(value) -> str | None:
+    """Why ``value`` looks like a credential, or None."""
+    text = str(value)
+    m = _SECRET_VALUE.search(text)
+    if m:
+        return f"looks like a credential ({m.group(1)[:4]}...)"
+    for name, secret in environment_secrets().items():
+        if secret in text:
+            return f"contains the value of ${name}"
+    return None
+
+
+def refuse_secrets(options: dict, where: str = "--model_args/--metadata") -> None:
+    """Raise ``SettingsError`` if any option name or value looks secret (the message never
+    repeats the value)."""
+    bad = []
+    for key, value in (options or {}).items():
+        if secret_name(str(key)):
+            bad.append(f"{key!r} is a secret-looking option name")
+        else:
+            why = secret_value(value)
+            if why:
+                bad.append(f"the value of {key!r} {why}")
+    if bad:
+        raise SettingsError(
+            f"refusing secrets in {where}: " + "; ".join(bad) + ". Secrets come only from the "
+            "environment: put the key in an environment variable and name it, e.g. "
+            "judge_api_key_env=OPENAI_API_KEY, llm_api_key_env=..., api_key_env=... "
+            "(HF_TOKEN is read from the environment by huggingface_hub).")
+
+
+# ----------------------------------------------------------------------------- who owns a key
+@dataclass
+class _RunSources:
+    """What the start-up hook saw when ``simple_evaluate`` started (None: not known)."""
+
+    model: str | None = None
+    model_keys: frozenset[str] | None = None
+
+
+_SOURCES = _RunSources()
+
+
+def note_run(model, model_args) -> None:
+    """Called by the start-up hook: which keys of the merged metadata came from --model_args."""
+    from lm_eval.utils import simple_parse_args_string
+
+    if isinstance(model_args, str):
+        args = simple_parse_args_string(model_args) if model_args.strip() else {}
+    else:
+        args = dict(model_args or {})
+    _SOURCES.model = model if isinstance(model, str) else type(model).__name__
+    _SOURCES.model_keys = frozenset(args)
+
+
+def _params(cls) -> set[str]:
+    out: set[str] = set()
+    for klass in inspect.getmro(cls):
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue
+        try:
+            sig = inspect.signature(init)
+        except (TypeError, ValueError):
+            continue
+        out |= {n for n, p in sig.parameters.items() if n != "self"
+                and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+    return out
+
+
+def model_options() -> set[str]:
+    """Every option one of adept-eval's own models declares (plus lm-eval's generic ones)."""
+    import importlib
+
+    from .lm_eval_plugin import MODELS
+    from .models.base import _LM_EVAL_GENERIC
+
+    out = set(_LM_EVAL_GENERIC)
+    for target in MODELS.values():
+        module, _, name = target.partition(":")
+        try:
+            out |= _params(getattr(importlib.import_module(module), name))
+        except Exception:  # a model whose optional dependency is absent declares nothing
+            continue
+    return out
+
+
+def listener_options() -> dict[str, set[str]]:
+    """listener name -> the options its constructor declares (``corpus`` is the run's)."""
+    from .listeners import _REGISTRY, _load_builtin
+
+    _load_builtin()
+    out = {}
+    for name, cls in _REGISTRY.items():
+        params = set(inspect.signature(cls).parameters) - {"corpus"}
+        out[name] = {p for p in params if not p.startswith("_")}
+    return out
+
+
+def judge_options() -> set[str]:
+    from .vstyle_harness import JUDGE_KEYS
+
+    return set(JUDGE_KEYS)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """One suite's share of the merged options."""
+
+    run: dict = field(default_factory=dict)
+    listener: dict = field(default_factory=dict)
+    judge: dict = field(default_factory=dict)
+    model: dict = field(default_factory=dict)
+    others: dict = field(default_factory=dict)  # owned by another suite's components
+
+
+def split(metadata: dict, *, suite: str, listener: str | None = None) -> Settings:
+    """Assign every key of lm-eval's merged metadata to its owner (see the module docstring)."""
+    metadata = dict(metadata or {})
+    refuse_secrets(metadata)
+    listeners = listener_options()
+    if listener is not None and listener not in listeners:
+        raise SettingsError(f"unknown listener {listener!r} (--metadata listener=...); "
+                            f"available: {', '.join(sorted(listeners))}")
+    judge = judge_options()
+    known_model = _SOURCES.model_keys
+    model = set(known_model) if known_model is not None else model_options()
+    own_run = RUN_KEYS[suite] | LM_EVAL_KEYS
+    other_run = set().union(*(v for k, v in RUN_KEYS.items() if k != suite))
+    out = Settings()
+    problems = []
+    for key, value in metadata.items():
+        if key in model:
+            out.model[key] = value
+            # without the hook's record, a key both a model and the listener declare goes to both
+            if known_model is not None or listener is None or key not in listeners[listener]:
+                continue
+        if key in own_run:
+            out.run[key] = value
+        elif listener is not None and key in listeners[listener]:
+            out.listener[key] = value
+        elif key.startswith(JUDGE_PREFIX) and key in judge:
+            (out.judge if suite == "vstyle" else out.others)[key] = value
+        elif key in other_run or (suite != "adept" and any(key in o for o in listeners.values())):
+            out.others[key] = value
+        elif key in model:
+            continue
+        else:
+            owners = sorted(n for n, o in listeners.items() if key in o)
+            if owners:
+                problems.append(f"{key!r} is an option of listener {' / '.join(owners)}, but this "
+                                f"run uses listener {listener!r} (--metadata listener={owners[0]})")
+            elif key.startswith(JUDGE_PREFIX):
+                problems.append(f"unknown judge setting {key!r}; known: {', '.join(sorted(judge))}")
+            else:
+                problems.append(f"unknown option {key!r}")
+    if problems:
+        valid = [f"run: {', '.join(sorted(RUN_KEYS[suite]))}"]
+        if listener is not None:
+            valid.append(f"listener {listener!r}: {', '.join(sorted(listeners[listener])) or '-'}")
+        if suite == "vstyle":
+            valid.append(f"judge: {', '.join(sorted(judge))}")
+        if known_model is not None:
+            valid.append(f"model {_SOURCES.model!r}: its --model_args")
+        raise SettingsError("; ".join(problems) + ". Valid --metadata keys for " + suite +
+                            " tasks: " + "; ".join(valid))
+    return out

@@ -1,0 +1,101 @@
+"""The one home of adept-eval's statistics: intervals, tests against chance and pooling.
+
+Every proportion printed by adept-eval gets an exact (Clopper-Pearson) 95% interval and an exact
+binomial test against chance; every mean of judge scores a t interval (few, bounded scores) or,
+for a weighted mean of subgroup means, a normal interval from the subgroups' standard errors.
+Group figures pool what was actually scored (responses, judged answers), never documents.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+NAN = float("nan")
+
+
+def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Exact interval of a proportion k/n (nan, nan when n is 0)."""
+    if not n:
+        return NAN, NAN
+    from scipy.stats import binomtest
+
+    ci = binomtest(int(k), int(n)).proportion_ci(confidence_level=level, method="exact")
+    return float(ci.low), float(ci.high)
+
+
+def binomial_p(k: int, n: int, chance: float) -> float:
+    """Two-sided exact binomial test of k/n against ``chance``."""
+    if not n:
+        return NAN
+    from scipy.stats import binomtest
+
+    return float(binomtest(int(k), int(n), p=chance, alternative="two-sided").pvalue)
+
+
+def t_interval(values: list[float], level: float = 0.95) -> tuple[float, float]:
+    """t interval of a plain mean (nan with fewer than two values)."""
+    if len(values) < 2:
+        return NAN, NAN
+    from scipy import stats
+
+    m = sum(values) / len(values)
+    s2 = sum((x - m) ** 2 for x in values) / (len(values) - 1)
+    half = float(stats.t.ppf(0.5 + level / 2, len(values) - 1)) * math.sqrt(s2 / len(values))
+    return m - half, m + half
+
+
+def weighted_mean_of_means(groups: dict[str, list[float]], weights: dict[str, float]
+                           ) -> tuple[float, float]:
+    """Weighted mean of each group's mean over the groups present, and its standard error
+    (groups independent; each group mean's variance s^2/n; groups of one add no variance)."""
+    present = {g: v for g, v in groups.items() if v}
+    total = sum(weights[g] for g in present)
+    if not present or total <= 0:
+        return NAN, NAN
+    mean = sum(weights[g] * sum(v) / len(v) for g, v in present.items()) / total
+    var = 0.0
+    for g, v in present.items():
+        if len(v) > 1:
+            m = sum(v) / len(v)
+            s2 = sum((x - m) ** 2 for x in v) / (len(v) - 1)
+            var += (weights[g] / total) ** 2 * s2 / len(v)
+    return mean, math.sqrt(var)
+
+
+def normal_interval(mean: float, se: float, level: float = 0.95) -> tuple[float, float]:
+    if math.isnan(mean) or math.isnan(se):
+        return NAN, NAN
+    from scipy.stats import norm
+
+    z = float(norm.ppf(0.5 + level / 2))
+    return mean - z * se, mean + z * se
+
+
+def pooled_mean(parts: Iterable[tuple[float | None, int | float | None]]) -> tuple[float, int]:
+    """Mean over several parts given as (mean, n actually scored): each part weighs its n.
+    Parts with no n or no mean add nothing. Returns (mean, total n)."""
+    num, den = 0.0, 0
+    for mean, n in parts:
+        if mean is None or not n or (isinstance(mean, float) and math.isnan(mean)):
+            continue
+        num += float(mean) * int(n)
+        den += int(n)
+    return (num / den if den else NAN), den
+
+
+def pooled_counts(parts: Iterable[tuple[float | None, int | float | None]]) -> tuple[int, int]:
+    """(correct, n) pooled over parts given as (accuracy, n responses)."""
+    k = n = 0
+    for acc, m in parts:
+        if acc is None or not m or (isinstance(acc, float) and math.isnan(acc)):
+            continue
+        k += round(float(acc) * int(m))
+        n += int(m)
+    return k, n
+
+
+def competition_ranks(values: list[float], higher_is_better: bool = True) -> list[int]:
+    """Standard competition ranks ("1224"): equal values share a rank."""
+    order = sorted(values, reverse=higher_is_better)
+    return [order.index(v) + 1 for v in values]
