@@ -210,18 +210,42 @@ def cmd_ceiling(args) -> int:
     return 0
 
 
+def _identity_lines(run) -> list[str]:
+    """What a run was: its scorer, corpus (synthetic or not) and task set, as recorded."""
+    from .suites import SUITES
+
+    ident = run.identity
+    if ident is None:
+        return ["[yellow]this run records no adept-eval identity (made before it was "
+                "recorded): its corpus and scorer are unknown[/yellow]"]
+    lines = []
+    for name, s in ident.suites.items():
+        corpus = s.corpus.get("sha256", "?")[:16]
+        synthetic = " [red]SYNTHETIC stand-in corpus: not ADEPT results[/red]" if s.synthetic else ""
+        from .identity import label
+
+        lines.append(f"{SUITES[name].title}: scorer {label(s.scorer)}; corpus {corpus}{synthetic}; "
+                     f"{len(s.tasks)} tasks ({'complete' if s.complete else 'partial'}); "
+                     f"adept-eval {ident.version}")
+    return lines
+
+
 def cmd_report(args) -> int:
     """lm-eval results as adept-eval tables: n, intervals, tests against chance, pooled groups."""
     from .hub import load_run
     from .report import adept_table, group_table
+    from .suites import VSTYLE
 
-    run = load_run(args.results)
+    run = load_run(args.results, args.run)
+    if run.chosen:
+        console.print(f"run: {run.chosen}")
     res = run.results["results"]
-    console.print(adept_table(res, title=f"{run.system}: ADEPT, {run.listener() or '-'} listener"))
-    groups = group_table(res)
-    if groups is not None:
-        console.print(groups)
-    vs = [t for t in res if t.startswith("vstyle_") and "score,speech_judge" in res[t]]
+    if run.listener() is not None:
+        console.print(adept_table(res, title=f"{run.system}: ADEPT, {run.listener()} listener"))
+        groups = group_table(res)
+        if groups is not None:
+            console.print(groups)
+    vs = [t for t in res if t in VSTYLE.tasks and "score,speech_judge" in res[t]]
     if vs:
         table = Table(title=f"{run.system}: VStyle, judge {run.judge()}", box=box.SIMPLE_HEAD)
         for col in ("task", "score", "95% CI", "n", "failed"):
@@ -233,6 +257,8 @@ def cmd_report(args) -> int:
             table.add_row(t, f"{r['score,speech_judge']:.2f}", ci,
                           str(r.get("n,speech_judge", "-")), str(r.get("n_failed,speech_judge", "-")))
         console.print(table)
+    for line in _identity_lines(run):
+        console.print(line)
     console.print(f"from {run.results_path}")
     return 0
 
@@ -242,7 +268,9 @@ def cmd_publish(args) -> int:
 
     report = publish(args.results, args.repo, samples=not args.no_details, audio=args.audio,
                      model_repo=args.model_repo, benchmark_dataset=args.benchmark_dataset,
-                     private=args.private)
+                     private=args.private, run_id=args.run)
+    if report.chosen:
+        console.print(f"run: {report.chosen}")
     console.print(f"pushed {report.files} files to {report.repo_id}/{report.path_in_repo} "
                   f"(prepared in {report.staged})")
     if report.model_repo:
@@ -252,30 +280,46 @@ def cmd_publish(args) -> int:
 
 
 def cmd_leaderboard(args) -> int:
-    from .leaderboard import leaderboard
+    from .leaderboard import _heading, leaderboard, sections
 
     rows, paths = leaderboard(args.sources, args.output, hub_repo=args.from_hub,
                               push_repo=args.push)
     f = lambda x, s="{:.3f}": "-" if x is None else s.format(x)  # noqa: E731
-    # one table per scorer: rows scored by different listeners or judges are never ranked together
-    for listener in sorted({r.listener for r in rows if r.adept_acc is not None}):
-        table = Table(title=f"ADEPT, {listener} listener", box=box.SIMPLE_HEAD)
-        for col in ("rank", "system", "accuracy", "95% CI", "n", "failed"):
+    # one table per corpus and scorer: rows are ranked only among equals
+    ranked, apart = sections(rows, "adept")
+    for members in ranked:
+        table = Table(title=_heading(members, "adept"), box=box.SIMPLE_HEAD)
+        for col in ("rank", "system", "accuracy", "95% CI", "chance", "n", "failed"):
             table.add_column(col, justify="left" if col == "system" else "right")
-        for r in sorted((r for r in rows if r.listener == listener and r.adept_acc is not None),
-                        key=lambda r: r.adept_rank):
+        for r in members:
             table.add_row(str(r.adept_rank), r.system, f(r.adept_acc),
                           f"{f(r.adept_ci_low, '{:.2f}')}-{f(r.adept_ci_high, '{:.2f}')}",
-                          str(r.adept_n), str(r.adept_failed))
+                          f(r.adept_chance, "{:.2f}"), str(r.adept_n), str(r.adept_failed))
         console.print(table)
-    for judge in sorted({r.judge for r in rows if r.vstyle_score is not None}):
-        table = Table(title=f"VStyle, judge {judge}", box=box.SIMPLE_HEAD)
+    if apart:
+        table = Table(title="ADEPT runs not ranked", box=box.SIMPLE_HEAD)
+        for col in ("system", "listener", "accuracy", "n", "why not ranked"):
+            table.add_column(col, justify="right" if col in ("accuracy", "n") else "left")
+        for r in apart:
+            table.add_row(r.system, str(r.listener), f(r.adept_acc), str(r.adept_n),
+                          str(r.adept_unranked))
+        console.print(table)
+    ranked, apart = sections(rows, "vstyle")
+    for members in ranked:
+        table = Table(title=_heading(members, "vstyle"), box=box.SIMPLE_HEAD)
         for col in ("rank", "system", "overall", "n", "failure rate"):
             table.add_column(col, justify="left" if col == "system" else "right")
-        for r in sorted((r for r in rows if r.judge == judge and r.vstyle_score is not None),
-                        key=lambda r: r.vstyle_rank):
+        for r in members:
             table.add_row(str(r.vstyle_rank), r.system, f(r.vstyle_score, "{:.2f}"),
                           str(r.vstyle_n), f(r.vstyle_failure_rate, "{:.1%}"))
+        console.print(table)
+    if apart:
+        table = Table(title="VStyle runs not ranked", box=box.SIMPLE_HEAD)
+        for col in ("system", "judge", "overall", "n", "why not ranked"):
+            table.add_column(col)
+        for r in apart:
+            table.add_row(r.system, str(r.judge), f(r.vstyle_score, "{:.2f}"), str(r.vstyle_n),
+                          str(r.vstyle_unranked))
         console.print(table)
     console.print("written: " + ", ".join(str(p) for p in paths))
     if not any(p.suffix == ".png" for p in paths):
@@ -347,12 +391,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("report", help="print an lm-eval run's results with n, intervals, tests "
                        "against chance and pooled groups")
-    p.add_argument("results", help="lm-eval results_*.json, or the --output_path folder")
+    p.add_argument("results", help="lm-eval results_*.json, or the --output_path folder "
+                   "(the newest run in it by its timestamp)")
+    p.add_argument("--run", help="choose a run in the folder: part of its file name or "
+                   "timestamp, e.g. flat-tts or 2026-11-22T07")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("publish", help="push an lm-eval run (results, per-question details, "
                        "optionally audio) to a Hub dataset, and scores onto your model repo")
-    p.add_argument("results", help="lm-eval results_*.json, or the --output_path folder")
+    p.add_argument("results", help="lm-eval results_*.json, or the --output_path folder "
+                   "(the newest run in it by its timestamp)")
+    p.add_argument("--run", help="choose a run in the folder: part of its file name or timestamp")
     p.add_argument("--repo", required=True, help="results dataset, e.g. my-org/adept-results")
     p.add_argument("--no-details", action="store_true", help="skip per-question parquet files")
     p.add_argument("--audio", action="store_true", help="also upload the system's audio")

@@ -22,6 +22,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import spec, vstyle
+from .identity import RunIdentity, SuiteIdentity, label
+from .settings import environment_secrets
+from .suites import SUITES, suite_of, tasks_by_suite
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +34,7 @@ SECRET_NAME = re.compile(r"(TOKEN|KEY|SECRET|PASSWORD)", re.IGNORECASE)
 # ----------------------------------------------------------------------------- secrets
 def secret_values() -> dict[str, str]:
     """Values of environment variables whose names look secret (long enough to matter)."""
-    return {k: v for k, v in os.environ.items() if SECRET_NAME.search(k) and len(v) >= 8}
+    return environment_secrets()
 
 
 def find_secrets(folder: Path) -> list[str]:
@@ -88,14 +91,23 @@ def with_retries(action, what: str, attempts: int = 4, backoff: float = 1.0):
 # ----------------------------------------------------------------------------- runs
 @dataclass
 class Run:
-    """One lm-eval run: its results JSON and, when logged, its per-sample files."""
+    """One lm-eval run: its results JSON and, when logged, its per-sample files. Its identity
+    (system, scorer, corpus, task set) is read only from what the run recorded
+    (``results["adept_eval"]``, see ``adept_eval.identity``)."""
 
     results_path: Path
     results: dict
     samples: dict[str, Path] = field(default_factory=dict)  # task -> samples_*.jsonl
+    chosen: str = ""  # how load_run chose this run among several ("" when it was the only one)
+
+    @property
+    def identity(self) -> RunIdentity | None:
+        return RunIdentity.of(self.results)
 
     @property
     def system(self) -> str:
+        if self.identity is not None:
+            return self.identity.system
         name = self.results.get("model_name") or \
             (self.results.get("config", {}).get("model_args") or {}).get("name")
         return str(name or self.results.get("config", {}).get("model", "unknown"))
@@ -105,60 +117,93 @@ class Run:
         m = re.search(r"results_(.+)\.json$", self.results_path.name)
         return m.group(1) if m else self.results_path.stem
 
+    @property
+    def when(self) -> float:
+        """When the run was made: lm-eval's ``date`` (seconds), else the file name's stamp."""
+        date = self.results.get("date")
+        if isinstance(date, (int, float)):
+            return float(date)
+        from datetime import datetime
+
+        try:
+            day, _, clock = self.timestamp.partition("T")
+            return datetime.fromisoformat(f"{day}T{clock.replace('-', ':', 2)}").timestamp()
+        except ValueError:
+            try:
+                return self.results_path.stat().st_mtime
+            except OSError:
+                return 0.0
+
     def task_names(self) -> list[str]:
-        return [t for t in self.results.get("results", {}) if t in spec.TASKS
-                or t.startswith("vstyle_")]
+        return [t for t in self.results.get("results", {}) if suite_of(t) is not None
+                and t in suite_of(t).tasks]
+
+    def suite(self, name: str) -> SuiteIdentity | None:
+        ident = self.identity
+        return ident.suites.get(name) if ident is not None else None
+
+    def scorer(self, suite: str) -> str | None:
+        """The recorded scorer of a suite, as a short label (None: the suite was not run)."""
+        if not tasks_by_suite(self.results.get("results", {})).get(suite):
+            return None
+        s = self.suite(suite)
+        return label(s.scorer) if s is not None else "unrecorded"
 
     def listener(self) -> str | None:
-        """Identity of the listener that scored the ADEPT tasks (None without ADEPT tasks)."""
-        ids = set()
-        for task, cfg in (self.results.get("configs") or {}).items():
-            if task in spec.TASKS:
-                meta = cfg.get("metadata") or {}
-                name = meta.get("listener", "acoustic")
-                extra = [f"{k}={meta[k]}" for k in ("llm_backend", "llm_model", "orders")
-                         if k in meta] if name == "audio-llm" else []
-                if name == "human" and meta.get("responses"):
-                    extra = [f"responses={Path(str(meta['responses'])).name}"]
-                ids.add(":".join([name, *map(str, extra)]))
-        if len(ids) > 1:
-            raise PublishError(f"{self.results_path}: ADEPT tasks scored by different listeners "
-                               f"({', '.join(sorted(ids))}); publish them as separate runs")
-        return ids.pop() if ids else None
+        return self.scorer("adept")
 
     def judge(self) -> str | None:
-        """Identity of the speech judge that scored the VStyle tasks."""
-        ids = set()
-        for task, cfg in (self.results.get("configs") or {}).items():
-            if task.startswith("vstyle_"):
-                meta = cfg.get("metadata") or {}
-                backend = meta.get("judge_backend", "openai")
-                model = meta.get("judge_model") or ("gemini-2.5-pro" if backend == "gemini" else "")
-                prompts = meta.get("judge_prompts") or meta.get("judge_prompt") or "builtin"
-                if isinstance(prompts, str) and Path(prompts).name:
-                    prompts = Path(prompts).name
-                ids.add(f"{backend}/{model} prompts={prompts}")
-        if len(ids) > 1:
-            raise PublishError(f"{self.results_path}: VStyle tasks scored by different judges")
-        return ids.pop() if ids else None
+        return self.scorer("vstyle")
+
+    def check_publishable(self) -> None:
+        """Refuse runs whose identity is missing or mixes scorers or corpora."""
+        ident = self.identity
+        if ident is None:
+            raise PublishError(f"{self.results_path}: the run records no adept-eval identity "
+                               "(made before adept-eval recorded it); run it again")
+        for name, s in ident.suites.items():
+            if s.mixed:
+                raise PublishError(f"{self.results_path}: {name} tasks scored by different "
+                                   "scorers or on different corpora; publish them as separate runs")
 
 
-def load_run(path: str | Path) -> Run:
-    """A results JSON, or a folder holding one or more (the newest is taken)."""
+def run_files(path: Path) -> list[Path]:
+    return sorted(path.rglob("results_*.json")) if path.is_dir() else [path]
+
+
+def load_run(path: str | Path, run: str | None = None) -> Run:
+    """A results JSON, or a folder holding one or more: the newest by its timestamp, or the one
+    whose timestamp or file name contains ``run``. ``Run.chosen`` says which and among how many."""
     path = Path(path)
     if path.is_dir():
-        found = sorted(path.rglob("results_*.json"))
+        found = []
+        for f in run_files(path):
+            try:
+                found.append(Run(f, json.loads(f.read_text(encoding="utf-8"))))
+            except (OSError, ValueError):
+                continue
         if not found:
             raise PublishError(f"{path}: no lm-eval results_*.json in it")
-        path = found[-1]
-    if not path.exists():
+        if run:
+            matching = [r for r in found if run in str(r.results_path.relative_to(path))]
+            if not matching:
+                raise PublishError(f"{path}: no run matching --run {run!r}; runs: " +
+                                   ", ".join(f"{r.system} {r.timestamp}" for r in found))
+            found = matching
+        chosen = max(found, key=lambda r: r.when)
+        chosen.chosen = (f"{chosen.system} {chosen.timestamp} (the newest of {len(found)} runs "
+                         f"under {path}; --run to choose another)") if len(found) > 1 else ""
+        path = chosen.results_path
+    elif not path.exists():
         raise PublishError(f"{path}: no such file")
-    run = Run(path, json.loads(path.read_text(encoding="utf-8")))
-    stamp = run.timestamp
+    else:
+        chosen = Run(path, json.loads(path.read_text(encoding="utf-8")))
+        chosen.chosen = ""
+    stamp = chosen.timestamp
     for sample in path.parent.glob(f"samples_*_{stamp}.jsonl"):
         task = sample.name[len("samples_"): -len(f"_{stamp}.jsonl")]
-        run.samples[task] = sample
-    return run
+        chosen.samples[task] = sample
+    return chosen
 
 
 def find_runs(paths: list[str | Path]) -> list[Run]:
@@ -184,7 +229,8 @@ def _details_table(samples_file: Path) -> pa.Table:
             continue
         s = json.loads(line)
         doc = s.get("doc", {})
-        rec = s.get("acc", s.get("score"))
+        rec = next((s[su.headline] for su in SUITES.values() if isinstance(s.get(su.headline),
+                                                                          (dict, list))), None)
         rec = rec[0] if isinstance(rec, list) else rec
         rec = rec if isinstance(rec, dict) else {}
         row = {"doc_id": s.get("doc_id")}
@@ -233,6 +279,7 @@ class PublishReport:
     model_repo: str | None = None
     model_repo_written: bool = False
     note: str = ""
+    chosen: str = ""
 
 
 def stage_run(run: Run, staging: Path, *, samples: bool = True, audio: bool = False) -> Path:
@@ -261,10 +308,11 @@ def _safe(name: str) -> str:
 
 def publish(results: str | Path, repo_id: str, *, samples: bool = True, audio: bool = False,
             model_repo: str | None = None, benchmark_dataset: str | None = None,
-            private: bool = False, staging: str | Path | None = None) -> PublishReport:
+            private: bool = False, staging: str | Path | None = None,
+            run_id: str | None = None) -> PublishReport:
     """Push one run to a results dataset and, when the user owns it, onto the model repo."""
-    run = load_run(results)
-    run.listener(), run.judge()  # refuse runs that mix scorers
+    run = load_run(results, run_id)
+    run.check_publishable()
     staging = Path(staging) if staging else run.results_path.parent / "hub_upload"
     staged = stage_run(run, staging, samples=samples, audio=audio)
     leaks = find_secrets(staged)
@@ -287,7 +335,7 @@ def publish(results: str | Path, repo_id: str, *, samples: bool = True, audio: b
         raise PublishError(f"{exc}\nNothing local was changed; the prepared upload is at "
                            f"{staged}; run the same command again to retry.") from None
     report = PublishReport(repo_id, path_in_repo, staged, sum(1 for p in staged.rglob("*")
-                                                              if p.is_file()))
+                                                              if p.is_file()), chosen=run.chosen)
     if model_repo:
         report.model_repo = model_repo
         report.model_repo_written, report.note = write_model_results(
@@ -328,12 +376,15 @@ def write_model_results(run: Run, model_repo: str, *, results_repo: str, path_in
         return False, (f"{model_repo} belongs to {model_repo.split('/')[0]}, not to "
                        f"{', '.join(sorted(o for o in owners if o))}: its card was left alone")
     source = f"{(_endpoint() or 'https://huggingface.co').rstrip('/')}/datasets/{results_repo}/tree/main/{path_in_repo}"
-    entries, index, skipped = [], [], 0
+    entries, index, skipped, skipped_synthetic = [], [], 0, 0
     res = run.results["results"]
     listener, judge = run.listener(), run.judge()
     for task in run.task_names():
         r = res[task]
         if task in spec.TASKS and "acc,none" in r:
+            if run.suite("adept") is not None and run.suite("adept").synthetic:
+                skipped_synthetic += 1
+                continue
             if not benchmark_dataset:  # ADEPT has no canonical Hub copy: name yours
                 skipped += 1
                 continue
@@ -342,7 +393,7 @@ def write_model_results(run: Run, model_repo: str, *, results_repo: str, path_in
                                            f"{r.get('n,none')}, 95% CI {r.get('acc_ci_low,none'):.3f}"
                                            f"-{r.get('acc_ci_high,none'):.3f}")
             metric = "accuracy"
-        elif task.startswith("vstyle_") and "score,speech_judge" in r:
+        elif task in SUITES["vstyle"].tasks and "score,speech_judge" in r:
             dataset = vstyle.HUB_REPO
             value, notes = r["score,speech_judge"], (f"speech-judge score 1-5, judge {judge}, "
                                                      f"n={r.get('n,speech_judge')}")
@@ -359,6 +410,9 @@ def write_model_results(run: Run, model_repo: str, *, results_repo: str, path_in
                                 source_name="adept-eval", source_url=source))
     hint = (f"; {skipped} ADEPT scores skipped: pass --benchmark-dataset with the Hub copy of "
             "ADEPT they refer to (scripts/publish_corpus.py makes one)") if skipped else ""
+    if skipped_synthetic:
+        hint += (f"; {skipped_synthetic} ADEPT scores skipped: the run used the synthetic "
+                 "stand-in corpus, whose scores are not ADEPT results")
     if not entries:
         return False, "no scores written" + (hint or ": no ADEPT or VStyle scores in the run")
     content = yaml.safe_dump(eval_result_entries_to_yaml(entries), sort_keys=False).encode()

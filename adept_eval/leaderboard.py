@@ -1,9 +1,11 @@
 """A leaderboard from many runs: one row per system and scorer, ranked only among equals.
 
-Rows scored by different listeners (ADEPT) or judges (VStyle) are never ranked together: each
-row carries its scorer's identity and its rank among the rows with the same identity. Every
-score carries its n and a 95% interval. Written as Markdown, CSV, parquet and a PNG chart, and
-optionally pushed to the Hub as a dataset with a card.
+Each run's identity is read from what it recorded (``results["adept_eval"]``): a row is ranked
+only against rows with the same corpus (sha256), the same scorer identity (listener or judge,
+with its version, model, prompt hashes, server) and a complete task set. Other rows are shown
+apart with the reason (partial task set, no recorded identity, mixed scorers). Equal scores
+share a rank. Every score carries its n and a 95% interval. Written as Markdown, CSV (spreadsheet
+formulas neutralised), parquet and a PNG chart, and optionally pushed to the Hub.
 """
 
 from __future__ import annotations
@@ -12,15 +14,15 @@ import csv
 import json
 import math
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import spec, vstyle
-from .harness import exact_interval
+from . import spec, stats, vstyle
 from .hub import PublishError, Run, _api, find_runs, with_retries
-from .report import pooled
+from .report import csv_safe, pooled
 
 
 @dataclass
@@ -32,32 +34,59 @@ class Row:
     adept_n: int | None = None
     adept_ci_low: float | None = None
     adept_ci_high: float | None = None
+    adept_chance: float | None = None
     adept_tasks: int = 0
     adept_failed: int | None = None
     adept_rank: int | None = None
+    adept_corpus: str | None = None  # sha256
+    adept_synthetic: bool | None = None
+    adept_complete: bool | None = None
+    adept_unranked: str | None = None  # why the row is shown apart
     judge: str | None = None
     vstyle_score: float | None = None
     vstyle_n: int | None = None
     vstyle_failure_rate: float | None = None
     vstyle_rank: int | None = None
+    vstyle_corpus: str | None = None
+    vstyle_complete: bool | None = None
+    vstyle_unranked: str | None = None
+    date: str | None = None
     tasks: dict[str, float] = field(default_factory=dict)
     classes: dict[str, float] = field(default_factory=dict)
     vstyle_categories: dict[str, float] = field(default_factory=dict)
+    _keys: dict = field(default_factory=dict, repr=False)  # suite -> comparable key
 
     def flat(self) -> dict:
         out = {k: v for k, v in asdict(self).items()
-               if k not in ("tasks", "classes", "vstyle_categories")}
+               if k not in ("tasks", "classes", "vstyle_categories", "_keys")}
         out.update({f"acc_{t.removeprefix('adept_')}": v for t, v in self.tasks.items()})
         out.update({f"class_{c}": v for c, v in self.classes.items()})
         out.update({f"vstyle_{c}": v for c, v in self.vstyle_categories.items()})
         return out
 
+    def group(self, suite: str) -> tuple:
+        return self._keys.get(suite, ())
+
+
+def _unranked(run: Run, suite: str) -> str | None:
+    s = run.suite(suite)
+    if s is None:
+        return "no run identity recorded (made before adept-eval recorded it)"
+    if s.mixed:
+        return "tasks scored by different scorers or corpora"
+    if not s.complete:
+        return f"partial: {len(s.tasks)} of its tasks only"
+    return None
+
 
 def row_of(run: Run) -> Row:
     res = run.results["results"]
-    row = Row(run.system, run.timestamp, run.listener(), judge=run.judge())
+    date = datetime.fromtimestamp(run.when, tz=timezone.utc).strftime("%Y-%m-%d %H:%M") \
+        if run.when else None
+    row = Row(run.system, run.timestamp, run.listener(), judge=run.judge(), date=date)
     failed = 0
     by_class: dict[str, list[tuple[float, int]]] = {}
+    chance_parts = []
     for task in spec.TASKS:
         r = res.get(task)
         if not r or r.get("acc,none") is None:
@@ -66,12 +95,20 @@ def row_of(run: Run) -> Row:
         row.tasks[task] = acc
         failed += int(r.get("failed,none") or 0)
         by_class.setdefault(spec.TASKS[task].cls.name, []).append((acc, tn))
+        chance_parts.append((r.get("chance,none", spec.TASKS[task].chance), tn))
     k, n = pooled(res, list(row.tasks))
     if n:
         row.adept_acc, row.adept_n, row.adept_tasks, row.adept_failed = k / n, n, len(row.tasks), failed
-        row.adept_ci_low, row.adept_ci_high = exact_interval(k, n)
-        row.classes = {c: sum(a * m for a, m in v) / sum(m for _, m in v)
-                       for c, v in by_class.items() if sum(m for _, m in v)}
+        row.adept_ci_low, row.adept_ci_high = stats.clopper_pearson(k, n)
+        row.adept_chance = stats.pooled_mean(chance_parts)[0]
+        row.classes = {c: stats.pooled_mean(v)[0] for c, v in by_class.items()
+                       if sum(m for _, m in v)}
+        s = run.suite("adept")
+        row.adept_unranked = _unranked(run, "adept")
+        if s is not None:
+            row.adept_corpus, row.adept_synthetic = s.corpus_sha256 or None, s.synthetic
+            row.adept_complete = s.complete
+            row._keys["adept"] = s.comparable_key()
     for lang in vstyle.LANGUAGES:
         group = res.get(f"vstyle_{lang}")
         cats = {c: res[f"vstyle_{lang}_{c}"] for c in vstyle.CATEGORIES
@@ -85,28 +122,70 @@ def row_of(run: Run) -> Row:
         row.vstyle_failure_rate = failed_v / (judged + failed_v) if judged + failed_v else None
         if group and group.get("score,speech_judge") is not None and len(cats) == 4:
             row.vstyle_score = group["score,speech_judge"]
+        s = run.suite("vstyle")
+        row.vstyle_unranked = _unranked(run, "vstyle") if len(cats) == 4 else \
+            f"partial: {len(cats)} of 4 categories"
+        if s is not None:
+            row.vstyle_corpus, row.vstyle_complete = s.corpus_sha256 or None, s.complete
+            row._keys["vstyle"] = s.comparable_key()
         break
     return row
 
 
 def build(runs: list[Run]) -> list[Row]:
-    """Rows (the newest run per system and scorer), ranked within each scorer's identity."""
+    """Rows (the newest run per system and scorer identity), ranked among equals: same corpus,
+    same scorer, complete task set; ties share a rank."""
     latest: dict[tuple, Run] = {}
     for run in runs:
-        key = (run.system, run.listener(), run.judge())
-        if key not in latest or run.timestamp > latest[key].timestamp:
+        ident = run.identity
+        key = (run.system,) + tuple(
+            (name, s.comparable_key(), s.complete) for name, s in sorted(
+                (ident.suites if ident else {}).items())) + (
+            () if ident else (run.listener(), run.judge()))
+        if key not in latest or run.when > latest[key].when:
             latest[key] = run
     rows = [row_of(r) for r in latest.values()]
-    for attr, ident, rank in (("adept_acc", "listener", "adept_rank"),
-                              ("vstyle_score", "judge", "vstyle_rank")):
-        groups: dict[str, list[Row]] = {}
+    for suite, attr, rank, why in (("adept", "adept_acc", "adept_rank", "adept_unranked"),
+                                   ("vstyle", "vstyle_score", "vstyle_rank", "vstyle_unranked")):
+        groups: dict[tuple, list[Row]] = {}
         for row in rows:
-            if getattr(row, attr) is not None:
-                groups.setdefault(getattr(row, ident), []).append(row)
+            if getattr(row, attr) is not None and getattr(row, why) is None:
+                groups.setdefault(row.group(suite), []).append(row)
         for members in groups.values():
-            for i, row in enumerate(sorted(members, key=lambda r: -getattr(r, attr)), 1):
-                setattr(row, rank, i)
-    return sorted(rows, key=lambda r: (r.listener or "", r.adept_rank or 1e9, r.system))
+            ranks = stats.competition_ranks([getattr(r, attr) for r in members])
+            for row, r in zip(members, ranks):
+                setattr(row, rank, r)
+    return sorted(rows, key=lambda r: (r.listener or "", r.adept_unranked is not None,
+                                       r.adept_rank or 1e9, r.system))
+
+
+def _heading(rows: list[Row], suite: str) -> str:
+    r = rows[0]
+    if suite == "adept":
+        corpus = f"ADEPT {r.adept_corpus[:12]}" if r.adept_corpus else "ADEPT (unrecorded copy)"
+        if r.adept_synthetic:
+            corpus += " - SYNTHETIC stand-in corpus, not ADEPT results"
+        return f"ADEPT, scored by the `{r.listener}` listener, corpus {corpus}"
+    corpus = f"VStyle {r.vstyle_corpus[:12]}" if r.vstyle_corpus else "VStyle"
+    return f"VStyle, judged by `{r.judge}`, {corpus}"
+
+
+def sections(rows: list[Row], suite: str) -> tuple[list[list[Row]], list[Row]]:
+    """Ranked sections (one per corpus and scorer) and the rows shown apart."""
+    attr, rank, why = ("adept_acc", "adept_rank", "adept_unranked") if suite == "adept" else \
+        ("vstyle_score", "vstyle_rank", "vstyle_unranked")
+    groups: dict[tuple, list[Row]] = {}
+    apart = []
+    for r in rows:
+        if getattr(r, attr) is None:
+            continue
+        if getattr(r, why) is not None:
+            apart.append(r)
+        else:
+            groups.setdefault(r.group(suite), []).append(r)
+    ranked = [sorted(m, key=lambda r: (getattr(r, rank), r.system))
+              for _, m in sorted(groups.items(), key=lambda kv: str(kv[0]))]
+    return ranked, sorted(apart, key=lambda r: r.system)
 
 
 def _fmt(x, spec_="{:.3f}") -> str:
@@ -114,21 +193,24 @@ def _fmt(x, spec_="{:.3f}") -> str:
 
 
 def markdown(rows: list[Row]) -> str:
-    out = ["# Leaderboard", ""]
-    for listener in sorted({r.listener for r in rows if r.adept_acc is not None}):
-        members = sorted((r for r in rows if r.listener == listener and r.adept_acc is not None),
-                         key=lambda r: r.adept_rank)
+    out = ["# Leaderboard", "",
+           "Rows are ranked only against rows with the same corpus, the same scorer and a "
+           "complete task set; equal scores share a rank. Other rows are listed apart with "
+           "the reason.", ""]
+    ranked, apart = sections(rows, "adept")
+    for members in ranked:
         classes = [c for c in spec.CLASS_ORDER if any(c in r.classes for r in members)]
-        out += [f"## ADEPT, scored by the `{listener}` listener", "",
-                "Recognition accuracy over all questions (n) with its exact 95% interval; "
-                "per-class accuracy over both speakers.", "",
-                "| rank | system | accuracy | 95% CI | n | failed | " +
+        out += [f"## {_heading(members, 'adept')}", "",
+                "Recognition accuracy over all questions (n) with its exact 95% interval, chance "
+                "weighted over the tasks run; per-class accuracy over both speakers.", "",
+                "| rank | system | accuracy | 95% CI | chance | n | failed | date | " +
                 " | ".join(c.replace("_", " ") for c in classes) + " |",
-                "|---:|---|---:|---|---:|---:|" + "---:|" * len(classes)]
+                "|---:|---|---:|---|---:|---:|---:|---|" + "---:|" * len(classes)]
         for r in members:
             out.append(f"| {r.adept_rank} | {r.system} | {_fmt(r.adept_acc)} | "
                        f"{_fmt(r.adept_ci_low, '{:.2f}')}-{_fmt(r.adept_ci_high, '{:.2f}')} | "
-                       f"{r.adept_n} | {r.adept_failed} | " +
+                       f"{_fmt(r.adept_chance, '{:.2f}')} | {r.adept_n} | {r.adept_failed} | "
+                       f"{r.date or '-'} | " +
                        " | ".join(_fmt(r.classes.get(c)) for c in classes) + " |")
         tasks = [t for t in spec.TASKS if any(t in r.tasks for r in members)]
         out += ["", "Per task (accuracy; questions per task as in the ADEPT tutorial):", "",
@@ -137,11 +219,19 @@ def markdown(rows: list[Row]) -> str:
         out += [f"| {r.system} | " + " | ".join(_fmt(r.tasks.get(t)) for t in tasks) + " |"
                 for r in members]
         out.append("")
-    for judge in sorted({r.judge for r in rows if r.vstyle_score is not None}):
-        members = sorted((r for r in rows if r.judge == judge and r.vstyle_score is not None),
-                         key=lambda r: r.vstyle_rank)
+    if apart:
+        out += ["## ADEPT runs not ranked", "",
+                "| system | listener | accuracy | n | tasks | corpus | why not ranked |",
+                "|---|---|---:|---:|---:|---|---|"]
+        out += [f"| {r.system} | {r.listener} | {_fmt(r.adept_acc)} | {r.adept_n} | "
+                f"{r.adept_tasks} | {(r.adept_corpus or '-')[:12]}"
+                f"{' (synthetic)' if r.adept_synthetic else ''} | {r.adept_unranked} |"
+                for r in apart]
+        out.append("")
+    ranked, apart = sections(rows, "vstyle")
+    for members in ranked:
         cats = sorted({c for r in members for c in r.vstyle_categories})
-        out += [f"## VStyle, judged by `{judge}`", "",
+        out += [f"## {_heading(members, 'vstyle')}", "",
                 "Overall score 1-5 (each category 0.25, VStyle's weighting); n judged answers.",
                 "", "| rank | system | overall | n | failure rate | " + " | ".join(cats) + " |",
                 "|---:|---|---:|---:|---:|" + "---:|" * len(cats)]
@@ -149,6 +239,12 @@ def markdown(rows: list[Row]) -> str:
             out.append(f"| {r.vstyle_rank} | {r.system} | {_fmt(r.vstyle_score, '{:.2f}')} | "
                        f"{r.vstyle_n} | {_fmt(r.vstyle_failure_rate, '{:.1%}')} | " +
                        " | ".join(_fmt(r.vstyle_categories.get(c), '{:.2f}') for c in cats) + " |")
+        out.append("")
+    if apart:
+        out += ["## VStyle runs not ranked", "", "| system | judge | overall | n | why not ranked |",
+                "|---|---|---:|---:|---|"]
+        out += [f"| {r.system} | {r.judge} | {_fmt(r.vstyle_score, '{:.2f}')} | {r.vstyle_n} | "
+                f"{r.vstyle_unranked} |" for r in apart]
         out.append("")
     return "\n".join(out)
 
@@ -164,14 +260,17 @@ def chart(rows: list[Row], path: Path) -> Path | None:
     except ImportError:
         return None
     panels = []
-    for listener in sorted({r.listener for r in rows if r.adept_acc is not None}):
-        members = sorted((r for r in rows if r.listener == listener and r.adept_acc is not None),
-                         key=lambda r: r.adept_acc)
-        panels.append((f"ADEPT accuracy ({listener} listener)", members, "adept"))
-    for judge in sorted({r.judge for r in rows if r.vstyle_score is not None}):
-        members = sorted((r for r in rows if r.judge == judge and r.vstyle_score is not None),
-                         key=lambda r: r.vstyle_score)
-        panels.append((f"VStyle overall (judge {judge})", members, "vstyle"))
+    for members in sections(rows, "adept")[0]:
+        r0 = members[0]
+        corpus = f"corpus {(r0.adept_corpus or '?')[:10]}" + \
+            (" SYNTHETIC" if r0.adept_synthetic else "")
+        dates = sorted(r.date for r in members if r.date)
+        when = f", {dates[0][:10]}..{dates[-1][:10]}" if dates else ""
+        panels.append((f"ADEPT accuracy ({r0.listener} listener; {corpus}{when})",
+                       sorted(members, key=lambda r: r.adept_acc), "adept"))
+    for members in sections(rows, "vstyle")[0]:
+        panels.append((f"VStyle overall (judge {members[0].judge})",
+                       sorted(members, key=lambda r: r.vstyle_score), "vstyle"))
     if not panels:
         return None
     height = sum(max(1.6, 0.45 * len(m) + 1.0) for _, m, _ in panels)
@@ -182,9 +281,21 @@ def chart(rows: list[Row], path: Path) -> Path | None:
             values = [r.adept_acc for r in members]
             err = [[r.adept_acc - r.adept_ci_low for r in members],
                    [r.adept_ci_high - r.adept_acc for r in members]]
-            ax.barh(names, values, xerr=err, color="#4c72b0", capsize=3)
+            at_chance = [r.adept_ci_low <= (r.adept_chance or 0) <= r.adept_ci_high
+                         for r in members]
+            ax.barh(names, values, xerr=err, capsize=3,
+                    color=["#bbbbbb" if c else "#4c72b0" for c in at_chance])
+            chance = stats.pooled_mean((r.adept_chance, r.adept_n) for r in members)[0]
+            if not math.isnan(chance):
+                ax.axvline(chance, color="#c44e52", linestyle="--", linewidth=1)
+                ax.text(chance, len(members) - 0.5, f" chance {chance:.2f}", color="#c44e52",
+                        fontsize=8, va="bottom")
+            for i, (r, c) in enumerate(zip(members, at_chance)):
+                if c:
+                    ax.text(min(r.adept_ci_high + 0.02, 0.8), i, "at chance", va="center",
+                            fontsize=8, color="#555555")
             ax.set_xlim(0, 1)
-            ax.set_xlabel("recognition accuracy (95% CI)")
+            ax.set_xlabel("recognition accuracy (95% CI); grey: not distinguishable from chance")
         else:
             ax.barh(names, [r.vstyle_score for r in members], color="#dd8452")
             ax.set_xlim(1, 5)
@@ -199,13 +310,15 @@ def chart(rows: list[Row], path: Path) -> Path | None:
 def write(rows: list[Row], out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     flat = [r.flat() for r in rows]
-    columns = sorted({k for f in flat for k in f}, key=lambda c: (c not in Row.__dataclass_fields__, c))
+    order = list(Row.__dataclass_fields__)
+    columns = sorted({k for f in flat for k in f},
+                     key=lambda c: (c not in order, order.index(c) if c in order else 0, c))
     paths = [out / "leaderboard.md", out / "leaderboard.csv", out / "leaderboard.parquet"]
     paths[0].write_text(markdown(rows), encoding="utf-8")
     with open(paths[1], "w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=columns)
         writer.writeheader()
-        writer.writerows([{c: f.get(c) for c in columns} for f in flat])
+        writer.writerows([{c: csv_safe(f.get(c)) for c in columns} for f in flat])
     pq.write_table(pa.Table.from_pylist([{c: f.get(c) for c in columns} for f in flat]), paths[2])
     png = chart(rows, out / "leaderboard.png")
     if png:
@@ -235,8 +348,8 @@ def push(out: Path, repo_id: str, rows: list[Row], *, private: bool = False) -> 
     card = ["---", "tags:", "- adept-eval", "- leaderboard", "configs:", "- config_name: default",
             "  data_files:", "  - split: train", "    path: leaderboard.parquet", "---", "",
             markdown(rows), "", "![leaderboard](leaderboard.png)", "",
-            "Built by [adept-eval](https://pypi.org/project/adept-eval/) `leaderboard`. Rows scored "
-            "by different listeners or judges are ranked separately.", ""]
+            "Built by [adept-eval](https://pypi.org/project/adept-eval/) `leaderboard`. Rows are "
+            "ranked only among runs with the same corpus, scorer and complete task set.", ""]
     (out / "README.md").write_text("\n".join(card), encoding="utf-8")
     from .hub import find_secrets
 

