@@ -266,17 +266,25 @@ def chart(rows: list[Row], path: Path) -> Path | None:
             (" SYNTHETIC" if r0.adept_synthetic else "")
         dates = sorted(r.date for r in members if r.date)
         when = f", {dates[0][:10]}..{dates[-1][:10]}" if dates else ""
-        panels.append((f"ADEPT accuracy ({r0.listener} listener; {corpus}{when})",
+        panels.append((f"ADEPT accuracy, scored by {r0.listener}\n{corpus}{when}",
                        sorted(members, key=lambda r: r.adept_acc), "adept"))
+    apart = sections(rows, "adept")[1]
+    if apart:
+        panels.append(("ADEPT, not ranked (" + "; ".join(sorted({r.adept_unranked.split(":")[0]
+                                                                for r in apart})) + ")",
+                       sorted(apart, key=lambda r: r.adept_acc), "adept"))
     for members in sections(rows, "vstyle")[0]:
         panels.append((f"VStyle overall (judge {members[0].judge})",
                        sorted(members, key=lambda r: r.vstyle_score), "vstyle"))
     if not panels:
         return None
-    height = sum(max(1.6, 0.45 * len(m) + 1.0) for _, m, _ in panels)
-    fig, axes = plt.subplots(len(panels), 1, figsize=(8, height), squeeze=False)
+    height = sum(max(1.9, 0.45 * len(m) + 1.4) for _, m, _ in panels)
+    fig, axes = plt.subplots(len(panels), 1, figsize=(9, height), squeeze=False)
     for ax, (title, members, kind) in zip(axes[:, 0], panels):
-        names = [f"{r.system} (n={r.adept_n if kind == 'adept' else r.vstyle_n})" for r in members]
+        names = [f"{r.system} (n={r.adept_n if kind == 'adept' else r.vstyle_n})"
+                 + (f" [{r.listener.split()[0]}]" if kind == "adept" and r.adept_unranked else "")
+                 + (" SYNTHETIC" if kind == "adept" and r.adept_unranked and r.adept_synthetic
+                    else "") for r in members]
         if kind == "adept":
             values = [r.adept_acc for r in members]
             err = [[r.adept_acc - r.adept_ci_low for r in members],
@@ -288,14 +296,14 @@ def chart(rows: list[Row], path: Path) -> Path | None:
             chance = stats.pooled_mean((r.adept_chance, r.adept_n) for r in members)[0]
             if not math.isnan(chance):
                 ax.axvline(chance, color="#c44e52", linestyle="--", linewidth=1)
-                ax.text(chance, len(members) - 0.5, f" chance {chance:.2f}", color="#c44e52",
-                        fontsize=8, va="bottom")
+                ax.text(chance, -0.45, f" chance {chance:.2f}", color="#c44e52", fontsize=8,
+                        va="bottom")
             for i, (r, c) in enumerate(zip(members, at_chance)):
                 if c:
                     ax.text(min(r.adept_ci_high + 0.02, 0.8), i, "at chance", va="center",
                             fontsize=8, color="#555555")
             ax.set_xlim(0, 1)
-            ax.set_xlabel("recognition accuracy (95% CI); grey: not distinguishable from chance")
+            ax.set_xlabel("recognition accuracy (95% CI); grey: at chance")
         else:
             ax.barh(names, [r.vstyle_score for r in members], color="#dd8452")
             ax.set_xlim(1, 5)

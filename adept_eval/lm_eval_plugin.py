@@ -339,6 +339,8 @@ def tidy_table(text: str, result_dict: dict, column: str = "results") -> str:
         for i, r in enumerate(body):
             r = list(r)
             r[:4] = head if i == 0 else ["", "", "", ""]
+            if len(r) > 8 and r[8] == "N/A":  # our intervals are metrics of their own
+                r[7:9] = ["", ""]
             if r[4] in suite.counts:
                 try:
                     r[6] = str(int(round(float(r[6]))))

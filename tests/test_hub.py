@@ -98,9 +98,23 @@ def test_publish_run_details_audio_and_model_card(hub, runs):
     tmp, env = runs
     _run([sys.executable, "-c", "from huggingface_hub import HfApi; HfApi().create_repo('alice/flat-tts')"],
          env, tmp)
-    out = _run(_adept_eval("publish", str(tmp / "out" / "flat-tts"), "--repo", "adept-lab/adept-results",
-                           "--audio", "--model-repo", "alice/flat-tts",
-                           "--benchmark-dataset", "adept-lab/ADEPT"), env, tmp).stdout
+    args = ("--repo", "adept-lab/adept-results", "--audio", "--model-repo", "alice/flat-tts",
+            "--benchmark-dataset", "adept-lab/ADEPT")
+    out = _run(_adept_eval("publish", str(tmp / "out" / "flat-tts"), *args), env, tmp).stdout
+    # the synthetic stand-in's scores never reach a model card as ADEPT results
+    assert "pushed" in out and "synthetic stand-in" in out and "wrote" not in out
+    assert hub.repo("alice/flat-tts", "model").files.get("README.md") is None or \
+        b"model-index" not in hub.repo("alice/flat-tts", "model").files["README.md"]
+    # the same run as if made on the real corpus (the card plumbing is what is tested here)
+    import json
+
+    real = tmp / "real"
+    shutil.copytree(tmp / "out" / "flat-tts", real)
+    results = next(real.glob("results_*.json"))
+    data = json.loads(results.read_text())
+    data["adept_eval"]["suites"]["adept"]["corpus"]["synthetic"] = False
+    results.write_text(json.dumps(data))
+    out = _run(_adept_eval("publish", str(real), *args), env, tmp).stdout
     assert "pushed" in out and "wrote 2 scores to alice/flat-tts" in out
     repo = hub.repo("adept-lab/adept-results")
     files = sorted(repo.files)
@@ -153,15 +167,19 @@ def test_leaderboard_local_and_from_the_hub(hub, runs):
                                "--push", "adept-lab/leaderboard"), env, tmp).stdout
     assert "adept-natural" in printed
     rows = list(__import__("csv").DictReader(open(out / "leaderboard.csv")))
-    by = {(r["system"], r["listener"]): r for r in rows}
-    assert by[("adept-natural", "acoustic")]["adept_rank"] == "1"
-    assert by[("flat-tts", "acoustic")]["adept_rank"] == "2"
-    # another scorer: ranked on its own, never against the acoustic rows
-    human = by[("copy-tts", "human:responses=answers.csv")]
-    assert human["adept_rank"] == "1" and float(human["adept_acc"]) == pytest.approx(0.5)
-    assert human["adept_n"] == "40"
+    by = {(r["system"], r["listener"].split()[0]): r for r in rows}
+    # partial runs (2 of 12 tasks) on the synthetic corpus: shown, never ranked
+    for key in (("adept-natural", "acoustic"), ("flat-tts", "acoustic")):
+        assert by[key]["adept_rank"] == "" and by[key]["adept_unranked"].startswith("partial")
+        assert by[key]["adept_synthetic"] == "True" and len(by[key]["adept_corpus"]) == 64
+    assert float(by[("adept-natural", "acoustic")]["adept_acc"]) > \
+        float(by[("flat-tts", "acoustic")]["adept_acc"])
+    # another scorer, with its own identity recorded by the listener
+    human = by[("copy-tts", "human")]
+    assert "responses_file=answers.csv" in human["listener"]
+    assert float(human["adept_acc"]) == pytest.approx(0.5) and human["adept_n"] == "40"
     md = (out / "leaderboard.md").read_text()
-    assert "scored by the `acoustic` listener" in md and "scored by the `human" in md
+    assert "ADEPT runs not ranked" in md and "partial" in md
     png = (out / "leaderboard.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
     lb = hub.repo("adept-lab/leaderboard")
@@ -207,6 +225,10 @@ def test_report_prints_n_intervals_and_pooled_groups(runs):
     out = _run(_adept_eval("report", str(tmp / "out" / "flat-tts")), env, tmp).stdout
     assert "emotion_female" in out and "95% CI" in out and "chance" in out
     assert "pooled" in out and "adept " in out.replace("\n", " ")
+    assert "SYNTHETIC" in out and "partial" in out and "features-v" in out
+    # a folder with two systems: the newest run by timestamp, and the report says which
+    out = _run(_adept_eval("report", str(tmp / "out")), env, tmp).stdout
+    assert "run: flat-tts" in out and "newest of 2" in out
 
 
 def test_corpus_dataset_pushed_to_the_hub(hub, corpus, tmp_path):
