@@ -197,3 +197,44 @@ def test_the_startup_hook_stays_cheap():
     took = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                                 env=env, check=True).stdout)
     assert took < 0.05  # measured ~1 ms; generous for a loaded CI machine
+
+
+# ----------------------------------------------------------------------------- through lm-eval
+def test_metadata_cache_dir_reaches_the_acoustic_listener_in_a_run(use_corpus, tmp_path):
+    from conftest import run_lm_eval
+
+    from adept_eval import harness
+
+    harness._listener.cache_clear()
+    feat = tmp_path / "features"
+    res = run_lm_eval("adept-natural", ["adept_marked_tonicity_female"],
+                      metadata={"cache_dir": str(feat)}, limit=2)
+    assert res["results"]["adept_marked_tonicity_female"]["n,none"] == 2
+    assert feat.is_dir() and any(p.is_file() for p in feat.rglob("*"))
+    ident = res["adept_eval"]["suites"]["adept"]
+    assert ident["corpus"]["synthetic"] is True and ident["complete"] is False
+    assert ident["scorer"]["listener"] == "acoustic"
+    with pytest.raises(SettingsError, match="unknown option 'cache_dri'"):
+        run_lm_eval("adept-natural", ["adept_marked_tonicity_female"],
+                    metadata={"cache_dri": str(feat)}, limit=1)
+
+
+def test_lm_eval_cli_refuses_secret_options_before_logging_them(corpus, tmp_path):
+    import shutil
+    import subprocess
+
+    exe = shutil.which("lm_eval")
+    if exe is None:
+        pytest.skip("lm_eval console script not on PATH")
+    secret = "sk-" + "cliSecretValue" * 2
+    env = {**os.environ, "ADEPT_EVAL_CORPUS": str(corpus.root),
+           "ADEPT_EVAL_HOME": str(tmp_path / "home")}
+    for extra in (["--model_args", f"path={tmp_path},api_key={secret}"],
+                  ["--model_args", f"path={tmp_path}", "--metadata", f"llm_api_key={secret}"]):
+        done = subprocess.run([exe, "--model", "audio-dir", *extra, "--tasks",
+                               "adept_emotion_female", "--output_path", str(tmp_path / "out")],
+                              capture_output=True, text=True, env=env, timeout=300)
+        assert done.returncode == 2, done.stderr[-2000:]
+        assert "refusing secrets" in done.stderr and "_env" in done.stderr
+        assert secret not in done.stdout + done.stderr and "Traceback" not in done.stderr
+        assert not (tmp_path / "out").exists()
