@@ -179,6 +179,14 @@ def test_plain_lm_eval_cli_finds_tasks_and_models(corpus, tmp_path):
                  "--output_path", str(tmp_path / "out"), "--log_samples"], env, tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "adept_syntactic_phrasing_male" in done.stdout
+    # the printed table reads naturally: acc first, counts as integers without arrows; no
+    # per-task "Custom kwargs" hint and no "fatal: not a git repository" (tmp_path is no checkout)
+    table = [r.split("|") for r in done.stdout.splitlines() if r.startswith("|")]
+    rows = table[2:]  # after the header and its rule
+    assert rows[0][5].strip() == "acc"
+    n_row = next(r for r in rows if r[5].strip() == "n")
+    assert n_row[7].strip() == "10" and n_row[6].strip() == ""
+    assert "Custom kwargs" not in done.stderr and "not a git repository" not in done.stderr
     results = list((tmp_path / "out").rglob("results_*.json"))
     assert results and results[0].parent.name == "adept-natural"
     data = json.loads(results[0].read_text())
