@@ -63,6 +63,22 @@ CITATIONS: dict[str, str] = {
   pages     = {3969--3972},
   year      = {2009}
 }""",
+    "nakatani2008": """@article{nakatani2008method,
+  title   = {A Method for Fundamental Frequency Estimation and Voicing Decision: Application to
+             Infant Utterances Recorded in Real Acoustical Environments},
+  author  = {Nakatani, Tomohiro and Amano, Shigeaki and Irino, Toshio and Ishizuka, Kentaro and
+             Kondo, Tadahisa},
+  journal = {Speech Communication},
+  volume  = {50},
+  number  = {3},
+  year    = {2008}
+}""",
+    "versa2025": """@inproceedings{shi2025versa,
+  title     = {{VERSA}: A Versatile Evaluation of Speech and Audio Toolkit},
+  author    = {Shi, Jiatong and others},
+  booktitle = {Proc. NAACL (System Demonstrations)},
+  year      = {2025}
+}""",
     "hermes1998": """@article{hermes1998measuring,
   title   = {Measuring the Perceptual Similarity of Pitch Contours},
   author  = {Hermes, Dik J.},
@@ -93,44 +109,46 @@ class MetricInfo:
     higher_is_better: bool | None  # None: signed, 0 is best
     range: tuple[float, float]
     best: float
-    citation: str  # a key of CITATIONS
+    citations: tuple[str, ...]  # keys of CITATIONS; () = defined by adept-eval
 
 
 _INF = math.inf
 METRICS: tuple[MetricInfo, ...] = (
     MetricInfo("f0_rmse_st", "root mean square F0 difference over frames voiced in both",
-               "semitones", False, (0.0, _INF), 0.0, "skerry-ryan2018"),
+               "semitones", False, (0.0, _INF), 0.0, ("versa2025",)),
     MetricInfo("f0_rmse_norm_st", "F0 RMSE after subtracting each voice's median F0 "
                "(speaker-normalised: only the contour's shape counts)",
-               "semitones", False, (0.0, _INF), 0.0, "skerry-ryan2018"),
+               "semitones", False, (0.0, _INF), 0.0, ("versa2025",)),
     MetricInfo("f0_corr", "Pearson correlation of the F0 contours (semitones) over frames "
-               "voiced in both", "correlation", True, (-1.0, 1.0), 1.0, "hermes1998"),
+               "voiced in both", "correlation", True, (-1.0, 1.0), 1.0,
+               ("hermes1998", "versa2025")),
     MetricInfo("gpe", "gross pitch error: share of frames voiced in both whose F0 differs by "
                "more than 20% of the reference's", "proportion", False, (0.0, 1.0), 0.0,
-               "skerry-ryan2018"),
+               ("nakatani2008", "skerry-ryan2018")),
     MetricInfo("vde", "voicing decision error: share of frames voiced in one and unvoiced in "
-               "the other", "proportion", False, (0.0, 1.0), 0.0, "skerry-ryan2018"),
+               "the other", "proportion", False, (0.0, 1.0), 0.0,
+               ("nakatani2008", "skerry-ryan2018")),
     MetricInfo("ffe", "F0 frame error: share of frames with a voicing error or a gross pitch "
-               "error", "proportion", False, (0.0, 1.0), 0.0, "chu2009"),
+               "error", "proportion", False, (0.0, 1.0), 0.0, ("chu2009", "skerry-ryan2018")),
     MetricInfo("energy_corr", "Pearson correlation of the frame-energy contours (dB, floored "
                "40 dB below the voice's speech level) over frames that are speech in either",
-               "correlation", True, (-1.0, 1.0), 1.0, "skerry-ryan2018"),
+               "correlation", True, (-1.0, 1.0), 1.0, ()),
     MetricInfo("log_duration_ratio", "natural log of the sample's speech duration over the "
                "reference's (leading and trailing silence excluded); > 0: slower",
-               "log ratio", None, (-_INF, _INF), 0.0, "skerry-ryan2018"),
+               "log ratio", None, (-_INF, _INF), 0.0, ()),
     MetricInfo("pause_agreement", "pauses (>= 150 ms, 30 dB below the loudest frame) found in "
                "both over pauses found in either (Dice: 2 x matched / (sample + reference)); "
-               "1 when neither pauses", "proportion", True, (0.0, 1.0), 1.0, "skerry-ryan2018"),
+               "1 when neither pauses", "proportion", True, (0.0, 1.0), 1.0, ()),
     MetricInfo("pause_mismatches", "pauses present in one and not the other",
-               "count", False, (0.0, _INF), 0.0, "skerry-ryan2018"),
+               "count", False, (0.0, _INF), 0.0, ()),
     MetricInfo("listener_distance", "the acoustic listener's distance to the correct "
                "reference (prosody.distance: F0, energy, tempo and timing beyond "
                "just-noticeable differences)", "JND units", False, (0.0, _INF), 0.0,
-               "torresquintero2021"),
+               ("torresquintero2021",)),
     MetricInfo("prosody_distance", "listener distance to the correct reference over its mean "
                "distance to the other subcategories' references of the same sentence: 0 = "
                "indistinguishable from the reference, 1 = as far as the wrong ones",
-               "ratio", False, (0.0, _INF), 0.0, "torresquintero2021"),
+               "ratio", False, (0.0, _INF), 0.0, ("torresquintero2021",)),
 )
 METRIC_BY_NAME: dict[str, MetricInfo] = {m.name: m for m in METRICS}
 METRIC_NAMES: tuple[str, ...] = tuple(METRIC_BY_NAME)
@@ -558,6 +576,41 @@ def score_pairs(samples: Sequence, references: Sequence, *,
     return out
 
 
+def evaluate_pairs(samples: Sequence, references: Sequence, *,
+                   others: Sequence[Sequence] | None = None, ids: Sequence[str] | None = None,
+                   clusters: Sequence[str] | None = None, voice_norm: str = "utterance",
+                   confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0,
+                   cache_dir: str | Path | None = None, progress: bool = False) -> dict:
+    """The ``prosody_transfer`` metric's result: per-item records and summaries, JSON-ready.
+
+    ``cache_dir``: where file features are cached (None: the default feature cache; "": no
+    disk cache)."""
+    ids = [str(i) for i in ids] if ids is not None else [str(i) for i in range(len(samples))]
+    if len(set(ids)) != len(ids):
+        raise ValueError("ids must be unique (each item is one stimulus)")
+    if clusters is not None and len(clusters) != len(ids):
+        raise ValueError(f"clusters must have one entry per item ({len(ids)}), "
+                         f"not {len(clusters)}")
+    store = None if cache_dir == "" else FeatureStore(cache_dir)
+    records = score_pairs(samples, references, others=others, ids=ids, store=store,
+                          voice_norm=voice_norm, progress=progress)
+    summary = aggregate(records, clusters=dict(zip(ids, map(str, clusters)))
+                        if clusters is not None else None,
+                        confidence=confidence, n_resamples=n_resamples, seed=seed)
+    n_failed = sum(not r.ok for r in records)
+    out: dict = {}
+    for name, s in summary.items():
+        d = s.to_dict()
+        out[name] = d["mean"]
+        out[f"{name}_ci95"] = [d["ci_low"], d["ci_high"]]
+    out.update(n=len(records), n_scored=len(records) - n_failed, n_failed=n_failed,
+               failure_rate=n_failed / len(records) if records else None,
+               confidence=confidence,
+               summary={name: s.to_dict() for name, s in summary.items()},
+               metrics=metric_table(), items=[r.to_dict() for r in records])
+    return out
+
+
 # --------------------------------------------------------------------------- ADEPT
 @dataclass
 class AdeptScorer:
@@ -637,5 +690,10 @@ class AdeptScorer:
 
 
 def metric_table() -> list[dict]:
-    """``METRICS`` as plain dicts (for cards, JSON and the README)."""
-    return [{f.name: getattr(m, f.name) for f in fields(m)} for m in METRICS]
+    """``METRICS`` as plain JSON-ready dicts (for cards and results; infinite bounds: None)."""
+    def plain(name, v):
+        if name == "range":
+            return [None if math.isinf(x) else x for x in v]
+        return list(v) if isinstance(v, tuple) else v
+
+    return [{f.name: plain(f.name, getattr(m, f.name)) for f in fields(m)} for m in METRICS]

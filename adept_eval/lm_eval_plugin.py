@@ -12,8 +12,8 @@ imports lm-eval is untouched, and when lm-eval is imported:
   folder, *before* any ``--include_path`` (so a user's own copies of our tasks still override);
 - after ``lm_eval.loggers.evaluation_tracker`` loads: runs of our models are named after the
   system (``name=``), which is what results folders and Hub uploads then carry;
-- after ``evaluate.loading`` loads: the bare name ``speech_judge`` resolves to our installed
-  evaluate module (see ``_patch_evaluate``).
+- after ``evaluate.loading`` loads: the bare names ``speech_judge`` and ``prosody_transfer``
+  resolve to our installed evaluate modules (see ``_patch_evaluate``).
 
 Newer lm-eval reads models from the ``lm_eval.models`` entry-point group, which setup.cfg
 declares too. Set ``ADEPT_EVAL_NO_LM_EVAL_HOOK=1`` to switch the hook off (``--include_path``
@@ -121,20 +121,32 @@ def speech_judge_path():
     return Path(__file__).resolve().parent / "metrics" / "speech_judge" / "speech_judge.py"
 
 
+def prosody_transfer_path():
+    """The installed ``prosody_transfer`` evaluate module (graded prosody-transfer figures)."""
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parent / "metrics" / "prosody_transfer"
+    return folder / "prosody_transfer.py"
+
+
+# bare evaluate names that resolve to our installed modules
+EVALUATE_MODULES = {"speech_judge": speech_judge_path, "prosody_transfer": prosody_transfer_path}
+
+
 def _patch_evaluate(loading_module) -> None:
     """``evaluate.load("speech_judge")`` loads the installed module, offline, with no Hub call.
 
     evaluate has no plugin hook: bare names are looked up on the Hub (``evaluate-metric/NAME``)
-    and then in its module cache. Only this one bare name is redirected; a Hub path such as
-    ``my-org/speech_judge`` still goes to the Hub.
+    and then in its module cache. Only the bare names in ``EVALUATE_MODULES`` are redirected; a
+    Hub path such as ``my-org/speech_judge`` still goes to the Hub.
     """
     original = loading_module.evaluation_module_factory
     if getattr(original, "_adept_eval", False):
         return
 
     def evaluation_module_factory(path, *args, **kwargs):
-        if path == "speech_judge" and not kwargs.get("force_local_path"):
-            path = str(speech_judge_path())
+        if path in EVALUATE_MODULES and not kwargs.get("force_local_path"):
+            path = str(EVALUATE_MODULES[path]())
         return original(path, *args, **kwargs)
 
     evaluation_module_factory._adept_eval = True  # type: ignore[attr-defined]
