@@ -58,7 +58,15 @@ def score_system(corpus, system: Path, store, listener_memo: dict | None = None)
     scorer = graded.AdeptScorer(corpus, store)
     by_sentence = {}
     if listener_memo:
-        for (cls, speaker, sid, subs, paths), d in listener_memo.items():
+        import numpy as np
+
+        for memo_key, d in listener_memo.items():
+            # the listener's memo: (class, speaker, sentence, subcategories, paths) -> a
+            # samples x references distance matrix; anything else is not reused
+            if not (isinstance(memo_key, tuple) and len(memo_key) == 5
+                    and isinstance(d, np.ndarray)):
+                continue
+            cls, speaker, sid, subs, paths = memo_key
             if len(paths) == len(subs) and d.shape == (len(subs), len(subs)):
                 by_sentence[(cls, speaker, sid, subs)] = (dict(zip(subs, paths)), d)
     records, reused = [], 0
