@@ -689,6 +689,16 @@ class AdeptScorer:
                              {s: p for s, p in by_sub.items() if p})[sub]
 
 
+def adept_sentence_clusters(records: Sequence[StimulusScores]) -> dict[str, str]:
+    """ADEPT stimulus id (``class/subcategory/adXX_NNNN``) -> its sentence (``class/adXX_NNNN``),
+    for ``aggregate(clusters=...)``: the renditions of one sentence are resampled together."""
+    out = {}
+    for r in records:
+        parts = r.id.split("/")
+        out[r.id] = f"{parts[0]}/{parts[-1]}" if len(parts) == 3 else r.id
+    return out
+
+
 def metric_table() -> list[dict]:
     """``METRICS`` as plain JSON-ready dicts (for cards and results; infinite bounds: None)."""
     def plain(name, v):

@@ -43,12 +43,6 @@ def score(corpus, system: Path, store, sentence_limit: int):
     return by_class
 
 
-def clusters_of(records) -> dict[str, str]:
-    """Stimulus id -> its sentence (class, speaker and sentence id): renditions of one sentence
-    are resampled together."""
-    return {r.id: r.id.split("/")[0] + "/" + r.id.split("/")[2] for r in records}
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", required=True, help="ADEPT-layout reference corpus folder")
@@ -80,7 +74,7 @@ def main() -> int:
         for name, _ in systems:
             recs = (sum(results[name].values(), []) if cls == "pooled"
                     else results[name][cls])
-            summary = graded.aggregate(recs, clusters=clusters_of(recs))
+            summary = graded.aggregate(recs, clusters=graded.adept_sentence_clusters(recs))
             pd = summary["prosody_distance"]
             means.append(pd.mean)
             extra = "  ".join(f"{f} {summary[f].mean:6.3f}" for f in FIGURES[1:])

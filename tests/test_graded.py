@@ -387,6 +387,8 @@ def test_adept_scorer_orders_copy_partial_flat(corpus, systems, tmp_path):
                 recs += list(scorer.sentence(cls, "female", sid, samples).values())
         scorer_by[name] = graded.aggregate(recs)
     pd = {k: v["prosody_distance"].mean for k, v in scorer_by.items()}
+    clusters = graded.adept_sentence_clusters(recs)
+    assert len(set(clusters.values())) == 9 and len(clusters) == len(recs)
     assert pd["copy"] < pd["partial"] < pd["flat"]
     assert all(v["prosody_distance"].n_failed == 0 for v in scorer_by.values())
 
