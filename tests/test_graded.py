@@ -413,3 +413,18 @@ def test_voice_norm_removes_a_voice_offset(speech_feats):
     s = graded.score(higher, speech_feats, sample_norm=VoiceNorm.of([higher]),
                      reference_norm=VoiceNorm.of([speech_feats]))
     assert s.f0_rmse_st == pytest.approx(4) and s.f0_rmse_norm_st == pytest.approx(0, abs=1e-9)
+
+
+def test_evaluate_pairs_checks_ids_and_clusters(speech_feats):
+    shifted = replace(speech_feats, f0=speech_feats.f0 + np.linspace(0, 3, speech_feats.n))
+    samples, refs = [speech_feats, shifted, shifted], [speech_feats] * 3
+    with pytest.raises(ValueError, match="unique"):
+        graded.evaluate_pairs(samples, refs, ids=["a", "a", "b"], cache_dir="")
+    with pytest.raises(ValueError, match="clusters"):
+        graded.evaluate_pairs(samples, refs, clusters=["s1"], cache_dir="")
+    out = graded.evaluate_pairs(samples, refs, ids=["a", "b", "c"],
+                                clusters=["s1", "s2", "s2"], cache_dir="")
+    assert [it["id"] for it in out["items"]] == ["a", "b", "c"]
+    assert out["n"] == 3 and out["summary"]["f0_rmse_st"]["n"] == 3
+    # two clusters: the interval spans the two cluster means' range
+    assert out["f0_rmse_st_ci95"][0] == pytest.approx(0.0, abs=1e-9)
