@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from .lm_eval_plugin import MODELS, speech_judge_path, task_dir
+from .lm_eval_plugin import EVALUATE_MODULES, MODELS, task_dir
 
 
 def _register_models(registry_module) -> None:
@@ -399,10 +399,11 @@ def _patch_cli(run_module) -> None:
 
 
 def _patch_evaluate(loading_module) -> None:
-    """``evaluate.load("speech_judge")`` loads the installed module, offline, with no Hub call.
+    """``evaluate.load("speech_judge")`` (and every bare name in ``EVALUATE_MODULES``) loads the
+    installed module, offline, with no Hub call.
 
     evaluate has no plugin hook: bare names are looked up on the Hub (``evaluate-metric/NAME``)
-    and then in its module cache. Only this one bare name is redirected; a Hub path such as
+    and then in its module cache. Only our bare names are redirected; a Hub path such as
     ``my-org/speech_judge`` still goes to the Hub.
     """
     original = loading_module.evaluation_module_factory
@@ -411,10 +412,10 @@ def _patch_evaluate(loading_module) -> None:
 
     def evaluation_module_factory(path, *args, **kwargs):
         try:
-            if path == "speech_judge" and not kwargs.get("force_local_path"):
-                path = str(speech_judge_path())
+            if path in EVALUATE_MODULES and not kwargs.get("force_local_path"):
+                path = str(EVALUATE_MODULES[path]())
         except Exception as exc:
-            _fell_back("speech_judge lookup", exc)
+            _fell_back("evaluate module lookup", exc)
         return original(path, *args, **kwargs)
 
     evaluation_module_factory._adept_eval = True  # type: ignore[attr-defined]

@@ -12,8 +12,8 @@ imports lm-eval is untouched, and when lm-eval is imported:
   folder, *before* any ``--include_path`` (so a user's own copies of our tasks still override);
 - after ``lm_eval.loggers.evaluation_tracker`` loads: runs of our models are named after the
   system (``name=``), which is what results folders and Hub uploads then carry;
-- after ``evaluate.loading`` loads: the bare name ``speech_judge`` resolves to our installed
-  evaluate module (see ``_patch_evaluate``);
+- after ``evaluate.loading`` loads: the bare names ``speech_judge`` and ``prosody_transfer`` resolve to
+  our installed evaluate modules (see ``_patch_evaluate``);
 - after ``lm_eval.evaluator`` loads: ``simple_evaluate`` refuses secret-looking options before
   lm-eval logs them, records which keys came from ``--model_args`` (``settings``), and adds the
   run's identity (``identity``) to the results lm-eval then writes;
@@ -61,6 +61,18 @@ def speech_judge_path():
     from pathlib import Path
 
     return Path(__file__).resolve().parent / "metrics" / "speech_judge" / "speech_judge.py"
+
+
+def prosody_transfer_path():
+    """The installed ``prosody_transfer`` evaluate module (graded prosody-transfer figures)."""
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parent / "metrics" / "prosody_transfer"
+    return folder / "prosody_transfer.py"
+
+
+# bare evaluate names that resolve to our installed modules
+EVALUATE_MODULES = {"speech_judge": speech_judge_path, "prosody_transfer": prosody_transfer_path}
 
 
 _HOOKS = {

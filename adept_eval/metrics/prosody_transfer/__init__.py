@@ -1,0 +1,1 @@
+from .prosody_transfer import ProsodyTransfer  # noqa: F401
