@@ -75,6 +75,8 @@ def load_questions(task: str, corpus: str | None = None, listener: str = DEFAULT
 
     c = _corpus(str(corpus) if corpus else None)
     opts = listener_options(listener, metadata)
+    # build the listener now: a bad option or responses file fails before any audio is made
+    _listener(listener, json.dumps(opts, sort_keys=True), str(c.root))
     identity = {"corpus_sha256": c.fingerprint, "adept_eval_version": __version__}
     rows = []
     for q in build_questions(c, task):
