@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
+from .errors import UserError
+
 AUDIO_EXTENSIONS: tuple[str, ...] = (".wav", ".flac", ".mp3", ".ogg")
 COMMON_RATES = frozenset({8000, 16000, 22050, 24000, 32000, 44100, 48000})
 
@@ -27,7 +29,7 @@ DURATION_RATIO_LIMITS = (1 / 3, 3.0)  # against the reference recording
 MIN_RATE = 8000
 
 
-class AudioError(ValueError):
+class AudioError(UserError, ValueError):
     """Audio that cannot be used; the message names the file and the problem."""
 
 
@@ -83,6 +85,15 @@ def read_audio(path: str | Path) -> Audio:
         raise AudioError(f"{path}: truncated: the header announces {info.frames} frames but only "
                          f"{data.shape[0]} could be decoded")
     return _audio(data, int(rate), str(path))
+
+
+def read_audio_bytes(data: bytes, name: str = "in-memory audio") -> Audio:
+    """Decode encoded audio held in memory (e.g. a Hub dataset's Audio cell) like a file."""
+    try:
+        samples, rate = sf.read(io.BytesIO(data), dtype="float32", always_2d=True)
+    except Exception as exc:
+        raise AudioError(f"{name}: unreadable audio ({exc})") from None
+    return _audio(samples, int(rate), name)
 
 
 def _os_reason(exc: OSError) -> str:

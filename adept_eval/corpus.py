@@ -24,6 +24,7 @@ from pathlib import Path, PurePosixPath
 from filelock import FileLock
 
 from . import spec, zenodo
+from .errors import UserError
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +35,7 @@ RECORD_FILE = "zenodo_record.json"
 SINGLE_STIMULUS_CLASSES = tuple(c for c in spec.CLASS_ORDER if spec.CLASSES[c].design == "single")
 
 
-class CorpusError(RuntimeError):
+class CorpusError(UserError, RuntimeError):
     """The corpus is missing, incomplete or malformed; the message lists every problem."""
 
 

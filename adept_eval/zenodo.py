@@ -24,6 +24,8 @@ from pathlib import Path
 import requests
 from tqdm.auto import tqdm
 
+from .errors import UserError
+
 log = logging.getLogger(__name__)
 
 DEFAULT_ZENODO_URL = "https://zenodo.org"
@@ -37,7 +39,7 @@ OFFLINE_HINT = ("Working offline? Point adept-eval at a copy of the corpus: `--c
                 "`export ADEPT_EVAL_CORPUS=/tmp/ADEPT.zip`.")
 
 
-class DownloadError(RuntimeError):
+class DownloadError(UserError, RuntimeError):
     """The file could not be fetched or did not verify; the message says which and why."""
 
 

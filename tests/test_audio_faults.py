@@ -151,3 +151,17 @@ def test_lm_eval_survives_unreadable_folder_with_on_missing_wrong(locked_system)
     samples = [json.loads(x) for f in out.rglob("samples_*.jsonl") for x in f.read_text().splitlines()]
     details = " ".join(json.dumps(s) for s in samples)
     assert "permission denied" in details
+
+
+def test_hub_audio_cells_get_the_same_checks():
+    """Audio bytes from a dataset cell are decoded through audio.py too: NaN is an error."""
+    import io
+
+    from adept_eval.data import decode
+
+    x = _speech_like()
+    x[3] = np.nan
+    buf = io.BytesIO()
+    sf.write(buf, x, RATE, format="WAV", subtype="FLOAT")
+    with pytest.raises(AudioError, match="ad00_0001.wav: 1 samples are not finite"):
+        decode({"path": "ad00_0001.wav", "bytes": buf.getvalue()})

@@ -31,13 +31,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..corpus import Corpus, load_corpus
+from ..errors import UserError
 from ..questions import LETTERS, Question, all_questions
 from . import Answer, Listener, Response, register_listener
 
 REQUIRED = ("participant", "question_id", "answer")
 
 
-class ResponsesError(ValueError):
+class ResponsesError(UserError, ValueError):
     """The responses file is unusable; the message names the file and the rows."""
 
 
