@@ -3,7 +3,6 @@ traceback only when asked for (``--debug``; ``ADEPT_EVAL_DEBUG=1`` under lm_eval
 
 import os
 import subprocess
-import sys
 
 import pytest
 
@@ -64,15 +63,13 @@ def test_messages_are_printed_literally(tmp_path, capsys):
 
 
 def test_lm_eval_shows_our_errors_as_one_message(tmp_path):
-    code = ("from adept_eval.errors import install_excepthook; install_excepthook()\n"
-            "import sys; sys.argv = ['lm_eval', '--model', 'adept-natural', '--tasks', "
-            "'adept_emotion_female']\n"
-            "from lm_eval.__main__ import cli_evaluate; cli_evaluate()\n")
+    cmd = [console_script("lm_eval"), "--model", "adept-natural", "--tasks",
+           "adept_emotion_female"]
     missing = tmp_path / "no-corpus-here"
-    done = _run([sys.executable, "-c", code], tmp_path, ADEPT_EVAL_CORPUS=str(missing))
+    done = _run(cmd, tmp_path, ADEPT_EVAL_CORPUS=str(missing))
     assert done.returncode != 0
     assert f"error: {missing}: no such file or folder" in done.stderr
     assert "Traceback" not in done.stderr
-    done = _run([sys.executable, "-c", code], tmp_path, ADEPT_EVAL_CORPUS=str(missing),
+    done = _run(cmd, tmp_path, ADEPT_EVAL_CORPUS=str(missing),
                 ADEPT_EVAL_DEBUG="1")
     assert "Traceback" in done.stderr
