@@ -240,7 +240,13 @@ class Corpus:
         """The Zenodo record JSON saved at download time (licence, title), if known."""
         for candidate in (self.root / RECORD_FILE, self.root.parent / RECORD_FILE):
             if candidate.exists():
-                return json.loads(candidate.read_text(encoding="utf-8"))
+                try:
+                    record = json.loads(candidate.read_text(encoding="utf-8"))
+                except (OSError, ValueError) as exc:
+                    log.warning("%s: unreadable (%s); the Zenodo record is left out", candidate,
+                                exc)
+                    return None
+                return record if isinstance(record, dict) else None
         return None
 
     def __len__(self) -> int:

@@ -187,3 +187,9 @@ def test_offline_prepare_says_how_to_proceed(monkeypatch, capsys):
     assert "could not reach Zenodo" in err
     assert "ADEPT_EVAL_CORPUS" in err and "adept-eval make-synthetic" in err
     assert "Traceback" not in err
+
+
+def test_corrupt_saved_zenodo_record_is_left_out(synthetic_root, tmp_path):
+    root = _linked_copy(synthetic_root, tmp_path / "adept")
+    (root / "zenodo_record.json").write_text("{not json")
+    assert Corpus(root).zenodo_record is None
