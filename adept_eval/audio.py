@@ -6,12 +6,17 @@ nothing here needs torch, torchcodec or FFmpeg.
 
 from __future__ import annotations
 
+import errno
 import io
-from dataclasses import dataclass, field
+import os
+import struct
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 import soundfile as sf
+
+from .errors import UserError
 
 AUDIO_EXTENSIONS: tuple[str, ...] = (".wav", ".flac", ".mp3", ".ogg")
 COMMON_RATES = frozenset({8000, 16000, 22050, 24000, 32000, 44100, 48000})
@@ -24,7 +29,7 @@ DURATION_RATIO_LIMITS = (1 / 3, 3.0)  # against the reference recording
 MIN_RATE = 8000
 
 
-class AudioError(ValueError):
+class AudioError(UserError, ValueError):
     """Audio that cannot be used; the message names the file and the problem."""
 
 
@@ -36,6 +41,9 @@ class Audio:
     rate: int
     channels: int = 1
     path: str | None = None
+    #: each original channel's level (dBFS, DC removed) before the downmix; () when unknown.
+    #: Lets a check tell "silent" from "loud channels that cancel when mixed to mono".
+    channel_dbfs: tuple[float, ...] = ()
 
     @property
     def duration(self) -> float:
@@ -43,36 +51,114 @@ class Audio:
 
 
 def read_audio(path: str | Path) -> Audio:
-    """Decode a file to mono float32; raise AudioError naming the file if that is impossible."""
+    """Decode a file to mono float32; raise AudioError naming the file if that is impossible.
+
+    Besides what libsndfile refuses, three things are errors here because they would otherwise
+    be scored as if they were speech: a file the user may not read (a per-file error, never a
+    crash), a WAV whose header promises more sample data than the file holds (a truncated copy
+    or upload; libsndfile silently plays the part that is there), and samples that are not
+    finite numbers (Inf/NaN in a float WAV).
+    """
     path = Path(path)
-    if not path.exists():
-        raise AudioError(f"{path}: file is missing")
-    if path.stat().st_size == 0:
+    try:
+        size = path.stat().st_size
+        with open(path, "rb"):
+            pass
+    except FileNotFoundError:
+        raise AudioError(f"{path}: file is missing") from None
+    except PermissionError:
+        raise AudioError(f"{path}: cannot be read (permission denied)") from None
+    except OSError as exc:
+        raise AudioError(f"{path}: cannot be read ({_os_reason(exc)})") from None
+    if size == 0:
         raise AudioError(f"{path}: file is empty (0 bytes)")
     try:
+        info = sf.info(str(path))
         data, rate = sf.read(str(path), dtype="float32", always_2d=True)
     except Exception as exc:  # libsndfile raises several types for corrupt data
         raise AudioError(f"{path}: unreadable audio ({exc})") from None
+    missing = _wav_data_shortfall(path, size)
+    if missing:
+        raise AudioError(f"{path}: truncated: the WAV header announces {missing[0]} bytes of "
+                         f"sample data but the file holds {missing[1]}")
+    if info.frames > 0 and data.shape[0] < info.frames:
+        raise AudioError(f"{path}: truncated: the header announces {info.frames} frames but only "
+                         f"{data.shape[0]} could be decoded")
+    return _audio(data, int(rate), str(path))
+
+
+def read_audio_bytes(data: bytes, name: str = "in-memory audio") -> Audio:
+    """Decode encoded audio held in memory (e.g. a Hub dataset's Audio cell) like a file."""
+    try:
+        samples, rate = sf.read(io.BytesIO(data), dtype="float32", always_2d=True)
+    except Exception as exc:
+        raise AudioError(f"{name}: unreadable audio ({exc})") from None
+    return _audio(samples, int(rate), name)
+
+
+def _os_reason(exc: OSError) -> str:
+    return exc.strerror or errno.errorcode.get(exc.errno or 0, "") or str(exc)
+
+
+def _audio(data: np.ndarray, rate: int, path: str | None) -> Audio:
+    """(frames, channels) samples -> Audio, refusing non-finite values."""
+    bad = ~np.isfinite(data)
+    if bad.any():
+        n_nan = int(np.isnan(data).sum())
+        n_inf = int(bad.sum()) - n_nan
+        where = f"{path}: " if path else "in-memory audio: "
+        raise AudioError(f"{where}{n_nan + n_inf} samples are not finite numbers "
+                         f"({n_inf} Inf, {n_nan} NaN); the file is corrupt or was written from "
+                         f"a failed computation")
     channels = data.shape[1]
     mono = data.mean(axis=1) if channels > 1 else data[:, 0]
-    return Audio(np.ascontiguousarray(mono, dtype=np.float32), int(rate), channels, str(path))
+    levels = tuple(rms_dbfs(data[:, c]) for c in range(channels)) if channels > 1 else ()
+    return Audio(np.ascontiguousarray(mono, dtype=np.float32), rate, channels, path, levels)
+
+
+def _wav_data_shortfall(path: Path, size: int) -> tuple[int, int] | None:
+    """(announced, present) bytes of a RIFF WAV's data chunk when fewer are present, else None.
+
+    Walks the chunk list (``RIFF`` size ``WAVE``, then id + little-endian size pairs, padded to
+    even lengths) up to ``data``. Streaming writers that leave the size at 0 or 0xFFFFFFFF, and
+    RF64/RIFX files, are not judged here.
+    """
+    if path.suffix.lower() != ".wav":
+        return None
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(12)
+            if len(head) < 12 or head[:4] != b"RIFF" or head[8:12] != b"WAVE":
+                return None
+            pos = 12
+            while pos + 8 <= size:
+                fh.seek(pos)
+                chunk_id, chunk_size = struct.unpack("<4sI", fh.read(8))
+                if chunk_id == b"data":
+                    present = size - (pos + 8)
+                    if chunk_size in (0, 0xFFFFFFFF) or present >= chunk_size:
+                        return None
+                    return chunk_size, present
+                pos += 8 + chunk_size + (chunk_size & 1)
+    except OSError:
+        return None
+    return None
 
 
 def from_array(samples: np.ndarray, rate: int) -> Audio:
     """Wrap an in-memory signal (e.g. from an in-process TTS model) as Audio."""
     arr = np.asarray(samples, dtype=np.float32)
-    channels = 1
-    if arr.ndim == 2:
+    if arr.ndim == 1:
+        arr = arr[:, None]
+    elif arr.ndim == 2:
         # accept (n, channels) or (channels, n)
         if arr.shape[0] < arr.shape[1] and arr.shape[0] <= 8:
             arr = arr.T
-        channels = arr.shape[1]
-        arr = arr.mean(axis=1)
-    if arr.ndim != 1:
+    else:
         raise AudioError(f"in-memory audio must be 1-D or 2-D, got shape {np.shape(samples)}")
     if not int(rate) > 0:
         raise AudioError(f"in-memory audio has an invalid sampling rate {rate!r}")
-    return Audio(np.ascontiguousarray(arr), int(rate), channels)
+    return _audio(arr, int(rate), None)
 
 
 def resample(audio: Audio, rate: int) -> Audio:
@@ -85,7 +171,7 @@ def resample(audio: Audio, rate: int) -> Audio:
 
     g = gcd(audio.rate, rate)
     out = resample_poly(audio.samples, rate // g, audio.rate // g).astype(np.float32)
-    return Audio(out, rate, audio.channels, audio.path)
+    return replace(audio, samples=out, rate=rate)
 
 
 def write_wav(path: str | Path, audio: Audio) -> None:
@@ -101,10 +187,45 @@ def wav_bytes(audio: Audio) -> bytes:
 
 
 def rms_dbfs(samples: np.ndarray) -> float:
+    """Level of the signal around its mean, in dB re full scale.
+
+    The mean (DC offset) is removed first: a constant offset is inaudible, so a file holding
+    nothing but DC is silent however large the offset.
+    """
     if samples.size == 0:
         return float("-inf")
-    rms = float(np.sqrt(np.mean(np.square(samples, dtype=np.float64))))
-    return 20.0 * np.log10(rms) if rms > 0 else float("-inf")
+    x = np.asarray(samples, dtype=np.float64)
+    rms = float(np.sqrt(np.mean(np.square(x - x.mean()))))
+    return 20.0 * np.log10(rms) if rms > 1e-12 else float("-inf")
+
+
+def signal_problems(audio: Audio) -> list[tuple[str, str]]:
+    """(kind, message) for every reason the decoded signal holds no usable sound.
+
+    The one place "is there a signal?" is decided, for `check` and for every scorer: silence is
+    measured after removing DC; a constant offset is reported as such; loud channels that cancel
+    when downmixed to mono (anti-phase stereo) are reported as that, not as silence.
+    """
+    where = f"{audio.path}: " if audio.path else ""
+    if audio.samples.size == 0:
+        return [("empty", f"{where}no samples")]
+    level = rms_dbfs(audio.samples)
+    if level >= SILENCE_DBFS:
+        return []
+    loud = [i for i, db in enumerate(audio.channel_dbfs) if db >= SILENCE_DBFS]
+    if loud:
+        levels = ", ".join(f"{db:.1f}" for db in audio.channel_dbfs)
+        return [("phase", f"{where}its channels cancel when downmixed to mono (anti-phase "
+                 f"stereo): channels at {levels} dBFS, the mono mix at {_db(level)}")]
+    offset = float(np.mean(audio.samples, dtype=np.float64))
+    if abs(offset) >= 10 ** (SILENCE_DBFS / 20):
+        return [("silent", f"{where}no signal, only a constant offset (DC {offset:+.3f}); "
+                 f"RMS around it {_db(level)} < {SILENCE_DBFS:.0f} dBFS")]
+    return [("silent", f"{where}silent (RMS {_db(level)} < {SILENCE_DBFS:.0f} dBFS)")]
+
+
+def _db(level: float) -> str:
+    return "no variation at all" if level == float("-inf") else f"{level:.1f} dBFS"
 
 
 @dataclass(frozen=True)
@@ -113,7 +234,8 @@ class Problem:
 
     path: str
     severity: str  # "error" | "warning"
-    kind: str  # missing, unreadable, empty, silent, clipped, too_short, too_long, rate, channels
+    kind: str  # missing, unreadable, empty, silent, phase, clipped, too_short, too_long, rate,
+    #            channels
     message: str
 
 
@@ -142,16 +264,15 @@ def check_audio(path: str | Path, reference_duration: float | None = None) -> Au
         audio = read_audio(path)
     except AudioError as exc:
         msg = str(exc)
-        kind = "missing" if "missing" in msg else "empty" if "empty" in msg else "unreadable"
+        kind = ("missing" if msg.endswith("file is missing") else
+                "empty" if "file is empty" in msg else "unreadable")
         add("error", kind, msg)
         return report
     report.duration, report.rate, report.channels = audio.duration, audio.rate, audio.channels
+    for kind, message in signal_problems(audio):
+        add("error", kind, message)
     if audio.samples.size == 0:
-        add("error", "empty", f"{path}: no samples")
         return report
-    level = rms_dbfs(audio.samples)
-    if level < SILENCE_DBFS:
-        add("error", "silent", f"{path}: silent (RMS {level:.1f} dBFS < {SILENCE_DBFS:.0f} dBFS)")
     clipped = float(np.mean(np.abs(audio.samples) >= CLIP_LEVEL))
     if clipped >= CLIP_ERROR_FRACTION:
         add("error", "clipped", f"{path}: {clipped:.1%} of samples clipped")
@@ -176,9 +297,18 @@ def check_audio(path: str | Path, reference_duration: float | None = None) -> Au
 
 
 def find_audio(stem: Path) -> Path | None:
-    """The first existing file for a path without extension, trying the accepted formats."""
+    """The first existing file for a path without extension, trying the accepted formats.
+
+    A candidate whose folder may not be searched (EACCES) is returned as found, so reading it
+    reports "permission denied" for that one file instead of the whole check crashing.
+    """
     for ext in AUDIO_EXTENSIONS:
         candidate = stem.parent / (stem.name + ext)  # not with_suffix: ids may contain dots
-        if candidate.exists():
+        try:
+            os.stat(candidate)
             return candidate
+        except PermissionError:
+            return candidate
+        except OSError:
+            continue
     return None

@@ -8,11 +8,11 @@ from pathlib import Path
 
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from . import __version__, spec
-from .corpus import CorpusError, load_corpus
-from .zenodo import DownloadError
+from .corpus import load_corpus
 
 console = Console(soft_wrap=True)  # messages stay greppable; tables still fit the width
 err_console = Console(stderr=True, soft_wrap=True)
@@ -345,6 +345,8 @@ def cmd_make_synthetic(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="adept-eval", description=__doc__)
     parser.add_argument("--version", action="version", version=f"adept-eval {__version__}")
+    parser.add_argument("--debug", action="store_true",
+                        help="show Python tracebacks for errors (for reporting bugs)")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--corpus", help="ADEPT.zip or extracted folder (default: "
                         "$ADEPT_EVAL_CORPUS, the cache, or a download from Zenodo)")
@@ -425,17 +427,36 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("human", help=".csv/.jsonl with id,score[,instruction_type]; raters averaged")
     p.add_argument("-o", "--output", help="also write the figures as JSON")
     p.set_defaults(func=cmd_judge_agreement)
+    for p in sub.choices.values():  # `adept-eval check x --debug` works as well as before it
+        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                       help="show Python tracebacks for errors")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command. A user's mistake (bad file, option, corpus, network) is one message
+    naming the file or option and exit status 2; ``--debug`` shows the traceback instead. An
+    unexpected failure (a bug) is one message and exit status 3, asking for ``--debug``."""
+    from .errors import USER_ERROR_STATUS, message, user_error_types
+
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.debug:
+        return args.func(args)
     try:
         return args.func(args)
-    except (CorpusError, DownloadError, FileNotFoundError, ValueError, RuntimeError) as exc:
-        err_console.print(f"[red]error:[/red] {exc}", highlight=False)
-        return 2
+    except KeyboardInterrupt:
+        err_console.print("[red]interrupted[/red]", highlight=False)
+        return 130
+    except (*user_error_types(), OSError, ValueError, RuntimeError) as exc:
+        err_console.print(f"[red]error:[/red] {escape(message(exc))}", highlight=False)
+        return USER_ERROR_STATUS
+    except Exception as exc:  # a bug: still no traceback unless asked for
+        err_console.print(f"[red]error:[/red] unexpected {type(exc).__name__}: "
+                          f"{escape(message(exc))}\n"
+                          f"This is a bug in adept-eval; rerun with --debug for the traceback "
+                          f"and please report it.", highlight=False)
+        return 3
 
 
 if __name__ == "__main__":

@@ -21,7 +21,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 
+from filelock import FileLock
+
 from . import spec, zenodo
+from .errors import UserError
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +35,7 @@ RECORD_FILE = "zenodo_record.json"
 SINGLE_STIMULUS_CLASSES = tuple(c for c in spec.CLASS_ORDER if spec.CLASSES[c].design == "single")
 
 
-class CorpusError(RuntimeError):
+class CorpusError(UserError, RuntimeError):
     """The corpus is missing, incomplete or malformed; the message lists every problem."""
 
 
@@ -101,10 +104,17 @@ class Corpus:
                 problems.append(f"missing: {needed}")
         if problems:
             raise CorpusError(self._message(problems))
+        duplicates: list[str] = []
         try:
-            self.prompts = json.loads(prompts_path.read_text(encoding="utf-8"))
+            self.prompts = json.loads(prompts_path.read_text(encoding="utf-8"),
+                                      object_pairs_hook=_pairs_noting_duplicates(duplicates))
         except (OSError, ValueError) as exc:
             raise CorpusError(self._message([f"unreadable: {prompts_path} ({exc})"])) from None
+        if not isinstance(self.prompts, dict):
+            problems.append(f"{PROMPTS_FILE}: should be a JSON object of classes, got "
+                            f"{_json_type(self.prompts)}")
+            self.prompts = {}
+        problems += [f"{PROMPTS_FILE}: key {k!r} appears more than once" for k in duplicates]
 
         expected = expected_stimuli()
         wanted_wav = {f"{c}/{s}/{spec.SPEAKERS[sp]}_{i}.wav" for sp, c, s, i in expected}
@@ -121,9 +131,9 @@ class Corpus:
             wav, txt = wav_root / f"{rel}.wav", txt_root / f"{rel}.txt"
             if f"{rel}.wav" not in present_wav or f"{rel}.txt" not in present_txt:
                 continue
-            if wav.stat().st_size == 0:
-                problems.append(f"empty: {WAV_DIR}/{rel}.wav")
             try:
+                if wav.stat().st_size == 0:
+                    problems.append(f"empty: {WAV_DIR}/{rel}.wav")
                 text = " ".join(txt.read_text(encoding="utf-8").split())
             except (OSError, UnicodeDecodeError) as exc:
                 problems.append(f"unreadable: {TXT_DIR}/{rel}.txt ({exc})")
@@ -142,19 +152,58 @@ class Corpus:
             c = spec.CLASSES[cname]
             block = self.prompts.get(cname)
             if not isinstance(block, dict):
-                problems.append(f"{PROMPTS_FILE}: no entry for class {cname!r}")
+                problems.append(f"{PROMPTS_FILE}: no entry for class {cname!r}" if block is None
+                                else f"{PROMPTS_FILE}: {cname}: should be an object of sentences, "
+                                f"got {_json_type(block)}")
                 continue
             for speaker in spec.SPEAKERS:
                 for sid in c.sentence_ids():
                     key = f"{spec.SPEAKERS[speaker]}_{sid}"
                     options = block.get(key)
                     if not isinstance(options, dict):
-                        problems.append(f"{PROMPTS_FILE}: {cname}/{key}: no answer options")
+                        problems.append(f"{PROMPTS_FILE}: {cname}/{key}: no answer options"
+                                        if options is None else
+                                        f"{PROMPTS_FILE}: {cname}/{key}: answer options should be "
+                                        f"an object, got {_json_type(options)}")
                         continue
+                    seen: dict[str, str] = {}
                     for sub in c.answer_subcategories(speaker):
-                        if not str(options.get(sub, "")).strip():
+                        value = options.get(sub)
+                        where = f"{PROMPTS_FILE}: {cname}/{key}/{sub}"
+                        if isinstance(value, (dict, list, bool)):
+                            problems.append(f"{where}: should be the option's text, got "
+                                            f"{_json_type(value)}")
+                        elif value is None or not str(value).strip():
                             problems.append(f"{PROMPTS_FILE}: {cname}/{key}: no option {sub!r}")
+                        else:
+                            text = " ".join(str(value).split())
+                            if text in seen:
+                                problems.append(f"{where}: same text as option {seen[text]!r} "
+                                                f"({text!r}); a listener could not tell them "
+                                                f"apart")
+                            seen.setdefault(text, sub)
         return problems
+
+    def verify_audio(self, progress: bool = False) -> None:
+        """Decode every natural recording once; raise CorpusError listing each one that cannot
+        be decoded or holds no signal, so a corpus fault is found at ``prepare`` and never
+        charged to a system being evaluated."""
+        from tqdm.auto import tqdm
+
+        from .audio import AudioError, read_audio, signal_problems
+
+        problems = []
+        for r in tqdm(self.recordings, desc="decoding ADEPT", unit="file", disable=not progress):
+            rel = Path(r.audio_path).relative_to(self.root).as_posix()
+            try:
+                audio = read_audio(r.audio_path)
+            except AudioError as exc:
+                problems.append(f"undecodable: {rel}: {str(exc).split(': ', 1)[-1]}")
+                continue
+            problems += [f"no signal: {rel}: {msg.split(': ', 1)[-1]}"
+                         for _, msg in signal_problems(audio)]
+        if problems:
+            raise CorpusError(self._message(problems))
 
     def _message(self, problems: list[str]) -> str:
         head = f"ADEPT corpus at {self.source} is incomplete or malformed ({len(problems)} problems):"
@@ -191,7 +240,13 @@ class Corpus:
         """The Zenodo record JSON saved at download time (licence, title), if known."""
         for candidate in (self.root / RECORD_FILE, self.root.parent / RECORD_FILE):
             if candidate.exists():
-                return json.loads(candidate.read_text(encoding="utf-8"))
+                try:
+                    record = json.loads(candidate.read_text(encoding="utf-8"))
+                except (OSError, ValueError) as exc:
+                    log.warning("%s: unreadable (%s); the Zenodo record is left out", candidate,
+                                exc)
+                    return None
+                return record if isinstance(record, dict) else None
         return None
 
     def __len__(self) -> int:
@@ -199,6 +254,24 @@ class Corpus:
 
     def __repr__(self) -> str:
         return f"Corpus({str(self.root)!r}, {len(self)} recordings)"
+
+
+def _json_type(value) -> str:
+    return {dict: "an object", list: "a list", type(None): "null", str: "a string",
+            bool: "a boolean", int: "a number", float: "a number"}.get(type(value), "a value")
+
+
+def _pairs_noting_duplicates(found: list[str]):
+    """A json ``object_pairs_hook`` that builds the dict and notes keys given twice (JSON
+    parsers otherwise keep the last silently, hiding a duplicated answer option)."""
+    def hook(pairs):
+        out: dict = {}
+        for k, v in pairs:
+            if k in out:
+                found.append(k)
+            out[k] = v
+        return out
+    return hook
 
 
 def _relative_files(root: Path) -> set[str]:
@@ -258,6 +331,7 @@ def safe_extract(zip_path: Path, dest: Path) -> Path:
         dest.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".extract-", dir=dest.parent))
         try:
+            tmp.chmod(0o777 & ~_umask())  # mkdtemp's 0700 would hide a shared cache
             zf.extractall(tmp)
             if dest.exists():
                 shutil.rmtree(dest)
@@ -268,29 +342,66 @@ def safe_extract(zip_path: Path, dest: Path) -> Path:
     return find_root(dest)
 
 
+def _umask() -> int:
+    """The process umask (read without changing it where /proc allows)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _lock(path: Path) -> FileLock:
+    """An inter-process lock next to ``path``: one process extracts or downloads, the others
+    wait for it and then use its result."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return FileLock(str(path) + ".lock")
+
+
 def _extracted_dir_for(zip_path: Path) -> Path:
     digest = zenodo.md5sum(zip_path)
     return cache_home() / "extracted" / digest[:16]
 
 
-def open_path(path: str | Path) -> Corpus:
-    """A zip (extracted into the cache once) or a folder holding the ADEPT layout."""
+def open_path(path: str | Path, *, progress: bool = False) -> Corpus:
+    """A zip (extracted into the cache once, under a file lock so parallel first runs share
+    one extraction, and every recording decoded once) or a folder holding the ADEPT layout."""
     path = Path(path).expanduser()
     if not path.exists():
         raise CorpusError(f"{path}: no such file or folder")
     if path.is_dir():
-        return Corpus(find_root(path), source=str(path))
+        return _decoded_once(Corpus(find_root(path), source=str(path)), progress)
     target = _extracted_dir_for(path)
     marker = target / ".complete"
-    if marker.exists():
-        root = find_root(target)
-    else:
-        root = safe_extract(path, target)
-        marker.touch()
-    record = path.with_name(RECORD_FILE)
+    with _lock(target):
+        if marker.exists():
+            corpus = Corpus(find_root(target), source=str(path))
+        else:
+            corpus = Corpus(safe_extract(path, target), source=str(path))
+            marker.touch()
+        return _with_record(_decoded_once(corpus, progress), path, target)
+
+
+def _decoded_once(corpus: Corpus, progress: bool) -> Corpus:
+    """Decode every recording the first time this exact corpus (by its sha256) is opened;
+    a stamp in the cache remembers that it passed, so later runs only hash it."""
+    stamp = cache_home() / "verified" / corpus.fingerprint
+    if not stamp.exists():
+        corpus.verify_audio(progress=progress)
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.touch()
+    return corpus
+
+
+def _with_record(corpus: Corpus, zip_path: Path, target: Path) -> Corpus:
+    record = zip_path.with_name(RECORD_FILE)
     if record.exists() and not (target / RECORD_FILE).exists():
         shutil.copy(record, target / RECORD_FILE)
-    return Corpus(root, source=str(path))
+    return corpus
 
 
 def download_corpus(*, force: bool = False, progress: bool = True) -> Path:
@@ -298,10 +409,11 @@ def download_corpus(*, force: bool = False, progress: bool = True) -> Path:
     home = cache_home()
     remote = zenodo.describe(spec.ZENODO_RECORD_ID, spec.ZENODO_FILE_KEY)
     dest = home / spec.ZENODO_FILE_KEY
-    if force and dest.exists():
-        dest.unlink()
-    zenodo.download(remote, dest, progress=progress)
-    zenodo.save_record(remote, home / RECORD_FILE)
+    with _lock(dest):  # parallel first runs: one downloads, the others find the verified file
+        if force and dest.exists():
+            dest.unlink()
+        zenodo.download(remote, dest, progress=progress)
+        zenodo.save_record(remote, home / RECORD_FILE)
     return dest
 
 
@@ -310,12 +422,12 @@ def load_corpus(corpus: str | Path | None = None, *, download: bool = True,
     """Find ADEPT as the module docstring describes and return it validated."""
     explicit = corpus or os.environ.get("ADEPT_EVAL_CORPUS")
     if explicit:
-        return open_path(explicit)
+        return open_path(explicit, progress=progress)
     home = cache_home()
     cached_zip = home / spec.ZENODO_FILE_KEY
     if cached_zip.exists():
-        return open_path(cached_zip)
+        return open_path(cached_zip, progress=progress)
     if not download:
         raise CorpusError(f"ADEPT is not in the cache ({home}) and downloading is off; set "
                           f"ADEPT_EVAL_CORPUS to a local ADEPT.zip or extracted folder")
-    return open_path(download_corpus(progress=progress))
+    return open_path(download_corpus(progress=progress), progress=progress)

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import spec
-from .audio import read_audio
+from .audio import read_audio, read_audio_bytes
 from .corpus import Corpus, load_corpus
 from .questions import build_questions
 
@@ -87,11 +87,7 @@ def all_question_datasets(corpus: Corpus | None = None) -> datasets.DatasetDict:
 def decode(cell: dict) -> tuple[np.ndarray, int]:
     """An undecoded Audio cell ({"path", "bytes"}) -> (mono float32 samples, rate)."""
     if cell.get("bytes"):
-        import io
-
-        import soundfile as sf
-
-        data, rate = sf.read(io.BytesIO(cell["bytes"]), dtype="float32", always_2d=True)
-        return data.mean(axis=1), int(rate)
-    audio = read_audio(cell["path"])
+        audio = read_audio_bytes(cell["bytes"], str(cell.get("path") or "audio cell"))
+    else:
+        audio = read_audio(cell["path"])
     return audio.samples, audio.rate

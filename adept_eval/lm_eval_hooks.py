@@ -18,6 +18,9 @@ def _register_models(registry_module) -> None:
     for name, target in MODELS.items():
         if name not in reg:
             reg.register(name, target=target)
+    from .errors import install_excepthook
+
+    install_excepthook()  # our user errors reach the lm_eval console as one message
 
 
 def _patch_task_manager(manager_module) -> None:

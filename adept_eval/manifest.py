@@ -99,6 +99,14 @@ class FolderCheck:
         return not self.errors
 
 
+def _exists(path: Path) -> bool:
+    """Path.exists() that answers False, not PermissionError, inside an unreadable folder."""
+    try:
+        return path.exists()
+    except OSError:
+        return False
+
+
 def sample_path(folder: Path, stimulus_id: str) -> Path | None:
     """The system's file for one stimulus, in any accepted format, or None."""
     return find_audio(Path(folder) / stimulus_id)
@@ -120,7 +128,7 @@ def check_folder(corpus: Corpus, folder: str | Path, *, stimuli: list[str] | Non
                                            f"{', '.join(AUDIO_EXTENSIONS[1:])})"))
         else:
             report = check_audio(path, reference_duration=sf.info(ref.audio_path).duration)
-            if sum((folder / f"{sid}{e}").exists() for e in AUDIO_EXTENSIONS) > 1:
+            if sum(_exists(folder / f"{sid}{e}") for e in AUDIO_EXTENSIONS) > 1:
                 result.ambiguous.append(str(path))
         result.samples[sid] = report
     if folder.is_dir():

@@ -27,6 +27,8 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from .errors import UserError
+
 # lm-eval's own task metadata, always present
 LM_EVAL_KEYS = frozenset({"version", "config_source"})
 RUN_KEYS = {"adept": frozenset({"corpus", "listener"}),
@@ -41,7 +43,7 @@ _SECRET_VALUE = re.compile(
 _ENV_SECRET_NAME = re.compile(r"(TOKEN|KEY|SECRET|PASSWORD)", re.IGNORECASE)
 
 
-class SettingsError(ValueError):
+class SettingsError(UserError, ValueError):
     """A --model_args / --metadata key that no component owns, or one holding a secret."""
 
 

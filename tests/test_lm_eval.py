@@ -161,7 +161,7 @@ def test_human_listener_rejects_bad_rows(use_corpus, tmp_path):
                    "p1,nonsense,A\n")
     with pytest.raises(ResponsesError) as info:
         HumanListener(responses=str(bad), corpus=use_corpus)
-    assert "row 2" in str(info.value) and "row 3: unknown question_id 'nonsense'" in str(info.value)
+    assert "line 2" in str(info.value) and "line 3: unknown question_id 'nonsense'" in str(info.value)
 
 
 def _cli(args, env_extra, cwd):

@@ -10,41 +10,178 @@ with their presentation order); ``answer`` is the chosen letter (A-E, in that or
 chosen choice's text, the chosen stimulus id (``emotion/fear/ad00_0001``) or its subcategory
 (``fear``). An empty answer is a response with no valid choice: counted, and wrong.
 Accuracy is then over all responses, as in the ADEPT tutorial's step 4.
+
+A ``.json`` file holds a list of such objects (or ``{"responses": [...]}``). Files may be UTF-8
+(with or without a byte-order mark), UTF-16 (with a byte-order mark, as Excel's "Unicode text"
+writes) or Windows-1252 (Excel's CSV on Windows); the encoding is detected in that order.
+Participant ids are compared after removing surrounding whitespace, collapsing inner whitespace
+and ignoring letter case (``" P01"`` and ``"p01"`` are one participant), so one person's answer
+given twice is caught. The whole file is checked when the task loads, before any audio is
+produced; every unusable row is reported with the file name and its line number.
 """
 
 from __future__ import annotations
 
+import codecs
 import csv
+import io
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..corpus import Corpus, load_corpus
+from ..errors import UserError
 from ..questions import LETTERS, Question, all_questions
 from . import Answer, Listener, Response, register_listener
 
 REQUIRED = ("participant", "question_id", "answer")
 
 
-class ResponsesError(ValueError):
+class ResponsesError(UserError, ValueError):
     """The responses file is unusable; the message names the file and the rows."""
 
 
-def read_rows(path: Path) -> list[dict]:
-    if not path.exists():
-        raise ResponsesError(f"{path}: responses file is missing")
-    text = path.read_text(encoding="utf-8-sig")
-    if path.suffix.lower() in (".jsonl", ".json"):
-        rows = []
-        for i, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except ValueError as exc:
-                    raise ResponsesError(f"{path}:{i}: not JSON ({exc})") from None
-        return rows
-    return list(csv.DictReader(text.splitlines()))
+def decode_text(path: Path) -> tuple[str, str]:
+    """The file's text and the encoding it was read with (see the module docstring)."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ResponsesError(f"{path}: responses file is missing") from None
+    except OSError as exc:
+        raise ResponsesError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    for bom, encoding in ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"),
+                          (codecs.BOM_UTF16_BE, "utf-16")):
+        if raw.startswith(bom):
+            try:
+                return raw.decode(encoding), encoding
+            except UnicodeDecodeError as exc:
+                raise ResponsesError(f"{path}: starts like {encoding} but is not valid "
+                                     f"{encoding} at byte {exc.start}") from None
+    if raw[:1] != b"\0" and raw[1:2] == b"\0" or raw[:1] == b"\0":
+        # UTF-16 without a byte-order mark: ASCII text with every other byte zero
+        try:
+            encoding = "utf-16-le" if raw[1:2] == b"\0" else "utf-16-be"
+            return raw.decode(encoding), encoding
+        except UnicodeDecodeError:
+            pass
+    try:
+        return raw.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        pass
+    try:
+        return raw.decode("cp1252"), "cp1252"
+    except UnicodeDecodeError as exc:
+        raise ResponsesError(f"{path}: not text in UTF-8, UTF-16 or Windows-1252 (byte "
+                             f"{raw[exc.start]:#04x} at offset {exc.start}); save it as UTF-8 "
+                             f"CSV") from None
+
+
+@dataclass(frozen=True)
+class Row:
+    """One parsed response row and the line of the file it starts on."""
+
+    line: int
+    values: dict
+
+
+def read_rows(path: Path) -> list[Row]:
+    """Every row of a CSV, JSONL or JSON responses file; ResponsesError (naming the file and
+    each bad line) when the file cannot be split into rows of named fields."""
+    path = Path(path)
+    text, _ = decode_text(path)
+    suffix = path.suffix.lower()
+    if suffix == ".json":
+        return _json_rows(path, text)
+    if suffix == ".jsonl":
+        return _jsonl_rows(path, text)
+    return _csv_rows(path, text)
+
+
+def _json_rows(path: Path, text: str) -> list[Row]:
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ResponsesError(f"{path}: not JSON ({exc})") from None
+    if isinstance(data, dict) and isinstance(data.get("responses"), list):
+        data = data["responses"]
+    if not isinstance(data, list):
+        raise ResponsesError(f"{path}: a .json responses file holds a list of response objects "
+                             f"(or {{\"responses\": [...]}}), not {_kind(data)}; one object per "
+                             f"line is a .jsonl file")
+    bad = [f"item {i}: {_kind(x)}, not an object" for i, x in enumerate(data, 1)
+           if not isinstance(x, dict)]
+    if bad:
+        raise ResponsesError(_listing(path, "items are not response objects", bad))
+    # a list has no line numbers; report items by their position instead
+    return [Row(i, x) for i, x in enumerate(data, 1)]
+
+
+def _jsonl_rows(path: Path, text: str) -> list[Row]:
+    rows, bad = [], []
+    for i, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError as exc:
+            bad.append(f"line {i}: not JSON ({exc})")
+            continue
+        if not isinstance(value, dict):
+            bad.append(f"line {i}: {_kind(value)}, not an object with participant, "
+                       f"question_id and answer")
+            continue
+        rows.append(Row(i, value))
+    if bad:
+        raise ResponsesError(_listing(path, "lines are not response objects", bad))
+    return rows
+
+
+def _csv_rows(path: Path, text: str) -> list[Row]:
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    rows, bad = [], []
+    header: list[str] | None = None
+    start = 1
+    try:
+        for fields in reader:
+            line, start = start, reader.line_num + 1
+            if not any(f.strip() for f in fields):
+                continue
+            if header is None:
+                header = [f.strip() for f in fields]
+                continue
+            if reader.line_num > line:  # a quoted field ran over several lines
+                bad.append(f"line {line}: a quoted field runs on to line {reader.line_num}; "
+                           f"is a closing quote missing?")
+                continue
+            if len(fields) != len(header):
+                bad.append(f"line {line}: {len(fields)} fields, the header has {len(header)}")
+                continue
+            rows.append(Row(line, dict(zip(header, fields))))
+    except csv.Error as exc:
+        bad.append(f"line {start}: {exc}" + ("; a quote is opened and never closed"
+                                             if "end of data" in str(exc) else ""))
+    if bad:
+        raise ResponsesError(_listing(path, "lines are not valid CSV rows", bad))
+    if header is None:
+        return []
+    return rows
+
+
+def _kind(value) -> str:
+    return {dict: "an object", list: "a list", str: "a string", type(None): "null",
+            bool: "a boolean", int: "a number", float: "a number"}.get(type(value), "a value")
+
+
+def _listing(path: Path, what: str, problems: list[str], limit: int = 25) -> str:
+    shown = problems[:limit] + ([f"... {len(problems) - limit} more"]
+                                if len(problems) > limit else [])
+    return f"{path}: {len(problems)} {what}:\n  " + "\n  ".join(shown)
+
+
+def participant_key(value) -> str:
+    """The participant id as compared: trimmed, inner whitespace collapsed, case ignored."""
+    return " ".join(str(value).split()).casefold()
 
 
 def choice_index(question: Question, answer: str) -> int | None:
@@ -81,33 +218,46 @@ class HumanListener(Listener):
         rows = read_rows(path)
         if not rows:
             raise ResponsesError(f"{path}: no responses")
-        missing = [c for c in REQUIRED if c not in rows[0]]
+        missing = [c for c in REQUIRED if c not in rows[0].values]
         if missing:
             raise ResponsesError(f"{path}: missing column(s) {', '.join(missing)} "
-                                 f"(needs {', '.join(REQUIRED)})")
-        problems, seen = [], set()
+                                 f"(needs {', '.join(REQUIRED)}; found "
+                                 f"{', '.join(map(str, rows[0].values)) or 'none'})")
+        problems, seen, spelling = [], {}, {}
         by_q: dict[str, list[Response]] = defaultdict(list)
-        for i, row in enumerate(rows, 2 if path.suffix.lower() == ".csv" else 1):
-            qid, who = str(row.get("question_id", "")).strip(), str(row.get("participant", ""))
+        for row in rows:
+            values, where = row.values, f"line {row.line}"
+            lacking = [c for c in REQUIRED if values.get(c) is None]
+            if lacking:
+                problems.append(f"{where}: no {', '.join(lacking)}")
+                continue
+            qid = str(values["question_id"]).strip()
+            who = " ".join(str(values["participant"]).split())
+            if not who:
+                problems.append(f"{where}: empty participant id")
+                continue
             q = questions.get(qid)
             if q is None:
-                problems.append(f"row {i}: unknown question_id {qid!r}")
+                problems.append(f"{where}: unknown question_id {qid!r}")
                 continue
-            if row.get("task") and row["task"] != q.task:
-                problems.append(f"row {i}: task {row['task']!r} does not match {qid!r}")
+            task = str(values.get("task") or "").strip()
+            if task and task != q.task:
+                problems.append(f"{where}: task {task!r} does not match {qid!r}")
                 continue
-            if (who, qid) in seen:
-                problems.append(f"row {i}: participant {who!r} answered {qid!r} twice")
+            key = (participant_key(who), qid)
+            if key in seen:
+                problems.append(f"{where}: participant {who!r} answered {qid!r} again (first "
+                                f"on {seen[key]})")
                 continue
-            seen.add((who, qid))
+            seen[key] = where
+            who = spelling.setdefault(key[0], who)  # one spelling per participant downstream
             try:
-                by_q[qid].append(Response(choice_index(q, row.get("answer", "")), who))
+                by_q[qid].append(Response(choice_index(q, values.get("answer", "")), who))
             except ValueError:
-                problems.append(f"row {i}: answer {row.get('answer')!r} is none of "
+                problems.append(f"{where}: answer {values.get('answer')!r} is none of "
                                 f"{', '.join(LETTERS[:q.n_choices])} or a choice of {qid!r}")
         if problems:
-            shown = problems[:25] + ([f"... {len(problems) - 25} more"] if len(problems) > 25 else [])
-            raise ResponsesError(f"{path}: {len(problems)} unusable responses:\n  " + "\n  ".join(shown))
+            raise ResponsesError(_listing(path, "unusable responses", problems))
         self._by_question = dict(by_q)
 
     def identity(self) -> dict:

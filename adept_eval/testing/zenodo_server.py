@@ -1,7 +1,9 @@
 """A Zenodo look-alike on 127.0.0.1: the records API and file downloads with Range support.
 
 Faults are switched per test: ``drop_after`` cuts the connection after that many bytes of the
-next N downloads, ``md5_override`` makes the records API announce a different checksum.
+next ``drops_left`` downloads, ``md5_override`` makes the records API announce a different
+checksum, ``record_patch`` rewrites the records-API JSON (a missing ``size``, ``files`` as an
+object...) the way a broken mirror or a changed API would.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from http.server import BaseHTTPRequestHandler
+from collections.abc import Callable
 from pathlib import Path
 
 from . import LoopbackServer
@@ -22,6 +25,7 @@ class ZenodoServer(LoopbackServer):
         self.drop_after: int | None = None
         self.drops_left = 0
         self.md5_override: str | None = None
+        self.record_patch: Callable[[dict], object] | None = None
         self.range_requests: list[str] = []
         self.downloads = 0
         self._serve(self._handler())
@@ -50,7 +54,10 @@ class ZenodoServer(LoopbackServer):
             def do_GET(self):
                 base = f"/api/records/{server.record_id}"
                 if self.path == base:
-                    body = json.dumps(server.record_json()).encode()
+                    record = server.record_json()
+                    if server.record_patch is not None:
+                        record = server.record_patch(record)
+                    body = json.dumps(record).encode()
                     self.send_response(200)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(body)))

@@ -1,0 +1,58 @@
+"""Errors a user causes (a bad file, option or corpus) and how they are shown: one message.
+
+Every such error names the file or option and the problem; it is shown as one line (or one
+list) without a traceback, and the process exits non-zero. Tracebacks are for bugs: the
+``adept-eval`` command prints one for a user error only with ``--debug``, and the lm-eval
+excepthook installed by ``install_excepthook`` only with ``ADEPT_EVAL_DEBUG=1``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+#: exit status of a run stopped by a user error (argparse uses 2 for bad arguments too)
+USER_ERROR_STATUS = 2
+
+
+class UserError(Exception):
+    """Marks an exception whose message alone tells the user what to fix."""
+
+
+def user_error_types() -> tuple[type[BaseException], ...]:
+    """Exception types whose message is the whole story (no traceback needed)."""
+    types: list[type[BaseException]] = [UserError]
+    models = sys.modules.get("adept_eval.models.base")
+    if models is not None:  # lm-eval's model layer is heavy: only look if already loaded
+        types.append(models.SystemSetupError)
+    return tuple(types)
+
+
+def message(exc: BaseException) -> str:
+    """One readable message for an exception, naming the file for OS errors."""
+    if isinstance(exc, OSError) and exc.strerror:
+        where = exc.filename if exc.filename is not None else ""
+        other = f" -> {exc.filename2}" if exc.filename2 is not None else ""
+        return f"{where}{other}: {exc.strerror}" if where else exc.strerror
+    text = str(exc)
+    return text if text else type(exc).__name__
+
+
+def install_excepthook() -> None:
+    """Show adept-eval's user errors that reach the top of a process (e.g. ``lm_eval`` loading
+    an adept task with a missing corpus) as ``error: <message>`` instead of a traceback; any
+    other exception keeps Python's normal report. Idempotent."""
+    if getattr(sys.excepthook, "_adept_eval", False):
+        return
+    previous = sys.excepthook
+
+    def hook(kind, value, tb):
+        if isinstance(value, user_error_types()) and not os.environ.get("ADEPT_EVAL_DEBUG"):
+            sys.stderr.write(f"error: {message(value)}\n"
+                             "(set ADEPT_EVAL_DEBUG=1 to see where it was raised)\n")
+            sys.stderr.flush()
+            return
+        previous(kind, value, tb)
+
+    hook._adept_eval = True  # type: ignore[attr-defined]
+    sys.excepthook = hook

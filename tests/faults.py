@@ -1,0 +1,63 @@
+"""Helpers for fault tests: running a command as a user the file permissions apply to.
+
+Tests run as root in CI containers, and root ignores file modes (CAP_DAC_OVERRIDE), so a
+``chmod 000`` folder is readable to it. To make EACCES real, the command under test runs in a
+subprocess as ``nobody`` when we are root (as ourselves otherwise), on files placed in a folder
+``nobody`` can reach.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+
+def unprivileged_user() -> str | None:
+    """The user to run permission tests as: None = ourselves (not root), else 'nobody'."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("running as root and there is no 'nobody' user to drop privileges to")
+    return "nobody"
+
+
+def public_dir() -> Path:
+    """A fresh folder under the system temp dir that an unprivileged user can enter."""
+    path = Path(tempfile.mkdtemp(prefix="adept-faults-"))
+    path.chmod(0o777)
+    return path
+
+
+def open_up(path: Path) -> None:
+    """Make a tree readable (and its folders writable) for the unprivileged user."""
+    for root, dirs, files in os.walk(path):
+        os.chmod(root, 0o777)
+        for f in files:
+            os.chmod(os.path.join(root, f), 0o644)
+
+
+def run_as_unprivileged(args: list[str], env: dict, cwd: Path, timeout: float = 600):
+    user = unprivileged_user()
+    kwargs = {}
+    if user is not None:
+        kwargs = {"user": user, "group": pwd.getpwnam(user).pw_gid, "extra_groups": []}
+    full_env = {"PATH": os.environ.get("PATH", ""), "TQDM_DISABLE": "1", "HOME": str(cwd),
+                "HF_HOME": str(cwd / "hf"), "PYTHONDONTWRITEBYTECODE": "1", **env}
+    return subprocess.run(args, capture_output=True, text=True, env=full_env, cwd=cwd,
+                          timeout=timeout, **kwargs)
+
+
+def console_script(name: str) -> str:
+    found = shutil.which(name) or str(Path(sys.executable).parent / name)
+    if not Path(found).exists():
+        pytest.skip(f"{name} console script not found")
+    return found

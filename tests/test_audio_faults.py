@@ -1,0 +1,167 @@
+"""Audio a hostile or unlucky user hands in: each is an error that says what it is, never a score."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from adept_eval.audio import AudioError, check_audio, from_array, read_audio
+import adept_eval.audio as _a; signal_problems = getattr(_a, "signal_problems", None)
+from faults import console_script, open_up, public_dir, run_as_unprivileged
+
+RATE = 16000
+
+
+def _speech_like(seconds=1.0):
+    t = np.arange(int(RATE * seconds)) / RATE
+    return (0.3 * np.sin(2 * np.pi * 180 * t) * (0.6 + 0.4 * np.sin(2 * np.pi * 3 * t)))
+
+
+def _kinds(report):
+    return {p.kind: p.message for p in report.problems if p.severity == "error"}
+
+
+def test_pure_dc_is_no_signal(tmp_path):
+    path = tmp_path / "dc.wav"
+    sf.write(path, np.full(RATE, 0.5), RATE, subtype="PCM_16")
+    errors = _kinds(check_audio(path))
+    assert "silent" in errors and "constant offset" in errors["silent"], errors
+    # a DC offset under real speech is still speech
+    sf.write(path, 0.3 + _speech_like() * 0.5, RATE, subtype="FLOAT")
+    assert check_audio(path).ok
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
+def test_non_finite_samples_are_an_error_that_says_so(tmp_path, bad):
+    x = _speech_like()
+    x[100:110] = bad
+    path = tmp_path / "nf.wav"
+    sf.write(path, x, RATE, subtype="FLOAT")
+    errors = _kinds(check_audio(path))
+    assert list(errors) == ["unreadable"], errors
+    assert "not finite" in errors["unreadable"] and str(path) in errors["unreadable"]
+    assert "silent" not in errors["unreadable"] and "-inf" not in errors["unreadable"]
+    with pytest.raises(AudioError, match="not finite"):
+        from_array(x, RATE)
+
+
+def test_anti_phase_stereo_is_reported_as_cancelling(tmp_path):
+    x = _speech_like()
+    path = tmp_path / "phase.wav"
+    sf.write(path, np.stack([x, -x], axis=1), RATE, subtype="PCM_16")
+    errors = _kinds(check_audio(path))
+    assert "phase" in errors and "cancel" in errors["phase"], errors
+    assert "silent" not in errors
+
+
+def test_truly_silent_stereo_is_silent_not_phase(tmp_path):
+    path = tmp_path / "quiet.wav"
+    sf.write(path, np.zeros((RATE, 2)), RATE, subtype="PCM_16")
+    errors = _kinds(check_audio(path))
+    assert set(errors) == {"silent"}
+
+
+def test_wav_truncated_to_half_its_data_is_an_error(tmp_path):
+    path = tmp_path / "full.wav"
+    sf.write(path, _speech_like(2.0), RATE, subtype="PCM_16")
+    data = path.read_bytes()
+    cut = tmp_path / "cut.wav"
+    cut.write_bytes(data[: len(data) // 2])
+    assert check_audio(path).ok
+    errors = _kinds(check_audio(cut))
+    assert "unreadable" in errors and "truncated" in errors["unreadable"], errors
+    with pytest.raises(AudioError, match="truncated"):
+        read_audio(cut)
+
+
+def test_signal_problems_is_the_one_check_for_in_memory_audio():
+    assert signal_problems(from_array(_speech_like(), RATE)) == []
+    kinds = [k for k, _ in signal_problems(from_array(np.full(RATE, -0.25), RATE))]
+    assert kinds == ["silent"]
+    x = _speech_like()
+    kinds = [k for k, _ in signal_problems(from_array(np.stack([x, -x]), RATE))]
+    assert kinds == ["phase"]
+
+
+def test_speech_judge_refuses_dc_inf_and_truncated_files(tmp_path):
+    """The judge reads audio through audio.py, so the same files are its bad_input, not scores."""
+    from adept_eval.judge.runner import BadInput, JudgeConfig, prepare_audio
+
+    dc, inf, cut = tmp_path / "dc.wav", tmp_path / "inf.wav", tmp_path / "cut.wav"
+    sf.write(dc, np.full(RATE, 0.5), RATE, subtype="PCM_16")
+    x = _speech_like()
+    x[5] = np.inf
+    sf.write(inf, x, RATE, subtype="FLOAT")
+    sf.write(cut, _speech_like(2.0), RATE, subtype="PCM_16")
+    cut.write_bytes(cut.read_bytes()[: cut.stat().st_size // 2])
+    for path in (dc, inf, cut):
+        with pytest.raises(BadInput):
+            prepare_audio(str(path), JudgeConfig(), "response")
+
+
+# ------------------------------------------------------------------ unreadable files and folders
+@pytest.fixture
+def locked_system(synthetic_root):
+    """ADEPT (readable) and a system folder with one unreadable sub-folder and one unreadable
+    file, in a place an unprivileged user can reach."""
+    base = public_dir()
+    corpus = base / "adept"
+    shutil.copytree(synthetic_root, corpus)
+    system = base / "sys"
+    shutil.copytree(synthetic_root / "wav_44khz", system)
+    open_up(base)
+    (system / "emotion/fear").chmod(0o000)
+    (system / "emotion/joy/ad00_0001.wav").chmod(0o000)
+    yield base, corpus, system
+    (system / "emotion/fear").chmod(0o755)
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def test_check_reports_unreadable_folder_and_file_per_file(locked_system):
+    base, corpus, system = locked_system
+    done = run_as_unprivileged([console_script("adept-eval"), "check", "-q", "--all",
+                                str(system)], {"ADEPT_EVAL_CORPUS": str(corpus),
+                                               "ADEPT_EVAL_HOME": str(base / "home"),
+                                               "COLUMNS": "400"}, base)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
+    out = done.stdout
+    assert "permission denied" in out
+    assert "emotion/fear/ad00_0001.wav" in out and "emotion/joy/ad00_0001.wav" in out
+    # fear has 5 sentences x 1 speaker in the female task, joy's one file: 1 + the fear folder
+    n_fear = sum(1 for line in out.splitlines() if "emotion/fear/" in line and "denied" in line)
+    assert n_fear >= 5
+    assert f"{195 - n_fear - 1}/195 samples usable" in out
+
+
+def test_lm_eval_survives_unreadable_folder_with_on_missing_wrong(locked_system):
+    base, corpus, system = locked_system
+    out = base / "out"
+    done = run_as_unprivileged(
+        [console_script("lm_eval"), "--model", "audio-dir", "--model_args",
+         f"path={system},on_missing=wrong", "--tasks", "adept_emotion_female",
+         "--output_path", str(out), "--log_samples"],
+        {"ADEPT_EVAL_CORPUS": str(corpus), "ADEPT_EVAL_HOME": str(base / "home")}, base)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(next(out.rglob("results_*.json")).read_text())
+    r = results["results"]["adept_emotion_female"]
+    assert r["failed,none"] > 0
+    samples = [json.loads(x) for f in out.rglob("samples_*.jsonl") for x in f.read_text().splitlines()]
+    details = " ".join(json.dumps(s) for s in samples)
+    assert "permission denied" in details
+
+
+def test_hub_audio_cells_get_the_same_checks():
+    """Audio bytes from a dataset cell are decoded through audio.py too: NaN is an error."""
+    import io
+
+    from adept_eval.data import decode
+
+    x = _speech_like()
+    x[3] = np.nan
+    buf = io.BytesIO()
+    sf.write(buf, x, RATE, format="WAV", subtype="FLOAT")
+    with pytest.raises(AudioError, match="ad00_0001.wav: 1 samples are not finite"):
+        decode({"path": "ad00_0001.wav", "bytes": buf.getvalue()})
