@@ -17,7 +17,6 @@ out of templates anyway: the command inherits the environment, so your program c
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import shlex
 import subprocess
