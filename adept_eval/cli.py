@@ -13,6 +13,7 @@ from rich.table import Table
 
 from . import __version__, spec
 from .corpus import load_corpus
+from .questions import DEFAULT_BLIND_SALT
 
 console = Console(soft_wrap=True)  # messages stay greppable; tables still fit the width
 err_console = Console(stderr=True, soft_wrap=True)
@@ -87,22 +88,37 @@ def cmd_check(args) -> int:
 
 
 def cmd_questions(args) -> int:
-    """The listening tests as a plan for a human evaluation (ids the `human` listener reads)."""
+    """The listening tests as a plan for a human evaluation (ids the `human` listener reads).
+
+    Beside the real ids (which name class, subcategory and sentence, so they must not reach
+    participants), every question and stimulus gets a blinded id to use as page and audio file
+    names on the platform; ``blinded_id`` recomputes them from the real ids and the salt."""
     import csv
     import json
 
-    from .questions import LETTERS, all_questions
+    from .questions import (LETTERS, all_questions, blinded_id, blinded_question_id,
+                            unblinding)
 
     corpus = _corpus(args)
-    rows = []
+    wanted = _comma_list(args.tasks)
+    unknown = sorted(set(wanted) - set(spec.TASKS))
+    if unknown:
+        raise ValueError(f"--tasks: unknown task(s) {', '.join(unknown)} (the twelve "
+                         "adept_{class}_{speaker} tasks)")
+    rows, chosen = [], []
     for task, qs in all_questions(corpus).items():
-        if args.tasks and task not in args.tasks:
+        if wanted and task not in wanted:
             continue
+        chosen += qs
         for q in qs:
-            rows.append({"question_id": q.question_id, "task": task, "question": q.question,
+            rows.append({"question_id": q.question_id,
+                         "blinded_question_id": blinded_question_id(q.question_id, args.salt),
+                         "task": task, "question": q.question,
                          "stimuli": " | ".join(q.stimuli),
+                         "blinded_stimuli": " | ".join(blinded_id(s, args.salt) for s in q.stimuli),
                          "choices": " | ".join(f"{LETTERS[i]}. {c}" for i, c in enumerate(q.choices)),
                          "answer": q.answer_letter, "target": q.target})
+    unblinding(chosen, args.salt)  # refuses a collision among the blinded ids
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     if out.suffix == ".jsonl":
@@ -115,6 +131,62 @@ def cmd_questions(args) -> int:
             writer.writerows(rows)
     console.print(f"{len(rows)} questions written to {out}")
     return 0
+
+
+def _comma_list(values) -> list[str]:
+    """``a b``, ``a,b`` and ``a, b`` alike (lm-eval's --tasks takes commas)."""
+    return [part.strip() for v in values or [] for part in str(v).split(",") if part.strip()]
+
+
+def _key_values(items) -> dict:
+    """``k=v k2=v2`` (--option) and ``k=v,k2=v2`` or a JSON object (lm-eval's --metadata).
+
+    Commas split only outside brackets and quotes, so ``orders=[0,1]`` stays one value; values
+    are Python literals where they parse (``3``, ``True``, ``[0, 1]``) and strings otherwise."""
+    import ast
+    import json
+
+    out: dict = {}
+    for item in items or []:
+        text = str(item).strip()
+        if text.startswith("{"):
+            try:
+                parsed = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"--metadata: not a valid JSON object ({exc})") from None
+            if not isinstance(parsed, dict):
+                raise ValueError("--metadata: a JSON value must be an object")
+            out.update(parsed)
+            continue
+        for part in _split_top_level(text):
+            key, eq, value = part.partition("=")
+            if not eq or not key.strip():
+                raise ValueError(f"expected key=value, got {part!r}")
+            try:
+                out[key.strip()] = ast.literal_eval(value)
+            except (ValueError, SyntaxError):
+                out[key.strip()] = value
+    return out
+
+
+def _split_top_level(text: str) -> list[str]:
+    parts, buf, depth, quote = [], [], 0, None
+    for ch in text:
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[({":
+            depth += 1
+        elif ch in "])}":
+            depth = max(depth - 1, 0)
+        elif ch == "," and depth == 0:
+            parts.append("".join(buf))
+            buf = []
+            continue
+        buf.append(ch)
+    parts.append("".join(buf))
+    return [p.strip() for p in parts if p.strip()]
 
 
 def _scores_table(path: Path, score_key: str = "score") -> dict[str, tuple[float | None, str]]:
@@ -150,6 +222,17 @@ def _scores_table(path: Path, score_key: str = "score") -> dict[str, tuple[float
     return out
 
 
+def _print_whole(table: Table) -> None:
+    """Print a table at its natural width when the output is not a terminal (a file, a pipe),
+    so no cell is truncated or folded to fit an imagined 80 columns."""
+    if console.is_terminal:
+        console.print(table)
+    else:
+        natural = console.measure(table, options=console.options.update(max_width=10_000))
+        Console(file=console.file, width=max(console.width, natural.maximum),
+                soft_wrap=True).print(table)
+
+
 def cmd_judge_agreement(args) -> int:
     from .judge.agreement import agreement
 
@@ -163,13 +246,14 @@ def cmd_judge_agreement(args) -> int:
                        [judge_scores[k][1] or human_scores[k][1] for k in common])
     table = Table(title=f"Judge vs human scores ({len(common)} items in both files; "
                   f"{result['dropped']} left out for a missing score)", box=box.SIMPLE_HEAD)
-    for col in ("instruction type", "n", "Spearman", "Kendall", "QWK", "exact", "within 1"):
-        table.add_column(col, justify="left" if col == "instruction type" else "right")
+    table.add_column("instruction type", overflow="fold")  # never cut a name short
+    for col in ("n", "Spearman", "Kendall", "QWK", "exact", "within 1"):
+        table.add_column(col, justify="right")
     rows = [("all", result["overall"])] + list(result.get("by_type", {}).items())
     for name, st in rows:
         table.add_row(name or "-", str(st["n"]), *(f"{st[k]:.3f}" for k in
                       ("spearman", "kendall", "qwk", "exact", "within_1")))
-    console.print(table)
+    _print_whole(table)
     only = len(set(judge_scores) ^ set(human_scores))
     if only:
         console.print(f"{only} ids appear in only one of the files and were not compared")
@@ -182,8 +266,6 @@ def cmd_judge_agreement(args) -> int:
 
 def cmd_ceiling(args) -> int:
     """A listener's accuracy on ADEPT's own natural recordings: the most it can credit a system."""
-    import ast
-
     from lm_eval import simple_evaluate
     from lm_eval.tasks import TaskManager
 
@@ -194,18 +276,16 @@ def cmd_ceiling(args) -> int:
         import os
 
         os.environ["ADEPT_EVAL_CORPUS"] = args.corpus
-    options = {}
-    for item in args.option or []:
-        key, _, value = item.partition("=")
-        try:
-            options[key] = ast.literal_eval(value)
-        except (ValueError, SyntaxError):
-            options[key] = value
+    options = _key_values(args.option)
+    listener = options.pop("listener", None)
+    if listener and args.listener and listener != args.listener:
+        raise ValueError(f"--listener {args.listener} and --metadata listener={listener} disagree")
+    listener = listener or args.listener or "acoustic"
     register()
-    res = simple_evaluate(model="adept-natural", tasks=args.tasks,
-                          task_manager=TaskManager(metadata={"listener": args.listener, **options}),
+    res = simple_evaluate(model="adept-natural", tasks=_comma_list(args.tasks) or ["adept"],
+                          task_manager=TaskManager(metadata={"listener": listener, **options}),
                           bootstrap_iters=0, limit=args.limit)
-    console.print(adept_table(res["results"], title=f"Ceiling of the {args.listener!r} listener "
+    console.print(adept_table(res["results"], title=f"Ceiling of the {listener!r} listener "
                               "(accuracy on ADEPT's natural recordings)"))
     return 0
 
@@ -374,7 +454,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="write every listening-test question (ids, stimuli order, choices, "
                        "answer) for running a human evaluation")
     p.add_argument("-o", "--output", default="adept_questions.csv", help=".csv or .jsonl")
-    p.add_argument("--tasks", nargs="*", help="only these tasks")
+    p.add_argument("--tasks", nargs="+", action="extend", metavar="TASK",
+                   help="only these tasks (space- or comma-separated)")
+    p.add_argument("--salt", default=DEFAULT_BLIND_SALT,
+                   help="salt of the blinded ids (default: a fixed public one; pass your own, "
+                   "kept private, if participants could recompute ids from ADEPT's file names)")
     p.set_defaults(func=cmd_questions)
 
     p = sub.add_parser("make-synthetic", help="write a synthetic ADEPT (folder or .zip) for "
@@ -384,10 +468,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("ceiling", parents=[common], help="a listener's accuracy on ADEPT's "
                        "natural recordings: its measured ceiling")
-    p.add_argument("--listener", default="acoustic")
-    p.add_argument("--option", nargs="*", metavar="KEY=VALUE",
-                   help="listener options, e.g. llm_base_url=http://localhost:8000/v1")
-    p.add_argument("--tasks", nargs="*", default=["adept"])
+    p.add_argument("--listener", help="acoustic (default), audio-llm or human")
+    p.add_argument("--option", "--metadata", dest="option", nargs="+", action="extend",
+                   metavar="KEY=VALUE", help="listener options as lm-eval's --metadata takes "
+                   "them (k=v,k2=v2, space-separated k=v k2=v2, or a JSON object), e.g. "
+                   "llm_base_url=http://localhost:8000/v1; listener=NAME works here too")
+    p.add_argument("--tasks", nargs="+", action="extend", metavar="TASK",
+                   help="tasks or groups, space- or comma-separated (default: adept)")
     p.add_argument("--limit", type=int, help="questions per task (a quick, partial ceiling)")
     p.set_defaults(func=cmd_ceiling)
 

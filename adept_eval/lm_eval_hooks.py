@@ -423,3 +423,50 @@ def _patch_evaluate(loading_module) -> None:
 
     evaluation_module_factory._adept_eval = True  # type: ignore[attr-defined]
     loading_module.evaluation_module_factory = evaluation_module_factory
+
+def _patch_cli_args(utils_module) -> None:
+    """``key=value`` arguments may contain braces; malformed JSON is not echoed.
+
+    lm-eval 0.4.13 parses ``--model_args``/``--metadata`` as JSON whenever the text contains
+    ``{``, and refuses it otherwise, so ``command=my_tts --text {text}`` or ``pattern={id}-Kimi``
+    never reach the ``key=value`` parser (which itself splits only at top-level commas, braces
+    respected). A JSON object starts with ``{``: anything else falls back to ``key=value``. A
+    text that does start with ``{`` and is not valid JSON is an error whose message says where
+    it is broken but does not repeat the text, which may hold a secret.
+    """
+    original = utils_module.try_parse_json
+    if getattr(original, "_adept_eval", False):
+        return
+
+    def try_parse_json(value):
+        try:
+            return original(value)
+        except ValueError:
+            if not isinstance(value, str) or not value.lstrip().startswith("{"):
+                return value  # the key=value form, placeholders and all
+            import json
+
+            try:
+                json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"not a valid JSON object ({exc}; the {len(value)}-character "
+                                 "value is not shown, in case it holds a secret). Use "
+                                 "key=value,key2=value2 or a JSON object with double quotes"
+                                 ) from None
+            raise
+
+    try_parse_json._adept_eval = True  # type: ignore[attr-defined]
+    try_parse_json.__wrapped__ = original  # type: ignore[attr-defined]
+    utils_module.try_parse_json = try_parse_json
+
+    action = getattr(utils_module, "MergeDictAction", None)
+    call = getattr(action, "__call__", None)
+    if call is not None and not getattr(call, "_adept_eval", False):
+        def __call__(self, parser, namespace, values, option_string=None):
+            try:
+                return call(self, parser, namespace, values, option_string)
+            except ValueError as exc:  # one line from argparse, not a traceback
+                parser.error(f"argument {option_string or self.dest}: {exc}")
+
+        __call__._adept_eval = True  # type: ignore[attr-defined]
+        action.__call__ = __call__

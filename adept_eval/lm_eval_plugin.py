@@ -22,6 +22,9 @@ imports lm-eval is untouched, and when lm-eval is imported:
 - after ``lm_eval.utils`` / ``lm_eval.loggers.utils`` / ``lm_eval.api.task`` load: the printed
   table shows our headline metric first and counts as integers; ``git describe`` outside a git
   checkout stays quiet; lm-eval's "Custom kwargs" hint is not repeated for each of our tasks.
+- after ``lm_eval._cli.utils`` loads: ``--model_args``/``--metadata`` in ``key=value`` form may
+  contain ``{...}`` (``command=... {text} ...``, ``pattern={id}-Kimi``), and a malformed JSON
+  object is reported without echoing it (see ``_patch_cli_args``).
 
 Every wrapper falls back to lm-eval's own behaviour on any unexpected error of ours: a change in
 lm-eval can cost adept-eval a feature, never break ``lm_eval`` for the environment. (Deliberate
@@ -76,6 +79,7 @@ EVALUATE_MODULES = {"speech_judge": speech_judge_path, "prosody_transfer": proso
 
 
 _HOOKS = {
+    "lm_eval._cli.utils": "_patch_cli_args",
     "evaluate.loading": "_patch_evaluate",
     "lm_eval.api.registry": "_register_models",
     "lm_eval.tasks.manager": "_patch_task_manager",

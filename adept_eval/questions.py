@@ -15,6 +15,7 @@ can profit from a fixed position. Single-stimulus choices keep adept_prompts.jso
 from __future__ import annotations
 
 import hashlib
+import hmac
 import random
 from dataclasses import dataclass
 
@@ -90,3 +91,34 @@ def build_questions(corpus: Corpus, task_name: str) -> list[Question]:
 
 def all_questions(corpus: Corpus) -> dict[str, list[Question]]:
     return {name: build_questions(corpus, name) for name in spec.TASKS}
+
+
+#: the default salt of blinded ids; a study whose participants could recompute ids from ADEPT's
+#: public stimulus names should pass its own, kept private (``adept-eval questions --salt``)
+DEFAULT_BLIND_SALT = "adept-eval blinded ids v1"
+
+
+def blinded_id(real_id: str, salt: str = DEFAULT_BLIND_SALT, prefix: str = "s") -> str:
+    """A stable id that reveals nothing of ``real_id`` (class, subcategory, sentence): 12 hex
+    digits of HMAC-SHA256(salt, real_id). The same id and salt always give the same result, so
+    an exported listening test and its audio files can be rebuilt; 48 bits make collisions among
+    ADEPT's 195 stimuli and 165 questions vanishingly unlikely (checked by ``unblinding``)."""
+    digest = hmac.new(salt.encode(), real_id.encode(), hashlib.sha256).hexdigest()
+    return f"{prefix}{digest[:12]}"
+
+
+def blinded_question_id(question_id: str, salt: str = DEFAULT_BLIND_SALT) -> str:
+    return blinded_id(question_id, salt, prefix="q")
+
+
+def unblinding(questions, salt: str = DEFAULT_BLIND_SALT) -> dict[str, str]:
+    """Blinded id -> real id, for every question and stimulus of ``questions``; raises if two
+    real ids ever collided (so a blinded id always names exactly one thing)."""
+    out: dict[str, str] = {}
+    for q in questions:
+        pairs = [(blinded_question_id(q.question_id, salt), q.question_id)]
+        pairs += [(blinded_id(s, salt), s) for s in q.stimuli]
+        for blind, real in pairs:
+            if out.setdefault(blind, real) != real:
+                raise ValueError(f"blinded id {blind} names both {out[blind]} and {real}")
+    return out

@@ -19,53 +19,11 @@ from pathlib import Path
 from adept_eval import __version__
 from adept_eval.lm_eval_plugin import speech_judge_path
 
-CARD = """---
-title: Speech Judge
-emoji: 🎙️
-colorFrom: indigo
-colorTo: blue
-sdk: gradio
-app_file: app.py
-pinned: false
-tags:
-- evaluate
-- metric
-description: >-
-  An audio LLM rates spoken responses 1-5 against spoken style instructions (VStyle's judge).
----
+def card(repo: str) -> str:
+    """The module card shipped beside the metric, with the Space's own id in its example."""
+    shipped = (speech_judge_path().parent / "README.md").read_text(encoding="utf-8")
+    return shipped.replace('evaluate.load("speech_judge")', f'evaluate.load("{repo}")')
 
-# Metric Card for speech_judge
-
-An audio-capable LLM (Gemini, OpenAI's audio models, or a vLLM/SGLang-served Qwen-Omni) hears a
-spoken response, reads the transcript of the instruction it answers and rates it 1-5 for
-content, style adherence and naturalness with the VStyle benchmark's judge prompt. Unparseable
-verdicts are asked again and then counted as failures, never as scores; judgements are cached.
-
-## How to use
-
-```python
-import evaluate
-judge = evaluate.load("{repo}")
-judge.compute(predictions=["answer.wav"], references=["Say it sadly: I lost my keys."],
-              instruction_types=["instruction/emotion"], backend="gemini")
-```
-
-Requires `pip install adept-eval` ({version} or later) and a key in `GEMINI_API_KEY` /
-`OPENAI_API_KEY` (or `base_url=` of a local server). Outputs: `score` (mean over judged items)
-with `score_ci95`, `score_by_type`, `histogram`, `n`, `n_judged`, `n_failed`, `failure_rate`,
-`judge` (backend, model, prompt sha256, sampling parameters) and per-item `items`.
-
-## Citation
-
-```bibtex
-@article{{zhan2025vstyle,
-  title   = {{{{VStyle}}: A Benchmark for Voice Style Adaptation with Spoken Instructions}},
-  author  = {{Zhan, Jun and others}},
-  journal = {{arXiv preprint arXiv:2509.09716}},
-  year    = {{2025}}
-}}
-```
-"""
 
 APP = '''import os
 
@@ -110,7 +68,7 @@ def build(folder: Path, repo: str) -> Path:
     shutil.copy(speech_judge_path(), folder / "speech_judge.py")
     (folder / "app.py").write_text(APP, encoding="utf-8")
     (folder / "requirements.txt").write_text(f"adept-eval>={__version__}\n", encoding="utf-8")
-    (folder / "README.md").write_text(CARD.format(repo=repo, version=__version__), encoding="utf-8")
+    (folder / "README.md").write_text(card(repo), encoding="utf-8")
     return folder
 
 

@@ -108,7 +108,8 @@ class SpeechSystem(LM):
                 "the questions that need them as wrong answers:\n  " + "\n  ".join(shown + more))
         if failed:
             log.warning("%s: %d of %d samples missing or unusable; their questions are scored "
-                        "as wrong answers (on_missing=wrong)", self.name, len(failed), len(produced))
+                        "as wrong answers (on_missing=wrong). %s", self.name, len(failed),
+                        len(produced), first_reasons(failed))
         out = []
         for req in requests:
             records = [produced[s.stimulus_id].to_json() for s in stimuli_of(req.doc)]
@@ -145,6 +146,15 @@ class SpeechSystem(LM):
     @property
     def tokenizer_name(self) -> str:
         return self.name
+
+
+def first_reasons(failed: list[Produced], shown: int = 3) -> str:
+    """The first few failures with their reasons, for a console that would otherwise say only
+    how many failed (every reason is in the logged samples)."""
+    lines = [f"{p.stimulus_id}: {p.problem or p.status}" for p in failed[:shown]]
+    more = f" (and {len(failed) - shown} more; every reason is in the logged samples)" \
+        if len(failed) > shown else ""
+    return "First: " + "; ".join(lines) + more
 
 
 def stimuli_of(doc: dict) -> list[Stimulus]:

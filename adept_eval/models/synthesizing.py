@@ -91,14 +91,32 @@ class SynthesizingSystem(SpeechSystem):
 
 
 class InProcessTTS(SynthesizingSystem):
-    """Subclass and implement ``synthesize(text, reference_audio) -> Audio | (samples, rate)``."""
+    """A TTS model in this Python process: subclass it and implement ``synthesize``.
+
+    ``synthesize(text, reference_audio)`` is called once per stimulus (cached results are not
+    asked again). ``text`` is the sentence to speak; ``reference_audio`` is an
+    ``adept_eval.audio.Audio``, the natural ADEPT recording whose prosody to transfer, already
+    decoded: ``.samples`` (mono float32 numpy array in [-1, 1]), ``.rate`` (Hz), ``.duration``
+    (s) and ``.path`` (the file, for models that want to read it themselves). Return either an
+    ``Audio`` or ``(samples, rate)``: a 1-D float array in [-1, 1] (or (n, channels), which is
+    downmixed) and an int rate. Raising fails that stimulus only (its questions are scored wrong
+    and counted in ``failed``, with your exception's message in the logged samples).
+    """
 
     def synthesize(self, text: str, reference_audio: Audio):
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement "
+                                  "synthesize(text, reference_audio)")
 
     def synthesize_to(self, stimulus: Stimulus, output: Path) -> None:
         result = self.synthesize(stimulus.text, read_audio(stimulus.reference_audio))
         if not isinstance(result, Audio):
+            if not (isinstance(result, (tuple, list)) and len(result) == 2):
+                raise TypeError(f"synthesize() returned {type(result).__name__}; it must return "
+                                "an adept_eval.audio.Audio or (samples, rate)")
             samples, rate = result
-            result = from_array(np.asarray(samples), int(rate))
+            samples = np.asarray(samples)
+            if samples.size == 0 or not np.issubdtype(samples.dtype, np.number):
+                raise TypeError("synthesize() returned no samples (want a non-empty numeric "
+                                "array in [-1, 1])")
+            result = from_array(samples, int(rate))
         write_wav(output, result)

@@ -8,10 +8,15 @@ The template is split like a shell would (shlex) and then each argument is fille
 natural ADEPT recording to transfer prosody from, ``{output}`` the .wav to write. A template
 containing commas (which lm-eval's --model_args would split) goes in a file: ``command_file=``.
 Each call has ``timeout`` seconds (default 300). Outputs are cached (see ``synthesizing``).
+
+The template is recorded with every logged sample, so anything secret-looking in it is redacted
+there (see ``redact_command``) and the exact template is identified by its sha256 only. Keep keys
+out of templates anyway: the command inherits the environment, so your program can read them.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 import shlex
 import subprocess
@@ -22,6 +27,42 @@ from .base import Stimulus, SystemSetupError
 from .synthesizing import SynthesizingSystem
 
 _PLACEHOLDER = re.compile(r"\{(text|reference|output)\}")
+
+# option names whose value is a secret: --api-key X, --token=X, password=X, -H "Authorization: ..."
+_SECRET_OPTION = re.compile(r"(key|token|secret|passw(or)?d|auth|credential|bearer|cookie)",
+                            re.IGNORECASE)
+# values shaped like credentials, wherever they appear
+_SECRET_VALUE = re.compile(
+    r"(sk-[A-Za-z0-9_-]{12,}|hf_[A-Za-z0-9]{16,}|AIza[0-9A-Za-z_-]{20,}|gh[pousr]_[A-Za-z0-9]{20,}"
+    r"|xox[abprs]-[A-Za-z0-9-]{10,}|(?<=://)[^/\s:@]+:[^/\s@]+(?=@)|(?<=Bearer )\S+)")
+REDACTED = "<redacted>"
+
+
+def redact_command(args: list[str]) -> str:
+    """The template as one line with secret-looking values replaced by ``<redacted>``: values of
+    options named like secrets (``--api-key X``, ``--token=X``, ``key=X``), credential-shaped
+    strings (``sk-...``, ``hf_...``, ``AIza...``, ``user:pass@`` in URLs, ``Bearer ...``) and
+    the values of secret-named environment variables. Placeholders are never redacted."""
+    from ..hub import secret_values
+
+    env_secrets = sorted(secret_values().values(), key=len, reverse=True)
+    out: list[str] = []
+    hide_next = False
+    for arg in args:
+        if hide_next and not _PLACEHOLDER.fullmatch(arg):
+            out.append(REDACTED)
+            hide_next = False
+            continue
+        hide_next = False
+        name, eq, value = arg.partition("=")
+        if arg.startswith("-") and not eq and _SECRET_OPTION.search(arg):
+            hide_next = True
+        elif eq and value and _SECRET_OPTION.search(name) and not _PLACEHOLDER.fullmatch(value):
+            arg = f"{name}={REDACTED}"
+        for secret in env_secrets:
+            arg = arg.replace(secret, REDACTED)
+        out.append(_SECRET_VALUE.sub(REDACTED, arg))
+    return shlex.join(out)
 
 
 class TTSCommandSystem(SynthesizingSystem):
@@ -53,7 +94,10 @@ class TTSCommandSystem(SynthesizingSystem):
         return "\x1f".join(self.template)
 
     def describe(self) -> dict:
-        return {**super().describe(), "command": " ".join(self.template)}
+        """No secrets: the template redacted, and the exact template only as a hash."""
+        exact = hashlib.sha256("\x1f".join(self.template).encode()).hexdigest()
+        return {**super().describe(), "command": redact_command(self.template),
+                "command_sha256": exact}
 
     def synthesize_to(self, stimulus: Stimulus, output: Path) -> None:
         values = {"text": stimulus.text, "reference": stimulus.reference_audio,

@@ -1,0 +1,363 @@
+"""Every command block of README.md runs, as written, through the real executables.
+
+The blocks are read from README.md itself, so they cannot drift from what is tested. Each
+```bash line (continuations joined) and each ```python block must match a rule in ``RULES``;
+a block with no rule fails ``test_every_block_has_a_rule``, so a new README block cannot go
+untested by accident. A rule says how the command runs:
+
+- ``run``: exactly as written;
+- ``adapted``: as written, plus the changes the rule lists and its reason (a stand-in service's
+  URL where the README names a real one, a temporary folder for ``/tmp``);
+- ``not run``: never, with the reason (the set-up commands that install or test this package).
+
+Every command runs in one shared folder (the README's relative paths, ``my_tts/``, ``out/``,
+``answers.csv``..., exist there), in README order, with the services a user would have replaced
+by the loopback stand-ins of ``adept_eval.testing`` through the variables they document:
+``ADEPT_EVAL_ZENODO_URL`` (the corpus is "downloaded" from a Zenodo look-alike serving the
+synthetic ADEPT), ``HF_ENDPOINT``/``HF_TOKEN`` (a Hub look-alike that also serves a small
+``zhanjun/VStyle``), ``OPENAI_BASE_URL`` (the openai SDK's own variable) for OpenAI's API.
+``lm_eval`` commands get ``--limit 2`` (two questions per task), the one change made to all of
+them, to keep the runtime reasonable: it samples questions and changes nothing else. A command
+whose adapted text is identical to one already run is not run twice (unless its block sets
+variables with ``export``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+LM_EVAL_LIMIT = 2
+
+#: fenced blocks that are not commands (and so are not run), by language
+NOT_COMMANDS = {"": "plain text (the package layout)", "bibtex": "a citation"}
+SHELL = {"bash", "sh", "shell"}
+PYTHON = {"python", "py"}
+
+HUB_TOKEN = "hf_readme_user_token_0123456789abcdef"
+VSTYLE_TOKEN = "hf_vstyle_owner_token_0123456789"
+
+
+@dataclass(frozen=True)
+class Rule:
+    pattern: str  # regex searched in the command line (or the whole python block)
+    how: str  # "run" | "adapted" | "not run"
+    reason: str = ""
+    subs: tuple[tuple[str, str], ...] = ()  # (regex, replacement with {llm} {judge} {tmp})
+    expect: tuple[str, ...] = ()  # what the output must contain (regexes)
+    needs: tuple[str, str] | None = None  # (path, command making it) when run on its own
+
+
+JUDGE_URL = r"(judge_base_url=)http://localhost:8000/v1"
+LLM_URL = r"(llm_base_url=)http://localhost:8000/v1"
+
+RULES: tuple[Rule, ...] = (
+    Rule(r"^pip install \. && adept-eval prepare && lm_eval", "adapted",
+         "`pip install .` is the installation this test runs in (reinstalling would replace it); "
+         "the rest of the main job runs as written",
+         subs=((r"^pip install \. && ", ""),), expect=(r"adept\b",)),
+    Rule(r"^pip install \"\.\[test\]\" && python -m pytest", "not run",
+         "this is the test suite itself: running it from inside would recurse"),
+    Rule(r"^lm_eval .*listener=audio-llm llm_base_url=http://localhost:8000/v1", "adapted",
+         "llm_base_url names a local vLLM server; here the loopback server answers",
+         subs=((LLM_URL, r"\g<1>{llm}"),)),
+    Rule(r"^lm_eval .*--tasks vstyle_en .*judge_base_url=http://localhost:8000/v1", "adapted",
+         "judge_base_url names a local vLLM server; here the loopback judge answers",
+         subs=((JUDGE_URL, r"\g<1>{judge}"),)),
+    Rule(r"^lm_eval --model (adept-natural|audio-dir|tts-command) ", "run"),
+    Rule(r"^adept-eval (prepare|manifest|check|questions)\b", "run"),
+    Rule(r"^adept-eval ceiling --listener audio-llm", "adapted",
+         "llm_base_url names a local vLLM server; here the loopback OpenAI-compatible server "
+         "answers; like every lm_eval command, it asks only 2 questions per task",
+         subs=((LLM_URL, r"\g<1>{llm}"), (r"$", f" --limit {LM_EVAL_LIMIT}")),
+         expect=(r"Ceiling",)),
+    Rule(r"^adept-eval judge-agreement ", "run", expect=(r"Spearman",)),
+    Rule(r"^export OPENAI_API_KEY=\.\.\. GEMINI_API_KEY=\.\.\.$", "run"),
+    Rule(r"^lm_eval --model openai-speech .*judge_backend=gemini", "adapted",
+         "Gemini is not reachable here: the judge's documented judge_base_url option points "
+         "the gemini backend at the loopback server (OpenAI's API is the loopback server too, "
+         "through OPENAI_BASE_URL)", subs=((r"(--metadata )", r"\g<1>judge_base_url={judge} "),)),
+    Rule(r"^adept-eval publish ", "run", expect=(r"pushed \d+ files",),
+         needs=("out/my-tts", "lm_eval --model audio-dir --model_args path=my_tts/,name=my-tts "
+                              "--tasks adept --output_path out/ --log_samples")),
+    Rule(r"^adept-eval make-synthetic /tmp/ADEPT\.zip$", "adapted",
+         "tests write only inside their own temporary folder", subs=((r"/tmp/", "{tmp}/"),)),
+    Rule(r"^export ADEPT_EVAL_CORPUS=/tmp/ADEPT\.zip$", "adapted",
+         "tests write only inside their own temporary folder", subs=((r"/tmp/", "{tmp}/"),)),
+    Rule(r"^adept-eval prepare && lm_eval --model adept-natural --tasks adept ", "run"),
+    # python blocks
+    Rule(r'judge = evaluate\.load\("speech_judge"\)', "adapted",
+         "Gemini is not reachable here: base_url (a documented compute() option) points the "
+         "gemini backend at the loopback judge",
+         subs=((r'backend="gemini",', 'backend="gemini", base_url="{judge}",'),)),
+    Rule(r"from adept_eval\.corpus import load_corpus", "run"),
+    Rule(r"class CopyReference\(InProcessTTS\)", "run", expect=(r"^1\.0 ",)),
+)
+
+
+# ----------------------------------------------------------------------------- README parsing
+@dataclass(frozen=True)
+class Block:
+    line: int  # where the block starts in README.md
+    lang: str
+    text: str
+
+    @property
+    def commands(self) -> list[str]:
+        """Shell: logical lines (continuations joined, comments dropped); Python: the block."""
+        if self.lang in PYTHON:
+            return [self.text]
+        out, buf = [], ""
+        for raw in self.text.splitlines():
+            line = raw.rstrip()
+            if line.endswith("\\"):
+                buf += line[:-1].strip() + " "
+                continue
+            line = _strip_comment(buf + line.strip())
+            buf = ""
+            if line:
+                out.append(line)
+        return out
+
+
+def _strip_comment(line: str) -> str:
+    """Drop a shell comment (a ``#`` at a word start, outside quotes)."""
+    quote = None
+    for i, ch in enumerate(line):
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (i == 0 or line[i - 1].isspace()):
+            return line[:i].rstrip()
+    return line.strip()
+
+
+def readme_blocks() -> list[Block]:
+    text = README.read_text(encoding="utf-8")
+    blocks = []
+    for m in re.finditer(r"^```([\w+-]*)[ \t]*\n(.*?)^```[ \t]*$", text, re.M | re.S):
+        blocks.append(Block(text.count("\n", 0, m.start()) + 1, m.group(1).lower(), m.group(2)))
+    return blocks
+
+
+def command_blocks() -> list[Block]:
+    return [b for b in readme_blocks() if b.lang in SHELL | PYTHON]
+
+
+def rule_for(command: str) -> Rule | None:
+    return next((r for r in RULES if re.search(r.pattern, command, re.M)), None)
+
+
+def adapt(command: str, rule: Rule, places: dict[str, str]) -> str:
+    for pattern, repl in rule.subs if places else ():
+        command, n = re.subn(pattern, repl.format(**places), command, flags=re.M)
+        assert n, f"rule {rule.pattern!r}: {pattern!r} no longer matches {command!r}"
+    if not command.lstrip().startswith(("import", "from")) and "lm_eval " in command:
+        # every lm_eval segment of a && chain gets the limit
+        command = " && ".join(f"{seg.rstrip()} --limit {LM_EVAL_LIMIT}"
+                              if seg.strip().startswith("lm_eval ") else seg
+                              for seg in command.split(" && "))
+    return command
+
+
+# ----------------------------------------------------------------------------- the tests
+def test_every_block_has_a_rule():
+    unknown_lang = [f"README.md:{b.line}: ```{b.lang}" for b in readme_blocks()
+                    if b.lang not in SHELL | PYTHON | set(NOT_COMMANDS)]
+    missing = [f"README.md:{b.line}: {c.splitlines()[0][:100]}"
+               for b in command_blocks() for c in b.commands if rule_for(c) is None]
+    assert not unknown_lang, "blocks in a language this test does not know: " + "; ".join(unknown_lang)
+    assert not missing, ("README commands with no rule in tests/test_readme.py RULES (add one: "
+                         "run, adapted with a reason, or not run with a reason):\n  "
+                         + "\n  ".join(missing))
+    assert command_blocks(), "README.md has no command blocks?"
+
+
+def test_rules_all_used():
+    """A rule that matches nothing any more is stale: the README changed under it."""
+    commands = [c for b in command_blocks() for c in b.commands]
+    stale = [r.pattern for r in RULES if not any(re.search(r.pattern, c, re.M) for c in commands)]
+    assert not stale, f"rules matching no README command: {stale}"
+
+
+def test_block_parser_joins_continuations_and_drops_comments():
+    b = Block(1, "bash", "a --x 1 \\\n   --y '#2'   # note\n# only a comment\nb  # one\n")
+    assert b.commands == ["a --x 1 --y '#2'", "b"]
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory, synthetic_zip, synthetic_root):
+    """The folder the README's commands run in, its inputs, and the stand-in services."""
+    from adept_eval import spec
+    from adept_eval.testing.hub_server import HubServer
+    from adept_eval.testing.judge_server import JudgeServer
+    from adept_eval.testing.zenodo_server import ZenodoServer
+
+    tmp = tmp_path_factory.mktemp("readme")
+    work = tmp / "work"
+    work.mkdir()
+    users = {HUB_TOKEN: {"name": "alice", "orgs": ["my-org"]},
+             VSTYLE_TOKEN: {"name": "zhanjun", "orgs": []}}
+    with ZenodoServer(spec.ZENODO_RECORD_ID, {"ADEPT.zip": synthetic_zip}) as zenodo, \
+            HubServer(users=users) as hub, JudgeServer() as judge, JudgeServer() as llm:
+        llm.responder = lambda body, audios, texts: "Answer: A"
+        env = {k: v for k, v in os.environ.items()
+               if not re.search(r"KEY|TOKEN|SECRET|PASSWORD|^ADEPT_EVAL_|^HF_|^VSTYLE", k)}
+        bin_dir = tmp / "bin"
+        bin_dir.mkdir()
+        env.update({
+            "PATH": f"{bin_dir}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}"
+                    f"{env.get('PATH', '')}",
+            "ADEPT_EVAL_HOME": str(tmp / "home"), "ADEPT_EVAL_ZENODO_URL": zenodo.url,
+            "HF_HOME": str(tmp / "hf"), "HF_ENDPOINT": hub.url, "HF_TOKEN": HUB_TOKEN,
+            "HF_HUB_DISABLE_XET": "1", "HF_HUB_DISABLE_TELEMETRY": "1",
+            "OPENAI_BASE_URL": judge.url, "TQDM_DISABLE": "1", "PYTHONUNBUFFERED": "1"})
+        _make_inputs(work, bin_dir, synthetic_root, hub, env)
+        yield {"work": work, "env": env, "tmp": tmp, "done": {},
+               "places": {"llm": llm.url, "judge": judge.url, "tmp": str(tmp)}}
+
+
+def _make_inputs(work: Path, bin_dir: Path, corpus_root: Path, hub, env: dict) -> None:
+    """What the README assumes the user has: samples, a synthesiser, answers, scores, VStyle."""
+    import numpy as np
+    import soundfile as sf
+
+    from adept_eval.corpus import Corpus
+    from adept_eval.questions import all_questions
+    from adept_eval.synthetic import build_system
+
+    build_system(work / "my_tts")  # a simulated system's samples, laid out as the manifest says
+    tts = bin_dir / "my_tts"  # a synthesiser with the README's command line: copies --ref
+    tts.write_text(textwrap.dedent(f"""\
+        #!{sys.executable}
+        import argparse, soundfile as sf
+        p = argparse.ArgumentParser()
+        p.add_argument("--text", required=True)
+        p.add_argument("--ref", required=True)
+        p.add_argument("--out", required=True)
+        a = p.parse_args()
+        data, rate = sf.read(a.ref)
+        sf.write(a.out, data, rate)
+        """))
+    tts.chmod(0o755)
+    # two participants' answers to every question (one always right, one always "A")
+    corpus = Corpus(corpus_root)
+    with open(work / "answers.csv", "w", encoding="utf-8") as fh:
+        fh.write("participant,task,question_id,answer\n")
+        for task, qs in all_questions(corpus).items():
+            for q in qs:
+                fh.write(f"p01,{task},{q.question_id},{q.answer_letter}\n")
+                fh.write(f"p02,{task},{q.question_id},A\n")
+    # speech_judge inputs and scores for judge-agreement
+    t = np.arange(16000) / 16000
+    (work / "answers").mkdir()
+    sf.write(work / "answers" / "0001.wav", 0.2 * np.sin(2 * np.pi * 180 * t), 16000)
+    items = [{"item_id": str(i), "score": 1 + i % 5, "instruction_type": f"role_play/type_{i % 2}",
+              "status": "ok"} for i in range(12)]
+    (work / "judge_result.json").write_text(json.dumps({"items": items}))
+    (work / "human_scores.csv").write_text("id,score,instruction_type\n" + "".join(
+        f"{i},{min(5, 1 + i % 5 + (i % 3 == 0))},role_play/type_{i % 2}\n" for i in range(12)))
+    # VStyle's judge prompts, where the README's example points
+    prompts = work / "path" / "to" / "vstyle" / "eval_prompts" / "en"
+    prompts.mkdir(parents=True)
+    from adept_eval.judge.prompt import builtin
+
+    for category in ("acoustic_attributes", "instruction", "role_play", "empathy"):
+        (prompts / f"{category}.txt").write_text(builtin().template, encoding="utf-8")
+    # a small zhanjun/VStyle on the Hub look-alike: one instruction per category, and the
+    # answers a user generated elsewhere, one per record (answers/<record id>.wav)
+    staged = work.parent / "VStyle" / "en"
+    (staged / "wav").mkdir(parents=True)
+    records = [("acoustic_attributes/age", "acoustic_properties-age-1"),
+               ("instruction/emotion", "instruction-emotion-1"),
+               ("role_play/scenario", "role_playing-scenario-1"),
+               ("empathy/anger", "empathy-anger-1")]
+    with open(staged / "metadata.jsonl", "w", encoding="utf-8") as fh:
+        for i, (ability, rid) in enumerate(records, 1):
+            voice = 0.2 * np.sin(2 * np.pi * (150 + 20 * i) * t)
+            sf.write(staged / "wav" / f"{rid}.wav", voice, 16000)
+            sf.write(work / "answers" / f"{rid}.wav", voice[::-1].copy(), 16000)
+            fh.write(json.dumps({"instruct_text": f"Say it in style {i}: hello.", "ability": ability,
+                                 "instruct_id": 1, "instruct_audio_path": f"{rid}.wav"}) + "\n")
+    upload = (f"from huggingface_hub import HfApi; api = HfApi(token={VSTYLE_TOKEN!r}); "
+              "api.create_repo('zhanjun/VStyle', repo_type='dataset'); "
+              f"api.upload_folder(repo_id='zhanjun/VStyle', repo_type='dataset', "
+              f"folder_path={str(staged.parent)!r})")
+    # the user's own model repo, which `adept-eval publish --model-repo` writes scores onto
+    upload += f"; HfApi(token={HUB_TOKEN!r}).create_repo('my-org/my-tts')"
+    done = subprocess.run([sys.executable, "-c", upload], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def _cases():
+    out = []
+    for b in command_blocks():
+        first = b.commands[0].splitlines()[0] if b.commands else ""
+        out.append(pytest.param(b, id=f"L{b.line}:{first[:40]}"))
+    return out
+
+
+@pytest.mark.parametrize("block", _cases())
+def test_readme_block(block: Block, sandbox):
+    """One README block, its commands in order in one shell (so ``export`` carries over)."""
+    rules = [(c, rule_for(c)) for c in block.commands]
+    if any(r is None for _, r in rules):
+        pytest.fail("a command of this block has no rule (see test_every_block_has_a_rule)")
+    runnable = [(c, r) for c, r in rules if r.how != "not run"]
+    if not runnable:
+        pytest.skip("not run: " + "; ".join(r.reason for _, r in rules))
+    places, done = sandbox["places"], sandbox["done"]
+    if block.lang in PYTHON:
+        (command, rule), = runnable
+        script = sandbox["tmp"] / f"block_{block.line}.py"
+        script.write_text(adapt(command, rule, places), encoding="utf-8")
+        result = _run([sys.executable, str(script)], sandbox)
+        _check(result, [rule], block)
+        return
+    for _, rule in runnable:
+        if rule.needs and not (sandbox["work"] / rule.needs[0]).exists():
+            _check(_run(["bash", "-c", adapt(rule.needs[1], rule, {})], sandbox), [], block)
+    lines, used = [], []
+    exports = any(c.startswith("export ") for c, _ in runnable)
+    for command, rule in runnable:
+        adapted = adapt(command, rule, places)
+        if adapted in done and not exports:
+            continue  # the same command already ran (and passed) for an earlier block
+        lines.append(adapted)
+        used.append(rule)
+    if not lines:
+        return
+    script = "set -eo pipefail\n" + "".join(f"echo '+ '{shlex.quote(x)}\n{x}\n" for x in lines)
+    result = _run(["bash", "-c", script], sandbox)
+    _check(result, used, block)
+    for x in lines:
+        done[x] = True
+
+
+def _run(args, sandbox):
+    return subprocess.run(args, cwd=sandbox["work"], env=sandbox["env"], capture_output=True,
+                          text=True, timeout=1200, stdin=subprocess.DEVNULL)
+
+
+def _check(result, rules, block):
+    where = f"README.md:{block.line}"
+    assert result.returncode == 0, (f"{where} failed (exit {result.returncode}):\n"
+                                    f"--- stdout\n{result.stdout[-4000:]}\n"
+                                    f"--- stderr\n{result.stderr[-6000:]}")
+    for rule in rules:
+        for pattern in rule.expect:
+            assert re.search(pattern, result.stdout, re.M), \
+                f"{where}: output lacks {pattern!r}:\n{result.stdout[-3000:]}"
