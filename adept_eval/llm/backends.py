@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import contextvars
+import json
 import os
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -132,6 +133,7 @@ def resolve_key(base_url: str | None, api_key_env: str | None, service_envs: tup
     return value
 
 
+_HOLE = "\u0000adept-eval-content\u0000"  # where the pre-encoded content goes
 _NO_KEY = "adept-eval-no-key"  # placeholder the SDK insists on; its header is removed below
 
 
@@ -173,6 +175,7 @@ class OpenAICompatible(Backend):
 
     @staticmethod
     def content(parts: list[Part]) -> list[dict]:
+        """The message content as the protocol has it (for callers that want a dict)."""
         out = []
         for p in parts:
             if p.kind == "text":
@@ -183,24 +186,43 @@ class OpenAICompatible(Backend):
                     "format": p.audio.format}})
         return out
 
+    @staticmethod
+    def body(kwargs: dict, parts: list[Part]) -> bytes:
+        """The request body as JSON bytes, the last message's content built from ``parts``.
+
+        Base64 needs no JSON escaping, so audio goes in as the bytes ``b64encode`` returns:
+        no dict walk, no string scan, no copy to str and back (for an 11 s MP3 this saves
+        milliseconds of CPU per request over serialising the message as a Python object)."""
+        chunks = []
+        for p in parts:
+            if p.kind == "text":
+                chunks.append(json.dumps({"type": "text", "text": p.text}).encode())
+            else:
+                chunks.append(b'{"type":"input_audio","input_audio":{"data":"'
+                              + base64.b64encode(p.audio.data) + b'","format":'
+                              + json.dumps(p.audio.format).encode() + b"}}")
+        messages = list(kwargs["messages"]) + [{"role": "user", "content": _HOLE}]
+        head = json.dumps({**kwargs, "messages": messages}, separators=(",", ":")).encode()
+        before, after = head.split(json.dumps(_HOLE).encode())
+        return before + b"[" + b",".join(chunks) + b"]" + after
+
     async def complete(self, parts, *, temperature, max_tokens, seed=None) -> str:
         kwargs = {"model": self.model, "temperature": temperature, "max_tokens": max_tokens,
-                  "messages": [{"role": "user", "content": self.content(parts)}]}
+                  "messages": []}
         if seed is not None:
             kwargs["seed"] = seed
-        resp = await self._create(kwargs)
+        resp = await self._create(kwargs, parts)
         message = _first_message(resp)
         return message.content or ""
 
     async def speak(self, parts, *, voice, system_prompt="", temperature=None):
         """A spoken reply (WAV bytes) and its transcript, from a model with audio output."""
         messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
-        messages.append({"role": "user", "content": self.content(parts)})
         kwargs = {"model": self.model, "messages": messages, "modalities": ["text", "audio"],
                   "audio": {"voice": voice, "format": "wav"}}
         if temperature is not None:
             kwargs["temperature"] = temperature
-        audio = getattr(_first_message(await self._create(kwargs)), "audio", None)
+        audio = getattr(_first_message(await self._create(kwargs, parts)), "audio", None)
         if audio is None or not getattr(audio, "data", None):
             raise BackendError("the reply has no audio (does the model produce speech?)")
         try:
@@ -208,11 +230,15 @@ class OpenAICompatible(Backend):
         except (ValueError, TypeError) as exc:
             raise BackendError(f"the reply's audio is not base64 ({exc})") from None
 
-    async def _create(self, kwargs: dict):
+    async def _create(self, kwargs: dict, parts: list[Part]):
+        """POST /chat/completions through the SDK (its retries, errors and response types)."""
         import openai
+        from openai.types.chat import ChatCompletion
 
         try:
-            return await self._client.chat.completions.create(**kwargs)
+            return await self._client.post(
+                "/chat/completions", cast_to=ChatCompletion, content=self.body(kwargs, parts),
+                options={"headers": {"Content-Type": "application/json"}})
         except openai.APIError as exc:
             raise BackendError(_describe(exc)) from None
         except Exception as exc:  # a 200 whose body is not a completion (HTML, not JSON...)

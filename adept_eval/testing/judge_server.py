@@ -46,6 +46,19 @@ class JudgeServer(LoopbackServer):
         self.max_in_flight = 0
         self._serve(self._handler())
 
+    def _serve(self, handler) -> None:
+        """As LoopbackServer's, with a listen backlog a production server would have (the
+        stdlib's 5 makes a burst of connections wait for SYN retransmits, >= 1 s each)."""
+        from http.server import ThreadingHTTPServer
+
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 1024
+            daemon_threads = True
+
+        self._httpd = Server(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}{self.url_suffix}"
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
     def add_fault(self, kind: str, value: float = 0.0, times: int = 1) -> None:
         for _ in range(times):
             self.faults.append((kind, value))
@@ -164,14 +177,85 @@ class JudgeServer(LoopbackServer):
 
 
 
+# ----------------------------------------------------------------------------- benchmark server
+async def _serve_fast(latency: float, backlog: int, verdict: str, ready) -> None:
+    """A minimal HTTP/1.1 keep-alive server on asyncio: reads each request, waits ``latency``,
+    answers a canned completion. Near-zero CPU per request (no JSON parsing), so a benchmark
+    measures the client, not this server. Counts requests and the largest request body."""
+    import asyncio
+
+    body = json.dumps({"id": "chatcmpl-bench", "object": "chat.completion", "created": 0,
+                       "model": "bench", "choices": [{"index": 0, "finish_reason": "stop",
+                       "message": {"role": "assistant", "content": verdict}}],
+                       "usage": {"prompt_tokens": 1, "completion_tokens": 1,
+                                 "total_tokens": 2}}).encode()
+    head = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+            + str(len(body)).encode() + b"\r\n\r\n")
+    bad = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"
+    stats = {"requests": 0, "connections": 0, "bad": 0, "in_flight": 0, "max_in_flight": 0}
+
+    async def handle(reader, writer):
+        stats["connections"] += 1
+        try:
+            while True:
+                headers = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in headers.split(b"\r\n"):
+                    if line[:15].lower() == b"content-length:":
+                        length = int(line[15:])
+                data = await reader.readexactly(length)
+                stats["requests"] += 1
+                stats["in_flight"] += 1
+                stats["max_in_flight"] = max(stats["max_in_flight"], stats["in_flight"])
+                ok = b'"input_audio"' in data
+                if latency:
+                    await asyncio.sleep(latency)
+                stats["in_flight"] -= 1
+                if not ok:
+                    stats["bad"] += 1
+                writer.write(head + body if ok else bad)
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0, backlog=backlog,
+                                        limit=1 << 16)
+    port = server.sockets[0].getsockname()[1]
+    ready(f"http://127.0.0.1:{port}/v1", stats)
+    async with server:
+        await server.serve_forever()
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Serve until interrupted: ``python -m adept_eval.testing.judge_server --latency 0.25``."""
+    """Serve until stdin closes: ``python -m adept_eval.testing.judge_server --latency 0.25``.
+    Prints the URL; ``--fast`` serves canned verdicts with near-zero CPU (for benchmarks), and
+    prints the request counters as JSON when stdin closes."""
     import argparse
     import sys
 
     parser = argparse.ArgumentParser(description="a loopback OpenAI-compatible speech judge")
     parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument("--fast", action="store_true", help="canned verdicts, no checks")
+    parser.add_argument("--backlog", type=int, default=1024)
     args = parser.parse_args(argv)
+    if args.fast:
+        import asyncio
+
+        box = {}
+
+        def ready(url, stats):
+            box["stats"] = stats
+            print(url, flush=True)
+
+        def run():
+            asyncio.run(_serve_fast(args.latency, args.backlog,
+                                    "Fine.\n\nFinal score: [[3]]", ready))
+
+        threading.Thread(target=run, daemon=True).start()
+        sys.stdin.read()
+        print(json.dumps(box.get("stats", {})), flush=True)
+        return 0
     with JudgeServer(latency=args.latency) as server:
         print(server.url, flush=True)
         try:
