@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import contextvars
+import functools
 import json
 import os
 from collections.abc import Callable
@@ -236,9 +237,14 @@ class OpenAICompatible(Backend):
         from openai.types.chat import ChatCompletion
 
         try:
-            return await self._client.post(
-                "/chat/completions", cast_to=ChatCompletion, content=self.body(kwargs, parts),
-                options={"headers": {"Content-Type": "application/json"}})
+            if _post_takes_content():
+                return await self._client.post(
+                    "/chat/completions", cast_to=ChatCompletion,
+                    content=self.body(kwargs, parts),
+                    options={"headers": {"Content-Type": "application/json"}})
+            messages = list(kwargs["messages"]) + [{"role": "user",
+                                                    "content": self.content(parts)}]
+            return await self._client.chat.completions.create(**{**kwargs, "messages": messages})
         except openai.APIError as exc:
             raise BackendError(_describe(exc)) from None
         except Exception as exc:  # a 200 whose body is not a completion (HTML, not JSON...)
@@ -247,6 +253,16 @@ class OpenAICompatible(Backend):
 
     async def aclose(self) -> None:
         await self._client.close()
+
+
+@functools.lru_cache(maxsize=1)
+def _post_takes_content() -> bool:
+    """Whether this SDK's ``post`` sends raw bytes (``content=``); older ones serialise dicts."""
+    import inspect
+
+    import openai
+
+    return "content" in inspect.signature(openai.AsyncOpenAI.post).parameters
 
 
 def _http_client(**options):
@@ -260,7 +276,7 @@ def _http_client(**options):
         import aiohttp  # noqa: F401
 
         return openai.DefaultAioHttpClient(**options)
-    except (ImportError, RuntimeError):
+    except (ImportError, RuntimeError, AttributeError):
         return openai.DefaultAsyncHttpxClient(**options)
 
 

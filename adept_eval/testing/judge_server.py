@@ -3,8 +3,10 @@
 It checks each request the way a real audio endpoint would (model, a text part, base64 WAV
 ``input_audio`` parts that decode), then answers with a verdict: the one registered for the
 response audio's sha256 (``replay``), or a default. Faults can be queued to test a client:
-``429`` (with Retry-After), ``500``, ``timeout`` (answers too late), ``drop`` (closes the
-connection mid-request), ``malformed`` (a verdict without a score). ``latency`` delays every
+``429`` (with Retry-After), ``500``, ``401`` (bad key), ``timeout`` (answers too late), ``drop``
+(closes the connection mid-request), ``malformed`` (a verdict without a score), ``html200`` (an
+HTML page with status 200, as a misconfigured proxy sends), ``notjson200`` (status 200, JSON
+content type, a body that is not JSON). ``latency`` delays every
 answer. Counters record what arrived, per audio hash, to prove nothing was lost or sent twice.
 """
 
@@ -109,8 +111,12 @@ class JudgeServer(LoopbackServer):
                     texts = [p["text"] for p in parts if p["type"] == "text"]
                     audios = [base64.b64decode(p["input_audio"]["data"])
                               for p in parts if p["type"] == "input_audio"]
-                    for a in audios:
-                        sf.info(io.BytesIO(a))  # must be real audio
+                    formats = [p["input_audio"].get("format") for p in parts
+                               if p["type"] == "input_audio"]
+                    for a, fmt in zip(audios, formats):
+                        info = sf.info(io.BytesIO(a))  # must be real audio, of the format named
+                        assert fmt in ("wav", "mp3") and info.format == fmt.upper(), \
+                            f"format {fmt!r} but the data is {info.format}"
                     speech = "audio" in (body.get("modalities") or [])
                     assert (texts or speech) and audios and body.get("model")
                 except Exception as exc:
@@ -128,6 +134,19 @@ class JudgeServer(LoopbackServer):
                                       {"Retry-After": str(value or 1)})
                 if kind == "500":
                     return self._json(500, {"error": {"message": "server error"}})
+                if kind == "401":
+                    return self._json(401, {"error": {"message": "invalid api key",
+                                                      "type": "invalid_request_error"}})
+                if kind in ("html200", "notjson200"):
+                    page = (b"<!DOCTYPE html><html><body><h1>Welcome to nginx!</h1></body></html>"
+                            if kind == "html200" else b"{this is not json")
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/html" if kind == "html200"
+                                     else "application/json")
+                    self.send_header("Content-Length", str(len(page)))
+                    self.end_headers()
+                    self.wfile.write(page)
+                    return
                 if kind == "timeout":  # answer nothing until the client has given up
                     time.sleep(value or 5)
                 if kind in ("timeout", "drop"):
