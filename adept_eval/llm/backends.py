@@ -22,6 +22,7 @@ choices) becomes a ``BackendError`` for that request, like a 500.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextvars
 import functools
@@ -63,6 +64,9 @@ class Backend:
     async def speak(self, parts: list[Part], *, voice: str, system_prompt: str = "",
                     temperature: float | None = None) -> tuple[bytes, str]:
         raise NotImplementedError(f"the {self.name} backend cannot speak")
+
+    async def preflight(self) -> None:
+        """One cheap request proving the endpoint answers and accepts us (BackendError if not)."""
 
     async def aclose(self) -> None:
         pass
@@ -250,6 +254,23 @@ class OpenAICompatible(Backend):
         except Exception as exc:  # a 200 whose body is not a completion (HTML, not JSON...)
             raise BackendError(f"malformed reply ({type(exc).__name__}: "
                                f"{' '.join(str(exc).split())[:160]})") from None
+
+    async def preflight(self) -> None:
+        """``GET /models`` without retries: a connection error or a refused key (401/403)
+        is a BackendError; a server without that route (404/405/501) is fine."""
+        import openai
+
+        client = self._client.with_options(max_retries=0, timeout=min(self.timeout, 15.0))
+        try:
+            await client.models.list()
+        except openai.APIStatusError as exc:
+            if exc.status_code not in (404, 405, 501):
+                raise BackendError(_describe(exc)) from None
+        except openai.APIError as exc:
+            raise BackendError(_describe(exc)) from None
+        except Exception as exc:  # a 200 that is not a model list still proves a server
+            if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)):
+                raise
 
     async def aclose(self) -> None:
         await self._client.close()

@@ -143,10 +143,12 @@ class LLMClient:
 
     async def map(self, fn: Callable[[int, Any], Awaitable[Any]], items: Sequence, *,
                   desc: str, unit: str = "item", progress: bool = True,
-                  postfix: Callable[[Any], str] | None = None) -> list:
-        """``fn(i, item)`` for every item, at most ``concurrency`` at once, results in order;
-        a progress bar counts finished items (``postfix`` names an outcome to tally)."""
-        sem = asyncio.Semaphore(max(1, int(self.connection.concurrency)))
+                  postfix: Callable[[Any], str] | None = None,
+                  concurrency: int | None = None) -> list:
+        """``fn(i, item)`` for every item, at most ``concurrency`` (default: the connection's)
+        at once, results in order; a progress bar counts finished items (``postfix`` names an
+        outcome to tally)."""
+        sem = asyncio.Semaphore(max(1, int(concurrency or self.connection.concurrency)))
         bar = tqdm(total=len(items), desc=desc, unit=unit, disable=not progress)
         tally: dict[str, int] = {}
 

@@ -30,10 +30,12 @@ class JudgeServer(LoopbackServer):
     url_suffix = "/v1"
 
     def __init__(self, *, latency: float = 0.0, default_verdict: str = "Fine.\n\nFinal score: [[3]]",
-                 model: str | None = None):
+                 model: str | None = None, api_key: str | None = None):
         self.latency = latency
         self.default_verdict = default_verdict
         self.model = model
+        self.api_key = api_key  # when set, requests without "Bearer <api_key>" get a 401
+        self.preflights = 0  # GET /models requests
         self.replay: dict[str, str] = {}
         self.speech: dict[str, bytes] = {}  # for audio-output requests: input sha -> reply WAV
         self.responder = None  # optional callable(body, audios, texts) -> reply text
@@ -86,6 +88,19 @@ class JudgeServer(LoopbackServer):
                 self.wfile.write(body)
                 self.wfile.flush()
 
+            def do_GET(self):
+                with server._lock:
+                    server.preflights += 1
+                    if self.headers.get("Authorization"):
+                        server.authorization.add(self.headers["Authorization"])
+                if server.api_key and self.headers.get("Authorization") != f"Bearer {server.api_key}":
+                    return self._json(401, {"error": {"message": "invalid api key"}})
+                if not self.path.rstrip("/").endswith("/models"):
+                    return self._json(404, {"error": {"message": "not found"}})
+                self._json(200, {"object": "list", "data": [
+                    {"id": server.model or "judge", "object": "model", "created": 0,
+                     "owned_by": "adept-eval"}]})
+
             def do_POST(self):
                 length = int(self.headers.get("Content-Length", 0))
                 raw = self.rfile.read(length)
@@ -105,6 +120,8 @@ class JudgeServer(LoopbackServer):
             def _answer(self, raw: bytes, fault):
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     return self._json(404, {"error": {"message": "not found"}})
+                if server.api_key and self.headers.get("Authorization") != f"Bearer {server.api_key}":
+                    return self._json(401, {"error": {"message": "invalid api key"}})
                 try:
                     body = json.loads(raw)
                     parts = body["messages"][-1]["content"]
