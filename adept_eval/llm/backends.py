@@ -313,11 +313,21 @@ def _first_message(resp):
 
 
 def _describe(exc) -> str:
+    """The SDK's error with its root cause: "APITimeoutError: Request timed out." alone would
+    hide that the aiohttp transport reports a refused connection as a connect timeout."""
     status = getattr(exc, "status_code", None)
     kind = type(exc).__name__
     message = " ".join(str(getattr(exc, "message", "") or "").split())[:200]
     head = f"{kind} (HTTP {status})" if status else kind
-    return f"{head}: {message}" if message else head
+    text = f"{head}: {message}" if message else head
+    root, seen = exc, set()
+    while root.__cause__ is not None and id(root) not in seen:  # explicit "raise ... from"
+        seen.add(id(root))
+        root = root.__cause__
+    if root is not exc and status is None:
+        why = " ".join(str(root).split())[:200]
+        text += f" ({type(root).__name__}: {why})" if why else f" ({type(root).__name__})"
+    return text
 
 
 @register_backend("openai")
