@@ -121,3 +121,31 @@ def test_cache_writes_never_wait_for_the_disk(tmp_path):
     reopened = ReplyCache(path)
     assert len(reopened) == 100 and reopened.get("k0") == ("v", 3)
     reopened.close()
+
+
+def test_an_html_200_does_not_kill_an_lm_eval_vstyle_run(tmp_path):
+    """The judge's reply is an HTML page with status 200 for one response: that response is
+    one counted failure and the lm_eval run finishes with the others scored."""
+    import shutil
+
+    from conftest import run_lm_eval
+
+    from adept_eval.vstyle import load_records
+
+    folder = shared_or_skip("data", "vstyle_examples", "en")
+    records = [r for r in load_records(folder) if r.category == "empathy"]
+    wav = tmp_path / "wav"
+    wav.mkdir()
+    for rec in records:
+        kimi = next(r for r in rec.responses if r.model_name == "Kimi")
+        shutil.copy(kimi.audio_path, wav / f"{rec.record_id}.mp3")
+    with JudgeServer() as server:
+        server.add_fault("html200")
+        res = run_lm_eval("audio-dir", ["vstyle_en_empathy"],
+                          model_args={"path": str(wav), "name": "kimi"},
+                          metadata={"vstyle_dir": str(folder), "judge_base_url": server.url,
+                                    "judge_model": "m", "judge_cache": "",
+                                    "judge_concurrency": 1})
+    r = res["results"]["vstyle_en_empathy"]
+    assert r["n_failed,speech_judge"] == 1
+    assert r["n,speech_judge"] == len(records) - 1
