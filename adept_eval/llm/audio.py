@@ -142,6 +142,10 @@ def inspect(value, checks: AudioChecks, policy: AudioPolicy, what: str = "audio"
         value = value["path"]
     if isinstance(value, (str, Path)):
         src = _inspect_file(Path(value), checks, what)
+        if src.audio is not None and _sendable(src.data, policy):
+            # the original bytes will be sent: do not hold the decoded samples (MBs per item)
+            # while the request is in flight
+            src = Source(src.sha256, src.duration, src.data, None, what)
     else:
         try:
             if isinstance(value, Audio):
@@ -192,12 +196,15 @@ def _inspect_file(path: Path, checks: AudioChecks, what: str) -> Source:
     return Source(sha, duration, data, audio, what)
 
 
-def payload(src: Source, policy: AudioPolicy, path_hint: str = "") -> AudioPayload:
+def _sendable(data: bytes | None, policy: AudioPolicy) -> bool:
+    return data is not None and len(data) <= policy.max_bytes and \
+        sniff_format(data) in policy.formats
+
+
+def payload(src: Source, policy: AudioPolicy) -> AudioPayload:
     """The bytes to send for a checked source (see the module docstring)."""
-    if src.data is not None:
-        fmt = sniff_format(src.data)
-        if fmt in policy.formats and len(src.data) <= policy.max_bytes:
-            return AudioPayload(src.data, fmt)
+    if _sendable(src.data, policy):
+        return AudioPayload(src.data, sniff_format(src.data))
     audio = src.audio
     if audio is None:
         try:
