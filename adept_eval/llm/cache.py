@@ -18,6 +18,7 @@ keeps the written pages); only a power loss can drop the last transactions.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import queue
@@ -64,6 +65,7 @@ class ReplyCache:
         self._thread = threading.Thread(target=self._write_loop, args=(writer,),
                                         name="adept-eval-cache-writer", daemon=True)
         self._thread.start()
+        atexit.register(self._close_quietly)  # owners that never close (a listener) lose nothing
         self.commits = 0  # transactions committed (for the benchmark: rows per commit)
         self.rows_written = 0
 
@@ -142,6 +144,12 @@ class ReplyCache:
             n = self._reader.execute("SELECT COUNT(*) FROM judgements").fetchone()[0]
         with self._pending_lock:
             return n + sum(1 for t, _ in self._pending if t == "judgements")
+
+    def _close_quietly(self) -> None:
+        try:
+            self.close()
+        except Exception:  # at interpreter exit there is no one left to tell
+            pass
 
     def close(self) -> None:
         """Commit what is queued, then close (idempotent)."""
