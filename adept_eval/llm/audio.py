@@ -184,15 +184,15 @@ def _inspect_file(path: Path, checks: AudioChecks, what: str) -> Source:
     if known is None:
         try:
             audio = checks.decode(path, what)
-        except BadInput as exc:
-            checks.put(sha, 0.0, str(exc).split(": ", 1)[-1])
+        except BadInput as exc:  # remembered without the path: the same bytes, the same fault
+            checks.put(sha, 0.0, str(exc).removeprefix(f"{what}: ").removeprefix(f"{path}: ")
+                       .replace(f"'{path}'", "the file"))
             raise
         known = (audio.duration, problem_of(audio))
         checks.put(sha, *known)
     duration, problem = known
     if problem:
-        raise BadInput("bad_input", f"{what}: {path}: {problem}" if str(path) not in problem
-                       else f"{what}: {problem}")
+        raise BadInput("bad_input", f"{what}: {path}: {problem}")
     return Source(sha, duration, data, audio, what)
 
 
