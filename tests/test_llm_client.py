@@ -2,7 +2,6 @@
 faults that are not HTTP errors, requests counted as sent, audio sent as it is, the cache."""
 
 import hashlib
-import json
 import time
 
 import numpy as np
