@@ -253,17 +253,28 @@ def test_concurrency_bound_and_rate_limit(vstyle, server, tmp_path):
     assert time.monotonic() - t >= 0.4  # 5 starts, 0.1 s apart
 
 
-def test_gemini_backend_keys_stay_in_the_environment(vstyle, server, tmp_path, monkeypatch):
-    secret = "AIza" + "x" * 35
+def test_keys_go_only_to_their_own_service(vstyle, server, tmp_path, monkeypatch):
+    """A set GEMINI/OpenAI key is never sent to another server; a custom server gets a key only
+    through an explicit api_key_env."""
+    secret, other = "AIza" + "x" * 35, "sk-" + "y" * 40
     monkeypatch.setenv("GEMINI_API_KEY", secret)
+    monkeypatch.setenv("OPENAI_API_KEY", other)
     items = _items(vstyle)[:2]
-    out = judge(items, JudgeConfig(backend="gemini", base_url=server.url,
+    for backend in ("gemini", "openai"):
+        out = judge(items, JudgeConfig(backend=backend, model="m" if backend == "openai" else "",
+                                       base_url=server.url, cache_path=""), progress=False)
+        assert out["n_judged"] == 2
+    assert server.authorization == set()  # neither key went to the loopback server
+    out = judge(items, JudgeConfig(backend="gemini", base_url=server.url, api_key_env="GEMINI_API_KEY",
                                    cache_path=str(tmp_path / "c.sqlite")), progress=False)
     assert out["n_judged"] == 2 and out["judge"]["backend"] == "gemini"
     assert out["judge"]["model"] == "gemini-2.5-pro"
-    assert f"Bearer {secret}" in server.authorization
+    assert server.authorization == {f"Bearer {secret}"}
     assert secret not in json.dumps(out)
     assert secret.encode() not in (tmp_path / "c.sqlite").read_bytes()
+    with pytest.raises(ValueError, match="MY_JUDGE_KEY"):
+        judge(items, JudgeConfig(base_url=server.url, model="m", api_key_env="MY_JUDGE_KEY",
+                                 cache_path=""), progress=False)
 
 
 def test_missing_key_for_hosted_backend_is_a_clear_error(monkeypatch):

@@ -1,42 +1,42 @@
-"""Judge many spoken responses: bounded concurrency, rate limit, re-asks, cache, progress.
+"""Judge many spoken responses with the shared LLM client (``adept_eval.llm``).
 
-Each item is prepared (audio decoded, checked, converted to mono WAV at ``audio_rate``) only
-when its turn comes, so memory stays flat however many items there are. Per judgement: cache hit,
-or a request (the SDK retries transport errors, 429s and 5xx, honouring Retry-After); a verdict
-without a parseable score is asked again up to ``max_reasks`` times, then recorded as a failure.
-An item is scored only if all its judgements succeeded; its score is their median. Bad input
-(missing, unreadable or silent audio, audio over the length limit, an empty transcript) fails
-that item with a clear status and the rest of the batch goes on.
+Per item: the response's bytes are read and hashed, and checked (decodes, finite, not silent,
+not over the length limit) once per distinct content - the outcome is cached by hash, so a file
+seen before is not decoded again. Per judgement: a cache hit (key: the audio's hash, the
+rendered prompt and the judge settings), or a request carrying the original MP3/WAV bytes when
+the backend takes them (otherwise a 16-bit WAV at ``audio_rate``). The SDK retries transport
+errors, 429s and 5xx, honouring Retry-After; a verdict without a parseable score is asked again
+up to ``max_reasks`` times, then recorded as a failure. An item is scored only if all its
+judgements succeeded; its score is their median. Bad input (missing, unreadable or silent audio,
+audio over the length limit, an empty transcript) fails that item with a clear status and the
+rest of the batch goes on.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import logging
 import statistics
-import threading
-import time
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
 
-from ..audio import SILENCE_DBFS, Audio, AudioError, from_array, read_audio, resample, rms_dbfs, wav_bytes
-from .backends import DEFAULT_MODELS, Backend, BackendError, Part, get_backend
-from .cache import JudgementCache, cache_key
+from ..llm.audio import AudioChecks, AudioPolicy, BadInput, inspect, payload
+from ..llm.backends import DEFAULT_MODELS, Backend, Part
+from ..llm.cache import cache_key
+from ..llm.client import Connection, LLMClient, RateLimiter, default_cache, run_sync
 from .prompt import PromptSet
 from .verdict import parse_verdict
 
-log = logging.getLogger(__name__)
+__all__ = ["BadInput", "ItemResult", "JudgeConfig", "JudgeItem", "JudgeRunner", "RateLimiter",
+           "judge", "prepare_audio", "run_sync", "summarize"]
 
 
 @dataclass(frozen=True)
 class JudgeConfig:
     """Everything that decides how items are judged. Contains no secrets by construction:
-    the API key is read from the environment variable the backend names (or ``api_key_env``)."""
+    a key is read from the environment variable named by ``api_key_env`` (or, for the hosted
+    services only, their usual variable)."""
 
     backend: str = "openai"
     model: str = ""
@@ -48,13 +48,14 @@ class JudgeConfig:
     temperature: float | None = None  # default: 0 for k = 1, 1.0 for k > 1
     max_tokens: int = 2048
     seed: int | None = None
-    concurrency: int = 4  # VStyle's default
+    concurrency: int = 4  # VStyle's default; also the HTTP connection pool's size
     rpm: float | None = None  # requests per minute, None = unlimited
     timeout: float = 120.0  # seconds per request
     max_retries: int = 5  # transport-level retries (429/5xx/connection), by the SDK
     max_reasks: int = 2  # new requests after an unparseable verdict
     include_instruction_audio: bool = False  # send the spoken instruction before the prompt
-    audio_rate: int = 16000
+    audio_format: str = "original"  # "original": MP3/16-bit WAV sent as is; "wav": always convert
+    audio_rate: int = 16000  # rate of converted audio
     max_audio_seconds: float = 300.0  # longer responses fail with status "too_long"
     cache_path: str | None = None  # None: $ADEPT_EVAL_HOME/judge_cache.sqlite; "": no cache
 
@@ -66,6 +67,20 @@ class JudgeConfig:
 
     def prompt_set(self) -> PromptSet:
         return PromptSet.build(self.prompt, dict(self.prompts))
+
+    def audio_policy(self, backend_formats=None) -> AudioPolicy:
+        if self.audio_format not in ("original", "wav"):
+            raise ValueError(f"audio_format={self.audio_format!r}: use 'original' or 'wav'")
+        formats = frozenset() if self.audio_format == "wav" else \
+            frozenset(backend_formats if backend_formats is not None else AudioPolicy.formats)
+        return AudioPolicy(formats=formats, rate=int(self.audio_rate),
+                           max_seconds=float(self.max_audio_seconds))
+
+    def connection(self, model: str | None = None) -> Connection:
+        return Connection(self.backend, model if model is not None else self.model,
+                          self.base_url, self.api_key_env, float(self.timeout),
+                          int(self.max_retries), max(1, int(self.concurrency)),
+                          float(self.rpm) if self.rpm else None)
 
 
 @dataclass(frozen=True)
@@ -89,7 +104,7 @@ class ItemResult:
     verdicts: list[str] = field(default_factory=list)
     detail: str = ""
     cached: int = 0
-    requests: int = 0
+    requests: int = 0  # HTTP requests actually sent for this item (retries included)
     prompt: str = ""  # which template judged this item (source and sha256)
     prompt_sha256: str = ""
 
@@ -97,57 +112,15 @@ class ItemResult:
         return asdict(self)
 
 
-class RateLimiter:
-    """At most ``rpm`` request starts per minute, evenly spaced."""
-
-    def __init__(self, rpm: float | None):
-        self.interval = 60.0 / rpm if rpm else 0.0
-        self._next = 0.0
-        self._lock = asyncio.Lock()
-
-    async def wait(self) -> None:
-        if not self.interval:
-            return
-        async with self._lock:
-            now = time.monotonic()
-            start = max(now, self._next)
-            self._next = start + self.interval
-        if start > now:
-            await asyncio.sleep(start - now)
-
-
-def _to_audio(value) -> Audio:
-    if isinstance(value, Audio):
-        return value
-    if isinstance(value, (str, Path)):
-        return read_audio(value)
-    if isinstance(value, dict) and "array" in value:
-        return from_array(np.asarray(value["array"]), int(value["sampling_rate"]))
-    if isinstance(value, dict) and value.get("path"):
-        return read_audio(value["path"])
-    raise AudioError(f"cannot read audio from a {type(value).__name__}")
-
-
-class BadInput(ValueError):
-    def __init__(self, status: str, message: str):
-        super().__init__(message)
-        self.status = status
-
-
 def prepare_audio(value, config: JudgeConfig, what: str) -> bytes:
-    try:
-        audio = _to_audio(value)
-    except AudioError as exc:
-        raise BadInput("bad_input", f"{what}: {exc}") from None
-    if audio.samples.size == 0:
-        raise BadInput("bad_input", f"{what}: no samples")
-    level = rms_dbfs(audio.samples)
-    if level < SILENCE_DBFS:
-        raise BadInput("bad_input", f"{what}: silent (RMS {level:.1f} dBFS)")
-    if audio.duration > config.max_audio_seconds:
-        raise BadInput("too_long", f"{what}: {audio.duration:.1f} s exceeds the "
-                       f"{config.max_audio_seconds:g} s limit (not truncated)")
-    return wav_bytes(resample(audio, config.audio_rate))
+    """The audio bytes the judge sends for ``value`` (checked; BadInput if unusable)."""
+    policy = config.audio_policy()
+    return payload(inspect(value, AudioChecks(), policy, what), policy).data
+
+
+def _parse(text: str):
+    parsed = parse_verdict(text)
+    return parsed.score, "" if parsed.ok else f"unparseable verdict ({parsed.problem})"
 
 
 class JudgeRunner:
@@ -155,29 +128,22 @@ class JudgeRunner:
         self.config = config
         self.prompts = config.prompt_set()
         self.model = config.model or DEFAULT_MODELS.get(config.backend, "")
-        self._backend = backend
-        self.cache = None
-        if config.cache_path != "":
-            from ..corpus import cache_home
+        config.audio_policy()  # a bad audio_format fails here, before any work
+        self.client = LLMClient(config.connection(self.model),
+                                default_cache("judge_cache.sqlite", config.cache_path), backend)
 
-            self.cache = JudgementCache(config.cache_path or cache_home() / "judge_cache.sqlite")
-
-    def backend(self) -> Backend:
-        if self._backend is None:
-            self._backend = get_backend(
-                self.config.backend, model=self.model, base_url=self.config.base_url,
-                api_key_env=self.config.api_key_env, timeout=self.config.timeout,
-                max_retries=self.config.max_retries)
-        return self._backend
+    @property
+    def cache(self):
+        return self.client.cache
 
     def identity(self) -> dict:
         """The judge's identity: scores from different identities must never be mixed."""
         c = self.config
-        ident = {"backend": c.backend, "model": self.model, **self.prompts.identity(),
-                 "temperature": c.sampling_temperature, "max_tokens": c.max_tokens,
-                 "judgements": c.judgements, "seed": c.seed,
-                 "instruction_audio": c.include_instruction_audio, "audio_rate": c.audio_rate}
-        return ident
+        return {"backend": c.backend, "model": self.model, **self.prompts.identity(),
+                "temperature": c.sampling_temperature, "max_tokens": c.max_tokens,
+                "judgements": c.judgements, "seed": c.seed,
+                "instruction_audio": c.include_instruction_audio,
+                "audio_format": c.audio_format, "audio_rate": c.audio_rate}
 
     # ------------------------------------------------------------------------- running
     def run(self, items: list[JudgeItem], progress: bool = True) -> list[ItemResult]:
@@ -185,120 +151,81 @@ class JudgeRunner:
         return run_sync(self._run(items, progress))
 
     async def _run(self, items: list[JudgeItem], progress: bool) -> list[ItemResult]:
-        sem = asyncio.Semaphore(max(1, int(self.config.concurrency)))
-        limiter = RateLimiter(self.config.rpm)
-        bar = tqdm(total=len(items), desc="judging", unit="item", disable=not progress)
-        counts = Counter()
+        policy = self.config.audio_policy(self.client.backend().audio_formats)
+        identity = self.identity()
 
-        async def one(i: int, item: JudgeItem) -> ItemResult:
-            async with sem:
-                res = await self._judge_item(i, item, limiter)
-            counts["failed" if res.status != "ok" else "done"] += 1
-            counts["cached"] += res.cached
-            bar.update(1)
-            bar.set_postfix(done=counts["done"], failed=counts["failed"], cached=counts["cached"])
-            return res
+        def outcome(res: ItemResult) -> str:
+            return ("done" if res.status == "ok" else "failed") + (",cached" if res.cached else "")
 
         try:
-            results = await asyncio.gather(*(one(i, it) for i, it in enumerate(items)))
+            return await self.client.map(
+                lambda i, item: self._judge_item(i, item, policy, identity), items,
+                desc="judging", progress=progress, postfix=outcome)
         finally:
-            bar.close()
-            if self._backend is not None:
-                await self._backend.aclose()
-                self._backend = None
-        return list(results)
+            await self.client.aclose()
 
-    async def _judge_item(self, index: int, item: JudgeItem, limiter: RateLimiter) -> ItemResult:
+    async def _judge_item(self, index: int, item: JudgeItem, policy: AudioPolicy,
+                          identity: dict) -> ItemResult:
         c = self.config
         res = ItemResult(index, item.item_id or str(index), item.instruction_type)
         instruction = " ".join(str(item.instruction or "").split())
+        checks = self.client.checks
         try:
             if not instruction:
                 raise BadInput("bad_input", "empty instruction transcript")
-            response_wav = await asyncio.to_thread(prepare_audio, item.response, c, "response")
-            instr_wav = None
+            response = await asyncio.to_thread(inspect, item.response, checks, policy, "response")
+            instr = None
             if c.include_instruction_audio:
                 if item.instruction_audio is None:
                     raise BadInput("bad_input", "instruction audio requested but not given")
-                instr_wav = await asyncio.to_thread(prepare_audio, item.instruction_audio, c,
-                                                    "instruction audio")
+                instr = await asyncio.to_thread(inspect, item.instruction_audio, checks, policy,
+                                                "instruction audio")
         except BadInput as exc:
             res.status, res.detail = exc.status, str(exc)
             return res
         prompt = self.prompts.for_type(item.instruction_type)
         res.prompt, res.prompt_sha256 = prompt.source, prompt.sha256
         text = prompt.render(item.instruction_type, instruction)
-        parts = ([Part("audio", wav=instr_wav)] if instr_wav else []) + \
-            [Part("text", text=text), Part("audio", wav=response_wav)]
         base_key = dict(backend=c.backend, model=self.model, prompt_sha256=prompt.sha256,
-                        prompt=text, audio=hashlib.sha256(response_wav).hexdigest(),
-                        instruction_audio=hashlib.sha256(instr_wav).hexdigest() if instr_wav else None,
+                        prompt=text, audio=response.sha256,
+                        instruction_audio=instr.sha256 if instr else None,
                         temperature=c.sampling_temperature, max_tokens=c.max_tokens, seed=c.seed,
-                        audio_rate=c.audio_rate)
+                        **policy.identity())
+        parts = None  # built on the first cache miss only: a warm rerun converts nothing
         problems = []
         for j in range(max(1, int(c.judgements))):
             key = cache_key(**base_key, judgement=j)
-            hit = self.cache.get(key) if self.cache is not None else None
-            if hit:
-                res.verdicts.append(hit[0])
-                res.scores.append(hit[1])
-                res.cached += 1
-                continue
-            verdict, score, problem = await self._ask(parts, j, limiter, res)
-            res.verdicts.append(verdict)
-            if score is None:
-                problems.append(f"judgement {j + 1}: {problem}")
-                continue
-            res.scores.append(score)
-            if self.cache is not None:
-                self.cache.put(key, verdict, score, self.identity())
+            hit = self.client.cache.get(key) if self.client.cache is not None else None
+            if hit is None and parts is None:
+                try:
+                    parts = await asyncio.to_thread(self._parts, text, response, instr, policy)
+                except BadInput as exc:
+                    res.status, res.detail = exc.status, str(exc)
+                    return res
+            seed = None if c.seed is None else c.seed + j
+            reply = await self.client.ask(
+                parts, _parse, key=key, identity=identity, reasks=c.max_reasks,
+                temperature=c.sampling_temperature, max_tokens=c.max_tokens, seed=seed)
+            res.requests += reply.requests
+            res.verdicts.append(reply.text)
+            res.cached += int(reply.cached)
+            if reply.value is None:
+                problems.append(f"judgement {j + 1}: {reply.problem}")
+            else:
+                res.scores.append(int(reply.value))
         if problems:
             res.status, res.detail = "failed", "; ".join(problems)
+            res.score = None
             return res
         res.score = float(statistics.median(res.scores))
         if len(res.scores) > 1:
             res.spread = float(max(res.scores) - min(res.scores))
         return res
 
-    async def _ask(self, parts, j, limiter, res) -> tuple[str, int | None, str]:
-        c = self.config
-        seed = None if c.seed is None else c.seed + j
-        verdict, problem = "", ""
-        for _ in range(1 + max(0, int(c.max_reasks))):
-            await limiter.wait()
-            res.requests += 1
-            try:
-                verdict = await self.backend().complete(
-                    parts, temperature=c.sampling_temperature, max_tokens=c.max_tokens, seed=seed)
-            except BackendError as exc:
-                return verdict, None, f"request failed: {exc}"
-            parsed = parse_verdict(verdict)
-            if parsed.ok:
-                return verdict, parsed.score, ""
-            problem = f"unparseable verdict ({parsed.problem})"
-        return verdict, None, problem
-
-
-def run_sync(coro):
-    """asyncio.run, also from inside a running loop (notebooks): then on a helper thread."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    box = {}
-
-    def target():
-        try:
-            box["value"] = asyncio.run(coro)
-        except BaseException as exc:  # re-raised on the caller's thread
-            box["error"] = exc
-
-    t = threading.Thread(target=target)
-    t.start()
-    t.join()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
+    @staticmethod
+    def _parts(text, response, instr, policy) -> list[Part]:
+        head = [Part("audio", audio=payload(instr, policy))] if instr else []
+        return head + [Part("text", text=text), Part("audio", audio=payload(response, policy))]
 
 
 # ----------------------------------------------------------------------------- summary
@@ -352,6 +279,5 @@ def judge(items: list[JudgeItem], config: JudgeConfig, *, progress: bool = True,
         results = runner.run(items, progress=progress)
         return summarize(results, runner.identity())
     finally:
-        if runner.cache is not None:
-            runner.cache.close()
+        runner.client.close()
 

@@ -47,6 +47,11 @@ class Listener:
     def answer(self, question: Question, samples: dict[str, str]) -> Answer:
         raise NotImplementedError
 
+    def answer_many(self, asked: list[tuple[Question, dict[str, str]]]) -> list[Answer]:
+        """Answer many questions (one Answer each, in order). Listeners that wait on a server
+        override this to ask concurrently; the default asks one at a time."""
+        return [self.answer(q, samples) for q, samples in asked]
+
 
 _REGISTRY: dict[str, Callable[..., Listener]] = {}
 

@@ -1,16 +1,23 @@
 """The audio-LLM listener: an audio-capable LLM hears the stimuli and answers the question.
 
-It uses the speech judge's backends (``llm_backend=openai`` with ``llm_base_url`` for a local
-vLLM/SGLang server, or ``gemini``; keys from the environment). Each question is asked under
-``orders`` deterministic presentation orders (cyclic rotations of the samples, or of the text
-choices for single-stimulus questions) to control position bias; the answers are mapped back to
-the original choices and the majority wins (ties: the order the question itself uses). The share
-of orders that agree with that answer is reported as ``order_agreement``. A reply without a valid
-letter is asked again up to ``llm_max_reasks`` times; a question with no valid answer under any
-order is a failure, counted as wrong. Replies are cached by content like the judge's verdicts.
+It uses the shared LLM client (``adept_eval.llm``): ``llm_backend=openai`` with ``llm_base_url``
+for a local vLLM/SGLang server, or ``gemini``; a key only from ``llm_api_key_env`` for a custom
+server. Each question is asked under ``orders`` deterministic presentation orders (cyclic
+rotations of the samples, or of the text choices for single-stimulus questions) to control
+position bias; the answers are mapped back to the original choices and the majority wins (ties:
+the order the question itself uses). The share of orders that agree with that answer is
+reported as ``order_agreement``. A reply without a valid letter is asked again up to
+``llm_max_reasks`` times; a question with no valid answer under any order is a failure, counted
+as wrong, and its detail keeps the reason (e.g. "request failed: AuthenticationError (HTTP
+401)"). Replies are cached by content like the judge's verdicts.
+
+The listener checks the server once when it is created (one ``GET /models``): with nothing
+listening at ``llm_base_url``, or a refused key, it stops with a message naming the URL instead
+of failing every question. ``answer_many`` asks many questions at once (``llm_concurrency``
+requests in flight, ``llm_rpm``, the SDK's retries) with a progress bar.
 
     lm_eval --model adept-natural --tasks adept \\
-        --metadata listener=audio-llm llm_base_url=http://localhost:8000/v1 llm_model=Qwen/Qwen2.5-Omni-7B
+        --metadata listener=audio-llm,llm_base_url=http://localhost:8000/v1,llm_model=Qwen/Qwen2.5-Omni-7B
 
 On ``adept-natural`` its accuracy is its ceiling: ``adept-eval ceiling --listener audio-llm ...``.
 """
@@ -18,15 +25,13 @@ On ``adept-natural`` its accuracy is its ceiling: ``adept-eval ceiling --listene
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 
 from ..corpus import Corpus, load_corpus
-from ..judge.backends import BackendError, Part, get_backend
-from ..judge.cache import JudgementCache, cache_key
-from ..judge.runner import BadInput, JudgeConfig, prepare_audio, run_sync
+from ..llm import (AudioPolicy, BackendError, BadInput, Connection, LLMClient, Part, cache_key,
+                   default_cache, inspect, payload, run_sync)
 from ..questions import LETTERS, Question
 from . import Answer, Listener, Response, register_listener
 
@@ -49,6 +54,10 @@ def parse_letter(reply: str | None, n_choices: int) -> int | None:
     return idx if idx < n_choices else None
 
 
+class LLMUnavailable(RuntimeError):
+    """The audio LLM cannot be reached or refuses us: stop the run, say where and why."""
+
+
 @register_listener("audio-llm")
 @dataclass
 class AudioLLMListener(Listener):
@@ -62,27 +71,47 @@ class AudioLLMListener(Listener):
     llm_max_reasks: int = 2
     llm_timeout: float = 120.0
     llm_max_retries: int = 5
+    llm_concurrency: int = 4
+    llm_rpm: float | None = None
     llm_cache: str | None = None  # sqlite path; "" disables; default under $ADEPT_EVAL_HOME
+    llm_preflight: bool = True
+    progress: bool = True
     corpus: Corpus | None = None
-    _cache: JudgementCache | None = field(init=False, default=None)
+    _client: LLMClient | None = field(init=False, default=None, repr=False)
 
     def __post_init__(self):
         self.corpus = self.corpus or load_corpus()
         self.orders = max(1, int(self.orders))
-        # fail at start-up on a missing key or model, not on the first question
-        get_backend(self.llm_backend, model=self.llm_model, base_url=self.llm_base_url,
-                    api_key_env=self.llm_api_key_env)
-        if self.llm_cache != "":
-            from ..corpus import cache_home
+        self.connection = Connection(self.llm_backend, self.llm_model, self.llm_base_url,
+                                     self.llm_api_key_env, float(self.llm_timeout),
+                                     int(self.llm_max_retries), max(1, int(self.llm_concurrency)),
+                                     float(self.llm_rpm) if self.llm_rpm else None)
+        self.policy = AudioPolicy(max_seconds=60.0)
+        # a missing key or model fails here; an unreachable server fails the preflight
+        self.connection.open()
+        if str(self.llm_preflight).lower() not in ("0", "false", "no"):
+            run_sync(self._preflight())
+        self._client = LLMClient(self.connection,
+                                 default_cache("listener_cache.sqlite", self.llm_cache))
 
-            self._cache = JudgementCache(self.llm_cache or cache_home() / "listener_cache.sqlite")
+    async def _preflight(self) -> None:
+        backend = self.connection.open()
+        try:
+            await backend.preflight()
+        except BackendError as exc:
+            where = self.llm_base_url or f"the {self.llm_backend} API"
+            raise LLMUnavailable(f"audio-llm listener: {where} does not answer: {exc} "
+                                 "(is the server running, is llm_base_url right, does it need "
+                                 "llm_api_key_env=NAME?)") from None
+        finally:
+            await backend.aclose()
 
     def identity(self) -> dict:
         return {"listener": self.name, "backend": self.llm_backend, "model": self.llm_model,
                 "orders": self.orders, "temperature": self.llm_temperature}
 
     # ------------------------------------------------------------------------- prompts
-    def _parts(self, q: Question, perm: list[int], audio: dict[str, bytes]) -> list[Part]:
+    def _parts(self, q: Question, perm: list[int], audio: dict) -> list[Part]:
         """The question as heard under one presentation order (``perm``: shown -> original)."""
         ask = ("Reply with the letter of your choice, in the form 'Answer: X'.")
         if q.design == "multi":
@@ -91,73 +120,82 @@ class AudioLLMListener(Listener):
                 f"sentence, \u201c{q.text}\u201d, spoken by the same speaker in different ways."))]
             for shown, orig in enumerate(perm):
                 parts += [Part("text", text=f"Sample {LETTERS[shown]}:"),
-                          Part("audio", wav=audio[q.stimuli[orig]])]
+                          Part("audio", audio=audio[q.stimuli[orig]])]
             letters = ", ".join(LETTERS[: len(perm)])
             parts.append(Part("text", text=f"Question: {q.question}\nChoices: {letters}.\n{ask}"))
             return parts
         choices = "\n".join(f"{LETTERS[shown]}. {q.choices[orig]}" for shown, orig in enumerate(perm))
         return [Part("text", text=(f"This is a listening test. You will hear one recording of "
                                    f"the sentence \u201c{q.text}\u201d.")),
-                Part("audio", wav=audio[q.stimuli[0]]),
+                Part("audio", audio=audio[q.stimuli[0]]),
                 Part("text", text=f"Question: {q.question}\n{choices}\n{ask}")]
 
     # ------------------------------------------------------------------------- answering
     def answer(self, question: Question, samples: dict[str, str]) -> Answer:
+        return self.answer_many([(question, samples)], progress=False)[0]
+
+    def answer_many(self, asked: list[tuple[Question, dict[str, str]]],
+                    progress: bool | None = None) -> list[Answer]:
+        """Answer many questions concurrently (the shared client's concurrency, rate limit,
+        retries and cache), with a progress bar; one Answer per question, in order."""
+        show = self.progress if progress is None else progress
+
+        async def run():
+            try:
+                return await self._client.map(
+                    lambda i, qs: self._answer(*qs), asked, desc=f"{self.name}: listening",
+                    unit="question", progress=show and len(asked) > 1,
+                    postfix=lambda a: "ok" if a.status == "ok" else "failed",
+                    concurrency=-(-self.connection.concurrency // self.orders))
+            finally:
+                await self._client.aclose()
+
+        return run_sync(run())
+
+    async def _answer(self, question: Question, samples: dict[str, str]) -> Answer:
+        checks = self._client.checks
         try:
-            prep = JudgeConfig(max_audio_seconds=60)
-            audio = {s: prepare_audio(samples[s], prep, s) for s in question.stimuli}
-        except BadInput as exc:
-            return Answer((Response(None, detail=str(exc)),), "failed", detail=str(exc))
+            sources = {s: await asyncio.to_thread(inspect, samples[s], checks, self.policy, s)
+                       for s in question.stimuli}
+            audio = {s: await asyncio.to_thread(payload, src, self.policy)
+                     for s, src in sources.items()}
+        except (BadInput, KeyError) as exc:
+            detail = f"{exc}" if isinstance(exc, BadInput) else f"no sample for {exc}"
+            return Answer((Response(None, detail=detail),), "failed", detail=detail)
         n = question.n_choices
         perms = [[(i + shift) % n for i in range(n)] for shift in range(min(self.orders, n))]
-        replies = run_sync(self._ask_all(question, perms, audio))
-        votes, details = [], []
-        for perm, (reply, shown) in zip(perms, replies):
-            if shown is None:
-                details.append(f"order {perm}: no valid letter in {reply[:80]!r}")
+        replies = await asyncio.gather(*(self._ask(question, p, audio) for p in perms))
+        votes, problems = [], []
+        for perm, reply in zip(perms, replies):
+            if reply.value is None:
+                problems.append(f"order {perm}: {reply.problem}")
             else:
-                votes.append(perm[shown])
+                votes.append(perm[int(reply.value)])
         if not votes:
-            return Answer((Response(None, detail="; ".join(details)),), "failed",
-                          detail="no valid answer under any order")
+            detail = "no valid answer under any order: " + "; ".join(problems)
+            return Answer((Response(None, detail=detail),), "failed", detail=detail)
         counts = Counter(votes)
         top = max(counts.values())
         tied = [c for c, k in counts.items() if k == top]
         choice = votes[0] if votes[0] in tied else min(tied)
         agreement = counts[choice] / len(perms)
         scores = tuple(counts.get(i, 0) / len(perms) for i in range(n))
-        return Answer((Response(choice),), "ok", scores,
-                      detail=f"votes {dict(counts)} over {len(perms)} orders",
-                      agreement=agreement)
+        detail = f"votes {dict(counts)} over {len(perms)} orders"
+        if problems:
+            detail += "; " + "; ".join(problems)
+        return Answer((Response(choice),), "ok", scores, detail=detail, agreement=agreement)
 
-    async def _ask_all(self, q: Question, perms, audio):
-        backend = get_backend(self.llm_backend, model=self.llm_model,
-                              base_url=self.llm_base_url, api_key_env=self.llm_api_key_env,
-                              timeout=self.llm_timeout, max_retries=self.llm_max_retries)
-        try:
-            return await asyncio.gather(*(self._ask(backend, q, p, j, audio)
-                                          for j, p in enumerate(perms)))
-        finally:
-            await backend.aclose()
-
-    async def _ask(self, backend, q: Question, perm, j: int, audio):
+    async def _ask(self, q: Question, perm: list[int], audio: dict):
         parts = self._parts(q, perm, audio)
         key = cache_key(kind="adept-listener", backend=self.llm_backend, model=self.llm_model,
                         temperature=self.llm_temperature, max_tokens=self.llm_max_tokens,
-                        parts=[p.text if p.kind == "text" else hashlib.sha256(p.wav).hexdigest()
-                               for p in parts])
-        if self._cache is not None and (hit := self._cache.get(key)) is not None:
-            return hit[0], hit[1]
-        reply = ""
-        for _ in range(1 + max(0, int(self.llm_max_reasks))):
-            try:
-                reply = await backend.complete(parts, temperature=self.llm_temperature,
-                                               max_tokens=self.llm_max_tokens)
-            except BackendError as exc:
-                return f"request failed: {exc}", None
+                        parts=[p.text if p.kind == "text" else p.audio.sha256 for p in parts])
+
+        def parse(reply: str):
             shown = parse_letter(reply, len(perm))
-            if shown is not None:
-                if self._cache is not None:
-                    self._cache.put(key, reply, shown, self.identity())
-                return reply, shown
-        return reply, None
+            return shown, "" if shown is not None else f"no valid letter in {reply[:80]!r}"
+
+        return await self._client.ask(parts, parse, key=key, identity=self.identity(),
+                                      reasks=self.llm_max_reasks,
+                                      temperature=self.llm_temperature,
+                                      max_tokens=self.llm_max_tokens)

@@ -4,11 +4,13 @@ output (OpenAI's audio models, or an omni model served by vLLM / SGLang).
     lm_eval --model openai-speech --model_args model=gpt-4o-audio-preview,voice=alloy \\
         --tasks vstyle_en --metadata judge_backend=gemini
 
-Each stimulus's audio (the spoken VStyle instruction) is sent as an ``input_audio`` part; the
-spoken answer is saved as WAV with its transcript next to it (``.json``). Answers are cached by
-content (model, voice, system prompt, the instruction audio), so a rerun costs nothing and a run
-killed halfway resumes. Same machinery as the judge: bounded concurrency, a requests-per-minute
-limit, the SDK's retries honouring Retry-After. A failed answer fails that stimulus only.
+Each stimulus's audio (the spoken VStyle instruction, its original MP3/WAV bytes) is sent as an
+``input_audio`` part; the spoken answer is saved in the format it came in (WAV, or MP3) with its
+transcript next to it (``.json``). Answers are cached by content (model, voice, system prompt,
+the instruction audio's hash), so a rerun costs nothing and a run killed halfway resumes. The
+shared LLM client (``adept_eval.llm``) does the asking: bounded concurrency, a requests-per-minute
+limit, the SDK's retries honouring Retry-After, requests counted as sent, a key only from
+``api_key_env`` for a custom ``base_url``. A failed answer fails that stimulus only.
 """
 
 from __future__ import annotations
@@ -19,10 +21,9 @@ import json
 import os
 from pathlib import Path
 
-from tqdm.auto import tqdm
-
-from ..judge.backends import BackendError, Part, get_backend
-from ..judge.runner import BadInput, JudgeConfig, RateLimiter, prepare_audio, run_sync
+from ..llm import (AudioPolicy, BackendError, BadInput, Connection, LLMClient, Part,
+                   count_requests, inspect, payload, run_sync)
+from ..llm.audio import sniff_format
 from .base import Produced, SpeechSystem, Stimulus, SystemSetupError
 
 
@@ -40,17 +41,21 @@ class OpenAISpeechSystem(SpeechSystem):
         self.model, self.base_url, self.api_key_env = model, base_url, api_key_env
         self.voice, self.system_prompt = voice, system_prompt
         self.send_text = str(send_text).lower() in ("1", "true", "yes")
-        self.concurrency, self.rpm = int(concurrency), (float(rpm) if rpm else None)
-        self.timeout, self.max_retries = float(timeout), int(max_retries)
+        self.connection = Connection("openai", model, base_url, api_key_env, float(timeout),
+                                     int(max_retries), max(1, int(concurrency)),
+                                     float(rpm) if rpm else None)
         if cache_dir is None:
             from ..corpus import cache_home
 
             cache_dir = cache_home() / "systems"
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.name)
         self.cache_dir = Path(cache_dir).expanduser() / safe
-        self.requests = 0
-        # fail now if the key is missing, not after the corpus has been prepared
-        get_backend("openai", model=model, base_url=base_url, api_key_env=api_key_env)
+        self.requests = 0  # HTTP requests actually sent (retries included)
+        self.policy = AudioPolicy(max_seconds=600.0)
+        try:  # fail now if the key is missing, not after the corpus has been prepared
+            self.connection.open()
+        except ValueError as exc:
+            raise SystemSetupError(f"openai-speech: {exc}") from None
 
     @classmethod
     def name_from_args(cls, args: dict) -> str:
@@ -62,46 +67,56 @@ class OpenAISpeechSystem(SpeechSystem):
     def produce(self, stimuli: list[Stimulus]) -> list[Produced]:
         return run_sync(self._produce(stimuli))
 
-    async def _produce(self, stimuli: list[Stimulus]) -> list[Produced]:
-        backend = get_backend("openai", model=self.model, base_url=self.base_url,
-                              api_key_env=self.api_key_env, timeout=self.timeout,
-                              max_retries=self.max_retries)
-        sem, limiter = asyncio.Semaphore(max(1, self.concurrency)), RateLimiter(self.rpm)
-        bar = tqdm(total=len(stimuli), desc=f"{self.name}: speaking", unit="answer")
-        prep = JudgeConfig(max_audio_seconds=600)
+    def _cached(self, key: str) -> Path | None:
+        for ext in (".wav", ".mp3"):
+            target = self.cache_dir / f"{key}{ext}"
+            if target.exists() and target.stat().st_size > 0:
+                return target
+        return None
 
-        async def one(s: Stimulus) -> Produced:
-            async with sem:
-                try:
-                    wav_in = await asyncio.to_thread(prepare_audio, s.reference_audio, prep,
-                                                     "instruction audio")
-                    key = hashlib.sha256(json.dumps(
-                        [self.model, self.voice, self.system_prompt,
-                         s.text if self.send_text else "",
-                         hashlib.sha256(wav_in).hexdigest()]).encode()).hexdigest()[:32]
-                    target = self.cache_dir / f"{key}.wav"
-                    if not (target.exists() and target.stat().st_size > 0):
-                        parts = ([Part("text", text=s.text)] if self.send_text else []) + \
-                            [Part("audio", wav=wav_in)]
-                        await limiter.wait()
-                        self.requests += 1
-                        wav, transcript = await backend.speak(
-                            parts, voice=self.voice, system_prompt=self.system_prompt)
-                        target.parent.mkdir(parents=True, exist_ok=True)
-                        tmp = target.with_name(f".{key}.{os.getpid()}.wav")
-                        tmp.write_bytes(wav)
-                        target.with_suffix(".json").write_text(json.dumps(
-                            {"stimulus": s.stimulus_id, "transcript": transcript,
-                             "model": self.model, "voice": self.voice}, ensure_ascii=False))
-                        os.replace(tmp, target)
-                    return Produced(s.stimulus_id, str(target), "ok")
-                except (BadInput, BackendError, OSError) as exc:
-                    return Produced(s.stimulus_id, None, "failed", f"no spoken answer: {exc}")
-                finally:
-                    bar.update(1)
+    async def _produce(self, stimuli: list[Stimulus]) -> list[Produced]:
+        client = LLMClient(self.connection, cache_path=None)
+
+        async def one(_, s: Stimulus) -> Produced:
+            try:
+                src = await asyncio.to_thread(inspect, s.reference_audio, client.checks,
+                                              self.policy, "instruction audio")
+                key = hashlib.sha256(json.dumps(
+                    [self.model, self.voice, self.system_prompt,
+                     s.text if self.send_text else "", src.sha256]).encode()).hexdigest()[:32]
+                target = self._cached(key)
+                if target is None:
+                    audio = await asyncio.to_thread(payload, src, self.policy)
+                    parts = ([Part("text", text=s.text)] if self.send_text else []) + \
+                        [Part("audio", audio=audio)]
+                    await client.limiter.wait()
+                    with count_requests() as sent:
+                        try:
+                            spoken, transcript = await client.backend().speak(
+                                parts, voice=self.voice, system_prompt=self.system_prompt)
+                        finally:
+                            self.requests += sent.value
+                    target = self._save(key, s, spoken, transcript)
+                return Produced(s.stimulus_id, str(target), "ok")
+            except (BadInput, BackendError, OSError) as exc:
+                return Produced(s.stimulus_id, None, "failed", f"no spoken answer: {exc}")
 
         try:
-            return list(await asyncio.gather(*(one(s) for s in stimuli)))
+            return await client.map(one, stimuli, desc=f"{self.name}: speaking", unit="answer",
+                                    postfix=lambda p: p.status)
         finally:
-            bar.close()
-            await backend.aclose()
+            await client.aclose()
+            client.close()
+
+    def _save(self, key: str, s: Stimulus, spoken: bytes, transcript: str) -> Path:
+        """Write the answer atomically, named by its real format, with its transcript."""
+        ext = ".mp3" if sniff_format(spoken) == "mp3" else ".wav"
+        target = self.cache_dir / f"{key}{ext}"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{key}.{os.getpid()}{ext}")
+        tmp.write_bytes(spoken)
+        target.with_suffix(".json").write_text(json.dumps(
+            {"stimulus": s.stimulus_id, "transcript": transcript, "model": self.model,
+             "voice": self.voice}, ensure_ascii=False))
+        os.replace(tmp, target)
+        return target

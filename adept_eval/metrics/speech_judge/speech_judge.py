@@ -36,17 +36,23 @@ Args:
     backend: "openai" (any OpenAI-compatible endpoint, with base_url) or "gemini".
     model: the judge model, e.g. "gemini-2.5-pro", "gpt-4o-audio-preview", "Qwen/Qwen2.5-Omni-7B".
     base_url: endpoint of an OpenAI-compatible server (vLLM, SGLang, a proxy).
-    api_key_env: name of the environment variable holding the key (never the key itself).
+    api_key_env: name of the environment variable holding the key (never the key itself). A
+        custom base_url gets a key only this way; OPENAI_API_KEY / GEMINI_API_KEY go only to
+        their own services.
     prompt: template file or text (default: VStyle's instruction prompt, shipped with the package).
     prompts: {instruction type or category: template file or text}.
     judgements: k judgements per item, aggregated by median (default 1).
     temperature, max_tokens, seed: sampling parameters (temperature defaults to 0 for k=1).
-    concurrency: requests in flight (default 4); rpm: requests per minute limit.
+    concurrency: requests in flight (default 4; also the connection pool's size); rpm: requests
+        per minute limit.
+    audio_format: "original" (default: MP3 and 16-bit WAV files are sent as they are, other
+        audio as 16-bit WAV at audio_rate) or "wav" (always convert).
     timeout, max_retries, max_reasks: per-request timeout, transport retries, re-asks.
     cache_path: sqlite cache file ("" disables; default under $ADEPT_EVAL_HOME).
     progress: show a progress bar (default True).
 Returns:
     score, score_ci95, score_by_type, histogram (1-5), n, n_judged, n_failed, failure_rate,
+    n_requests (HTTP requests actually sent, retries included), n_cached_judgements,
     judge (backend, model, prompt sha256, sampling parameters) and items (per item: score,
     scores, verdicts, status, detail).
 Examples:

@@ -1,0 +1,226 @@
+"""Audio for an audio LLM: check it once, identify it by its bytes, send it as it is if possible.
+
+Two steps, so a cached reply costs neither a decode nor a conversion:
+
+1. ``inspect`` reads the file's bytes and hashes them (``sha256``: the identity every cache key
+   uses), and checks the audio (it decodes, has samples, all finite, not silent once DC is
+   removed) - once per distinct content: the check's outcome is remembered by hash, in memory
+   and in the reply cache, so the same bytes are never decoded twice.
+2. ``payload`` gives the bytes to send: the original file when its format is one the backend
+   takes as it is (WAV with 16-bit PCM, MP3) and it is within the size limit, otherwise a
+   16-bit mono WAV at ``rate`` (FLAC, OGG, float WAV, in-memory arrays). Only this case decodes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..audio import SILENCE_DBFS, Audio, AudioError, from_array, read_audio, resample, rms_dbfs, wav_bytes
+
+CHECK_VERSION = "1"  # bump when what ``problem_of`` tests changes: old outcomes are then ignored
+ORIGINAL_FORMATS = frozenset({"wav", "mp3"})  # what OpenAI-style ``input_audio`` takes
+
+
+class BadInput(ValueError):
+    """Audio (or a transcript) an item cannot be judged with; ``status`` says how it counts."""
+
+    def __init__(self, status: str, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class AudioPolicy:
+    """How audio is checked and sent. ``formats``: originals the backend accepts as they are
+    (empty: always convert); ``rate``: the rate of converted audio."""
+
+    formats: frozenset = ORIGINAL_FORMATS
+    max_bytes: int = 20_000_000  # Gemini's inline request limit is 20 MB
+    rate: int = 16000
+    max_seconds: float = 300.0
+
+    def identity(self) -> dict:
+        return {"audio_formats": sorted(self.formats), "audio_rate": self.rate}
+
+
+@dataclass(frozen=True)
+class AudioPayload:
+    """Bytes as they go on the wire."""
+
+    data: bytes
+    format: str  # "wav" | "mp3"
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.data).hexdigest()
+
+
+@dataclass(frozen=True)
+class Source:
+    """One piece of audio, checked: its content hash, duration, and where its bytes are."""
+
+    sha256: str
+    duration: float
+    data: bytes | None = None  # the file's bytes (None for in-memory audio)
+    audio: Audio | None = None  # decoded samples, when we have them anyway
+    what: str = "audio"
+
+
+def problem_of(audio: Audio) -> str:
+    """Why this audio cannot be judged ("" when it can)."""
+    x = audio.samples
+    if x.size == 0:
+        return "no samples"
+    if not np.isfinite(x).all():
+        return "non-finite samples (NaN or Inf)"
+    level = rms_dbfs(x - np.mean(x, dtype=np.float64))
+    if level < SILENCE_DBFS:
+        return f"silent (RMS {level:.1f} dBFS after removing DC)"
+    return ""
+
+
+def sniff_format(data: bytes) -> str | None:
+    """"wav" for RIFF/WAVE with 16-bit PCM, "mp3" for MPEG audio (ID3 tag or frame sync)."""
+    if data[:4] == b"RIFF" and data[8:12] == b"WAVE":
+        fmt = data.find(b"fmt ", 12, 512)
+        if fmt > 0 and len(data) >= fmt + 24:
+            tag = int.from_bytes(data[fmt + 8: fmt + 10], "little")
+            bits = int.from_bytes(data[fmt + 22: fmt + 24], "little")
+            return "wav" if tag == 1 and bits == 16 else None
+        return None
+    if data[:3] == b"ID3" or (len(data) > 1 and data[0] == 0xFF and data[1] & 0xE0 == 0xE0):
+        return "mp3"
+    return None
+
+
+class AudioChecks:
+    """Outcomes of ``problem_of`` by content hash: in memory, and in a ``ReplyCache`` if given."""
+
+    def __init__(self, store=None):
+        self.store = store
+        self._memo: dict[str, tuple[float, str]] = {}
+        self._lock = threading.Lock()
+        self.decodes = 0  # how many times audio had to be decoded (for the benchmark)
+
+    def get(self, sha256: str) -> tuple[float, str] | None:
+        key = f"{CHECK_VERSION}:{sha256}"
+        with self._lock:
+            hit = self._memo.get(key)
+        if hit is None and self.store is not None:
+            hit = self.store.get_check(key)
+            if hit is not None:
+                with self._lock:
+                    self._memo[key] = hit
+        return hit
+
+    def put(self, sha256: str, duration: float, problem: str) -> None:
+        key = f"{CHECK_VERSION}:{sha256}"
+        with self._lock:
+            self._memo[key] = (duration, problem)
+        if self.store is not None:
+            self.store.put_check(key, duration, problem)
+
+    def decode(self, path: Path, what: str) -> Audio:
+        with self._lock:
+            self.decodes += 1
+        try:
+            return read_audio(path)
+        except AudioError as exc:
+            raise BadInput("bad_input", f"{what}: {exc}") from None
+
+
+def inspect(value, checks: AudioChecks, policy: AudioPolicy, what: str = "audio") -> Source:
+    """Hash and check audio given as a path, ``Audio``, ``{"path"}`` or ``{"array",
+    "sampling_rate"}``; raise ``BadInput`` (status ``bad_input`` or ``too_long``)."""
+    if isinstance(value, dict) and "array" not in value and value.get("path"):
+        value = value["path"]
+    if isinstance(value, (str, Path)):
+        src = _inspect_file(Path(value), checks, what)
+        if src.audio is not None and _sendable(src.data, policy):
+            # the original bytes will be sent: do not hold the decoded samples (MBs per item)
+            # while the request is in flight
+            src = Source(src.sha256, src.duration, src.data, None, what)
+    else:
+        try:
+            if isinstance(value, Audio):
+                audio = value
+            elif isinstance(value, dict) and "array" in value:
+                audio = from_array(np.asarray(value["array"]), int(value["sampling_rate"]))
+            else:
+                raise AudioError(f"cannot read audio from a {type(value).__name__}")
+        except (AudioError, ValueError, TypeError, KeyError) as exc:
+            raise BadInput("bad_input", f"{what}: {exc}") from None
+        h = hashlib.sha256(np.ascontiguousarray(audio.samples, dtype=np.float32).tobytes())
+        h.update(str(audio.rate).encode())
+        problem = problem_of(audio)
+        if problem:
+            raise BadInput("bad_input", f"{what}: {problem}")
+        src = Source(h.hexdigest(), audio.duration, None, audio, what)
+    if src.duration > policy.max_seconds:
+        raise BadInput("too_long", f"{what}: {src.duration:.1f} s exceeds the "
+                       f"{policy.max_seconds:g} s limit (not truncated)")
+    return src
+
+
+def _inspect_file(path: Path, checks: AudioChecks, what: str) -> Source:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise BadInput("bad_input", f"{what}: {path}: file is missing") from None
+    except OSError as exc:
+        raise BadInput("bad_input", f"{what}: {path}: cannot be read ({exc.strerror or exc})") \
+            from None
+    if not data:
+        raise BadInput("bad_input", f"{what}: {path}: file is empty (0 bytes)")
+    sha = hashlib.sha256(data).hexdigest()
+    known = checks.get(sha)
+    audio = None
+    if known is None:
+        try:
+            audio = checks.decode(path, what)
+        except BadInput as exc:  # remembered without the path: the same bytes, the same fault
+            checks.put(sha, 0.0, str(exc).removeprefix(f"{what}: ").removeprefix(f"{path}: ")
+                       .replace(f"'{path}'", "the file"))
+            raise
+        known = (audio.duration, problem_of(audio))
+        checks.put(sha, *known)
+    duration, problem = known
+    if problem:
+        raise BadInput("bad_input", f"{what}: {path}: {problem}")
+    return Source(sha, duration, data, audio, what)
+
+
+def _sendable(data: bytes | None, policy: AudioPolicy) -> bool:
+    return data is not None and len(data) <= policy.max_bytes and \
+        sniff_format(data) in policy.formats
+
+
+def payload(src: Source, policy: AudioPolicy) -> AudioPayload:
+    """The bytes to send for a checked source (see the module docstring)."""
+    if _sendable(src.data, policy):
+        return AudioPayload(src.data, sniff_format(src.data))
+    audio = src.audio
+    if audio is None:
+        try:
+            data, rate = _decode_bytes(src.data)
+        except Exception as exc:  # the bytes were checked before: only a vanished codec
+            raise BadInput("bad_input", f"{src.what}: cannot be converted ({exc})") from None
+        audio = from_array(data, rate)
+    return AudioPayload(wav_bytes(resample(audio, policy.rate)), "wav")
+
+
+def _decode_bytes(data: bytes):
+    import soundfile as sf
+
+    return sf.read(io.BytesIO(data), dtype="float32", always_2d=True)
+
+
+def prepare(value, checks: AudioChecks, policy: AudioPolicy, what: str = "audio") -> AudioPayload:
+    """Check and convert in one call (when nothing is cached in between)."""
+    return payload(inspect(value, checks, policy, what), policy)
