@@ -138,8 +138,8 @@ def check_folder(corpus: Corpus, folder: str | Path, *, stimuli: list[str] | Non
 
 def _check_speech(path: Path, report: AudioReport) -> None:
     """A readable sample that holds no speech (a tone, DC, noise, silence) is an error too."""
-    if not report.ok:
-        return
+    if any(p.severity == "error" and p.kind != "silent" for p in report.problems):
+        return  # unreadable, empty, ...: already refused for a more basic reason
     from .speech_presence import no_speech_reason
 
     try:

@@ -21,7 +21,7 @@ from .audio import Audio, read_audio
 SILENT_DB = -60.0  # loudest 20 ms frame below this: nothing audible
 MIN_VOICED_SHARE = 0.15  # share of active frames with a pitch
 MIN_F0_SPREAD_ST = 0.4  # interquartile range of the pitch, semitones
-MIN_SPECTRAL_CHANGE = 1.0  # median frame-to-frame MFCC change (Euclidean, c1..c12)
+MIN_SPECTRAL_CHANGE = 3.0  # median frame-to-frame MFCC change (Euclidean, c1..c12)
 
 
 def reason_from_features(feats) -> str | None:
@@ -55,4 +55,7 @@ def no_speech_reason(audio: Audio | str | Path) -> str | None:
         return "silent: no samples"
     # a DC offset is not sound: judge the signal around its mean
     centred = Audio((x - x.mean()).astype(np.float32), audio.rate, audio.channels, audio.path)
-    return reason_from_features(extract(centred))
+    reason = reason_from_features(extract(centred))
+    if reason and reason.startswith("silent") and np.max(np.abs(x)) > 1e-3:
+        return f"a constant offset (DC {x.mean():+.3f}) and nothing audible around it"
+    return reason

@@ -40,7 +40,8 @@ from ..questions import Question
 from ..speech_presence import reason_from_features
 from . import Answer, Listener, Response, register_listener
 
-TERM_WEIGHTS = {"f0": 1.0, "energy": 1.0, "tempo": 1.0}
+# Tuned on one rotation only (references festival, systems espeak-ng); reported on the other.
+TERM_WEIGHTS = {"f0": 1.0, "energy": 0.5, "tempo": 1.0}
 TEMPERATURE = 0.5
 METHOD_VERSION = "2"
 
@@ -53,6 +54,7 @@ class AcousticListener(Listener):
     temperature: float = TEMPERATURE
     store: FeatureStore = field(init=False)
     _memo: dict = field(init=False, default_factory=dict)
+    _speech: dict = field(init=False, default_factory=dict)
 
     def __post_init__(self):
         self.corpus = self.corpus or load_corpus()
@@ -112,9 +114,10 @@ class AcousticListener(Listener):
 
     def _no_speech(self, paths) -> str | None:
         for p in paths:
-            reason = reason_from_features(self.store.get(p))
-            if reason:
-                return f"{p}: no speech ({reason})"
+            if p not in self._speech:
+                self._speech[p] = reason_from_features(self.store.get(p))
+            if self._speech[p]:
+                return f"{p}: no speech ({self._speech[p]})"
         return None
 
     # ------------------------------------------------------------------ answering
