@@ -6,8 +6,8 @@ transfer. Samples that hold no speech are refused before anyone scores them (``a
 check``) and the acoustic listener will not answer on them.
 
 Speech, for this test, is a signal with (1) some loud frames, (2) voicing on a fair share of its
-active frames, (3) a pitch that moves (intonation), and (4) a spectrum that changes from frame
-to frame (articulation). Whispered or heavily distorted speech can fail (2) - see the README.
+active frames, (3) a pitch that moves (intonation), (4) a level that rises and falls with the
+syllables, and (5) a spectrum that changes from frame to frame (articulation). Whispered or heavily distorted speech can fail (2) - see the README.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from .audio import Audio, read_audio
 SILENT_DB = -60.0  # loudest 20 ms frame below this: nothing audible
 MIN_VOICED_SHARE = 0.15  # share of active frames with a pitch
 MIN_F0_SPREAD_ST = 0.4  # interquartile range of the pitch, semitones
-MIN_SPECTRAL_CHANGE = 3.0  # median frame-to-frame MFCC change (Euclidean, c1..c12)
+MIN_SPECTRAL_CHANGE = 0.5  # median frame-to-frame MFCC change (Euclidean, c1..c12)
+MIN_LEVEL_SPREAD_DB = 3.0  # interquartile range of the active frames' level: syllables
 
 
 def reason_from_features(feats) -> str | None:
@@ -37,6 +38,11 @@ def reason_from_features(feats) -> str | None:
     spread = float(np.subtract(*np.percentile(f0, [75, 25])))
     if spread < MIN_F0_SPREAD_ST:
         return f"the pitch does not move (interquartile range {spread:.2f} semitones: a steady tone?)"
+    level = feats.energy[active]
+    level_spread = float(np.subtract(*np.percentile(level, [75, 25])))
+    if level_spread < MIN_LEVEL_SPREAD_DB:
+        return (f"the level does not rise and fall with syllables (interquartile range "
+                f"{level_spread:.1f} dB: a steady sound?)")
     change = float(np.median(np.linalg.norm(np.diff(feats.mfcc[active], axis=0), axis=1))) \
         if active.sum() > 2 else 0.0
     if change < MIN_SPECTRAL_CHANGE:

@@ -99,7 +99,9 @@ def _check_refusals(corpus: Corpus, folder: Path) -> str:
 
 def run_rotation(reference: str, system: str, cache: Path, *, listeners: dict[str, Listener]
                  | None = None, sentence_ids: int = 5, progress: bool = True,
-                 nonspeech: bool = True) -> tuple[list[SystemResult], dict]:
+                 nonspeech: bool = True, only: tuple[str, ...] | None = None
+                 ) -> tuple[list[SystemResult], dict]:
+    """Evaluate every system of one rotation (or ``only`` those named); see the module doc."""
     from ..listeners import get_listener
     from .baseline import GlobalBaseline
 
@@ -119,6 +121,8 @@ def run_rotation(reference: str, system: str, cache: Path, *, listeners: dict[st
     results = []
     timing = {}
     for name, folder in list(folders.items()) + list(ns.items()):
+        if only and name not in only:
+            continue
         refused = _check_refusals(corpus, folder) if name in NONSPEECH else ""
         for lname, listener in listeners.items():
             t = time.perf_counter()
