@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -342,8 +343,8 @@ def sentence_profiles(renditions: list[Features]) -> SentenceProfiles:
         tempo.append(np.log(np.maximum(slope, 0.1)))
         length.append(np.log(max(r.n, 1)))
     f0, energy, tempo, length = map(np.array, (f0, energy, tempo, length))
-    with np.errstate(invalid="ignore"), __import__("warnings").catch_warnings():
-        __import__("warnings").simplefilter("ignore", RuntimeWarning)
+    with warnings.catch_warnings():  # a frame no rendition voices has a NaN mean: intended
+        warnings.simplefilter("ignore", RuntimeWarning)
         f0_mean = np.nanmean(f0, axis=0)
     return SentenceProfiles(anchor, f0 - f0_mean, energy - energy.mean(0), tempo - tempo.mean(0),
                             length - length.mean())
@@ -357,8 +358,6 @@ def onto(system: SentenceProfiles, natural: SentenceProfiles) -> SentenceProfile
 
 def _discriminative_weights(natural: SentenceProfiles) -> dict[str, np.ndarray]:
     """Per frame, how much the natural candidates differ there: where listening pays off."""
-    import warnings
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         f0_sd = np.nan_to_num(np.nanstd(natural.f0, axis=0))

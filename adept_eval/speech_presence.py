@@ -7,7 +7,8 @@ check``) and the acoustic listener will not answer on them.
 
 Speech, for this test, is a signal with (1) some loud frames, (2) voicing on a fair share of its
 active frames, (3) a pitch that moves (intonation), (4) a level that rises and falls with the
-syllables, and (5) a spectrum that changes from frame to frame (articulation). Whispered or heavily distorted speech can fail (2) - see the README.
+syllables, and (5) a spectrum that changes from frame to frame (articulation). Whispered or
+heavily distorted speech can fail (2) - see the README.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ def reason_from_features(feats) -> str | None:
     f0 = feats.f0[voiced]
     spread = float(np.subtract(*np.percentile(f0, [75, 25])))
     if spread < MIN_F0_SPREAD_ST:
-        return f"the pitch does not move (interquartile range {spread:.2f} semitones: a steady tone?)"
+        return (f"the pitch does not move (interquartile range {spread:.2f} semitones: "
+                f"a steady tone?)")
     level = feats.energy[active]
     level_spread = float(np.subtract(*np.percentile(level, [75, 25])))
     if level_spread < MIN_LEVEL_SPREAD_DB:

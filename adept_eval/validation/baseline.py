@@ -15,10 +15,10 @@ import numpy as np
 
 from .. import spec
 from ..corpus import Corpus
-from ..prosody import Features, FeatureStore
-from ..questions import Question
 from ..listeners import Answer, Listener, Response
 from ..listeners.acoustic import AcousticListener
+from ..prosody import Features, FeatureStore
+from ..questions import Question
 
 
 def global_features(f: Features) -> np.ndarray:
@@ -60,7 +60,8 @@ class GlobalBaseline(Listener):
             logits = -d
             post = np.exp(logits - logits.max(1, keepdims=True))
             post /= post.sum(1, keepdims=True)
-            scores = np.array([post[subs.index(s), target] for s in question.stimulus_subcategories])
+            scores = np.array([post[subs.index(s), target]
+                               for s in question.stimulus_subcategories])
         else:
             row = subs.index(question.target) if len(paths) > 1 else 0
             scores = -d[row]

@@ -94,7 +94,8 @@ def _check_refusals(corpus: Corpus, folder: Path) -> str:
                   if any(p.kind == "no_speech" and str(r.path) in p.message for p in r.problems))
     silent = sum(1 for r in check.samples.values()
                  if not r.ok and not any(p.kind == "no_speech" for p in r.problems))
-    return f"{refused}/{len(check.samples)} no-speech" + (f", {silent} other errors" if silent else "")
+    other = f", {silent} other errors" if silent else ""
+    return f"{refused}/{len(check.samples)} no-speech{other}"
 
 
 def run_rotation(reference: str, system: str, cache: Path, *, listeners: dict[str, Listener]
@@ -176,8 +177,8 @@ def format_rotation(reference: str, system: str, results: list[SystemResult], ti
             if not os_:
                 continue
             k, n, c = sum(o.correct for o in os_), len(os_), os_[0].chance
-            lines.append(f"    {short[t]:24} {k / n:5.2f} {n:3d} {c:6.3f} {p_greater(k, n, c):9.4f} "
-                         f"{p_two_sided(k, n, c):10.4f}")
+            lines.append(f"    {short[t]:24} {k / n:5.2f} {n:3d} {c:6.3f} "
+                         f"{p_greater(k, n, c):9.4f} {p_two_sided(k, n, c):10.4f}")
         if r.system in ("swap", "copy"):
             sw = r.swapped()
             if sw:

@@ -71,8 +71,8 @@ def render_engine(engine: str, cache: Path | None = None, *, progress: bool = Tr
     for speaker in spec.SPEAKERS:
         mine = [it for it in items if it[0] == speaker]
         # full renditions (the corpus / copy system)
-        jobs = [(S.sentence(c, sid), S.plan(c, sub, sid), f"{c}/{sub}/{spec.SPEAKERS[speaker]}_{sid}")
-                for _, c, sub, sid in mine]
+        jobs = [(S.sentence(c, sid), S.plan(c, sub, sid),
+                 f"{c}/{sub}/{spec.SPEAKERS[speaker]}_{sid}") for _, c, sub, sid in mine]
         for start in range(0, len(jobs), 20):
             batch = jobs[start:start + 20]
             for (sent, _, rel), (x, rate) in zip(batch, eng.render_many(batch, speaker)):
@@ -98,14 +98,15 @@ def render_engine(engine: str, cache: Path | None = None, *, progress: bool = Tr
                 prompts.setdefault(c, {})[key] = S.answer_options(c, sid)
     bar.close()
     (root / PROMPTS_FILE).write_text(json.dumps(prompts, indent=2), encoding="utf-8")
-    for _, c, sub, sid in stimuli():
-        key = f"{spec.SPEAKERS[_]}_{sid}"
+    for speaker, c, sub, sid in stimuli():
+        key = f"{spec.SPEAKERS[speaker]}_{sid}"
         rel = f"{c}/{sub}/{key}"
         src = root / WAV_DIR / f"{rel}.wav"
         shutil.copy(src if _in_half(rel) else base / "flat" / f"{rel}.wav",
                     _mkdir(base / "partial" / f"{rel}.wav"))
         swapped = SWAPS.get(sub, sub)
-        shutil.copy(root / WAV_DIR / f"{c}/{swapped}/{key}.wav", _mkdir(base / "swap" / f"{rel}.wav"))
+        shutil.copy(root / WAV_DIR / f"{c}/{swapped}/{key}.wav",
+                    _mkdir(base / "swap" / f"{rel}.wav"))
     done.touch()
     return base
 
