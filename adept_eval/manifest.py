@@ -128,6 +128,7 @@ def check_folder(corpus: Corpus, folder: str | Path, *, stimuli: list[str] | Non
                                            f"{', '.join(AUDIO_EXTENSIONS[1:])})"))
         else:
             report = check_audio(path, reference_duration=sf.info(ref.audio_path).duration)
+            _check_speech(path, report)
             if sum(_exists(folder / f"{sid}{e}") for e in AUDIO_EXTENSIONS) > 1:
                 result.ambiguous.append(str(path))
         result.samples[sid] = report
@@ -141,3 +142,18 @@ def check_folder(corpus: Corpus, folder: str | Path, *, stimuli: list[str] | Non
                 if path.suffix.lower() in AUDIO_EXTENSIONS:
                     result.extra.append(str(path))
     return result
+
+
+def _check_speech(path: Path, report: AudioReport) -> None:
+    """A readable sample that holds no speech (a tone, DC, noise, silence) is an error too."""
+    if any(p.severity == "error" and p.kind != "silent" for p in report.problems):
+        return  # unreadable, empty, ...: already refused for a more basic reason
+    from .speech_presence import no_speech_reason
+
+    try:
+        reason = no_speech_reason(path)
+    except Exception as exc:  # the audio checks passed; analysis trouble is reported, not raised
+        reason = f"could not be analysed ({exc})"
+    if reason:
+        report.problems.append(Problem(str(path), "error", "no_speech",
+                                       f"{path}: no speech ({reason})"))

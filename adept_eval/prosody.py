@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,10 +23,10 @@ import numpy as np
 
 from .audio import Audio, read_audio, resample
 
-FEATURE_VERSION = "1"
+FEATURE_VERSION = "2"
 ANALYSIS_RATE = 16000
 HOP_S = 0.02  # 20 ms frames: fine enough for prosody, 4x cheaper to align than 10 ms
-F0_FLOOR, F0_CEILING = 60.0, 600.0
+F0_FLOOR, F0_CEILING = 70.0, 600.0
 SPEECH_DB_BELOW_MAX = 35.0
 
 # Just-noticeable differences: smaller deviations count as no deviation at all, as for a
@@ -34,6 +35,7 @@ JND_F0_ST = 1.0
 JND_ENERGY_DB = 2.0
 JND_TEMPO = np.log(1.08)
 JND_TIMING = 0.02  # a shift of 2% of the sentence's length in where time is spent
+MISSING_F0_ST = 6.0  # the deviation charged where one side is voiced and the other is not
 
 
 @dataclass(frozen=True)
@@ -48,31 +50,56 @@ class Features:
         return len(self.energy)
 
 
+def _mel_filterbank(n_fft: int, rate: int, n_mels: int = 26) -> np.ndarray:
+    """Triangular filters evenly spaced on the mel scale (HTK's formula), (n_mels, n_fft//2+1)."""
+    mel = lambda f: 2595 * np.log10(1 + f / 700.0)  # noqa: E731
+    edges_hz = 700 * (10 ** (np.linspace(mel(0.0), mel(rate / 2), n_mels + 2) / 2595) - 1)
+    bins = np.fft.rfftfreq(n_fft, 1 / rate)
+    lo, mid, hi = edges_hz[:-2, None], edges_hz[1:-1, None], edges_hz[2:, None]
+    return np.maximum(0, np.minimum((bins - lo) / (mid - lo), (hi - bins) / (hi - mid)))
+
+
+_MEL = _mel_filterbank(512, ANALYSIS_RATE)
+_WINDOW = np.hamming(int(0.025 * ANALYSIS_RATE))
+
+
+def _frames(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """25 ms frames every HOP_S seconds, and their centre times."""
+    win, hop = len(_WINDOW), int(HOP_S * ANALYSIS_RATE)
+    if len(x) < win:
+        x = np.pad(x, (0, win - len(x)))
+    n = 1 + (len(x) - win) // hop
+    idx = np.arange(n)[:, None] * hop + np.arange(win)[None, :]
+    return x[idx], (np.arange(n) * hop + win / 2) / ANALYSIS_RATE
+
+
 def extract(audio: Audio) -> Features:
-    """Features of one utterance, trimmed to its speech (leading/trailing silence removed)."""
+    """Features of one utterance, trimmed to its speech (leading/trailing silence removed).
+
+    Pitch is Praat's autocorrelation tracker (parselmouth) on an 8 kHz copy, which keeps all
+    of the F0 range at half the cost; energy and MFCCs are computed here with numpy's FFT.
+    """
     import parselmouth
+    from scipy.fft import dct
 
     x = resample(audio, ANALYSIS_RATE).samples.astype(np.float64)
-    snd = parselmouth.Sound(x, ANALYSIS_RATE)
-    pitch = snd.to_pitch_ac(time_step=HOP_S, pitch_floor=F0_FLOOR, pitch_ceiling=F0_CEILING)
+    frames, times = _frames(x)
+    energy = 10 * np.log10(np.mean(frames ** 2, axis=1) + 1e-10)
+    spectrum = np.abs(np.fft.rfft(frames * _WINDOW, 512)) ** 2
+    logmel = np.log(spectrum @ _MEL.T + 1e-10)
+    mfcc = dct(logmel, type=2, norm="ortho", axis=1)[:, 1:13]  # c0 dropped: energy is its own
+
+    pitch_rate = 8000
+    x8 = resample(Audio(x.astype(np.float32), ANALYSIS_RATE), pitch_rate).samples
+    pitch = parselmouth.Sound(x8.astype(np.float64), pitch_rate).to_pitch_ac(
+        time_step=HOP_S, pitch_floor=F0_FLOOR, pitch_ceiling=F0_CEILING)
     f0_hz = pitch.selected_array["frequency"]
     f0_times = pitch.xs()
-    mfcc_obj = snd.to_mfcc(number_of_coefficients=12, window_length=0.025, time_step=HOP_S)
-    mfcc = mfcc_obj.to_array().T[:, 1:]  # drop c0 (energy is its own feature)
-    mfcc_times = mfcc_obj.xs()
-
-    # energy on the MFCC frame grid
-    win = int(0.025 * ANALYSIS_RATE)
-    centres = (mfcc_times * ANALYSIS_RATE).astype(int)
-    padded = np.pad(x, (win, win))
-    idx = centres[:, None] + np.arange(-win // 2, win // 2)[None, :] + win
-    energy = 10 * np.log10(np.mean(padded[idx] ** 2, axis=1) + 1e-10)
-
-    f0 = np.interp(mfcc_times, f0_times, f0_hz, left=0, right=0) if len(f0_times) else \
-        np.zeros(len(mfcc_times))
+    f0 = np.interp(times, f0_times, f0_hz, left=0, right=0) if len(f0_times) else \
+        np.zeros(len(times))
     # interpolation blurs voicing edges; keep a frame voiced only where its nearest track is
-    nearest = np.clip(np.searchsorted(f0_times, mfcc_times), 0, max(len(f0_times) - 1, 0))
-    voiced = (f0_hz[nearest] > 0) if len(f0_times) else np.zeros(len(mfcc_times), bool)
+    nearest = np.clip(np.searchsorted(f0_times, times), 0, max(len(f0_times) - 1, 0))
+    voiced = (f0_hz[nearest] > 0) if len(f0_times) else np.zeros(len(times), bool)
     with np.errstate(divide="ignore", invalid="ignore"):
         st = np.where(voiced & (f0 > 0), 12 * np.log2(np.maximum(f0, 1e-9) / 100.0), np.nan)
 
@@ -99,9 +126,17 @@ class FeatureStore:
         self.computed = 0
         self.audio_seconds = 0.0
 
-    @staticmethod
-    def key(path: str | Path) -> str:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:32] + f"-v{FEATURE_VERSION}"
+    _keys: dict[tuple[str, int, int], str] = {}
+
+    @classmethod
+    def key(cls, path: str | Path) -> str:
+        """Content key; remembered per (path, size, mtime) so a file is hashed once per process."""
+        st = os.stat(path)
+        stamp = (str(path), st.st_size, st.st_mtime_ns)
+        if stamp not in cls._keys:
+            cls._keys[stamp] = (hashlib.sha256(Path(path).read_bytes()).hexdigest()[:32]
+                                + f"-v{FEATURE_VERSION}")
+        return cls._keys[stamp]
 
     def get(self, path: str | Path) -> Features:
         key = self.key(path)
@@ -129,8 +164,13 @@ class FeatureStore:
 
 
 # --------------------------------------------------------------------------- alignment
-def dtw_path(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def dtw_path(a: np.ndarray, b: np.ndarray, diagonal_penalty: float = 0.0
+             ) -> tuple[np.ndarray, np.ndarray]:
     """Minimum-cost monotonic alignment of two feature sequences (Euclidean frame cost).
+
+    ``diagonal_penalty`` (in units of the median frame cost per unit of relative position)
+    discourages paths far from the diagonal: renditions by different voices align less
+    reliably on spectra, but their words are never far from proportional positions.
 
     Each row of the accumulated-cost matrix is computed in one vectorised step: with
     a_j = min(D[i-1, j-1], D[i-1, j]) and C the running sum of row i's costs,
@@ -139,6 +179,9 @@ def dtw_path(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     cost = np.sqrt(np.maximum(
         (a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - 2 * a @ b.T, 0.0))
     n, m = cost.shape
+    if diagonal_penalty and n > 1 and m > 1:
+        off = np.abs(np.arange(n)[:, None] / (n - 1) - np.arange(m)[None, :] / (m - 1))
+        cost = cost + diagonal_penalty * float(np.median(cost)) * off
     acc = np.empty((n, m))
     acc[0] = np.cumsum(cost[0])
     for i in range(1, n):
@@ -202,7 +245,11 @@ def distance(sys: Features, sys_norm: VoiceNorm, nat: Features, nat_norm: VoiceN
     f0_s = sys.f0[ia] - sys_norm.f0
     f0_n = nat.f0[ib] - nat_norm.f0
     both = ~np.isnan(f0_s) & ~np.isnan(f0_n)
-    f0_term = float(np.mean(_beyond(f0_s[both] - f0_n[both], JND_F0_ST))) if both.sum() >= 5 else 0.0
+    # where the natural rendition is voiced and the system's is not, the deviation is large
+    missing = np.isnan(f0_s) & ~np.isnan(f0_n)
+    dev = np.where(missing, MISSING_F0_ST, _beyond(np.nan_to_num(f0_s - f0_n), JND_F0_ST))
+    judged = both | missing
+    f0_term = float(np.mean(dev[judged])) if judged.any() else MISSING_F0_ST
     e_s = sys.energy[ia] - sys_norm.energy
     e_n = nat.energy[ib] - nat_norm.energy
     speech = sys.speech[ia] | nat.speech[ib]
@@ -211,3 +258,153 @@ def distance(sys: Features, sys_norm: VoiceNorm, nat: Features, nat_norm: VoiceN
     tempo = float(_beyond(np.array([np.log(sys.n / nat.n)]), JND_TEMPO)[0]) * 10.0
     timing = float(np.mean(_beyond(ia / (sys.n - 1) - ib / (nat.n - 1), JND_TIMING))) * 20.0
     return f0_term + e_term + tempo + timing
+
+
+def distance_terms(sys: Features, sys_norm: VoiceNorm, nat: Features, nat_norm: VoiceNorm
+                   ) -> dict[str, float]:
+    """``distance`` split into its terms (f0, energy, tempo, timing); they sum to ``distance``."""
+    if sys.n < 3 or nat.n < 3:
+        return {"f0": float("inf"), "energy": float("inf"), "tempo": float("inf"),
+                "timing": float("inf")}
+    ia, ib = dtw_path(sys.mfcc, nat.mfcc)
+    f0_s, f0_n = sys.f0[ia] - sys_norm.f0, nat.f0[ib] - nat_norm.f0
+    both = ~np.isnan(f0_s) & ~np.isnan(f0_n)
+    missing = np.isnan(f0_s) & ~np.isnan(f0_n)
+    dev = np.where(missing, MISSING_F0_ST, _beyond(np.nan_to_num(f0_s - f0_n), JND_F0_ST))
+    judged = both | missing
+    e_s, e_n = sys.energy[ia] - sys_norm.energy, nat.energy[ib] - nat_norm.energy
+    speech = sys.speech[ia] | nat.speech[ib]
+    return {
+        "f0": float(np.mean(dev[judged])) if judged.any() else MISSING_F0_ST,
+        "energy": float(np.mean(_beyond(np.maximum(e_s, -40) - np.maximum(e_n, -40),
+                                        JND_ENERGY_DB)[speech])) / 3.0 if speech.any() else 0.0,
+        "tempo": float(_beyond(np.array([np.log(sys.n / nat.n)]), JND_TEMPO)[0]) * 10.0,
+        "timing": float(np.mean(_beyond(ia / (sys.n - 1) - ib / (nat.n - 1), JND_TIMING))) * 20.0,
+    }
+
+
+# --------------------------------------------------------------------------- sentence-relative
+# ADEPT records every subcategory of a sentence, and a system synthesises every one of them too.
+# Subtracting each side's *mean rendition of the sentence* from each rendition leaves what the
+# subcategory changes (an accent here, a pause there, a higher and faster voice) and cancels
+# what the voice or engine does to every rendition alike (its sentence melody, declination,
+# speaking rate, level). Renditions of one side are aligned to that side's first rendition
+# (same voice: reliable), and the two sides' first renditions to each other once.
+
+ALIGN_PENALTY = 2.0  # ``dtw_path`` diagonal penalty used for every alignment here
+ENERGY_FLOOR_DB = 40.0  # frames more than this below a rendition's loudest count as this
+TERMS = ("f0", "energy", "tempo")
+
+
+@dataclass(frozen=True)
+class SentenceProfiles:
+    """Every rendition of one sentence by one voice, as deviations from their mean, on the
+    time axis of the first rendition (the anchor). Rows are renditions."""
+
+    anchor: Features
+    f0: np.ndarray  # (R, N) semitones from the mean rendition; NaN where unvoiced
+    energy: np.ndarray  # (R, N) dB from the mean rendition
+    tempo: np.ndarray  # (R, N) log local duration from the mean rendition
+    length: np.ndarray  # (R,) log total duration from the mean rendition
+
+    def on(self, index: np.ndarray) -> "SentenceProfiles":
+        """The profiles read at anchor frames ``index`` (to move them onto another time axis)."""
+        return SentenceProfiles(self.anchor, self.f0[:, index], self.energy[:, index],
+                                self.tempo[:, index], self.length)
+
+
+def _positions(a: Features, b: Features) -> np.ndarray:
+    """For every frame of ``a``, the matching (fractional) frame of ``b``. Aligned at 40 ms
+    (every other frame: a quarter of the work; prosody needs no finer)."""
+    a2, b2 = a.mfcc[::2], b.mfcc[::2]
+    ia, ib = dtw_path(a2, b2, ALIGN_PENALTY)
+    counts = np.bincount(ia, minlength=len(a2))
+    pos2 = np.bincount(ia, weights=ib, minlength=len(a2)) / np.maximum(counts, 1)
+    return np.clip(np.interp(np.arange(a.n) / 2.0, np.arange(len(a2)), pos2) * 2.0, 0, b.n - 1)
+
+
+def _smooth(x: np.ndarray, width: int) -> np.ndarray:
+    if len(x) < width:
+        return np.full_like(x, x.mean())
+    pad = np.pad(x, width // 2, mode="edge")
+    return np.convolve(pad, np.ones(width) / width, mode="valid")[: len(x)]
+
+
+def sentence_profiles(renditions: list[Features]) -> SentenceProfiles:
+    anchor = renditions[0]
+    f0, energy, tempo, length = [], [], [], []
+    for r in renditions:
+        pos = _positions(anchor, r) if r is not anchor else np.arange(anchor.n, dtype=float)
+        idx = np.clip(np.round(pos).astype(int), 0, r.n - 1)
+        f0.append(r.f0[idx])
+        e = np.maximum(r.energy, r.energy.max() - ENERGY_FLOOR_DB)
+        energy.append(e[idx])
+        slope = np.gradient(_smooth(pos, 9)) if anchor.n > 1 else np.ones(anchor.n)
+        tempo.append(np.log(np.maximum(slope, 0.1)))
+        length.append(np.log(max(r.n, 1)))
+    f0, energy, tempo, length = map(np.array, (f0, energy, tempo, length))
+    with warnings.catch_warnings():  # a frame no rendition voices has a NaN mean: intended
+        warnings.simplefilter("ignore", RuntimeWarning)
+        f0_mean = np.nanmean(f0, axis=0)
+    return SentenceProfiles(anchor, f0 - f0_mean, energy - energy.mean(0), tempo - tempo.mean(0),
+                            length - length.mean())
+
+
+def onto(system: SentenceProfiles, natural: SentenceProfiles) -> SentenceProfiles:
+    """The system's profiles on the natural anchor's time axis (one cross-voice alignment)."""
+    pos = _positions(natural.anchor, system.anchor)
+    return system.on(np.clip(np.round(pos).astype(int), 0, system.anchor.n - 1))
+
+
+def _discriminative_weights(natural: SentenceProfiles) -> dict[str, np.ndarray]:
+    """Per frame, how much the natural candidates differ there: where listening pays off."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        f0_sd = np.nan_to_num(np.nanstd(natural.f0, axis=0))
+    return {"f0": f0_sd + 0.3, "energy": natural.energy.std(0) + 1.0,
+            "tempo": natural.tempo.std(0) + 0.05}
+
+
+def _term_distances(sys_f0, sys_e, sys_t, sys_len, nat_f0, nat_e, nat_t, nat_len, w
+                    ) -> dict[str, float]:
+    judged = ~np.isnan(nat_f0)
+    f0_dev = np.where(np.isnan(sys_f0), MISSING_F0_ST, np.abs(np.nan_to_num(sys_f0 - nat_f0)))
+    f0 = float(np.sum((w["f0"] * f0_dev)[judged]) / max(np.sum(w["f0"][judged]), 1e-9)) \
+        if judged.any() else MISSING_F0_ST
+    energy = float(np.sum(w["energy"] * np.abs(sys_e - nat_e)) / np.sum(w["energy"]))
+    tempo = float(np.sum(w["tempo"] * np.abs(sys_t - nat_t)) / np.sum(w["tempo"])) \
+        + abs(float(sys_len - nat_len))
+    return {"f0": f0, "energy": energy, "tempo": tempo}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Sentence-relative distances of system renditions (rows) to natural candidates (columns),
+    per term, each in units of how far the natural candidates lie from one another."""
+
+    terms: dict[str, np.ndarray]  # term -> (S, K) raw distance
+    scale: dict[str, float]  # term -> mean distance between distinct natural candidates
+
+    def total(self, weights: dict[str, float]) -> np.ndarray:
+        return sum(weights[t] * self.terms[t] / self.scale[t] for t in TERMS)
+
+
+def compare_sentence(system: SentenceProfiles, natural: SentenceProfiles) -> Comparison:
+    """Every system rendition against every natural candidate (``system`` already ``onto``)."""
+    w = _discriminative_weights(natural)
+    k, s = natural.f0.shape[0], system.f0.shape[0]
+
+    def d(src, i, dst, j):
+        return _term_distances(src.f0[i], src.energy[i], src.tempo[i], src.length[i],
+                               dst.f0[j], dst.energy[j], dst.tempo[j], dst.length[j], w)
+
+    terms = {t: np.zeros((s, k)) for t in TERMS}
+    for i in range(s):
+        for j in range(k):
+            for t, v in d(system, i, natural, j).items():
+                terms[t][i, j] = v
+    scale = {}
+    for t in TERMS:
+        pairs = [d(natural, a, natural, b)[t] for a in range(k) for b in range(k) if a != b]
+        scale[t] = max(float(np.mean(pairs)) if pairs else 1.0, 1e-3)
+    return Comparison(terms, scale)

@@ -57,9 +57,10 @@ def test_check_reports_every_kind_of_problem(corpus, synthetic_root, tmp_path, m
     sf.write(system / "emotion/joy/ad00_0000.wav", 0.3 * np.sin(np.arange(2000) / 5), rate)  # short
     sf.write(system / "emotion/joy/ad00_0001.wav", 0.3 * np.sin(np.arange(rate * 30) / 5), rate)
     sf.write(system / "emotion/joy/ad00_0002.wav", 0.3 * np.sin(np.arange(8000) / 5), 4000)  # rate
-    stereo = 0.3 * np.random.default_rng(0).standard_normal((rate * 2, 2))
-    sf.write(system / "emotion/joy/ad00_0003.wav", stereo, rate)                     # channels
-    sf.write(system / "emotion/joy/ad00_0099.wav", stereo, rate)                     # extra
+    speech, speech_rate = sf.read(system / "emotion/joy/ad00_0003.wav")
+    stereo = np.stack([speech, speech], axis=1)  # speech in two channels: only a warning
+    sf.write(system / "emotion/joy/ad00_0003.wav", stereo, speech_rate)              # channels
+    sf.write(system / "emotion/joy/ad00_0099.wav", stereo, speech_rate)              # extra
     result = check_folder(corpus, system, progress=False)
     kinds = {(p.kind, p.severity) for p in result.problems}
     assert {("missing", "error"), ("unreadable", "error"), ("empty", "error"),

@@ -1,0 +1,69 @@
+"""Is there speech in a sample at all? A tone, a DC offset, noise or silence is not speech.
+
+A listener that compares prosody will find *some* pitch, loudness and timing in any signal; a
+steady tone or noise shaped like the reference's loudness can then look like a good prosody
+transfer. Samples that hold no speech are refused before anyone scores them (``adept-eval
+check``) and the acoustic listener will not answer on them.
+
+Speech, for this test, is a signal with (1) some loud frames, (2) voicing on a fair share of its
+active frames, (3) a pitch that moves (intonation), (4) a level that rises and falls with the
+syllables, and (5) a spectrum that changes from frame to frame (articulation). Whispered or
+heavily distorted speech can fail (2) - see the README.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .audio import Audio, read_audio
+
+SILENT_DB = -60.0  # loudest 20 ms frame below this: nothing audible
+MIN_VOICED_SHARE = 0.15  # share of active frames with a pitch
+MIN_F0_SPREAD_ST = 0.4  # interquartile range of the pitch, semitones
+MIN_SPECTRAL_CHANGE = 0.5  # median frame-to-frame MFCC change (Euclidean, c1..c12)
+MIN_LEVEL_SPREAD_DB = 3.0  # interquartile range of the active frames' level: syllables
+
+
+def reason_from_features(feats) -> str | None:
+    """Why ``prosody.Features`` of a sample are not speech, or None if they look like speech."""
+    if feats.n < 5 or float(np.max(feats.energy)) < SILENT_DB:
+        return "silent: no audible frame"
+    active = feats.speech
+    voiced = ~np.isnan(feats.f0)
+    share = float(np.mean(voiced[active])) if active.any() else 0.0
+    if share < MIN_VOICED_SHARE:
+        return f"only {share:.0%} of the active frames are voiced (noise, DC or clicks?)"
+    f0 = feats.f0[voiced]
+    spread = float(np.subtract(*np.percentile(f0, [75, 25])))
+    if spread < MIN_F0_SPREAD_ST:
+        return (f"the pitch does not move (interquartile range {spread:.2f} semitones: "
+                f"a steady tone?)")
+    level = feats.energy[active]
+    level_spread = float(np.subtract(*np.percentile(level, [75, 25])))
+    if level_spread < MIN_LEVEL_SPREAD_DB:
+        return (f"the level does not rise and fall with syllables (interquartile range "
+                f"{level_spread:.1f} dB: a steady sound?)")
+    change = float(np.median(np.linalg.norm(np.diff(feats.mfcc[active], axis=0), axis=1))) \
+        if active.sum() > 2 else 0.0
+    if change < MIN_SPECTRAL_CHANGE:
+        return f"the spectrum does not change (median frame change {change:.2f}: a steady sound?)"
+    return None
+
+
+def no_speech_reason(audio: Audio | str | Path) -> str | None:
+    """None if ``audio`` (an Audio or a file) holds speech, else why it does not."""
+    from .prosody import extract
+
+    if not isinstance(audio, Audio):
+        audio = read_audio(audio)
+    x = audio.samples.astype(np.float64)
+    if x.size == 0:
+        return "silent: no samples"
+    # a DC offset is not sound: judge the signal around its mean
+    centred = Audio((x - x.mean()).astype(np.float32), audio.rate, audio.channels, audio.path)
+    reason = reason_from_features(extract(centred))
+    if reason and reason.startswith("silent") and np.max(np.abs(x)) > 1e-3:
+        return f"a constant offset (DC {x.mean():+.3f}) and nothing audible around it"
+    return reason
