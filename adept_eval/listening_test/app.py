@@ -105,39 +105,41 @@ def create_app(folder: str | Path, *, admin_token: str | None = None) -> Starlet
             raise Refused("the request body must be a JSON object")
         return data
 
-    async def authed(request: Request):
-        return await run_in_threadpool(sessions.authenticate,
-                                       request.headers.get("x-participant", ""),
-                                       request.headers.get("x-session-token", ""))
-
     async def index(request: Request):
         return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-store"})
+
+    def begin(participant):
+        row = sessions.start(participant)
+        return {"participant": row.participant, "token": row.token, "state": sessions.state(row)}
 
     async def start(request: Request):
         try:
             data = await body(request)
-            row = await run_in_threadpool(sessions.start, data.get("participant"))
-            state = await run_in_threadpool(sessions.state, row)
+            return _json(await run_in_threadpool(begin, data.get("participant")))
         except Refused as exc:
             return refuse(exc)
-        return _json({"participant": row.participant, "token": row.token, "state": state})
 
     async def state(request: Request):
         try:
-            row = await authed(request)
-            return _json(await run_in_threadpool(sessions.state, row))
+            return _json(await run_in_threadpool(
+                lambda: sessions.state(sessions.authenticate(
+                    request.headers.get("x-participant", ""),
+                    request.headers.get("x-session-token", "")))))
         except Refused as exc:
             return refuse(exc)
 
     def _post(action):
+        def work(participant, token, data):  # one hop to a worker thread per request
+            row = sessions.authenticate(participant, token)
+            extra = action(row, data)
+            return {**(extra or {}), "state": sessions.state(store.participant(row.participant))}
+
         async def endpoint(request: Request):
             try:
                 data = await body(request)
-                row = await authed(request)
-                extra = await run_in_threadpool(action, row, data)
-                fresh = await run_in_threadpool(store.participant, row.participant)
-                out = await run_in_threadpool(sessions.state, fresh)
-                return _json({**(extra or {}), "state": out})
+                return _json(await run_in_threadpool(
+                    work, request.headers.get("x-participant", ""),
+                    request.headers.get("x-session-token", ""), data))
             except Refused as exc:
                 return refuse(exc)
         return endpoint

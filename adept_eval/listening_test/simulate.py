@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+import zlib
 from dataclasses import dataclass, field
 
 from .. import spec
@@ -25,6 +26,7 @@ class Outcome:
     acknowledged: list[tuple[int, int]] = field(default_factory=list)  # (item index, position)
     refused: list[tuple[int, int]] = field(default_factory=list)  # (status, item index)
     latencies: list[float] = field(default_factory=list)  # seconds per API call
+    audio_latencies: list[float] = field(default_factory=list)  # seconds per audio fetch
     stage: str = ""
     completion_code: str = ""
 
@@ -91,7 +93,7 @@ async def take_test(client, key: AnswerKey, participant: str, *, skill: float = 
                     fetched.add(url)
                     t0 = time.perf_counter()
                     a = await client.get(url)
-                    out.latencies.append(time.perf_counter() - t0)
+                    out.audio_latencies.append(time.perf_counter() - t0)
                     a.raise_for_status()
         if think:
             await asyncio.sleep(rng.uniform(0.5, 1.5) * think)
@@ -113,3 +115,87 @@ async def take_test(client, key: AnswerKey, participant: str, *, skill: float = 
     out.stage = state["stage"]
     out.completion_code = state.get("completion_code", "")
     return out
+
+
+async def crowd(base_url: str, config: TestConfig, n: int, *, prefix: str = "sim", think: float = 0.0,
+                fetch_audio: bool = True, skill: float = 0.8, timeout: float = 60.0,
+                outcomes: dict[str, Outcome] | None = None) -> dict[str, Outcome]:
+    """``n`` participants taking the test at once against a running server. A participant whose
+    connection fails keeps what was acknowledged before (in ``outcomes``) and stops."""
+    import httpx
+
+    key = AnswerKey(config)
+    outcomes = outcomes if outcomes is not None else {}
+    limits = httpx.Limits(max_connections=n + 10, max_keepalive_connections=n + 10)
+
+    async def one(pid: str, client):
+        out = outcomes.setdefault(pid, Outcome(pid))
+        try:
+            await take_test(client, key, pid, skill=skill, seed=zlib.crc32(prefix.encode()), think=think,
+                            fetch_audio=fetch_audio, outcome=out)
+        except (httpx.TransportError, httpx.HTTPStatusError) as exc:
+            out.stage = f"error: {type(exc).__name__}"
+
+    async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=timeout) as client:
+        await asyncio.gather(*(one(f"{prefix}{i:04d}", client) for i in range(n)))
+    return outcomes
+
+
+class ServerProcess:
+    """``adept-eval listening-test serve`` in a child process on a free loopback port."""
+
+    def __init__(self, test_dir, port: int | None = None, env: dict | None = None):
+        import socket
+
+        if port is None:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+        self.test_dir, self.port, self.env = test_dir, port, env
+        self.url = f"http://127.0.0.1:{port}"
+        self.proc = None
+
+    def start(self, wait: float = 30.0) -> "ServerProcess":
+        import os
+        import subprocess
+        import sys
+
+        import httpx
+
+        env = {**os.environ, **(self.env or {})}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "adept_eval.cli", "listening-test", "serve", str(self.test_dir),
+             "--port", str(self.port)], env=env, stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited: {self.proc.stderr.read().decode()[-2000:]}")
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                    return self
+            except httpx.TransportError:
+                time.sleep(0.1)
+        raise RuntimeError(f"server did not come up on {self.url} in {wait} s")
+
+    def kill(self) -> None:
+        """SIGKILL: no clean shutdown, as in a crash."""
+        import signal
+
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except Exception:
+                self.kill()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()

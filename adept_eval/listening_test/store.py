@@ -1,8 +1,8 @@
 """Responses stored as they arrive: SQLite in WAL mode, one response per participant and item.
 
-Every write is its own transaction, committed (``synchronous=FULL``: the WAL is synced on every
-commit) before the server acknowledges it, so a server killed with ``kill -9`` (or a power cut)
-loses no acknowledged response. The primary key (participant, item) makes a second answer to the
+Every write is committed (``synchronous=FULL``: the WAL is synced on every commit) before the
+server acknowledges it, so a server killed with ``kill -9`` (or a power cut) loses no
+acknowledged response. The primary key (participant, item) makes a second answer to the
 same item impossible, whatever the client does. A participant's plan (which items, in which order,
 in which system) is stored on first arrival and never redrawn, so a reload or a return visit
 continues where it stopped.
@@ -11,10 +11,12 @@ continues where it stopped.
 from __future__ import annotations
 
 import json
+import queue
 import secrets
 import sqlite3
 import threading
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,98 +82,169 @@ class ResponseRow:
 
 
 class Store:
-    """The test's responses database. Thread-safe: one connection behind a lock."""
+    """The test's responses database.
 
-    def __init__(self, path: str | Path):
+    Writes go through one writer thread that commits whatever arrived together in one
+    transaction (group commit): each write is acknowledged only after the commit that holds it
+    is on disk (``synchronous=FULL``), yet a crowd answering at once costs one disk sync per
+    batch, not one per answer. Each write runs in its own savepoint, so one refused write never
+    undoes its neighbours. Reads use a connection per thread (WAL readers never block).
+    """
+
+    def __init__(self, path: str | Path, *, max_batch: int = 256):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.execute("PRAGMA busy_timeout=5000")
-        self._db.executescript(SCHEMA)
+        self.max_batch = max_batch
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
+        db = self._connect()
+        db.executescript(SCHEMA)
+        self._writer_db = db
+        self._queue: queue.Queue = queue.Queue()
+        self._writer = threading.Thread(target=self._write_loop, name="store-writer", daemon=True)
+        self._writer.start()
+        self._closed = False
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=FULL")
+        db.execute("PRAGMA busy_timeout=10000")
+        return db
+
+    def _read(self, sql: str, args=()) -> list:
+        db = getattr(self._local, "db", None)
+        if db is None:
+            db = self._local.db = self._connect()
+            with self._readers_lock:
+                self._readers.append(db)
+        return db.execute(sql, args).fetchall()
+
+    def _write(self, op):
+        """Run ``op(connection)`` in the writer's next transaction; return its result once the
+        transaction is committed to disk (or raise what ``op`` raised)."""
+        if self._closed:
+            raise RuntimeError("the responses store is closed")
+        fut: Future = Future()
+        self._queue.put((op, fut))
+        return fut.result()
+
+    def _write_loop(self) -> None:
+        db = self._writer_db
+        while True:
+            first = self._queue.get()
+            if first is None:
+                break
+            batch = [first]
+            while len(batch) < self.max_batch:
+                try:
+                    nxt = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if nxt is None:
+                    self._queue.put(None)
+                    break
+                batch.append(nxt)
+            results = []
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                for op, _ in batch:
+                    db.execute("SAVEPOINT op")
+                    try:
+                        results.append((op(db), None))
+                        db.execute("RELEASE op")
+                    except Exception as exc:  # this write only: its neighbours go on
+                        db.execute("ROLLBACK TO op")
+                        db.execute("RELEASE op")
+                        results.append((None, exc))
+                db.execute("COMMIT")
+            except Exception as exc:  # the commit itself failed: nothing was stored
+                try:
+                    db.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
+                results = [(None, exc)] * len(batch)
+            for (_, fut), (value, exc) in zip(batch, results):
+                if exc is None:
+                    fut.set_result(value)
+                else:
+                    fut.set_exception(exc)
+        db.close()
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.put(None)
+        self._writer.join(10)
+        with self._readers_lock:
+            for db in self._readers:
+                db.close()
+            self._readers.clear()
 
     # -------------------------------------------------------------- participants
     def participant(self, participant: str) -> ParticipantRow | None:
-        with self._lock:
-            row = self._db.execute("SELECT * FROM participants WHERE participant=?",
-                                   (participant,)).fetchone()
-        return _participant(row) if row else None
+        rows = self._read("SELECT * FROM participants WHERE participant=?", (participant,))
+        return _participant(rows[0]) if rows else None
 
     def create_participant(self, participant: str, make_plan) -> ParticipantRow:
         """The participant's row, created with ``make_plan(arrival)`` on first arrival."""
-        with self._lock:
-            row = self._db.execute("SELECT * FROM participants WHERE participant=?",
-                                   (participant,)).fetchone()
-            if row is None:
-                self._db.execute("BEGIN IMMEDIATE")
-                try:
-                    arrival = self._db.execute(
-                        "SELECT COALESCE(MAX(arrival) + 1, 0) FROM participants").fetchone()[0]
-                    plan = make_plan(arrival)
-                    self._db.execute(
-                        "INSERT INTO participants (participant, arrival, token, plan, started) "
-                        "VALUES (?, ?, ?, ?, ?)",
-                        (participant, arrival, secrets.token_urlsafe(24), json.dumps(plan),
-                         time.time()))
-                    self._db.execute("COMMIT")
-                except BaseException:
-                    self._db.execute("ROLLBACK")
-                    raise
-                row = self._db.execute("SELECT * FROM participants WHERE participant=?",
-                                       (participant,)).fetchone()
-        return _participant(row)
+        found = self.participant(participant)
+        if found is not None:
+            return found
+
+        def op(db):
+            if db.execute("SELECT 1 FROM participants WHERE participant=?",
+                          (participant,)).fetchone():
+                return
+            arrival = db.execute("SELECT COALESCE(MAX(arrival) + 1, 0) FROM participants"
+                                 ).fetchone()[0]
+            db.execute("INSERT INTO participants (participant, arrival, token, plan, started) "
+                       "VALUES (?, ?, ?, ?, ?)",
+                       (participant, arrival, secrets.token_urlsafe(24),
+                        json.dumps(make_plan(arrival)), time.time()))
+
+        self._write(op)
+        return self.participant(participant)
 
     def set_consented(self, participant: str) -> None:
-        with self._lock:
-            self._db.execute("UPDATE participants SET consented=COALESCE(consented, ?) "
-                             "WHERE participant=?", (time.time(), participant))
+        self._write(lambda db: db.execute(
+            "UPDATE participants SET consented=COALESCE(consented, ?) WHERE participant=?",
+            (time.time(), participant)))
 
     def set_headphone(self, participant: str, answers: list[int], passed: bool) -> bool:
         """Record the headphone check once; returns False when it had been recorded already."""
-        with self._lock:
-            cur = self._db.execute(
-                "UPDATE participants SET headphone=?, headphone_passed=? "
-                "WHERE participant=? AND headphone_passed IS NULL",
-                (json.dumps(answers), int(passed), participant))
-            return cur.rowcount == 1
+        return self._write(lambda db: db.execute(
+            "UPDATE participants SET headphone=?, headphone_passed=? "
+            "WHERE participant=? AND headphone_passed IS NULL",
+            (json.dumps(answers), int(passed), participant)).rowcount == 1)
 
     def set_completed(self, participant: str) -> None:
-        with self._lock:
-            self._db.execute("UPDATE participants SET completed=COALESCE(completed, ?) "
-                             "WHERE participant=?", (time.time(), participant))
+        self._write(lambda db: db.execute(
+            "UPDATE participants SET completed=COALESCE(completed, ?) WHERE participant=?",
+            (time.time(), participant)))
 
     def participants(self) -> list[ParticipantRow]:
-        with self._lock:
-            rows = self._db.execute("SELECT * FROM participants ORDER BY arrival").fetchall()
-        return [_participant(r) for r in rows]
+        return [_participant(r) for r in
+                self._read("SELECT * FROM participants ORDER BY arrival")]
 
     # -------------------------------------------------------------- responses
     def add_response(self, r: ResponseRow) -> bool:
         """Store one response; False (and nothing stored) when the item was answered already."""
-        with self._lock:
-            cur = self._db.execute(
-                "INSERT INTO responses VALUES (?,?,?,?,?,?,?,?,?,?,?,?) "
-                "ON CONFLICT (participant, item) DO NOTHING",
-                (r.participant, r.item, r.kind, r.task, r.system, r.question_id, r.position,
-                 r.choice, int(r.correct), json.dumps(list(r.presented)), r.rt_ms, r.answered))
-            return cur.rowcount == 1
+        return self._write(lambda db: db.execute(
+            "INSERT INTO responses VALUES (?,?,?,?,?,?,?,?,?,?,?,?) "
+            "ON CONFLICT (participant, item) DO NOTHING",
+            (r.participant, r.item, r.kind, r.task, r.system, r.question_id, r.position,
+             r.choice, int(r.correct), json.dumps(list(r.presented)), r.rt_ms,
+             r.answered)).rowcount == 1)
 
     def answered_items(self, participant: str) -> set[str]:
-        with self._lock:
-            rows = self._db.execute("SELECT item FROM responses WHERE participant=?",
-                                    (participant,)).fetchall()
-        return {r[0] for r in rows}
+        return {r[0] for r in self._read("SELECT item FROM responses WHERE participant=?",
+                                         (participant,))}
 
     def responses(self) -> list[ResponseRow]:
-        with self._lock:
-            rows = self._db.execute("SELECT * FROM responses ORDER BY participant, answered"
-                                    ).fetchall()
+        rows = self._read("SELECT * FROM responses ORDER BY participant, answered")
         return [ResponseRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], bool(r[8]),
                             tuple(json.loads(r[9])), r[10], r[11]) for r in rows]
 

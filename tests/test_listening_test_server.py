@@ -1,0 +1,119 @@
+"""The listening test served for real (uvicorn in a child process): a crowd at once, a crash
+with kill -9, and a real headless Chromium taking the whole test as a participant."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sqlite3
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("starlette", reason="needs the listening-test extra (starlette)")
+pytest.importorskip("uvicorn", reason="needs the listening-test extra (uvicorn)")
+pytest.importorskip("httpx", reason="needs httpx (test extra)")
+
+from adept_eval.listening_test.design import build_test, load_test  # noqa: E402
+from adept_eval.listening_test.simulate import ServerProcess, crowd  # noqa: E402
+
+TASKS = ["adept_propositional_attitude_female", "adept_syntactic_phrasing_female"]
+
+
+@pytest.fixture(scope="module")
+def natural_test(tmp_path_factory, corpus):
+    out = tmp_path_factory.mktemp("lts") / "test"
+    build_test(corpus, out, {"natural": None}, tasks=TASKS, seed=11, completion_code="FIN42")
+    return out
+
+
+@pytest.fixture
+def test_dir(natural_test, tmp_path):
+    dest = tmp_path / "test"
+    shutil.copytree(natural_test, dest)
+    return dest
+
+
+def stored(test_dir: Path) -> list[tuple[str, str]]:
+    with sqlite3.connect(test_dir / "responses.sqlite") as db:
+        return db.execute("SELECT participant, item FROM responses").fetchall()
+
+
+def plan_keys(test_dir: Path) -> dict[str, list[str]]:
+    import json
+
+    with sqlite3.connect(test_dir / "responses.sqlite") as db:
+        return {p: [i["key"] for i in json.loads(plan)["items"]]
+                for p, plan in db.execute("SELECT participant, plan FROM participants")}
+
+
+def check_nothing_lost(test_dir, outcomes) -> int:
+    """Every acknowledged answer is stored exactly once, and nothing else is."""
+    keys = plan_keys(test_dir)
+    acknowledged = Counter((o.participant, keys[o.participant][i])
+                           for o in outcomes.values() for i, _ in o.acknowledged)
+    rows = Counter(r for r in stored(test_dir) if r[0] in outcomes)
+    assert max(acknowledged.values()) == 1, "an item was acknowledged twice"
+    assert max(rows.values()) == 1, "an item was stored twice"
+    assert set(rows) == set(acknowledged), (
+        f"lost: {len(set(acknowledged) - set(rows))}, unacknowledged extra: "
+        f"{len(set(rows) - set(acknowledged))}")
+    return len(rows)
+
+
+def test_100_participants_at_once_lose_and_duplicate_nothing(test_dir):
+    config = load_test(test_dir)
+    with ServerProcess(test_dir) as server:
+        outcomes = asyncio.run(crowd(server.url, config, 100, fetch_audio=True))
+        # the same answer sent twice at once by a flaky client is stored once
+        import httpx
+
+        async def double():
+            async with httpx.AsyncClient(base_url=server.url) as c:
+                r = await c.post("/api/session", json={"participant": "twice"})
+                h = {"X-Participant": "twice", "X-Session-Token": r.json()["token"]}
+                await c.post("/api/consent", json={"consent": True}, headers=h)
+                s = (await c.post("/api/headphone", json={"answers": list(
+                    config.headphone_answers)}, headers=h)).json()["state"]
+                body = {"item": s["item"]["index"], "choice": 0,
+                        "played": [True] * len(s["item"]["audio"])}
+                rs = await asyncio.gather(*(c.post("/api/answer", json=body, headers=h)
+                                            for _ in range(8)))
+                return [r.status_code for r in rs]
+        codes = asyncio.run(double())
+    assert sorted(codes) == [200] + [409] * 7
+    assert all(o.stage == "done" and o.completion_code == "FIN42" for o in outcomes.values())
+    n = check_nothing_lost(test_dir, outcomes)
+    per_person = len(plan_keys(test_dir)["sim0000"])
+    assert n == 100 * per_person
+    assert [p for p, _ in stored(test_dir)].count("twice") == 1
+    assert sum(len(o.acknowledged) for o in outcomes.values()) == 100 * per_person
+
+
+def test_kill_9_mid_test_loses_no_acknowledged_response(test_dir):
+    config = load_test(test_dir)
+    server = ServerProcess(test_dir).start()
+    outcomes: dict = {}
+    killer = threading.Timer(2.0, server.kill)
+    killer.start()
+    try:
+        asyncio.run(crowd(server.url, config, 40, think=0.05, fetch_audio=False, timeout=5,
+                          outcomes=outcomes))
+    finally:
+        killer.join()
+        server.kill()
+    answered = sum(len(o.acknowledged) for o in outcomes.values())
+    per_person = len(next(iter(plan_keys(test_dir).values())))
+    assert 0 < answered < 40 * per_person, "the kill must land mid-test"
+    assert all(o.stage.startswith("error") for o in outcomes.values() if o.stage != "done")
+    check_nothing_lost(test_dir, outcomes)  # before the restart: straight from the file
+    with ServerProcess(test_dir, port=server.port) as again:  # restart; everyone carries on
+        for o in outcomes.values():
+            o.stage = ""
+        asyncio.run(crowd(again.url, config, 40, think=0.0, fetch_audio=False,
+                          outcomes=outcomes))
+    assert all(o.stage == "done" for o in outcomes.values())
+    assert check_nothing_lost(test_dir, outcomes) == 40 * per_person
