@@ -6,7 +6,6 @@ import asyncio
 import csv
 import json
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,7 +16,8 @@ pytest.importorskip("httpx", reason="needs httpx (test extra)")
 
 from adept_eval import spec  # noqa: E402
 from adept_eval.listening_test import analysis, design  # noqa: E402
-from adept_eval.listening_test.design import build_test, item_from, load_test, plan_for  # noqa: E402
+from adept_eval.listening_test.design import (  # noqa: E402
+    build_test, item_from, load_test, plan_for)
 from adept_eval.questions import build_questions  # noqa: E402
 
 TASKS = ["adept_emotion_female", "adept_topical_emphasis_male", "adept_syntactic_phrasing_female"]
@@ -486,3 +486,24 @@ def test_cli_build_status_export_report(corpus, systems, tmp_path, capsys, monke
     assert (out / "report" / "adept_marked_tonicity_female.png").stat().st_size > 1000
     assert main(["listening-test", "build", "--corpus", str(corpus.root), "-o",
                  str(tmp_path / "u")]) == 2  # no system named
+
+
+def test_a_test_can_be_built_from_an_lm_eval_run(corpus, systems, tmp_path, monkeypatch):
+    """`lm_eval --output_path run/ --log_samples` of any system: its logged audio is served."""
+    import os
+    import subprocess
+    import sys
+
+    run = tmp_path / "run"
+    env = {**os.environ, "ADEPT_EVAL_CORPUS": str(corpus.root)}
+    subprocess.run([sys.executable, "-m", "lm_eval", "--model", "audio-dir", "--model_args",
+                    f"path={systems['swap']},name=swapper", "--tasks",
+                    "adept_marked_tonicity_male", "--output_path", str(run), "--log_samples"],
+                   check=True, env=env, capture_output=True, timeout=600)
+    config = build_test(corpus, tmp_path / "t", {"swapper": run},
+                        tasks=["adept_marked_tonicity_male"], seed=1)
+    for sid, tok in config.samples["swapper"].items():
+        served = (tmp_path / "t" / design.AUDIO_DIR / config.files[tok]).read_bytes()
+        assert served == (systems["swap"] / f"{sid}.wav").read_bytes()
+    with pytest.raises(design.DesignError, match="no usable sample logged"):
+        build_test(corpus, tmp_path / "t2", {"swapper": run}, tasks=["adept_emotion_male"])

@@ -7,7 +7,6 @@ import asyncio
 import shutil
 import sqlite3
 import threading
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -97,7 +96,15 @@ def test_kill_9_mid_test_loses_no_acknowledged_response(test_dir):
     config = load_test(test_dir)
     server = ServerProcess(test_dir).start()
     outcomes: dict = {}
-    killer = threading.Timer(2.0, server.kill)
+
+    def kill_mid_test():  # once a good number of answers were acknowledged, as in a crash
+        while sum(len(o.acknowledged) for o in list(outcomes.values())) < 150:
+            if server.proc.poll() is not None:
+                return
+            threading.Event().wait(0.02)
+        server.kill()
+
+    killer = threading.Thread(target=kill_mid_test)
     killer.start()
     try:
         asyncio.run(crowd(server.url, config, 40, think=0.05, fetch_audio=False, timeout=5,

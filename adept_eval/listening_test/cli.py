@@ -192,8 +192,8 @@ def cmd_status(args):
         table.add_column(col, justify="left" if col in ("task", "system") else "right",
                          no_wrap=col == "task")
     for r in s["tasks"]:
-        table.add_row(r["task"].removeprefix("adept_"), r["system"], str(r["participants"]), str(r["included"]),
-                      str(r["responses"]), str(r["included_responses"]))
+        table.add_row(r["task"].removeprefix("adept_"), r["system"], str(r["participants"]),
+                      str(r["included"]), str(r["responses"]), str(r["included_responses"]))
     console.print(table)
     return 0
 

@@ -163,6 +163,11 @@ def _source_files(corpus: Corpus, systems: dict[str, str | Path | None],
         folder = Path(folder)
         if not folder.is_dir():
             raise DesignError(f"system {name!r}: {folder} is not a folder")
+        is_run = not any((folder / c).is_dir() for c in spec.CLASSES) and \
+            any(folder.rglob("results_*.json"))
+        if is_run:
+            out[name] = _run_files(corpus, name, folder, stimuli)
+            continue
         check = check_folder(corpus, folder, stimuli=stimuli, progress=False)
         bad = [p.message for p in check.errors]
         if bad:
@@ -171,6 +176,32 @@ def _source_files(corpus: Corpus, systems: dict[str, str | Path | None],
                               "fix them before building a listening test:\n  " + "\n  ".join(shown))
         out[name] = {s: Path(check.samples[s].path) for s in stimuli}
     return out
+
+
+def _run_files(corpus: Corpus, name: str, folder: Path, stimuli: list[str]) -> dict[str, Path]:
+    """The audio an lm-eval run of any system logged (``--output_path`` with ``--log_samples``),
+    checked like a samples folder."""
+    from ..audio import check_audio
+    from ..hub import PublishError, _audio_files, load_run
+
+    try:
+        files = _audio_files(load_run(folder))
+    except PublishError as exc:
+        raise DesignError(f"system {name!r}: {exc}") from None
+    bad = []
+    for sid in stimuli:
+        path = files.get(sid)
+        if path is None or not path.is_file():
+            bad.append(f"{sid}: no usable sample logged in the run "
+                       "(run lm_eval with --log_samples over these tasks)")
+            continue
+        report = check_audio(path, reference_duration=sf.info(corpus.get(sid).audio_path).duration)
+        bad += [p.message for p in report.problems if p.severity == "error"]
+    if bad:
+        shown = bad[:30] + ([f"... {len(bad) - 30} more"] if len(bad) > 30 else [])
+        raise DesignError(f"system {name!r} ({folder}, an lm-eval run): {len(bad)} samples are "
+                          "missing or unusable:\n  " + "\n  ".join(shown))
+    return {sid: files[sid] for sid in stimuli}
 
 
 def build_test(corpus: Corpus, out: str | Path, systems: dict[str, str | Path | None], *,

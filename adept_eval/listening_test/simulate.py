@@ -117,8 +117,8 @@ async def take_test(client, key: AnswerKey, participant: str, *, skill: float = 
     return out
 
 
-async def crowd(base_url: str, config: TestConfig, n: int, *, prefix: str = "sim", think: float = 0.0,
-                fetch_audio: bool = True, skill: float = 0.8, timeout: float = 60.0,
+async def crowd(base_url: str, config: TestConfig, n: int, *, prefix: str = "sim",
+                think: float = 0.0, fetch_audio: bool = True, skill: float = 0.8, timeout: float = 60.0,
                 outcomes: dict[str, Outcome] | None = None) -> dict[str, Outcome]:
     """``n`` participants taking the test at once against a running server. A participant whose
     connection fails keeps what was acknowledged before (in ``outcomes``) and stops."""
@@ -131,8 +131,8 @@ async def crowd(base_url: str, config: TestConfig, n: int, *, prefix: str = "sim
     async def one(pid: str, client):
         out = outcomes.setdefault(pid, Outcome(pid))
         try:
-            await take_test(client, key, pid, skill=skill, seed=zlib.crc32(prefix.encode()), think=think,
-                            fetch_audio=fetch_audio, outcome=out)
+            await take_test(client, key, pid, skill=skill, seed=zlib.crc32(prefix.encode()),
+                            think=think, fetch_audio=fetch_audio, outcome=out)
         except (httpx.TransportError, httpx.HTTPStatusError) as exc:
             out.stage = f"error: {type(exc).__name__}"
 
