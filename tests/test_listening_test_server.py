@@ -124,3 +124,48 @@ def test_kill_9_mid_test_loses_no_acknowledged_response(test_dir):
                           outcomes=outcomes))
     assert all(o.stage == "done" for o in outcomes.values())
     assert check_nothing_lost(test_dir, outcomes) == 40 * per_person
+
+
+def test_one_command_runs_the_whole_human_evaluation(tmp_path, corpus, systems):
+    """`listening-test run`: builds, serves (printing the URL), and on Ctrl-C exports the
+    responses file and writes the report."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = tmp_path / "my_test"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "adept_eval.cli", "listening-test", "run", "--corpus",
+         str(corpus.root), str(systems["copy"]), "--tasks", TASKS[1], "-o", str(out), "--port",
+         str(port), "--completion-code", "ONE"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "COLUMNS": "120"})
+    try:
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(600):
+            try:
+                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                threading.Event().wait(0.1)
+        config = load_test(out)
+        outcomes = asyncio.run(crowd(url, config, 3, fetch_audio=False))
+        assert all(o.completion_code == "ONE" for o in outcomes.values())
+        proc.send_signal(signal.SIGINT)
+        text, _ = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, text
+    assert f"http://localhost:{port}/?PROLIFIC_PID=" in text
+    assert (out / "export" / "responses.csv").exists()
+    rows = (out / "export" / "responses.csv").read_text().splitlines()
+    assert len(rows) == 1 + 3 * 10
+    assert (out / "report" / "report.json").exists() and "syntactic_phrasing_female" in text
