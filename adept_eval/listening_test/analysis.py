@@ -305,8 +305,7 @@ def plot_task(config, rows: list[AccuracyRow], task: str, out_png) -> None:
     import matplotlib.pyplot as plt
 
     mine = [r for r in rows if r.task == task]
-    subs = [s for s in dict.fromkeys(r.subcategory for r in mine)]
-    subs = [s for s in subs if s] or [""]
+    subs = list(dict.fromkeys(r.subcategory for r in mine))  # "" (the whole task) first
     systems = list(config.systems)
     width = 0.8 / max(len(systems), 1)
     fig, ax = plt.subplots(figsize=(1.2 + 1.1 * len(subs) * max(1, len(systems) / 2), 3.2),
@@ -325,10 +324,12 @@ def plot_task(config, rows: list[AccuracyRow], task: str, out_png) -> None:
         ax.bar(xs, ys, width * 0.9, yerr=[lo, hi], capsize=3, label=system)
     ax.axhline(spec.task(task).chance, color="k", linestyle="--", linewidth=1, label="chance")
     ax.set_xticks(range(len(subs)), [s or "all" for s in subs])
-    ax.set_ylim(0, 1)
+    ax.set_ylim(0, 1.15)
+    ax.set_yticks([0, 0.2, 0.4, 0.6, 0.8, 1.0])
     ax.set_ylabel("recognition accuracy")
-    ax.set_title(task, fontsize=10)
-    ax.legend(fontsize=7, loc="upper right")
+    n = ", ".join(f"{r.system}: n={r.stats.n}" for r in mine if not r.subcategory)
+    ax.set_title(f"{task} ({n}; 95% cluster-bootstrap CI)", fontsize=9)
+    ax.legend(fontsize=7, loc="upper center", ncol=len(systems) + 1, frameon=False)
     fig.tight_layout()
     fig.savefig(out_png)
     plt.close(fig)
