@@ -8,8 +8,9 @@ asyncio process) take the whole test at once: session, consent, headphone check,
 file (as a browser fetches it, once), every answer. ``--think`` is the mean pause before each
 answer in seconds (0: every participant answers as fast as the server replies, a stress test
 far beyond real people, who take several seconds per question). Prints response-time
-percentiles of API calls and audio fetches, and checks that every acknowledged answer is stored
-exactly once.
+percentiles of API calls as the clients saw them and as the server spent them (its
+Server-Timing header: the rest is queueing in the client and the kernel), of audio fetches, and
+checks that every acknowledged answer is stored exactly once.
 """
 
 from __future__ import annotations
@@ -57,8 +58,8 @@ def main() -> None:
         tmp = Path(tmp)
         corpus = Corpus(build_corpus(tmp / "adept"))
         print(f"{'think s':>7} {'people':>6} {'answers':>7} {'API calls':>9} {'API p50':>8} "
-              f"{'API p95':>8} {'API p99':>8} {'audio':>6} {'audio p95':>9} {'wall s':>6} "
-              f"{'lost':>4} {'dup':>4}")
+              f"{'API p95':>8} {'API p99':>8} {'srv p95':>8} {'audio':>6} {'audio p95':>9} "
+              f"{'wall s':>6} {'lost':>4} {'dup':>4}")
         for think in args.think:
             test_dir = tmp / f"test-{think}"
             build_test(corpus, test_dir, {"natural": None}, tasks=TASKS, seed=1)
@@ -70,11 +71,13 @@ def main() -> None:
                 wall = time.perf_counter() - t0
             api = [x for o in outcomes.values() for x in o.latencies]
             audio_lat = [x for o in outcomes.values() for x in o.audio_latencies]
+            srv = [x for o in outcomes.values() for x in o.server_times]
             lost, dup, _ = lost_and_duplicated(test_dir, outcomes)
             answers = sum(len(o.acknowledged) for o in outcomes.values())
             done = sum(o.stage == "done" for o in outcomes.values())
             print(f"{think:>7.1f} {done:>6} {answers:>7} {len(api):>9} {pct(api, 50):>6.1f}ms "
-                  f"{pct(api, 95):>6.1f}ms {pct(api, 99):>6.1f}ms {len(audio_lat):>6} "
+                  f"{pct(api, 95):>6.1f}ms {pct(api, 99):>6.1f}ms {pct(srv, 95):>6.1f}ms "
+                  f"{len(audio_lat):>6} "
                   f"{pct(audio_lat, 95):>7.1f}ms {wall:>6.1f} {lost:>4} {dup:>4}")
 
 

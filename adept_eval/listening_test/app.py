@@ -20,6 +20,7 @@ import contextlib
 import hmac
 import json
 import os
+import time
 from pathlib import Path
 
 from starlette.applications import Starlette
@@ -71,6 +72,29 @@ class BodyLimit:
 
 class _TooLarge(Exception):
     pass
+
+
+class ServerTiming:
+    """ASGI middleware: a ``Server-Timing: app;dur=MS`` header on every response (time from the
+    request's arrival to the response's start), so load tests can tell the server's own time
+    from time spent queueing in the client or the network."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        t0 = time.perf_counter()
+
+        async def timed(message):
+            if message["type"] == "http.response.start":
+                dur = f"app;dur={(time.perf_counter() - t0) * 1000:.2f}".encode()
+                message = {**message, "headers": [*message.get("headers", []),
+                                                  (b"server-timing", dur)]}
+            await send(message)
+
+        await self.app(scope, receive, timed)
 
 
 def create_app(folder: str | Path, *, admin_token: str | None = None) -> Starlette:
@@ -203,6 +227,7 @@ def create_app(folder: str | Path, *, admin_token: str | None = None) -> Starlet
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.config, app.state.store = config, store
     app.add_middleware(BodyLimit)
+    app.add_middleware(ServerTiming)
     return app
 
 
