@@ -486,6 +486,9 @@ def test_cli_build_status_export_report(corpus, systems, tmp_path, capsys, monke
     assert (out / "report" / "adept_marked_tonicity_female.png").stat().st_size > 1000
     assert main(["listening-test", "build", "--corpus", str(corpus.root), "-o",
                  str(tmp_path / "u")]) == 2  # no system named
+    assert main(["listening-test", "build", "--corpus", str(corpus.root), "--natural",
+                 "--tasks", "nope", "-o", str(tmp_path / "v")]) == 2
+    assert "unknown ADEPT task 'nope'" in capsys.readouterr().err
 
 
 def test_a_test_can_be_built_from_an_lm_eval_run(corpus, systems, tmp_path, monkeypatch):

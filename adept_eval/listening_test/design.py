@@ -213,7 +213,10 @@ def build_test(corpus: Corpus, out: str | Path, systems: dict[str, str | Path | 
     recordings) over ``tasks`` (default: all 12) and return its design."""
     tasks = list(tasks or spec.TASKS)
     for t in tasks:
-        spec.task(t)  # raises with the list of valid names
+        try:
+            spec.task(t)
+        except KeyError as exc:
+            raise DesignError(exc.args[0]) from None
     if not systems:
         raise DesignError("a listening test needs at least one system")
     for name in systems:
