@@ -169,3 +169,29 @@ def test_one_command_runs_the_whole_human_evaluation(tmp_path, corpus, systems):
     rows = (out / "export" / "responses.csv").read_text().splitlines()
     assert len(rows) == 1 + 3 * 10
     assert (out / "report" / "report.json").exists() and "syntactic_phrasing_female" in text
+
+
+def test_responses_are_mirrored_to_a_private_hub_dataset(test_dir, tmp_path):
+    """`serve --mirror-to`: huggingface_hub's CommitScheduler pushes the responses to a private
+    dataset on a loopback Hub, every few seconds here and once more at shutdown."""
+    import csv
+    import io
+
+    from adept_eval.testing.hub_server import HubServer
+
+    config = load_test(test_dir)
+    with HubServer() as hub:
+        env = {"HF_ENDPOINT": hub.url, "HF_HUB_DISABLE_XET": "1", "HF_TOKEN": hub.token,
+               "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HOME": str(tmp_path / "hf")}
+        with ServerProcess(test_dir, env=env, args=("--mirror-to", "adept-lab/lt-responses",
+                                                    "--mirror-every", "0.05")) as server:
+            outcomes = asyncio.run(crowd(server.url, config, 3, fetch_audio=False))
+        repo = hub.repo("adept-lab/lt-responses")
+        assert repo is not None and repo.private
+        rows = list(csv.DictReader(io.StringIO(repo.files["responses.csv"].decode())))
+        people = {r["participant"] for r in
+                  csv.DictReader(io.StringIO(repo.files["responses_participants.csv"].decode()))}
+    assert len(rows) == sum(len(o.acknowledged) for o in outcomes.values()
+                            ) - 3 * len(config.tasks)  # questions only; catch trials stay home
+    assert people == set(outcomes)
+    assert not any(name.endswith(".sqlite") for name in repo.files)

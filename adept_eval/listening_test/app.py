@@ -97,8 +97,11 @@ class ServerTiming:
         await self.app(scope, receive, timed)
 
 
-def create_app(folder: str | Path, *, admin_token: str | None = None) -> Starlette:
-    """The app for the test built in ``folder``; responses go to ``folder/responses.sqlite``."""
+def create_app(folder: str | Path, *, admin_token: str | None = None,
+               mirror_repo: str | None = None, mirror_every: float = 5.0) -> Starlette:
+    """The app for the test built in ``folder``; responses go to ``folder/responses.sqlite``
+    (and, with ``mirror_repo``, to that private Hub dataset every ``mirror_every`` minutes and
+    once more at shutdown)."""
     folder = Path(folder).resolve()
     config: TestConfig = load_test(folder)
     store = Store(folder / DB_FILE)
@@ -221,7 +224,15 @@ def create_app(folder: str | Path, *, admin_token: str | None = None) -> Starlet
     ]
     @contextlib.asynccontextmanager
     async def lifespan(app):
+        mirror = None
+        if mirror_repo:
+            from .mirror import start_mirror
+
+            mirror = start_mirror(config, store, folder, mirror_repo, every_minutes=mirror_every)
         yield
+        if mirror is not None:  # a last push with everything answered so far
+            await run_in_threadpool(lambda: mirror.trigger().result(timeout=120))
+            mirror.stop()
         store.close()
 
     app = Starlette(routes=routes, lifespan=lifespan)
@@ -253,9 +264,11 @@ def _status_html(summary: dict) -> str:
 
 
 def serve(folder: str | Path, host: str = "127.0.0.1", port: int = 8000,
-          log_level: str = "warning") -> None:
+          log_level: str = "warning", mirror_repo: str | None = None,
+          mirror_every: float = 5.0) -> None:
     """Run the app with uvicorn until interrupted."""
     import uvicorn
 
-    uvicorn.run(create_app(folder), host=host, port=port, log_level=log_level,
+    app = create_app(folder, mirror_repo=mirror_repo, mirror_every=mirror_every)
+    uvicorn.run(app, host=host, port=port, log_level=log_level,
                 limit_concurrency=1000, timeout_keep_alive=30)

@@ -45,6 +45,9 @@ def add_parser(sub, common) -> None:
     def serve_args(p):
         p.add_argument("--host", default="127.0.0.1")
         p.add_argument("--port", type=int, default=8000)
+        p.add_argument("--mirror-to", metavar="REPO", help="also push the responses to this "
+                       "private Hub dataset (token from HF_TOKEN / hf auth login)")
+        p.add_argument("--mirror-every", type=float, default=5.0, metavar="MINUTES")
 
     p = lsub.add_parser("build", parents=[common], help="build a test folder (design and "
                         "blinded audio) from systems' samples")
@@ -128,7 +131,7 @@ def cmd_build(args):
     return 0
 
 
-def _serve(test, host, port):
+def _serve(test, host, port, mirror_to=None, mirror_every=5.0):
     try:
         from .app import ADMIN_TOKEN_ENV, serve
     except ImportError:
@@ -144,11 +147,14 @@ def _serve(test, host, port):
     else:
         console.print(f"Admin view off: set {ADMIN_TOKEN_ENV} (e.g. to "
                       f"{secrets.token_urlsafe(16)}) to enable /admin")
-    serve(test, host=host, port=port)
+    if mirror_to:
+        console.print(f"Responses mirrored to the private dataset {mirror_to} every "
+                      f"{mirror_every:g} min and at shutdown")
+    serve(test, host=host, port=port, mirror_repo=mirror_to, mirror_every=mirror_every)
 
 
 def cmd_serve(args):
-    _serve(args.test, args.host, args.port)
+    _serve(args.test, args.host, args.port, args.mirror_to, args.mirror_every)
     return 0
 
 
@@ -159,7 +165,7 @@ def cmd_run(args):
         console.print(f"continuing the test in {args.output} (its design is kept)")
     else:
         cmd_build(args)
-    _serve(args.output, args.host, args.port)
+    _serve(args.output, args.host, args.port, args.mirror_to, args.mirror_every)
     out = Path(args.output) / "export" / "responses.csv"
     _export(args.output, out, False)
     _report(args.output, None, 2000, False)

@@ -154,14 +154,15 @@ async def crowd(base_url: str, config: TestConfig, n: int, *, prefix: str = "sim
 class ServerProcess:
     """``adept-eval listening-test serve`` in a child process on a free loopback port."""
 
-    def __init__(self, test_dir, port: int | None = None, env: dict | None = None):
+    def __init__(self, test_dir, port: int | None = None, env: dict | None = None,
+                 args: tuple[str, ...] = ()):
         import socket
 
         if port is None:
             with socket.socket() as s:
                 s.bind(("127.0.0.1", 0))
                 port = s.getsockname()[1]
-        self.test_dir, self.port, self.env = test_dir, port, env
+        self.test_dir, self.port, self.env, self.args = test_dir, port, env, tuple(args)
         self.url = f"http://127.0.0.1:{port}"
         self.proc = None
 
@@ -175,7 +176,7 @@ class ServerProcess:
         env = {**os.environ, **(self.env or {})}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "adept_eval.cli", "listening-test", "serve", str(self.test_dir),
-             "--port", str(self.port)], env=env, stdout=subprocess.DEVNULL,
+             "--port", str(self.port), *self.args], env=env, stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE)
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
@@ -198,7 +199,7 @@ class ServerProcess:
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
+            self.proc.terminate()  # uvicorn shuts down cleanly on SIGTERM
             try:
                 self.proc.wait(10)
             except Exception:
