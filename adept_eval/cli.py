@@ -514,10 +514,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("human", help=".csv/.jsonl with id,score[,instruction_type]; raters averaged")
     p.add_argument("-o", "--output", help="also write the figures as JSON")
     p.set_defaults(func=cmd_judge_agreement)
+    _add_listening_test(sub, common)
     for p in sub.choices.values():  # `adept-eval check x --debug` works as well as before it
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                        help="show Python tracebacks for errors")
     return parser
+
+
+def _add_listening_test(sub, common) -> None:
+    """``adept-eval listening-test ...``: ADEPT's listening tests with people (its own module)."""
+    from .listening_test.cli import add_parser
+
+    add_parser(sub, common)
 
 
 def main(argv: list[str] | None = None) -> int:

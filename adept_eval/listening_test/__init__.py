@@ -1,0 +1,27 @@
+"""ADEPT's own method, built in: a web listening test with people, and honest statistics.
+
+    adept-eval listening-test build my_tts/ -o my_test      # design + blinded audio
+    adept-eval listening-test serve my_test                  # the web app (prints its URL)
+    adept-eval listening-test status my_test                 # live counts and exclusions
+    adept-eval listening-test export my_test -o answers.csv  # the `human` listener's file
+
+Modules: ``design`` (who hears what), ``store`` (SQLite responses), ``session`` (a
+participant's way through the test), ``app`` (the Starlette app), ``analysis`` (exclusions,
+clustered intervals, agreement, charts), ``export`` (the responses file).
+"""
+
+from .analysis import analyse, cluster_bootstrap, fleiss_kappa, screen, step4_table
+from .design import DesignError, TestConfig, build_test, load_test, plan_for
+from .export import export
+from .store import Store
+
+__all__ = ["DesignError", "Store", "TestConfig", "analyse", "build_test", "cluster_bootstrap",
+           "create_app", "export", "fleiss_kappa", "load_test", "plan_for", "screen",
+           "step4_table"]
+
+
+def create_app(folder, **kwargs):
+    """The Starlette app for a built test (needs the ``listening-test`` extra)."""
+    from .app import create_app as _create
+
+    return _create(folder, **kwargs)

@@ -1,0 +1,335 @@
+"""Honest statistics of a human listening test: exclusions, clustered intervals, agreement.
+
+Responses from one participant are not independent (some people hear prosody better), nor are
+responses to one question (some samples are clearer): 30 participants x 15 questions are not
+450 independent trials. Intervals and tests here therefore resample both: a two-way cluster
+("pigeonhole") bootstrap draws participants with replacement and, independently, questions with
+replacement, and takes every response of a drawn participant to a drawn question (Owen 2007,
+Annals of Applied Statistics 1(2); Field & Welsh 2007 for the two-way case). The 95% interval is
+the percentile interval of the resampled accuracies; the test against chance inverts it: p is
+twice the share of resampled accuracies on the far side of chance, (count + 1) / (B + 1), so
+p < 0.05 exactly when chance lies outside the 95% interval (up to resampling noise).
+
+The tutorial's step-4 table (responses, correct, recognition accuracy per subcategory) is plain
+counting over the included responses, as the tutorial defines it. Pure functions over plain
+records, so they can move into a shared statistics module unchanged.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import spec
+
+INCLUDED = "included"
+FAILED_HEADPHONES = "failed headphone check"
+FAILED_ATTENTION = "failed attention checks"
+INCOMPLETE = "incomplete"
+SCREENING_ORDER = (INCLUDED, FAILED_HEADPHONES, FAILED_ATTENTION, INCOMPLETE)
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One scored response: who answered which question, and whether it was right."""
+
+    participant: str
+    question: str
+    correct: bool
+
+
+@dataclass(frozen=True)
+class ClusteredAccuracy:
+    n: int  # responses
+    correct: int
+    participants: int
+    questions: int
+    acc: float
+    ci_low: float
+    ci_high: float
+    chance: float
+    p_chance: float  # two-sided, from the same two-way bootstrap
+    replicates: int
+
+
+# ----------------------------------------------------------------------------- statistics
+def cluster_bootstrap(trials: Sequence[Trial], chance: float, *, replicates: int = 2000,
+                      seed: int = 0, level: float = 0.95) -> ClusteredAccuracy:
+    """Accuracy with a two-way (participants x questions) cluster-bootstrap interval and test."""
+    n = len(trials)
+    if n == 0:
+        nan = float("nan")
+        return ClusteredAccuracy(0, 0, 0, 0, nan, nan, nan, chance, nan, 0)
+    people = sorted({t.participant for t in trials})
+    items = sorted({t.question for t in trials})
+    pi = {p: i for i, p in enumerate(people)}
+    qi = {q: i for i, q in enumerate(items)}
+    # cells: responses and correct per (participant, question)
+    tot = np.zeros((len(people), len(items)))
+    cor = np.zeros((len(people), len(items)))
+    for t in trials:
+        tot[pi[t.participant], qi[t.question]] += 1
+        cor[pi[t.participant], qi[t.question]] += t.correct
+    k = int(cor.sum())
+    rng = np.random.default_rng(seed)
+    accs = np.empty(replicates)
+    for b in range(replicates):
+        # weights = how often each participant / question was drawn
+        wp = np.bincount(rng.integers(0, len(people), len(people)), minlength=len(people))
+        wq = np.bincount(rng.integers(0, len(items), len(items)), minlength=len(items))
+        denom = wp @ tot @ wq
+        accs[b] = (wp @ cor @ wq) / denom if denom else np.nan
+    accs = accs[~np.isnan(accs)]
+    alpha = (1 - level) / 2
+    low, high = (np.quantile(accs, [alpha, 1 - alpha]) if len(accs) else (np.nan, np.nan))
+    below, above = int(np.sum(accs <= chance)), int(np.sum(accs >= chance))
+    p = min(1.0, 2 * (min(below, above) + 1) / (len(accs) + 1)) if len(accs) else float("nan")
+    return ClusteredAccuracy(n, k, len(people), len(items), k / n, float(low), float(high),
+                             chance, p, len(accs))
+
+
+def fleiss_kappa(ratings: dict[str, Sequence[int]], n_categories: int) -> float:
+    """Fleiss' kappa over items rated by possibly different numbers of raters (items with fewer
+    than two ratings are left out): chance-corrected agreement between participants on which
+    choice each question deserves, whatever the right answer is."""
+    counts = [np.bincount(np.asarray(r, dtype=int), minlength=n_categories)
+              for r in ratings.values() if len(r) >= 2]
+    if not counts:
+        return float("nan")
+    m = np.vstack(counts).astype(float)
+    n_i = m.sum(axis=1)
+    p_i = ((m * m).sum(axis=1) - n_i) / (n_i * (n_i - 1))
+    p_bar = p_i.mean()
+    p_j = m.sum(axis=0) / n_i.sum()
+    p_e = float((p_j ** 2).sum())
+    if p_e >= 1.0:
+        return float("nan")
+    return float((p_bar - p_e) / (1 - p_e))
+
+
+# ----------------------------------------------------------------------------- screening
+@dataclass(frozen=True)
+class ParticipantSummary:
+    participant: str
+    arrival: int
+    screening: str  # one of SCREENING_ORDER
+    headphone_passed: bool | None
+    catch_correct: int
+    catch_total: int
+    answered: int
+    items: int
+    correct: int  # questions (not catch trials) answered correctly
+    questions: int  # questions answered
+
+    @property
+    def accuracy(self) -> float:
+        return self.correct / self.questions if self.questions else float("nan")
+
+
+def screen(config, participants, responses) -> dict[str, ParticipantSummary]:
+    """Every participant's screening outcome: failed headphone check, failed attention checks
+    (fewer than ``config.min_catch_correct`` of their catch trials right), incomplete, or
+    included. The first that applies, in that order."""
+    by_p = defaultdict(list)
+    for r in responses:
+        by_p[r.participant].append(r)
+    out = {}
+    for p in participants:
+        rs = by_p.get(p.participant, [])
+        catch = [r for r in rs if r.kind == "catch"]
+        qs = [r for r in rs if r.kind == "question"]
+        n_items = len(p.plan["items"])
+        n_catch = sum(1 for i in p.plan["items"] if i["kind"] == "catch")
+        catch_ok = sum(r.correct for r in catch)
+        complete = len(rs) >= n_items
+        if p.headphone_passed is False:
+            outcome = FAILED_HEADPHONES
+        elif complete and n_catch and catch_ok < config.min_catch_correct * n_catch - 1e-9:
+            outcome = FAILED_ATTENTION
+        elif not complete:
+            outcome = INCOMPLETE
+        else:
+            outcome = INCLUDED
+        out[p.participant] = ParticipantSummary(
+            p.participant, p.arrival, outcome, p.headphone_passed, catch_ok, len(catch),
+            len(rs), n_items, sum(r.correct for r in qs), len(qs))
+    return out
+
+
+# ----------------------------------------------------------------------------- tables
+@dataclass(frozen=True)
+class Step4Row:
+    """The tutorial's step 4: responses, correct, recognition accuracy."""
+
+    task: str
+    system: str
+    subcategory: str  # "" for the task as a whole
+    responses: int
+    correct: int
+
+    @property
+    def accuracy(self) -> float:
+        return self.correct / self.responses if self.responses else float("nan")
+
+
+def step4_table(config, responses: Iterable) -> list[Step4Row]:
+    """Per task (and system), the whole task and then each subcategory the tutorial scores:
+    responses whose right answer is that subcategory, and how many were answered correctly."""
+    counts: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
+    for r in responses:
+        if r.kind != "question":
+            continue
+        target = config.questions[r.question_id]["target"]
+        for sub in ("", target):
+            c = counts[(r.task, r.system, sub)]
+            c[0] += 1
+            c[1] += r.correct
+    rows = []
+    for task in config.tasks:
+        t = spec.task(task)
+        subs = [""] + (list(t.cls.answer_subcategories(t.speaker))
+                       if t.cls.has_subcategory_scores else [])
+        for system in config.systems:
+            for sub in subs:
+                n, k = counts.get((task, system, sub), (0, 0))
+                rows.append(Step4Row(task, system, sub, n, k))
+    return rows
+
+
+@dataclass(frozen=True)
+class AccuracyRow:
+    task: str
+    system: str
+    subcategory: str
+    stats: ClusteredAccuracy
+
+
+def accuracy_table(config, responses: list, *, replicates: int = 2000,
+                   seed: int = 0) -> list[AccuracyRow]:
+    """Step-4 cells with two-way cluster-bootstrap intervals and tests against the task's
+    chance level (1 / number of choices)."""
+    cells: dict[tuple, list[Trial]] = defaultdict(list)
+    for r in responses:
+        if r.kind != "question":
+            continue
+        trial = Trial(r.participant, r.question_id, r.correct)
+        target = config.questions[r.question_id]["target"]
+        cells[(r.task, r.system, "")].append(trial)
+        if spec.task(r.task).cls.has_subcategory_scores:
+            cells[(r.task, r.system, target)].append(trial)
+    rows = []
+    for row in step4_table(config, responses):
+        trials = cells.get((row.task, row.system, row.subcategory), [])
+        stats = cluster_bootstrap(trials, spec.task(row.task).chance, replicates=replicates,
+                                  seed=seed)
+        rows.append(AccuracyRow(row.task, row.system, row.subcategory, stats))
+    return rows
+
+
+def agreement_table(config, responses: Iterable) -> dict[tuple[str, str], dict]:
+    """Fleiss' kappa per task and system over the participants' choices."""
+    ratings: dict[tuple, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+    for r in responses:
+        if r.kind == "question":
+            ratings[(r.task, r.system)][r.question_id].append(r.choice)
+    out = {}
+    for (task, system), by_q in ratings.items():
+        n_cat = spec.task(task).n_choices
+        raters = [len(v) for v in by_q.values()]
+        out[(task, system)] = {"kappa": fleiss_kappa(by_q, n_cat), "questions": len(by_q),
+                               "mean_raters": float(np.mean(raters)) if raters else 0.0}
+    return out
+
+
+def status_summary(config, store) -> dict:
+    """Live counts for the admin view and ``listening-test status``."""
+    participants = store.participants()
+    responses = store.responses()
+    screening = screen(config, participants, responses)
+    included = {p for p, s in screening.items() if s.screening == INCLUDED}
+    counts = Counter(s.screening for s in screening.values())
+    per: dict[tuple, dict] = {}
+    for task in config.tasks:
+        for system in config.systems:
+            per[(task, system)] = {"task": task, "system": system, "participants": 0,
+                                   "included": 0, "responses": 0, "included_responses": 0}
+    seen = defaultdict(set)
+    for r in responses:
+        if r.kind != "question":
+            continue
+        cell = per[(r.task, r.system)]
+        cell["responses"] += 1
+        cell["included_responses"] += r.participant in included
+        seen[(r.task, r.system)].add(r.participant)
+    for key, people in seen.items():
+        per[key]["participants"] = len(people)
+        per[key]["included"] = len(people & included)
+    return {"title": config.title, "participants": len(participants),
+            "responses": len(responses),
+            "screening": {k: counts.get(k, 0) for k in SCREENING_ORDER},
+            "tasks": list(per.values())}
+
+
+@dataclass(frozen=True)
+class Analysis:
+    screening: dict[str, ParticipantSummary]
+    step4: list[Step4Row]
+    accuracy: list[AccuracyRow]
+    agreement: dict
+    included_responses: list
+
+
+def analyse(config, store, *, replicates: int = 2000, seed: int = 0,
+            include_incomplete: bool = False) -> Analysis:
+    """Apply the exclusions, then count and estimate over the included participants."""
+    participants = store.participants()
+    responses = store.responses()
+    screening = screen(config, participants, responses)
+    keep = {INCLUDED} | ({INCOMPLETE} if include_incomplete else set())
+    included = {p for p, s in screening.items() if s.screening in keep}
+    kept = [r for r in responses if r.participant in included]
+    return Analysis(screening, step4_table(config, kept),
+                    accuracy_table(config, kept, replicates=replicates, seed=seed),
+                    agreement_table(config, kept), kept)
+
+
+def plot_task(config, rows: list[AccuracyRow], task: str, out_png) -> None:
+    """Bar chart of one task: accuracy per subcategory (or the task as a whole) and system, with
+    the clustered 95% intervals and the chance line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    mine = [r for r in rows if r.task == task]
+    subs = list(dict.fromkeys(r.subcategory for r in mine))  # "" (the whole task) first
+    systems = list(config.systems)
+    width = 0.8 / max(len(systems), 1)
+    fig, ax = plt.subplots(figsize=(1.2 + 1.1 * len(subs) * max(1, len(systems) / 2), 3.2),
+                           dpi=90)
+    for j, system in enumerate(systems):
+        cells = {r.subcategory: r.stats for r in mine if r.system == system}
+        xs, ys, lo, hi = [], [], [], []
+        for i, s in enumerate(subs):
+            st = cells.get(s)
+            if st is None or st.n == 0:
+                continue
+            xs.append(i + (j - (len(systems) - 1) / 2) * width)
+            ys.append(st.acc)
+            lo.append(st.acc - st.ci_low)
+            hi.append(st.ci_high - st.acc)
+        ax.bar(xs, ys, width * 0.9, yerr=[lo, hi], capsize=3, label=system)
+    ax.axhline(spec.task(task).chance, color="k", linestyle="--", linewidth=1, label="chance")
+    ax.set_xticks(range(len(subs)), [s or "all" for s in subs])
+    ax.set_ylim(0, 1.15)
+    ax.set_yticks([0, 0.2, 0.4, 0.6, 0.8, 1.0])
+    ax.set_ylabel("recognition accuracy")
+    n = ", ".join(f"{r.system}: n={r.stats.n}" for r in mine if not r.subcategory)
+    ax.set_title(f"{task} ({n}; 95% cluster-bootstrap CI)", fontsize=9)
+    ax.legend(fontsize=7, loc="upper center", ncol=len(systems) + 1, frameon=False)
+    fig.tight_layout()
+    fig.savefig(out_png)
+    plt.close(fig)

@@ -1,0 +1,274 @@
+"""The listening test as a web app: a Starlette ASGI app served by uvicorn.
+
+Pages are plain HTML/CSS/JS from ``static/`` (no build step); the browser talks to a small JSON
+API. Safety, in one place:
+
+- participant ids are checked (letters, digits, '-', '_'); each participant gets a random session
+  token on arrival, required (header ``X-Session-Token``) on every later call;
+- state-changing calls are POSTs with a JSON body and that custom header (so a cross-site form
+  or script cannot send them without a CORS preflight, which this app never grants), and an
+  ``Origin`` other than the app's own is refused;
+- request bodies over ``MAX_BODY`` bytes are refused (413) before they are read in full;
+- audio is served by opaque token from the test's own ``audio/`` folder only (a token is looked
+  up in the design, never joined to a path), with HTTP range requests and long-lived caching;
+- the admin view needs the token in ``ADEPT_LISTENING_ADMIN_TOKEN`` (off when it is unset).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import json
+import os
+import time
+from pathlib import Path
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from .design import AUDIO_DIR, AUDIO_TYPES, TestConfig, load_test
+from .session import Refused, Sessions
+from .store import DB_FILE, Store
+
+STATIC = Path(__file__).parent / "static"
+MAX_BODY = 8 * 1024
+ADMIN_TOKEN_ENV = "ADEPT_LISTENING_ADMIN_TOKEN"
+AUDIO_CACHE = "private, max-age=604800, immutable"
+
+
+class BodyLimit:
+    """ASGI middleware: refuse request bodies larger than ``limit`` bytes with 413."""
+
+    def __init__(self, app, limit: int = MAX_BODY):
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        headers = dict(scope.get("headers") or [])
+        length = headers.get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.limit):
+            return await JSONResponse({"error": "request too large"}, 413)(scope, receive, send)
+        seen = 0
+
+        async def limited():
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise _TooLarge()
+            return message
+
+        try:
+            await self.app(scope, limited, send)
+        except _TooLarge:
+            await JSONResponse({"error": "request too large"}, 413)(scope, receive, send)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class ServerTiming:
+    """ASGI middleware: a ``Server-Timing: app;dur=MS`` header on every response (time from the
+    request's arrival to the response's start), so load tests can tell the server's own time
+    from time spent queueing in the client or the network."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        t0 = time.perf_counter()
+
+        async def timed(message):
+            if message["type"] == "http.response.start":
+                dur = f"app;dur={(time.perf_counter() - t0) * 1000:.2f}".encode()
+                message = {**message, "headers": [*message.get("headers", []),
+                                                  (b"server-timing", dur)]}
+            await send(message)
+
+        await self.app(scope, receive, timed)
+
+
+def create_app(folder: str | Path, *, admin_token: str | None = None,
+               mirror_repo: str | None = None, mirror_every: float = 5.0) -> Starlette:
+    """The app for the test built in ``folder``; responses go to ``folder/responses.sqlite``
+    (and, with ``mirror_repo``, to that private Hub dataset every ``mirror_every`` minutes and
+    once more at shutdown)."""
+    folder = Path(folder).resolve()
+    config: TestConfig = load_test(folder)
+    store = Store(folder / DB_FILE)
+    sessions = Sessions(config, store)
+    audio_root = folder / AUDIO_DIR
+    audio_files = {tok: audio_root / name for tok, name in config.files.items()}
+    admin = admin_token if admin_token is not None else os.environ.get(ADMIN_TOKEN_ENV, "")
+
+    def refuse(exc: Refused) -> JSONResponse:
+        return JSONResponse({"error": str(exc)}, exc.status)
+
+    async def body(request: Request) -> dict:
+        if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+            raise Refused("send JSON (Content-Type: application/json)", 415)
+        origin = request.headers.get("origin")
+        if origin and origin.rstrip("/") != f"{request.url.scheme}://{request.url.netloc}":
+            host = request.headers.get("x-forwarded-host")
+            proto = request.headers.get("x-forwarded-proto", request.url.scheme)
+            if not host or origin.rstrip("/") != f"{proto}://{host}":
+                raise Refused("cross-origin request refused", 403)
+        if request.headers.get("sec-fetch-site") == "cross-site":
+            raise Refused("cross-site request refused", 403)
+        try:
+            data = json.loads(await request.body())
+        except ValueError:
+            raise Refused("the request body is not JSON") from None
+        if not isinstance(data, dict):
+            raise Refused("the request body must be a JSON object")
+        return data
+
+    async def index(request: Request):
+        return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-store"})
+
+    def begin(participant):
+        row = sessions.start(participant)
+        return {"participant": row.participant, "token": row.token, "state": sessions.state(row)}
+
+    async def start(request: Request):
+        try:
+            data = await body(request)
+            return _json(await run_in_threadpool(begin, data.get("participant")))
+        except Refused as exc:
+            return refuse(exc)
+
+    async def state(request: Request):
+        try:
+            return _json(await run_in_threadpool(
+                lambda: sessions.state(sessions.authenticate(
+                    request.headers.get("x-participant", ""),
+                    request.headers.get("x-session-token", "")))))
+        except Refused as exc:
+            return refuse(exc)
+
+    def _post(action):
+        def work(participant, token, data):  # one hop to a worker thread per request
+            row = sessions.authenticate(participant, token)
+            extra = action(row, data)
+            return {**(extra or {}), "state": sessions.state(store.participant(row.participant))}
+
+        async def endpoint(request: Request):
+            try:
+                data = await body(request)
+                return _json(await run_in_threadpool(
+                    work, request.headers.get("x-participant", ""),
+                    request.headers.get("x-session-token", ""), data))
+            except Refused as exc:
+                return refuse(exc)
+        return endpoint
+
+    def do_consent(row, data):
+        if data.get("consent") is not True:
+            raise Refused("consent must be given to take part")
+        sessions.consent(row)
+
+    def do_headphone(row, data):
+        return {"passed": sessions.headphone(row, data.get("answers"))}
+
+    def do_answer(row, data):
+        sessions.answer(row, data.get("item"), data.get("choice"), data.get("played"),
+                        data.get("rt_ms"))
+
+    async def audio(request: Request):
+        path = audio_files.get(request.path_params["token"])
+        if path is None or not path.is_file():
+            return JSONResponse({"error": "no such audio"}, 404)
+        return FileResponse(path, media_type=AUDIO_TYPES.get(path.suffix, "audio/wav"),
+                            headers={"Cache-Control": AUDIO_CACHE})
+
+    def admin_ok(request: Request) -> bool:
+        given = request.query_params.get("token") or \
+            request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        return bool(admin) and hmac.compare_digest(given.encode(), admin.encode())
+
+    async def admin_status(request: Request):
+        if not admin_ok(request):
+            return JSONResponse({"error": f"admin view needs the token set in {ADMIN_TOKEN_ENV}"},
+                                403)
+        from .analysis import status_summary
+
+        summary = await run_in_threadpool(status_summary, config, store)
+        if request.url.path.endswith(".json"):
+            return _json(summary)
+        return HTMLResponse(_status_html(summary), headers={"Cache-Control": "no-store"})
+
+    async def health(request: Request):
+        return _json({"ok": True})
+
+    routes = [
+        Route("/", index),
+        Route("/api/session", start, methods=["POST"]),
+        Route("/api/state", state),
+        Route("/api/consent", _post(do_consent), methods=["POST"]),
+        Route("/api/headphone", _post(do_headphone), methods=["POST"]),
+        Route("/api/answer", _post(do_answer), methods=["POST"]),
+        Route("/audio/{token}", audio),
+        Route("/admin", admin_status),
+        Route("/admin/status.json", admin_status),
+        Route("/healthz", health),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        mirror = None
+        if mirror_repo:
+            from .mirror import start_mirror
+
+            mirror = start_mirror(config, store, folder, mirror_repo, every_minutes=mirror_every)
+        yield
+        if mirror is not None:  # a last push with everything answered so far
+            await run_in_threadpool(lambda: mirror.trigger().result(timeout=120))
+            mirror.stop()
+        store.close()
+
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.config, app.state.store = config, store
+    app.add_middleware(BodyLimit)
+    app.add_middleware(ServerTiming)
+    return app
+
+
+def _json(data) -> JSONResponse:
+    return JSONResponse(data, headers={"Cache-Control": "no-store"})
+
+
+def _status_html(summary: dict) -> str:
+    from html import escape
+
+    rows = "".join(
+        f"<tr><td>{escape(r['task'])}</td><td>{escape(r['system'])}</td><td>{r['participants']}"
+        f"</td><td>{r['included']}</td><td>{r['responses']}</td><td>{r['included_responses']}</td>"
+        f"</tr>" for r in summary["tasks"])
+    ex = "".join(f"<li>{escape(k)}: {v}</li>" for k, v in summary["screening"].items())
+    return (f"<!doctype html><meta charset=utf-8><title>Status</title>"
+            f"<link rel=stylesheet href='/static/style.css'><main class=admin>"
+            f"<h1>{escape(summary['title'])}: status</h1>"
+            f"<p>{summary['participants']} participants, {summary['responses']} responses</p>"
+            f"<h2>Screening</h2><ul>{ex}</ul><h2>Per task</h2><table><tr><th>task</th>"
+            f"<th>system</th><th>participants</th><th>included</th><th>responses</th>"
+            f"<th>included responses</th></tr>{rows}</table></main>")
+
+
+def serve(folder: str | Path, host: str = "127.0.0.1", port: int = 8000,
+          log_level: str = "warning", mirror_repo: str | None = None,
+          mirror_every: float = 5.0) -> None:
+    """Run the app with uvicorn until interrupted."""
+    import uvicorn
+
+    app = create_app(folder, mirror_repo=mirror_repo, mirror_every=mirror_every)
+    uvicorn.run(app, host=host, port=port, log_level=log_level,
+                limit_concurrency=1000, timeout_keep_alive=30)

@@ -1,0 +1,315 @@
+"""``adept-eval listening-test build | serve | run | status | export | report``."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import secrets
+from pathlib import Path
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from .. import spec
+
+console = Console(soft_wrap=True)
+EXTRA_HINT = "the listening test needs its extra: pip install 'adept-eval[listening-test]'"
+
+
+def add_parser(sub, common) -> None:
+    """Register the ``listening-test`` command and its subcommands on ``sub``."""
+    lt = sub.add_parser("listening-test", help="run ADEPT's listening tests with people: a web "
+                        "app, responses in SQLite, honest statistics")
+    lsub = lt.add_subparsers(dest="lt_command", required=True)
+
+    def design_args(p):
+        p.add_argument("systems", nargs="*", metavar="[NAME=]FOLDER",
+                       help="samples folders laid out as `adept-eval manifest` says; several "
+                       "systems are balanced over participants")
+        p.add_argument("--natural", action="store_true",
+                       help="also (or only) ADEPT's natural recordings, as system 'natural'")
+        p.add_argument("--tasks", nargs="*", help="ADEPT tasks (default: all 12)")
+        p.add_argument("--title", default="ADEPT listening test")
+        p.add_argument("--seed", type=int, help="design seed (default: random, recorded)")
+        p.add_argument("--catch-per-task", type=int, default=1,
+                       help="attention checks per task (default 1)")
+        p.add_argument("--min-catch-correct", type=float, default=1.0,
+                       help="share of attention checks a participant must pass (default 1.0)")
+        p.add_argument("--completion-code", help="shown at the end (default: random)")
+        p.add_argument("--screenout-code", help="shown after a failed headphone check")
+        p.add_argument("--completion-url", default="", help="link shown at the end; {code} is "
+                       "filled, e.g. https://app.prolific.com/submissions/complete?cc={code}")
+
+    def serve_args(p):
+        p.add_argument("--host", default="127.0.0.1")
+        p.add_argument("--port", type=int, default=8000)
+        p.add_argument("--mirror-to", metavar="REPO", help="also push the responses to this "
+                       "private Hub dataset (token from HF_TOKEN / hf auth login)")
+        p.add_argument("--mirror-every", type=float, default=5.0, metavar="MINUTES")
+
+    p = lsub.add_parser("build", parents=[common], help="build a test folder (design and "
+                        "blinded audio) from systems' samples")
+    design_args(p)
+    p.add_argument("-o", "--output", required=True, help="the test folder to create")
+    p.set_defaults(func=cmd_build)
+
+    p = lsub.add_parser("serve", help="serve a built test to participants (prints its URL)")
+    p.add_argument("test", help="the test folder")
+    serve_args(p)
+    p.set_defaults(func=cmd_serve)
+
+    p = lsub.add_parser("run", parents=[common], help="the whole human evaluation in one "
+                        "command: build the test (unless the folder has one), serve it until "
+                        "Ctrl-C, then export the responses and print the report")
+    design_args(p)
+    p.add_argument("-o", "--output", required=True, help="the test folder")
+    serve_args(p)
+    p.set_defaults(func=cmd_run)
+
+    p = lsub.add_parser("status", help="live counts per task and system, and exclusions")
+    p.add_argument("test")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_status)
+
+    p = lsub.add_parser("export", help="write the `human` listener's responses file "
+                        "(included participants; --all for everyone) and a participants file")
+    p.add_argument("test")
+    p.add_argument("-o", "--output", default="responses.csv")
+    p.add_argument("--all", action="store_true", help="every participant, screening in a column")
+    p.set_defaults(func=cmd_export)
+
+    p = lsub.add_parser("report", help="the tutorial's step-4 table with clustered 95%% "
+                        "intervals and tests against chance, agreement, per-participant "
+                        "accuracy, a chart per task")
+    p.add_argument("test")
+    p.add_argument("-o", "--output", help="folder for report.json and the charts "
+                   "(default: <test>/report)")
+    p.add_argument("--replicates", type=int, default=2000, help="bootstrap replicates")
+    p.add_argument("--include-incomplete", action="store_true")
+    p.set_defaults(func=cmd_report)
+
+
+def _systems(args) -> dict:
+    systems: dict = {}
+    for item in args.systems:
+        name, sep, folder = item.partition("=")
+        if not sep:
+            name, folder = Path(item).resolve().name, item
+        if name in systems:
+            raise ValueError(f"system {name!r} given twice; name them NAME=FOLDER")
+        systems[name] = folder
+    if args.natural:
+        from .design import NATURAL
+
+        systems[NATURAL] = None
+    if not systems:
+        raise ValueError("name at least one samples folder, or --natural")
+    return systems
+
+
+def cmd_build(args):
+    from ..corpus import load_corpus
+    from .design import build_test
+
+    corpus = load_corpus(args.corpus, download=not args.no_download, progress=not args.quiet)
+    config = build_test(corpus, args.output, _systems(args), tasks=args.tasks, title=args.title,
+                        seed=args.seed, catch_per_task=args.catch_per_task,
+                        min_catch_correct=args.min_catch_correct,
+                        completion_code=args.completion_code, screenout_code=args.screenout_code,
+                        completion_url=args.completion_url)
+    n_items = sum(len(config.task_questions(t)) for t in config.tasks) + \
+        config.catch_per_task * len(config.tasks)
+    console.print(f"listening test built in {args.output}: {len(config.tasks)} tasks, "
+                  f"{len(config.questions)} questions, {len(config.systems)} system(s) "
+                  f"({', '.join(config.systems)}); each participant answers {n_items} items "
+                  f"({config.catch_per_task * len(config.tasks)} attention checks)")
+    console.print(f"completion code {config.completion_code}, screen-out code "
+                  f"{config.screenout_code}; serve it with: adept-eval listening-test serve "
+                  f"{args.output}")
+    return 0
+
+
+def _serve(test, host, port, mirror_to=None, mirror_every=5.0):
+    try:
+        from .app import ADMIN_TOKEN_ENV, serve
+    except ImportError:
+        raise RuntimeError(EXTRA_HINT) from None
+    from .design import load_test
+
+    load_test(test)  # a clear message before uvicorn starts
+    shown = "localhost" if host in ("127.0.0.1", "0.0.0.0", "::") else host
+    console.print(f"Listening test at http://{shown}:{port}/?PROLIFIC_PID=<participant id>  "
+                  "(Ctrl-C stops it; responses are kept)")
+    if os.environ.get(ADMIN_TOKEN_ENV):
+        console.print(f"Admin view: http://{shown}:{port}/admin?token=${ADMIN_TOKEN_ENV}")
+    else:
+        console.print(f"Admin view off: set {ADMIN_TOKEN_ENV} (e.g. to "
+                      f"{secrets.token_urlsafe(16)}) to enable /admin")
+    if mirror_to:
+        console.print(f"Responses mirrored to the private dataset {mirror_to} every "
+                      f"{mirror_every:g} min and at shutdown")
+    serve(test, host=host, port=port, mirror_repo=mirror_to, mirror_every=mirror_every)
+
+
+def cmd_serve(args):
+    _serve(args.test, args.host, args.port, args.mirror_to, args.mirror_every)
+    return 0
+
+
+def cmd_run(args):
+    from .design import CONFIG_FILE
+
+    if (Path(args.output) / CONFIG_FILE).exists():
+        console.print(f"continuing the test in {args.output} (its design is kept)")
+    else:
+        cmd_build(args)
+    _serve(args.output, args.host, args.port, args.mirror_to, args.mirror_every)
+    out = Path(args.output) / "export" / "responses.csv"
+    _export(args.output, out, False)
+    _report(args.output, None, 2000, False)
+    return 0
+
+
+def _open(test):
+    from .design import load_test
+    from .store import DB_FILE, Store
+
+    config = load_test(test)
+    db = Path(test) / DB_FILE
+    if not db.exists():
+        raise ValueError(f"{db}: no responses yet (serve the test first)")
+    return config, Store(db)
+
+
+def cmd_status(args):
+    from .analysis import status_summary
+
+    config, store = _open(args.test)
+    s = status_summary(config, store)
+    if args.json:
+        console.print_json(json.dumps(s))
+        return 0
+    console.print(f"{s['title']}: {s['participants']} participants, {s['responses']} responses")
+    console.print("screening: " + ", ".join(f"{k} {v}" for k, v in s["screening"].items()))
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for col in ("task", "system", "people", "included", "responses", "incl. resp."):
+        table.add_column(col, justify="left" if col in ("task", "system") else "right",
+                         no_wrap=col == "task")
+    for r in s["tasks"]:
+        table.add_row(r["task"].removeprefix("adept_"), r["system"], str(r["participants"]),
+                      str(r["included"]), str(r["responses"]), str(r["included_responses"]))
+    console.print(table)
+    return 0
+
+
+def _export(test, out, include_all):
+    from .export import export
+
+    config, store = _open(test)
+    paths = export(config, store, out, include_all=include_all)
+    for p in paths:
+        n = sum(1 for _ in open(p, encoding="utf-8")) - 1
+        console.print(f"{p}: {n} rows")
+    if len(config.systems) == 1:
+        console.print(f"score it: lm_eval --model audio-dir --model_args path=<samples> --tasks "
+                      f"{' '.join(config.tasks) if len(config.tasks) < 12 else 'adept'} "
+                      f"--metadata listener=human responses={paths[0]}")
+    return paths
+
+
+def cmd_export(args):
+    _export(args.test, Path(args.output), args.all)
+    return 0
+
+
+def _fmt(x, f="{:.3f}"):
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f.format(x)
+
+
+def _p(p):
+    return "-" if p is None or math.isnan(p) else (f"<{1e-3:g}" if p < 1e-3 else f"{p:.3f}")
+
+
+def _report(test, out, replicates, include_incomplete):
+    from .analysis import INCLUDED, analyse, plot_task
+
+    config, store = _open(test)
+    a = analyse(config, store, replicates=replicates, include_incomplete=include_incomplete)
+    counts = {}
+    for s in a.screening.values():
+        counts[s.screening] = counts.get(s.screening, 0) + 1
+    console.print(f"{config.title}: {len(a.screening)} participants; "
+                  + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    console.print("Recognition accuracy (the tutorial's step 4) over included participants, "
+                  "with 95% intervals and p against chance from a two-way cluster bootstrap "
+                  f"over participants and questions ({replicates} replicates)")
+    for task in config.tasks:
+        rows = [r for r in a.accuracy if r.task == task]
+        kappas = "; ".join(f"{s}: {_fmt(a.agreement.get((task, s), {}).get('kappa'), '{:.2f}')}"
+                           for s in config.systems)
+        table = Table(title=f"{task} (chance {spec.task(task).chance:.2f}; Fleiss' kappa "
+                      f"{kappas})", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+        for col in ("system", "subcategory", "n", "correct", "acc", "95% CI", "p", "people"):
+            table.add_column(col, justify="left" if col in ("system", "subcategory")
+                             else "right", no_wrap=True)
+        for r in rows:
+            st = r.stats
+            table.add_row(r.system, r.subcategory or "(all)", str(st.n), str(st.correct),
+                          _fmt(st.acc), f"{_fmt(st.ci_low, '{:.2f}')}-{_fmt(st.ci_high, '{:.2f}')}",
+                          _p(st.p_chance), str(st.participants),
+                          end_section=not r.subcategory)
+        console.print(table)
+    people = Table(title="Participants", box=box.SIMPLE_HEAD)
+    for col in ("participant", "screening", "headphones", "attention", "answered", "accuracy"):
+        people.add_column(col, no_wrap=col == "screening")
+    for s in sorted(a.screening.values(), key=lambda s: s.arrival):
+        people.add_row(s.participant, s.screening, {True: "pass", False: "fail", None: "-"}
+                       [s.headphone_passed], f"{s.catch_correct}/{s.catch_total}",
+                       f"{s.answered}/{s.items}", _fmt(s.accuracy))
+    console.print(people)
+    out = Path(out) if out else Path(test) / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    report = {
+        "title": config.title, "replicates": replicates,
+        "screening": {p: s.screening for p, s in a.screening.items()},
+        "included_participants": sum(s.screening == INCLUDED for s in a.screening.values()),
+        "step4": [{"task": r.task, "system": r.system, "subcategory": r.subcategory,
+                   "responses": r.responses, "correct": r.correct, "accuracy": r.accuracy}
+                  for r in a.step4],
+        "accuracy": [{"task": r.task, "system": r.system, "subcategory": r.subcategory,
+                      **{k: getattr(r.stats, k) for k in r.stats.__dataclass_fields__}}
+                     for r in a.accuracy],
+        "agreement": [{"task": t, "system": s, **v} for (t, s), v in a.agreement.items()],
+        "participants": [{**s.__dict__, "accuracy": s.accuracy} for s in a.screening.values()],
+    }
+    (out / "report.json").write_text(json.dumps(_no_nan(report), indent=1), encoding="utf-8")
+    charts = []
+    try:
+        for task in config.tasks:
+            if any(r.task == task and r.stats.n for r in a.accuracy):
+                png = out / f"{task}.png"
+                plot_task(config, a.accuracy, task, png)
+                charts.append(png)
+    except ImportError:
+        console.print("[yellow]no charts: pip install matplotlib[/yellow]")
+    console.print(f"written: {out / 'report.json'}" + (f" and {len(charts)} charts" if charts
+                                                         else ""))
+
+
+def _no_nan(x):
+    """JSON has no NaN: an undefined figure (no responses) is written as null."""
+    if isinstance(x, float) and math.isnan(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _no_nan(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_no_nan(v) for v in x]
+    return x
+
+
+def cmd_report(args):
+    _report(args.test, args.output, args.replicates, args.include_incomplete)
+    return 0
+

@@ -1,0 +1,79 @@
+"""The collected responses as the ``human`` listener's responses file, plus a participants file.
+
+    participant,task,question_id,answer,system,screening,presented,rt_ms,answered_at
+
+``answer`` is the letter of the chosen choice in ``adept-eval questions``' order (the canonical
+order of ``adept_eval.questions``), whatever order the participant heard the samples in (that
+order is in ``presented``: position -> letter). The human listener reads the first four columns
+and ignores the rest. By default only included participants' responses are written, so scoring
+the file gives the honest figures; ``include_all`` writes everyone, with their screening outcome
+in ``screening``. One file per system: a run of lm-eval scores one system.
+"""
+
+from __future__ import annotations
+
+import csv
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ..questions import LETTERS
+from .analysis import INCLUDED, screen
+
+COLUMNS = ("participant", "task", "question_id", "answer", "system", "screening", "presented",
+           "rt_ms", "answered_at")
+PARTICIPANT_COLUMNS = ("participant", "arrival", "screening", "headphone_passed", "catch_correct",
+                       "catch_total", "answered", "items", "questions", "correct", "accuracy",
+                       "systems", "seed", "task_order")
+
+
+def export(config, store, out: str | Path, *, include_all: bool = False) -> list[Path]:
+    """Write ``out`` (one system) or ``out`` with ``-<system>`` before the suffix (several), and
+    ``<stem>_participants.csv``; return the paths written."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    participants = store.participants()
+    responses = store.responses()
+    screening = screen(config, participants, responses)
+    paths = []
+    for system in config.systems:
+        path = out if len(config.systems) == 1 else \
+            out.with_name(f"{out.stem}-{system}{out.suffix or '.csv'}")
+        rows = []
+        for r in responses:
+            if r.kind != "question" or r.system != system:
+                continue
+            outcome = screening[r.participant].screening
+            if outcome != INCLUDED and not include_all:
+                continue
+            rows.append({"participant": r.participant, "task": r.task,
+                         "question_id": r.question_id, "answer": LETTERS[r.choice],
+                         "system": system, "screening": outcome,
+                         "presented": "".join(LETTERS[i] for i in r.presented),
+                         "rt_ms": "" if r.rt_ms is None else r.rt_ms,
+                         "answered_at": datetime.fromtimestamp(r.answered, timezone.utc)
+                         .isoformat(timespec="seconds")})
+        _write_csv(path, COLUMNS, rows)
+        paths.append(path)
+    ppath = out.with_name(f"{out.stem}_participants.csv")
+    prow = []
+    for p in participants:
+        s = screening[p.participant]
+        prow.append({"participant": p.participant, "arrival": p.arrival, "screening": s.screening,
+                     "headphone_passed": "" if s.headphone_passed is None else s.headphone_passed,
+                     "catch_correct": s.catch_correct, "catch_total": s.catch_total,
+                     "answered": s.answered, "items": s.items, "questions": s.questions,
+                     "correct": s.correct,
+                     "accuracy": "" if not s.questions else f"{s.accuracy:.4f}",
+                     "systems": " ".join(f"{t}={v}" for t, v in p.plan["systems"].items()),
+                     "seed": p.plan["seed"], "task_order": " ".join(p.plan["task_order"])})
+    _write_csv(ppath, PARTICIPANT_COLUMNS, prow)
+    return paths + [ppath]
+
+
+def _write_csv(path: Path, columns, rows) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(columns))
+        writer.writeheader()
+        writer.writerows(rows)
+    tmp.replace(path)

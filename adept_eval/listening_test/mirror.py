@@ -1,0 +1,35 @@
+"""Responses mirrored to a private Hugging Face Hub dataset while the test runs.
+
+For a server whose disk may vanish (a Docker Space restarts on a fresh disk): every few minutes
+huggingface_hub's ``CommitScheduler`` pushes a snapshot of the responses (the export files,
+every participant with their screening outcome) to a private dataset repo. The snapshot is
+written inside the scheduler's lock, so a push never sees a half-written file. The SQLite file
+itself is never uploaded (a live WAL database is not a consistent file). The token comes from
+the environment (``HF_TOKEN`` or a ``hf auth login``), as everywhere in adept-eval.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+MIRROR_DIR = "mirror"
+
+
+def start_mirror(config, store, folder: str | Path, repo_id: str, *, every_minutes: float = 5.0):
+    """A running scheduler that pushes ``<folder>/mirror/`` to the private dataset ``repo_id``
+    every ``every_minutes`` (and on ``trigger()``); stop it with ``stop()``."""
+    from huggingface_hub import CommitScheduler
+
+    from .export import export
+
+    class _Snapshotting(CommitScheduler):
+        def push_to_hub(self):
+            with self.lock:
+                export(config, store, Path(self.folder_path) / "responses.csv", include_all=True)
+            return super().push_to_hub()
+
+    local = Path(folder) / MIRROR_DIR
+    local.mkdir(parents=True, exist_ok=True)
+    return _Snapshotting(repo_id=repo_id, repo_type="dataset", folder_path=local,
+                         every=every_minutes, private=True, path_in_repo="",
+                         squash_history=False)

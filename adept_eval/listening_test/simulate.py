@@ -1,0 +1,212 @@
+"""Simulated participants that take a served test over HTTP, as a browser would.
+
+For rehearsing a test before real people see it (does every page work, does the export score?)
+and for the load and crash tests. A simulated participant knows the answer key (it reads the
+test's design, as no real participant can) and answers correctly with probability ``skill``,
+otherwise picks a wrong choice at random; it can also fail the headphone check or the
+attention checks on purpose. Every answer the server acknowledged is returned, so a test can
+check that none was lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+import zlib
+from dataclasses import dataclass, field
+
+from .. import spec
+from .design import CATCH_SINGLE_CHOICES, TestConfig
+
+
+@dataclass
+class Outcome:
+    participant: str
+    acknowledged: list[tuple[int, int]] = field(default_factory=list)  # (item index, position)
+    refused: list[tuple[int, int]] = field(default_factory=list)  # (status, item index)
+    latencies: list[float] = field(default_factory=list)  # seconds per API call
+    audio_latencies: list[float] = field(default_factory=list)  # seconds per audio fetch
+    server_times: list[float] = field(default_factory=list)  # the server's own, per API call
+    stage: str = ""
+    completion_code: str = ""
+
+
+class AnswerKey:
+    """Which presented position is right, worked out from the opaque audio tokens."""
+
+    def __init__(self, config: TestConfig):
+        self.stimulus = {tok: sid for by in config.samples.values() for sid, tok in by.items()}
+        self.beeps = set(config.catch_tokens)
+        self.single = {q["stimuli"][0]: q["answer"] for q in config.questions.values()
+                       if q["design"] == "single"}
+        self.multi_target = {}
+        for c in spec.CLASSES.values():
+            if c.design == "multi":
+                for sub, words in c.targets.items():
+                    self.multi_target[c.question.format(target=words)] = sub
+        self.headphone = list(config.headphone_answers)
+
+    def right(self, item: dict) -> int:
+        tokens = [u.rsplit("/", 1)[-1] for u in item["audio"]]
+        if any(t in self.beeps for t in tokens):
+            if item["design"] == "multi":
+                return next(i for i, t in enumerate(tokens) if t in self.beeps)
+            return item["choices"].index(CATCH_SINGLE_CHOICES[0])
+        if item["design"] == "single":
+            return self.single[self.stimulus[tokens[0]]]
+        target = self.multi_target[item["wording"]]
+        return next(i for i, t in enumerate(tokens) if self.stimulus[t].split("/")[1] == target)
+
+
+async def take_test(client, key: AnswerKey, participant: str, *, skill: float = 0.8,
+                    headphones: bool = True, attentive: bool = True, seed: int = 0,
+                    think: float = 0.0, fetch_audio: bool = False, stop_after: int | None = None,
+                    outcome: Outcome | None = None) -> Outcome:
+    """One participant from arrival to completion code (or ``stop_after`` answers)."""
+    rng = random.Random(f"{seed}|{participant}")
+    out = outcome or Outcome(participant)
+    fetched: set[str] = set()
+
+    async def call(method, path, payload=None, headers=None):
+        t0 = time.perf_counter()
+        r = await client.request(method, path, json=payload, headers=headers)
+        out.latencies.append(time.perf_counter() - t0)
+        timing = r.headers.get("server-timing", "")
+        if "dur=" in timing:
+            out.server_times.append(float(timing.split("dur=")[1].split(",")[0]) / 1000)
+        return r
+
+    r = await call("POST", "/api/session", {"participant": participant})
+    r.raise_for_status()
+    h = {"X-Participant": participant, "X-Session-Token": r.json()["token"]}
+    state = r.json()["state"]
+    if state["stage"] == "consent":
+        state = (await call("POST", "/api/consent", {"consent": True}, h)).json()["state"]
+    if state["stage"] == "headphone":
+        answers = list(key.headphone) if headphones else [(a + 1) % 3 for a in key.headphone]
+        state = (await call("POST", "/api/headphone", {"answers": answers}, h)).json()["state"]
+    answered = 0
+    while state["stage"] == "question":
+        if stop_after is not None and answered >= stop_after:
+            break
+        item = state["item"]
+        if fetch_audio:
+            for url in item["audio"]:
+                if url not in fetched:
+                    fetched.add(url)
+                    t0 = time.perf_counter()
+                    a = await client.get(url)
+                    out.audio_latencies.append(time.perf_counter() - t0)
+                    a.raise_for_status()
+        if think:
+            await asyncio.sleep(rng.uniform(0.5, 1.5) * think)
+        right = key.right(item)
+        n = len(item["choices"])
+        is_catch = any(u.rsplit("/", 1)[-1] in key.beeps for u in item["audio"])
+        good = rng.random() < skill if not is_catch else attentive
+        position = right if good or n == 1 else rng.choice([i for i in range(n) if i != right])
+        r = await call("POST", "/api/answer", {"item": item["index"], "choice": position,
+                                               "played": [True] * len(item["audio"]),
+                                               "rt_ms": rng.randint(2000, 9000)}, h)
+        if r.status_code == 200:
+            out.acknowledged.append((item["index"], position))
+            answered += 1
+            state = r.json()["state"]
+        else:
+            out.refused.append((r.status_code, item["index"]))
+            state = (await call("GET", "/api/state", None, h)).json()
+    out.stage = state["stage"]
+    out.completion_code = state.get("completion_code", "")
+    return out
+
+
+async def crowd(base_url: str, config: TestConfig, n: int, *, prefix: str = "sim",
+                think: float = 0.0, fetch_audio: bool = True, skill: float = 0.8,
+                timeout: float = 60.0, outcomes: dict[str, Outcome] | None = None) -> dict[str, Outcome]:
+    """``n`` participants taking the test at once against a running server. A participant whose
+    connection fails keeps what was acknowledged before (in ``outcomes``) and stops."""
+    import ssl
+
+    import httpx
+
+    key = AnswerKey(config)
+    outcomes = outcomes if outcomes is not None else {}
+    # One client (a small connection pool) per participant, as each browser has its own: one
+    # pool shared by a hundred connections costs httpcore time quadratic in the pool's size.
+    # One TLS context for all (httpx would build one per client, even for plain HTTP).
+    tls = ssl.create_default_context()
+
+    async def one(pid: str):
+        out = outcomes.setdefault(pid, Outcome(pid))
+        try:
+            async with httpx.AsyncClient(base_url=base_url, timeout=timeout, verify=tls,
+                                         limits=httpx.Limits(max_connections=6)) as client:
+                await take_test(client, key, pid, skill=skill, seed=zlib.crc32(prefix.encode()),
+                                think=think, fetch_audio=fetch_audio, outcome=out)
+        except (httpx.TransportError, httpx.HTTPStatusError) as exc:
+            out.stage = f"error: {type(exc).__name__}"
+
+    await asyncio.gather(*(one(f"{prefix}{i:04d}") for i in range(n)))
+    return outcomes
+
+
+class ServerProcess:
+    """``adept-eval listening-test serve`` in a child process on a free loopback port."""
+
+    def __init__(self, test_dir, port: int | None = None, env: dict | None = None,
+                 args: tuple[str, ...] = ()):
+        import socket
+
+        if port is None:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+        self.test_dir, self.port, self.env, self.args = test_dir, port, env, tuple(args)
+        self.url = f"http://127.0.0.1:{port}"
+        self.proc = None
+
+    def start(self, wait: float = 30.0) -> "ServerProcess":
+        import os
+        import subprocess
+        import sys
+
+        import httpx
+
+        env = {**os.environ, **(self.env or {})}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "adept_eval.cli", "listening-test", "serve", str(self.test_dir),
+             "--port", str(self.port), *self.args], env=env, stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited: {self.proc.stderr.read().decode()[-2000:]}")
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                    return self
+            except httpx.TransportError:
+                time.sleep(0.1)
+        raise RuntimeError(f"server did not come up on {self.url} in {wait} s")
+
+    def kill(self) -> None:
+        """SIGKILL: no clean shutdown, as in a crash."""
+        import signal
+
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()  # uvicorn shuts down cleanly on SIGTERM
+            try:
+                self.proc.wait(10)
+            except Exception:
+                self.kill()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()

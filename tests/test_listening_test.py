@@ -1,0 +1,512 @@
+"""The web listening test: design, blinding, safety, storage, statistics and export."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import json
+from collections import Counter
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+pytest.importorskip("starlette", reason="needs the listening-test extra (starlette)")
+pytest.importorskip("httpx", reason="needs httpx (test extra)")
+
+from adept_eval import spec  # noqa: E402
+from adept_eval.listening_test import analysis, design  # noqa: E402
+from adept_eval.listening_test.design import (  # noqa: E402
+    build_test, item_from, load_test, plan_for)
+from adept_eval.questions import build_questions  # noqa: E402
+
+TASKS = ["adept_emotion_female", "adept_topical_emphasis_male", "adept_syntactic_phrasing_female"]
+ADMIN = "admin-secret-token"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, corpus, systems):
+    out = tmp_path_factory.mktemp("lt") / "test"
+    build_test(corpus, out, {"copy": systems["copy"], "flat": systems["flat"]}, tasks=TASKS,
+               seed=7, completion_code="DONE1234", screenout_code="BYE00000")
+    return out
+
+
+@pytest.fixture
+def test_dir(built, tmp_path):
+    """A fresh copy of the built test (its own, empty database) per test."""
+    import shutil
+
+    dest = tmp_path / "test"
+    shutil.copytree(built, dest)
+    return dest
+
+
+@pytest.fixture
+def client(test_dir):
+    from starlette.testclient import TestClient
+
+    from adept_eval.listening_test.app import create_app
+
+    with TestClient(create_app(test_dir, admin_token=ADMIN), base_url="http://testserver") as c:
+        yield c
+
+
+def start(client, pid="p1"):
+    r = client.post("/api/session", json={"participant": pid})
+    assert r.status_code == 200, r.text
+    return {"X-Participant": pid, "X-Session-Token": r.json()["token"]}, r.json()["state"]
+
+
+def to_questions(client, pid="p1"):
+    h, _ = start(client, pid)
+    client.post("/api/consent", json={"consent": True}, headers=h)
+    config = client.app.state.config
+    r = client.post("/api/headphone", json={"answers": list(config.headphone_answers)}, headers=h)
+    assert r.json()["passed"] is True
+    return h, r.json()["state"]
+
+
+def answer(client, h, state, position=0, played=None):
+    it = state["item"]
+    return client.post("/api/answer", headers=h, json={
+        "item": it["index"], "choice": position,
+        "played": played if played is not None else [True] * len(it["audio"])})
+
+
+# ----------------------------------------------------------------------------- design
+def test_questions_are_exactly_the_tutorial_designs(built, corpus):
+    config = load_test(built)
+    expected = [q for t in TASKS for q in build_questions(corpus, t)]
+    assert [config.question(q.question_id) for q in expected] == expected
+    assert config.tasks == tuple(TASKS) and len(config.questions) == 20 + 15 + 10
+    for q in expected:  # neutral a choice (multi) but never the answer
+        assert q.target != spec.NEUTRAL
+        if q.design == "multi":
+            assert spec.NEUTRAL in q.choice_subcategories
+
+
+def test_plan_holds_every_question_once_in_a_seeded_shuffled_order(built):
+    config = load_test(built)
+    plan = plan_for(config, "alice", 0)
+    assert plan == plan_for(config, "alice", 0)  # seeded: drawn again, the same
+    other = plan_for(config, "bob", 1)
+    assert [i["key"] for i in plan["items"]] != [i["key"] for i in other["items"]]
+    items = [item_from(d) for d in plan["items"]]
+    keys = [i.key for i in items if i.kind == "question"]
+    assert sorted(keys) == sorted(config.questions)
+    assert Counter(i.task for i in items if i.kind == "catch") == {t: 1 for t in TASKS}
+    # each task's items are contiguous (one task at a time), in the participant's task order
+    tasks_in_order = [t for k, t in enumerate(i.task for i in items)
+                      if k == 0 or items[k - 1].task != t]
+    assert tasks_in_order == plan["task_order"] and sorted(tasks_in_order) == sorted(TASKS)
+    orders = set()
+    for it in items:
+        if it.kind != "question":
+            continue
+        q = config.question(it.question_id)
+        system = plan["systems"][it.task]
+        if q.design == "multi":
+            # the presented audio: the question's stimuli in the task's system, in `order`
+            assert it.audio == tuple(config.samples[system][q.stimuli[i]] for i in it.order)
+            assert sorted(it.order) == list(range(q.n_choices))
+            orders.add(it.order)
+        else:
+            assert it.choices == q.choices and it.audio == (config.samples[system][q.stimuli[0]],)
+        assert it.answer == q.answer
+    assert len(orders) > 1  # stimulus order is shuffled per participant and question
+
+
+def test_systems_are_balanced_over_participants(built):
+    config = load_test(built)
+    counts = Counter()
+    for i in range(6):
+        for task, system in plan_for(config, f"p{i}", i)["systems"].items():
+            counts[(task, system)] += 1
+    assert all(counts[(t, s)] == 3 for t in TASKS for s in config.systems)
+    # within a participant, tasks are spread over the systems too
+    assert set(plan_for(config, "x", 0)["systems"].values()) == {"copy", "flat"}
+
+
+def test_audio_is_blinded(built, corpus):
+    config = load_test(built)
+    names = [p.name for p in (built / design.AUDIO_DIR).iterdir()]
+    assert len(names) == len(config.files)
+    words = set(config.systems) | {r.key for r in corpus.recordings} | \
+        {s for c in spec.CLASSES.values() for s in c.subcategories} | set(spec.CLASSES)
+    for name in names:
+        assert not any(w in name for w in words), name
+    item = plan_for(config, "p", 0)["items"][0]
+    public = json.dumps(item_from(item).public())
+    assert not any(w in public for w in words if len(w) > 3 and w not in ("end",)), public
+
+
+def test_headphone_trials_are_woods_antiphase(built):
+    config = load_test(built)
+    assert len(config.headphone_tokens) == design.HEADPHONE_TRIALS
+    for tok, quiet in zip(config.headphone_tokens, config.headphone_answers):
+        x, rate = sf.read(str(built / design.AUDIO_DIR / config.files[tok]))
+        assert x.shape[1] == 2
+        seg = int(1.5 * rate)
+        tones = [x[i * seg: i * seg + rate] for i in range(3)]
+        levels = [20 * np.log10(np.sqrt(np.mean(t[:, 0] ** 2))) for t in tones]
+        loud = max(levels)
+        assert [round(loud - v) for v in levels].count(6) == 1 and \
+            int(np.argmin(levels)) == quiet
+        anti = [np.allclose(t[:, 0], -t[:, 1], atol=1e-3) and np.abs(t).max() > 0.1
+                for t in tones]
+        assert sum(anti) == 1 and not anti[quiet]
+
+
+def test_missing_samples_stop_the_build(corpus, tmp_path):
+    from adept_eval.listening_test.design import DesignError
+
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DesignError, match="missing or unusable"):
+        build_test(corpus, tmp_path / "t", {"empty": tmp_path / "empty"}, tasks=TASKS[:1])
+
+
+# ----------------------------------------------------------------------------- the app
+def test_a_participant_goes_from_consent_to_completion_code(client):
+    h, state = start(client)
+    assert state["stage"] == "consent"
+    assert client.post("/api/consent", json={"consent": False}, headers=h).status_code == 400
+    r = client.post("/api/consent", json={"consent": True}, headers=h)
+    hp = r.json()["state"]
+    assert hp["stage"] == "headphone" and len(hp["headphone"]["trials"]) == 6
+    h2, state = to_questions(client)
+    assert h2 == h
+    total = state["progress"]["total"]
+    assert total == 45 + 3
+    done = 0
+    while state["stage"] == "question":
+        assert state["progress"]["done"] == done
+        r = answer(client, h, state)
+        assert r.status_code == 200, r.text
+        state, done = r.json()["state"], done + 1
+    assert state["stage"] == "done" and state["completion_code"] == "DONE1234"
+    assert done == total
+
+
+def test_failed_headphone_check_screens_out(client):
+    h, _ = start(client)
+    client.post("/api/consent", json={"consent": True}, headers=h)
+    config = client.app.state.config
+    wrong = [(a + 1) % 3 for a in config.headphone_answers]
+    wrong[0] = config.headphone_answers[0]  # 1 of 6 right: fails (needs 5)
+    r = client.post("/api/headphone", json={"answers": wrong}, headers=h)
+    assert r.json()["passed"] is False
+    assert r.json()["state"] == {**r.json()["state"], "stage": "screened_out",
+                                 "completion_code": "BYE00000"}
+    assert client.post("/api/headphone", json={"answers": list(config.headphone_answers)},
+                       headers=h).status_code == 409  # no second attempt
+    assert answer(client, h, {"item": {"index": 0, "audio": [1]}}).status_code == 409
+
+
+def test_reload_continues_where_the_participant_stopped(client):
+    h, state = to_questions(client, "resumer")
+    for _ in range(5):
+        state = answer(client, h, state).json()["state"]
+    h_again, again = start(client, "resumer")
+    assert h_again == h and again["stage"] == "question"
+    assert again["progress"]["done"] == 5 and again["item"] == state["item"]
+
+
+def test_submissions_are_checked_against_the_participants_own_plan(client):
+    h, state = to_questions(client)
+    index = state["item"]["index"]
+    n = len(state["item"]["audio"])
+    bad = {"item": index, "choice": 0, "played": [True] * n}
+    assert client.post("/api/answer", json={**bad, "item": 9999}, headers=h).status_code == 404
+    assert client.post("/api/answer", json={**bad, "item": index + 1}, headers=h).status_code == 409
+    assert client.post("/api/answer", json={**bad, "choice": 7}, headers=h).status_code == 400
+    assert client.post("/api/answer", json={**bad, "played": [True] * (n - 1) + [False]},
+                       headers=h).status_code == 400
+    assert client.post("/api/answer", json=bad, headers=h).status_code == 200
+    assert client.post("/api/answer", json=bad, headers=h).status_code == 409  # no double answer
+    # another participant's token cannot answer for p1
+    h2, _ = to_questions(client, "p2")
+    assert client.post("/api/answer", json=bad, headers={**h, "X-Session-Token": h2[
+        "X-Session-Token"]}).status_code == 403
+    assert len(client.app.state.store.responses()) == 1
+
+
+@pytest.mark.parametrize("pid", ["", "a" * 65, "../etc", "x y", "<script>", "é"])
+def test_participant_ids_are_sanitised(client, pid):
+    r = client.post("/api/session", json={"participant": pid})
+    assert r.status_code == 400 and not client.app.state.store.participants()
+
+
+def test_posts_are_csrf_safe_and_size_limited(client):
+    h, _ = start(client)
+    r = client.post("/api/consent", content="consent=true", headers={
+        **h, "Content-Type": "application/x-www-form-urlencoded"})
+    assert r.status_code == 415
+    r = client.post("/api/consent", json={"consent": True},
+                    headers={**h, "Origin": "https://evil.example"})
+    assert r.status_code == 403
+    r = client.post("/api/consent", json={"consent": True},
+                    headers={**h, "Sec-Fetch-Site": "cross-site"})
+    assert r.status_code == 403
+    assert client.post("/api/consent", json={"consent": True},
+                       headers={**h, "X-Session-Token": "nope"}).status_code == 403
+    r = client.post("/api/session", content=json.dumps({"participant": "x" * 20000}),
+                    headers={"Content-Type": "application/json"})
+    assert r.status_code == 413
+    ok = client.post("/api/consent", json={"consent": True},
+                     headers={**h, "Origin": "http://testserver"})
+    assert ok.status_code == 200
+
+
+def test_audio_is_served_by_token_only_with_ranges_and_caching(client):
+    config = client.app.state.config
+    tok = config.calibration_token
+    full = client.get(f"/audio/{tok}")
+    assert full.status_code == 200 and full.headers["content-type"] == "audio/wav"
+    assert "max-age" in full.headers["cache-control"] and full.headers["etag"]
+    part = client.get(f"/audio/{tok}", headers={"Range": "bytes=100-199"})
+    assert part.status_code == 206 and part.content == full.content[100:200]
+    assert part.headers["content-range"].endswith(f"/{len(full.content)}")
+    for bad in ("nope", "..%2Ftest.json", "..%2F..%2Fetc%2Fpasswd", "%2Fetc%2Fpasswd"):
+        assert client.get(f"/audio/{bad}").status_code == 404
+    assert client.get("/static/../test.json").status_code == 404
+    assert client.get("/static/..%2Ftest.json").status_code == 404
+    assert client.get("/test.json").status_code == 404
+    assert client.get("/responses.sqlite").status_code == 404
+
+
+def test_admin_view_needs_the_token(client, test_dir):
+    from starlette.testclient import TestClient
+
+    from adept_eval.listening_test.app import create_app
+
+    assert client.get("/admin").status_code == 403
+    assert client.get("/admin?token=wrong").status_code == 403
+    h, state = to_questions(client)
+    answer(client, h, state)
+    r = client.get("/admin/status.json", headers={"Authorization": f"Bearer {ADMIN}"})
+    assert r.status_code == 200 and r.json()["responses"] == 1
+    assert "adept_emotion_female" in client.get(f"/admin?token={ADMIN}").text
+    with TestClient(create_app(test_dir, admin_token="")) as off:  # unset: admin is off
+        assert off.get("/admin?token=").status_code == 403
+
+
+def test_index_page_and_static_files(client):
+    r = client.get("/?PROLIFIC_PID=abc")
+    assert r.status_code == 200 and "/static/app.js" in r.text
+    assert client.get("/static/app.js").status_code == 200
+    assert client.get("/static/style.css").status_code == 200
+
+
+# ----------------------------------------------------------------------------- statistics
+def test_step4_reproduces_the_tutorials_example_exactly():
+    """30 participants x 15 questions of female topical emphasis = 450 responses; 150 have
+    'beginning' as the answer; 120 of those correct -> 80% (the tutorial's step 4)."""
+    from types import SimpleNamespace
+
+    task = "adept_topical_emphasis_female"
+    subs = ("beginning", "middle", "end")
+    questions = {f"{task}/q{s}/{sub}": {"target": sub} for s in range(5) for sub in subs}
+    config = SimpleNamespace(tasks=(task,), systems=("sys",), questions=questions)
+    responses, wrong_left = [], 30
+    for p in range(30):
+        for qid, q in questions.items():
+            correct = True
+            if q["target"] == "beginning" and wrong_left > 0 and qid.endswith("beginning"):
+                correct, wrong_left = False, wrong_left - 1
+            responses.append(SimpleNamespace(participant=f"p{p}", question_id=qid, task=task,
+                                             system="sys", kind="question", correct=correct))
+    rows = {r.subcategory: r for r in analysis.step4_table(config, responses)}
+    assert (rows[""].responses, rows[""].correct) == (450, 420)
+    assert (rows["beginning"].responses, rows["beginning"].correct) == (150, 120)
+    assert rows["beginning"].accuracy == pytest.approx(0.80)
+    assert (rows["middle"].responses, rows["middle"].correct) == (150, 150)
+    # syntactic phrasing and marked tonicity: the class as a whole only
+    config.tasks = ("adept_syntactic_phrasing_male",)
+    assert [r.subcategory for r in analysis.step4_table(config, [])] == [""]
+
+
+def test_fleiss_kappa_matches_the_published_example():
+    """Fleiss (1971) as tabulated in common references: 10 items, 14 raters, 5 categories,
+    kappa = 0.210."""
+    table = [[0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0],
+             [2, 2, 8, 1, 1], [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2],
+             [6, 5, 2, 1, 0], [0, 2, 2, 3, 7]]
+    ratings = {str(i): [c for c, k in enumerate(row) for _ in range(k)]
+               for i, row in enumerate(table)}
+    assert analysis.fleiss_kappa(ratings, 5) == pytest.approx(0.210, abs=5e-4)
+    assert analysis.fleiss_kappa({"a": [1, 1], "b": [0, 0]}, 2) == pytest.approx(1.0)
+
+
+def _trials(n_people, n_items, person_sd, item_sd, base=0.7, seed=0):
+    rng = np.random.default_rng(seed)
+    pe, ie = rng.normal(0, person_sd, n_people), rng.normal(0, item_sd, n_items)
+    logit = np.log(base / (1 - base))
+    out = []
+    for p in range(n_people):
+        for q in range(n_items):
+            pr = 1 / (1 + np.exp(-(logit + pe[p] + ie[q])))
+            out.append(analysis.Trial(f"p{p}", f"q{q}", bool(rng.random() < pr)))
+    return out
+
+
+def test_cluster_bootstrap_widens_intervals_when_people_and_items_differ():
+    from adept_eval.harness import exact_interval
+
+    trials = _trials(30, 15, person_sd=1.5, item_sd=1.5)
+    st = analysis.cluster_bootstrap(trials, 1 / 3, replicates=1000)
+    k, n = sum(t.correct for t in trials), len(trials)
+    lo, hi = exact_interval(k, n)
+    assert st.n == 450 and st.correct == k and st.participants == 30 and st.questions == 15
+    assert st.ci_low < st.acc < st.ci_high
+    assert (st.ci_high - st.ci_low) > 1.5 * (hi - lo)  # iid binomial is far too narrow here
+    # the test agrees with the interval
+    assert (st.p_chance < 0.05) == (st.ci_low > 1 / 3 or st.ci_high < 1 / 3)
+
+
+def test_cluster_bootstrap_covers_the_truth_at_about_95_percent():
+    """Coverage over simulated tests with participant and item effects (truth: the mean of the
+    generating probabilities over a very large population, approximated by simulation)."""
+    big = _trials(400, 200, 1.0, 1.0, seed=999)
+    truth = np.mean([t.correct for t in big])
+    hits = 0
+    runs = 60
+    for s in range(runs):
+        st = analysis.cluster_bootstrap(_trials(30, 15, 1.0, 1.0, seed=s), 0.5, replicates=400,
+                                        seed=s)
+        hits += st.ci_low <= truth <= st.ci_high
+    assert hits / runs >= 0.85
+
+
+def test_test_against_chance_is_not_significant_at_chance():
+    rng = np.random.default_rng(3)
+    trials = [analysis.Trial(f"p{p}", f"q{q}", bool(rng.random() < 0.5))
+              for p in range(30) for q in range(10)]
+    st = analysis.cluster_bootstrap(trials, 0.5, replicates=1000)
+    assert st.p_chance > 0.05 and st.ci_low < 0.5 < st.ci_high
+
+
+# ----------------------------------------------------------------------------- end to end
+async def _simulate(app, config, people):
+    import httpx
+
+    from adept_eval.listening_test.simulate import AnswerKey, take_test
+
+    key = AnswerKey(config)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                 base_url="http://testserver") as c:
+        return await asyncio.gather(*(take_test(c, key, pid, **kw) for pid, kw in people))
+
+
+def test_screening_exclusions_and_export_scored_by_the_human_listener(
+        test_dir, use_corpus, systems, tmp_path):
+    """Simulated participants (some failing screening) take the test over HTTP; the export,
+    scored by the `human` listener inside lm-eval, gives the accuracies counted independently
+    from the answers the server acknowledged."""
+    from conftest import run_lm_eval
+
+    from adept_eval.listening_test.app import create_app
+    from adept_eval.listening_test.export import export
+    from adept_eval.listening_test.store import Store
+
+    app = create_app(test_dir, admin_token=ADMIN)
+    config = app.state.config
+    people = [(f"good{i}", {"skill": 0.5 + 0.08 * i, "seed": i}) for i in range(6)]
+    people += [("deaf", {"headphones": False}), ("sleepy", {"attentive": False}),
+               ("quitter", {"stop_after": 4})]
+    outcomes = {o.participant: o for o in asyncio.run(_simulate(app, config, people))}
+    assert all(outcomes[f"good{i}"].completion_code == "DONE1234" for i in range(6))
+    assert outcomes["deaf"].stage == "screened_out" and not outcomes["deaf"].acknowledged
+    store = Store(test_dir / "responses.sqlite")
+    verdict = {p: s.screening for p, s in analysis.screen(config, store.participants(),
+                                                           store.responses()).items()}
+    assert verdict == {**{f"good{i}": "included" for i in range(6)},
+                       "deaf": "failed headphone check", "sleepy": "failed attention checks",
+                       "quitter": "incomplete"}
+
+    # independent count: from the acknowledged answers and each participant's plan
+    expect = Counter()
+    for i in range(6):
+        pid = f"good{i}"
+        items = [item_from(d) for d in store.participant(pid).plan["items"]]
+        for index, position in outcomes[pid].acknowledged:
+            it = items[index]
+            if it.kind == "question" and it.system == "copy":
+                expect[(it.task, "n")] += 1
+                expect[(it.task, "k")] += it.canonical(position) == it.answer
+    paths = export(config, store, tmp_path / "answers.csv")
+    assert [p.name for p in paths] == ["answers-copy.csv", "answers-flat.csv",
+                                       "answers_participants.csv"]
+    with open(paths[0], encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert {r["screening"] for r in rows} == {"included"}
+    assert len(rows) == sum(v for (t, m), v in expect.items() if m == "n")
+    res = run_lm_eval("audio-dir", TASKS, model_args={"path": str(systems["copy"]),
+                                                      "name": "copy"},
+                      metadata={"listener": "human", "responses": str(paths[0])})["results"]
+    a = analysis.analyse(config, store, replicates=200)
+    for task in TASKS:
+        n, k = expect[(task, "n")], expect[(task, "k")]
+        assert n > 0
+        assert res[task]["n,none"] == n
+        assert res[task]["acc,none"] == pytest.approx(k / n)
+        row = next(r for r in a.step4 if r.task == task and r.system == "copy"
+                   and not r.subcategory)
+        assert (row.responses, row.correct) == (n, k)
+    with open(paths[-1], encoding="utf-8") as fh:
+        ppl = {r["participant"]: r for r in csv.DictReader(fh)}
+    assert ppl["deaf"]["screening"] == "failed headphone check"
+    assert ppl["sleepy"]["catch_correct"] == "0"
+
+
+def test_cli_build_status_export_report(corpus, systems, tmp_path, capsys, monkeypatch):
+    from adept_eval.cli import main
+    from adept_eval.listening_test.app import create_app
+
+    out = tmp_path / "t"
+    assert main(["listening-test", "build", "--corpus", str(corpus.root), "--seed", "1",
+                 f"copy={systems['copy']}", "--tasks", "adept_marked_tonicity_female",
+                 "-o", str(out)]) == 0
+    assert main(["listening-test", "build", "--corpus", str(corpus.root),
+                 f"copy={systems['copy']}", "-o", str(out)]) == 2  # never rebuilt in place
+    assert "already holds" in capsys.readouterr().err
+    assert main(["listening-test", "status", str(out)]) == 2  # nothing served yet
+    app = create_app(out, admin_token="")
+    asyncio.run(_simulate(app, app.state.config, [(f"p{i}", {"seed": i}) for i in range(4)]))
+    capsys.readouterr()
+    assert main(["listening-test", "status", str(out)]) == 0
+    assert "included 4" in capsys.readouterr().out
+    assert main(["listening-test", "export", str(out), "-o", str(tmp_path / "r.csv")]) == 0
+    assert "r.csv: 40 rows" in capsys.readouterr().out
+    assert main(["listening-test", "report", str(out), "--replicates", "200"]) == 0
+    text = capsys.readouterr().out
+    assert "marked_tonicity_female" in text and "95%" in text
+    report = json.loads((out / "report" / "report.json").read_text())
+    assert report["included_participants"] == 4 and report["step4"][0]["responses"] == 40
+    assert (out / "report" / "adept_marked_tonicity_female.png").stat().st_size > 1000
+    assert main(["listening-test", "build", "--corpus", str(corpus.root), "-o",
+                 str(tmp_path / "u")]) == 2  # no system named
+    assert main(["listening-test", "build", "--corpus", str(corpus.root), "--natural",
+                 "--tasks", "nope", "-o", str(tmp_path / "v")]) == 2
+    assert "unknown ADEPT task 'nope'" in capsys.readouterr().err
+
+
+def test_a_test_can_be_built_from_an_lm_eval_run(corpus, systems, tmp_path, monkeypatch):
+    """`lm_eval --output_path run/ --log_samples` of any system: its logged audio is served."""
+    import os
+    import subprocess
+    import sys
+
+    run = tmp_path / "run"
+    env = {**os.environ, "ADEPT_EVAL_CORPUS": str(corpus.root)}
+    subprocess.run([sys.executable, "-m", "lm_eval", "--model", "audio-dir", "--model_args",
+                    f"path={systems['swap']},name=swapper", "--tasks",
+                    "adept_marked_tonicity_male", "--output_path", str(run), "--log_samples"],
+                   check=True, env=env, capture_output=True, timeout=600)
+    config = build_test(corpus, tmp_path / "t", {"swapper": run},
+                        tasks=["adept_marked_tonicity_male"], seed=1)
+    for sid, tok in config.samples["swapper"].items():
+        served = (tmp_path / "t" / design.AUDIO_DIR / config.files[tok]).read_bytes()
+        assert served == (systems["swap"] / f"{sid}.wav").read_bytes()
+    with pytest.raises(design.DesignError, match="no usable sample logged"):
+        build_test(corpus, tmp_path / "t2", {"swapper": run}, tasks=["adept_emotion_male"])

@@ -1,0 +1,185 @@
+"""A real headless Chromium takes the whole listening test as a participant would.
+
+Debian's ``chromium`` and ``chromium-driver`` via Selenium; skipped (with the reason) where they
+are absent. Playback is sped up 16x in the page (``window.ADEPT_PLAYBACK_RATE``) so the test is
+quick; everything else is what a participant does: consent, calibration tone, six headphone
+trials, every sample played to its end, an answer per question, the completion code. A
+screenshot of each page type is saved (``ADEPT_EVAL_SCREENSHOTS=DIR`` keeps copies) and checked.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("starlette", reason="needs the listening-test extra (starlette)")
+pytest.importorskip("uvicorn", reason="needs the listening-test extra (uvicorn)")
+selenium = pytest.importorskip("selenium", reason="needs selenium (test extra)")
+
+from adept_eval.listening_test.design import build_test, load_test  # noqa: E402
+from adept_eval.listening_test.simulate import AnswerKey, ServerProcess  # noqa: E402
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+pytestmark = pytest.mark.skipif(not (CHROMIUM and DRIVER), reason="Debian packages chromium and "
+                                "chromium-driver are not installed")
+TASKS = ["adept_propositional_attitude_female", "adept_syntactic_phrasing_female"]
+RATE = 16
+
+
+@pytest.fixture
+def browser(tmp_path):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--autoplay-policy=no-user-gesture-required",
+                 "--window-size=900,760", f"--user-data-dir={tmp_path / 'profile'}"):
+        opts.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(DRIVER), options=opts)
+    driver.set_page_load_timeout(30)
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture
+def served(tmp_path, corpus, systems):
+    out = tmp_path / "test"
+    build_test(corpus, out, {"copy": systems["copy"]}, tasks=TASKS, seed=5,
+               completion_code="C0MPL3TE", screenout_code="SCR33N")
+    with ServerProcess(out) as server:
+        yield out, server
+
+
+def wait_for(driver, condition, timeout=20.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what} on page "
+                         f"{driver.find_element('id', 'app').get_attribute('data-page')}")
+
+
+def page(driver) -> str:
+    return driver.find_element("id", "app").get_attribute("data-page")
+
+
+def shoot(driver, folder: Path, name: str, shots: dict) -> None:
+    path = folder / f"{name}.png"
+    driver.save_screenshot(str(path))
+    shots[name] = (page(driver), path)
+    keep = os.environ.get("ADEPT_EVAL_SCREENSHOTS")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, Path(keep) / f"listening_test_{name}.png")
+
+
+def play_all_and_wait(driver) -> None:
+    driver.execute_script(f"window.ADEPT_PLAYBACK_RATE = {RATE};")
+    buttons = driver.find_elements("css selector", "button.play")
+    for b in buttons:
+        b.click()
+        wait_for(driver, lambda: "played" in b.get_attribute("class"), what="a sample to end")
+
+
+def test_a_participant_completes_the_whole_test_in_chromium(browser, served, tmp_path):
+    import httpx
+
+    test_dir, server = served
+    config = load_test(test_dir)
+    key = AnswerKey(config)
+    shots: dict = {}
+    d = browser
+    d.get(f"{server.url}/?PROLIFIC_PID=browser_p01&STUDY_ID=x&SESSION_ID=y")
+    wait_for(d, lambda: page(d) == "consent", what="the consent page")
+    start = d.find_element("id", "start")
+    assert not start.is_enabled()
+    shoot(d, tmp_path, "consent", shots)
+    d.find_element("id", "agree").click()
+    start.click()
+    wait_for(d, lambda: page(d) == "headphone-intro", what="the headphone check")
+    cont = d.find_element("css selector", "button.primary")
+    assert not cont.is_enabled()
+    play_all_and_wait(d)  # the calibration tone
+    cont.click()
+    for i, right in enumerate(config.headphone_answers):
+        wait_for(d, lambda: page(d) == "headphone", what="a headphone trial")
+        radios = d.find_elements("css selector", "input[name=quiet]")
+        assert all(not r.is_enabled() for r in radios)  # not before the tones were heard
+        play_all_and_wait(d)
+        if i == 0:
+            shoot(d, tmp_path, "headphone_check", shots)
+        radios[right].click()
+        d.find_element("css selector", "button.primary").click()
+    participant, token = d.execute_script("return [session.participant, session.token];")
+    assert participant == "browser_p01"
+    api = httpx.Client(base_url=server.url, headers={"X-Participant": participant,
+                                                     "X-Session-Token": token})
+    seen_designs, answered = set(), 0
+    while True:
+        wait_for(d, lambda: page(d) in ("question", "done"), what="a question")
+        if page(d) == "done":
+            break
+        state = api.get("/api/state").json()
+        item = state["item"]
+        assert d.find_element("id", "progress-text").text == \
+            f"{state['progress']['done']} of {state['progress']['total']} answered"
+        radios = d.find_elements("css selector", "input[name=choice]")
+        assert len(radios) == len(item["choices"]) and all(not r.is_enabled() for r in radios)
+        assert len(d.find_elements("css selector", "button.play")) == len(item["audio"])
+        play_all_and_wait(d)
+        if item["design"] not in seen_designs:
+            shoot(d, tmp_path, f"question_{item['design']}", shots)
+            seen_designs.add(item["design"])
+        wait_for(d, lambda: radios[0].is_enabled(), what="answers to unlock")
+        radios[key.right(item)].click()
+        d.find_element("id", "submit").click()
+        answered += 1
+        wait_for(d, lambda: api.get("/api/state").json()["progress"]["done"] == answered,
+                 what="the answer to be stored")
+    code = d.find_element("id", "completion-code").text
+    shoot(d, tmp_path, "done", shots)
+    assert code == "C0MPL3TE"
+    assert seen_designs == {"multi", "single"}
+    with sqlite3.connect(test_dir / "responses.sqlite") as db:
+        rows = db.execute("SELECT kind, correct FROM responses WHERE participant=?",
+                          (participant,)).fetchall()
+        completed = db.execute("SELECT completed FROM participants WHERE participant=?",
+                               (participant,)).fetchone()[0]
+    assert len(rows) == answered == 20 + 2 and completed is not None
+    assert all(correct for _, correct in rows)  # every click landed on the intended choice
+
+    # a second participant without headphones is screened out, with the screen-out code
+    d.delete_all_cookies()
+    d.get(f"{server.url}/?PROLIFIC_PID=browser_p02")
+    wait_for(d, lambda: page(d) == "consent", what="the consent page")
+    d.find_element("id", "agree").click()
+    d.find_element("id", "start").click()
+    wait_for(d, lambda: page(d) == "headphone-intro", what="the headphone check")
+    play_all_and_wait(d)
+    d.find_element("css selector", "button.primary").click()
+    for right in config.headphone_answers:
+        wait_for(d, lambda: page(d) == "headphone", what="a headphone trial")
+        play_all_and_wait(d)
+        d.find_elements("css selector", "input[name=quiet]")[(right + 1) % 3].click()
+        d.find_element("css selector", "button.primary").click()
+    wait_for(d, lambda: page(d) == "screened-out", what="the screen-out page")
+    assert d.find_element("id", "completion-code").text == "SCR33N"
+    shoot(d, tmp_path, "screened_out", shots)
+
+    expected = {"consent": "consent", "headphone_check": "headphone",
+                "question_multi": "question", "question_single": "question", "done": "done",
+                "screened_out": "screened-out"}
+    assert {name: kind for name, (kind, _) in shots.items()} == expected
+    for _, path in shots.values():
+        assert path.stat().st_size > 5000  # a rendered page, not a blank image

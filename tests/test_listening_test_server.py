@@ -1,0 +1,197 @@
+"""The listening test served for real (uvicorn in a child process): a crowd at once, a crash
+with kill -9, and a real headless Chromium taking the whole test as a participant."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sqlite3
+import threading
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("starlette", reason="needs the listening-test extra (starlette)")
+pytest.importorskip("uvicorn", reason="needs the listening-test extra (uvicorn)")
+pytest.importorskip("httpx", reason="needs httpx (test extra)")
+
+from adept_eval.listening_test.design import build_test, load_test  # noqa: E402
+from adept_eval.listening_test.simulate import ServerProcess, crowd  # noqa: E402
+
+TASKS = ["adept_propositional_attitude_female", "adept_syntactic_phrasing_female"]
+
+
+@pytest.fixture(scope="module")
+def natural_test(tmp_path_factory, corpus):
+    out = tmp_path_factory.mktemp("lts") / "test"
+    build_test(corpus, out, {"natural": None}, tasks=TASKS, seed=11, completion_code="FIN42")
+    return out
+
+
+@pytest.fixture
+def test_dir(natural_test, tmp_path):
+    dest = tmp_path / "test"
+    shutil.copytree(natural_test, dest)
+    return dest
+
+
+def stored(test_dir: Path) -> list[tuple[str, str]]:
+    with sqlite3.connect(test_dir / "responses.sqlite") as db:
+        return db.execute("SELECT participant, item FROM responses").fetchall()
+
+
+def plan_keys(test_dir: Path) -> dict[str, list[str]]:
+    import json
+
+    with sqlite3.connect(test_dir / "responses.sqlite") as db:
+        return {p: [i["key"] for i in json.loads(plan)["items"]]
+                for p, plan in db.execute("SELECT participant, plan FROM participants")}
+
+
+def check_nothing_lost(test_dir, outcomes) -> int:
+    """Every acknowledged answer is stored exactly once, and nothing else is."""
+    keys = plan_keys(test_dir)
+    acknowledged = Counter((o.participant, keys[o.participant][i])
+                           for o in outcomes.values() for i, _ in o.acknowledged)
+    rows = Counter(r for r in stored(test_dir) if r[0] in outcomes)
+    assert max(acknowledged.values()) == 1, "an item was acknowledged twice"
+    assert max(rows.values()) == 1, "an item was stored twice"
+    assert set(rows) == set(acknowledged), (
+        f"lost: {len(set(acknowledged) - set(rows))}, unacknowledged extra: "
+        f"{len(set(rows) - set(acknowledged))}")
+    return len(rows)
+
+
+def test_100_participants_at_once_lose_and_duplicate_nothing(test_dir):
+    config = load_test(test_dir)
+    with ServerProcess(test_dir) as server:
+        outcomes = asyncio.run(crowd(server.url, config, 100, fetch_audio=True))
+        # the same answer sent twice at once by a flaky client is stored once
+        import httpx
+
+        async def double():
+            async with httpx.AsyncClient(base_url=server.url) as c:
+                r = await c.post("/api/session", json={"participant": "twice"})
+                h = {"X-Participant": "twice", "X-Session-Token": r.json()["token"]}
+                await c.post("/api/consent", json={"consent": True}, headers=h)
+                s = (await c.post("/api/headphone", json={"answers": list(
+                    config.headphone_answers)}, headers=h)).json()["state"]
+                body = {"item": s["item"]["index"], "choice": 0,
+                        "played": [True] * len(s["item"]["audio"])}
+                rs = await asyncio.gather(*(c.post("/api/answer", json=body, headers=h)
+                                            for _ in range(8)))
+                return [r.status_code for r in rs]
+        codes = asyncio.run(double())
+    assert sorted(codes) == [200] + [409] * 7
+    assert all(o.stage == "done" and o.completion_code == "FIN42" for o in outcomes.values())
+    n = check_nothing_lost(test_dir, outcomes)
+    per_person = len(plan_keys(test_dir)["sim0000"])
+    assert n == 100 * per_person
+    assert [p for p, _ in stored(test_dir)].count("twice") == 1
+    assert sum(len(o.acknowledged) for o in outcomes.values()) == 100 * per_person
+
+
+def test_kill_9_mid_test_loses_no_acknowledged_response(test_dir):
+    config = load_test(test_dir)
+    server = ServerProcess(test_dir).start()
+    outcomes: dict = {}
+
+    def kill_mid_test():  # once a good number of answers were acknowledged, as in a crash
+        while sum(len(o.acknowledged) for o in list(outcomes.values())) < 150:
+            if server.proc.poll() is not None:
+                return
+            threading.Event().wait(0.02)
+        server.kill()
+
+    killer = threading.Thread(target=kill_mid_test)
+    killer.start()
+    try:
+        asyncio.run(crowd(server.url, config, 40, think=0.05, fetch_audio=False, timeout=5,
+                          outcomes=outcomes))
+    finally:
+        killer.join()
+        server.kill()
+    answered = sum(len(o.acknowledged) for o in outcomes.values())
+    per_person = len(next(iter(plan_keys(test_dir).values())))
+    assert 0 < answered < 40 * per_person, "the kill must land mid-test"
+    assert all(o.stage.startswith("error") for o in outcomes.values() if o.stage != "done")
+    check_nothing_lost(test_dir, outcomes)  # before the restart: straight from the file
+    with ServerProcess(test_dir, port=server.port) as again:  # restart; everyone carries on
+        for o in outcomes.values():
+            o.stage = ""
+        asyncio.run(crowd(again.url, config, 40, think=0.0, fetch_audio=False,
+                          outcomes=outcomes))
+    assert all(o.stage == "done" for o in outcomes.values())
+    assert check_nothing_lost(test_dir, outcomes) == 40 * per_person
+
+
+def test_one_command_runs_the_whole_human_evaluation(tmp_path, corpus, systems):
+    """`listening-test run`: builds, serves (printing the URL), and on Ctrl-C exports the
+    responses file and writes the report."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = tmp_path / "my_test"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "adept_eval.cli", "listening-test", "run", "--corpus",
+         str(corpus.root), str(systems["copy"]), "--tasks", TASKS[1], "-o", str(out), "--port",
+         str(port), "--completion-code", "ONE"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "COLUMNS": "120"})
+    try:
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(600):
+            try:
+                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                threading.Event().wait(0.1)
+        config = load_test(out)
+        outcomes = asyncio.run(crowd(url, config, 3, fetch_audio=False))
+        assert all(o.completion_code == "ONE" for o in outcomes.values())
+        proc.send_signal(signal.SIGINT)
+        text, _ = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, text
+    assert f"http://localhost:{port}/?PROLIFIC_PID=" in text
+    assert (out / "export" / "responses.csv").exists()
+    rows = (out / "export" / "responses.csv").read_text().splitlines()
+    assert len(rows) == 1 + 3 * 10
+    assert (out / "report" / "report.json").exists() and "syntactic_phrasing_female" in text
+
+
+def test_responses_are_mirrored_to_a_private_hub_dataset(test_dir, tmp_path):
+    """`serve --mirror-to`: huggingface_hub's CommitScheduler pushes the responses to a private
+    dataset on a loopback Hub, every few seconds here and once more at shutdown."""
+    import csv
+    import io
+
+    from adept_eval.testing.hub_server import HubServer
+
+    config = load_test(test_dir)
+    with HubServer() as hub:
+        env = {"HF_ENDPOINT": hub.url, "HF_HUB_DISABLE_XET": "1", "HF_TOKEN": hub.token,
+               "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HOME": str(tmp_path / "hf")}
+        with ServerProcess(test_dir, env=env, args=("--mirror-to", "adept-lab/lt-responses",
+                                                    "--mirror-every", "0.05")) as server:
+            outcomes = asyncio.run(crowd(server.url, config, 3, fetch_audio=False))
+        repo = hub.repo("adept-lab/lt-responses")
+        assert repo is not None and repo.private
+        rows = list(csv.DictReader(io.StringIO(repo.files["responses.csv"].decode())))
+        people = {r["participant"] for r in
+                  csv.DictReader(io.StringIO(repo.files["responses_participants.csv"].decode()))}
+    assert len(rows) == sum(len(o.acknowledged) for o in outcomes.values()
+                            ) - 3 * len(config.tasks)  # questions only; catch trials stay home
+    assert people == set(outcomes)
+    assert not any(name.endswith(".sqlite") for name in repo.files)
