@@ -227,7 +227,7 @@ class Pause:
 # --------------------------------------------------------------------------- building blocks
 def align(sample: Features, reference: Features) -> Alignment:
     """The listener's alignment: DTW on the MFCCs (``prosody.dtw_path``)."""
-    ia, ib = prosody.dtw_path(sample.mfcc, reference.mfcc)
+    ia, ib = prosody.dtw_path(sample.mfcc, reference.mfcc, prosody.ALIGN_PENALTY)
     return Alignment(ia, ib)
 
 
