@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import binom, binomtest
 
-from .. import spec
+from .. import spec, stats
 from ..corpus import Corpus, WAV_DIR
 from ..listeners import Listener
 from ..questions import all_questions
@@ -47,11 +46,11 @@ def evaluate(listener: Listener, corpus: Corpus, folder: Path, sentence_ids: int
 
 
 def p_greater(k: int, n: int, p: float) -> float:
-    return float(binomtest(k, n, p, alternative="greater").pvalue) if n else 1.0
+    return stats.binomial_p(k, n, p, alternative="greater") if n else 1.0
 
 
 def p_two_sided(k: int, n: int, p: float) -> float:
-    return float(binomtest(k, n, p).pvalue) if n else 1.0
+    return stats.binomial_p(k, n, p) if n else 1.0
 
 
 def p_below(outcomes: list[Outcome]) -> float:
