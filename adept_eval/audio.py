@@ -202,13 +202,16 @@ def rms_dbfs(samples: np.ndarray) -> float:
 def signal_problems(audio: Audio) -> list[tuple[str, str]]:
     """(kind, message) for every reason the decoded signal holds no usable sound.
 
-    The one place "is there a signal?" is decided, for `check` and for every scorer: silence is
+    The one place "is there a signal?" is decided, for `check`, the LLM judge's audio check
+    and every scorer: silence is
     measured after removing DC; a constant offset is reported as such; loud channels that cancel
     when downmixed to mono (anti-phase stereo) are reported as that, not as silence.
     """
     where = f"{audio.path}: " if audio.path else ""
     if audio.samples.size == 0:
         return [("empty", f"{where}no samples")]
+    if not np.isfinite(audio.samples).all():  # decoders refuse these; a hand-built Audio may not
+        return [("non_finite", f"{where}samples that are not finite numbers (NaN or Inf)")]
     level = rms_dbfs(audio.samples)
     if level >= SILENCE_DBFS:
         return []
@@ -234,8 +237,8 @@ class Problem:
 
     path: str
     severity: str  # "error" | "warning"
-    kind: str  # missing, unreadable, empty, silent, phase, clipped, too_short, too_long, rate,
-    #            channels
+    kind: str  # missing, unreadable, empty, non_finite, silent, phase, clipped, too_short,
+    #            too_long, rate, channels
     message: str
 
 

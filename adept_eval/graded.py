@@ -37,6 +37,7 @@ import numpy as np
 from . import prosody
 from .audio import SILENCE_DBFS, Audio, AudioError, read_audio
 from .prosody import Features, FeatureStore, VoiceNorm
+from .stats import bootstrap_interval
 
 # --------------------------------------------------------------------------- definitions
 GROSS_PITCH_ERROR = 0.20  # a voiced frame's F0 is grossly wrong when off by more than 20%
@@ -436,36 +437,6 @@ class Summary:
                 for k, v in asdict(self).items()}
 
 
-def bootstrap_ci(values: np.ndarray, clusters: np.ndarray | None = None, *,
-                 confidence: float = 0.95, n_resamples: int = 2000,
-                 seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean (seeded, so reruns print the same figures).
-
-    With ``clusters`` (e.g. the sentence of each stimulus) whole clusters are resampled, since
-    renditions of one sentence are not independent; otherwise each value is its own cluster.
-    """
-    values = np.asarray(values, dtype=float)
-    if values.size < 2:
-        return math.nan, math.nan
-    if clusters is None:
-        clusters = np.arange(values.size)
-    labels, inverse = np.unique(np.asarray(clusters), return_inverse=True)
-    k = len(labels)
-    if k < 2:
-        return math.nan, math.nan
-    sums = np.bincount(inverse, weights=values, minlength=k)
-    counts = np.bincount(inverse, minlength=k).astype(float)
-    rng = np.random.default_rng(seed)
-    means = np.empty(n_resamples)
-    step = max(1, 2_000_000 // k)  # bound memory: resample in blocks
-    for s in range(0, n_resamples, step):
-        pick = rng.integers(0, k, size=(min(step, n_resamples - s), k))
-        means[s:s + len(pick)] = sums[pick].sum(1) / counts[pick].sum(1)
-    alpha = (1.0 - confidence) / 2.0
-    lo, hi = np.quantile(means, [alpha, 1.0 - alpha])
-    return float(lo), float(hi)
-
-
 def aggregate(scores: Sequence[StimulusScores], *, clusters: Mapping[str, str] | None = None,
               confidence: float = 0.95, n_resamples: int = 2000,
               seed: int = 0) -> dict[str, Summary]:
@@ -490,8 +461,8 @@ def aggregate(scores: Sequence[StimulusScores], *, clusters: Mapping[str, str] |
         cl = None
         if clusters is not None:
             cl = np.array([clusters.get(s.id, s.id) for s in ok], dtype=object)[keep].astype(str)
-        lo, hi = bootstrap_ci(vals[keep], cl, confidence=confidence,
-                              n_resamples=n_resamples, seed=seed)
+        lo, hi = bootstrap_interval(vals[keep], cl, level=confidence,
+                                    n_resamples=n_resamples, seed=seed)
         mean = float(vals[keep].mean()) if keep.any() else math.nan
         out[m] = Summary(m, mean, lo, hi, int(keep.sum()), n_failed, int((~keep).sum()),
                          confidence)

@@ -2,8 +2,10 @@
 
 Every proportion printed by adept-eval gets an exact (Clopper-Pearson) 95% interval and an exact
 binomial test against chance; every mean of judge scores a t interval (few, bounded scores) or,
-for a weighted mean of subgroup means, a normal interval from the subgroups' standard errors.
-Group figures pool what was actually scored (responses, judged answers), never documents.
+for a weighted mean of subgroup means, a normal interval from the subgroups' standard errors;
+graded prosody figures (unbounded, skewed, clustered by sentence) a seeded percentile bootstrap
+that resamples whole clusters. Group figures pool what was actually scored (responses, judged
+answers), never documents.
 """
 
 from __future__ import annotations
@@ -28,13 +30,24 @@ def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
 
 
 def binomial_p(k: int, n: int, chance: float, alternative: str = "two-sided") -> float:
-    """Exact binomial test of k/n against ``chance`` (two-sided unless ``alternative`` is
-    "greater" or "less")."""
+    """Exact binomial test of k/n against ``chance``: two-sided, or one-sided with
+    ``alternative="greater"`` (above chance) or ``"less"``."""
     if not n:
         return NAN
     from scipy.stats import binomtest
 
     return float(binomtest(int(k), int(n), p=chance, alternative=alternative).pvalue)
+
+
+def below_chance_p(correct: int, chances: Sequence[float]) -> float:
+    """Exact lower-tail p of ``correct`` right answers when each question has its own chance
+    level (the Poisson-binomial distribution, by convolution); 1.0 for no questions."""
+    import numpy as np
+
+    dist = np.array([1.0])
+    for c in chances:
+        dist = np.convolve(dist, [1.0 - c, c])
+    return float(min(1.0, dist[: int(correct) + 1].sum()))
 
 
 def t_interval(values: list[float], level: float = 0.95) -> tuple[float, float]:
@@ -47,6 +60,38 @@ def t_interval(values: list[float], level: float = 0.95) -> tuple[float, float]:
     s2 = sum((x - m) ** 2 for x in values) / (len(values) - 1)
     half = float(stats.t.ppf(0.5 + level / 2, len(values) - 1)) * math.sqrt(s2 / len(values))
     return m - half, m + half
+
+
+def bootstrap_interval(values, clusters=None, *, level: float = 0.95, n_resamples: int = 2000,
+                       seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of a mean (seeded, so reruns print the same figures).
+
+    With ``clusters`` (e.g. the sentence of each stimulus) whole clusters are resampled, since
+    renditions of one sentence are not independent; otherwise each value is its own cluster.
+    nan, nan with fewer than two values or clusters.
+    """
+    import numpy as np
+
+    values = np.asarray(values, dtype=float)
+    if values.size < 2:
+        return NAN, NAN
+    if clusters is None:
+        clusters = np.arange(values.size)
+    labels, inverse = np.unique(np.asarray(clusters), return_inverse=True)
+    k = len(labels)
+    if k < 2:
+        return NAN, NAN
+    sums = np.bincount(inverse, weights=values, minlength=k)
+    counts = np.bincount(inverse, minlength=k).astype(float)
+    rng = np.random.default_rng(seed)
+    means = np.empty(n_resamples)
+    step = max(1, 2_000_000 // k)  # bound memory: resample in blocks
+    for s in range(0, n_resamples, step):
+        pick = rng.integers(0, k, size=(min(step, n_resamples - s), k))
+        means[s:s + len(pick)] = sums[pick].sum(1) / counts[pick].sum(1)
+    alpha = (1.0 - level) / 2.0
+    lo, hi = np.quantile(means, [alpha, 1.0 - alpha])
+    return float(lo), float(hi)
 
 
 def weighted_mean_of_means(groups: dict[str, list[float]], weights: dict[str, float]

@@ -1,6 +1,6 @@
 """Speech-judge client throughput against a self-hosted-style judge, on real compressed speech.
 
-The judge is a loopback server in its own process (``adept_eval.testing.judge_server --fast``:
+The judge is a loopback server in its own process (``testing.judge_server --fast``:
 asyncio, listen backlog 1024, canned verdicts, no JSON parsing - near-zero CPU per request) that
 answers after a fixed latency. Items are VStyle's real example responses (MP3, 22-44 kHz, mean
 ~11 s), cycled, each with its own instruction text, judged through ``evaluate``'s code path
@@ -88,8 +88,9 @@ class Server:
 
     def __init__(self, latency: float):
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "adept_eval.testing.judge_server", "--fast",
-             "--latency", str(latency)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            [sys.executable, "-m", "testing.judge_server", "--fast", "--latency", str(latency)],
+            cwd=Path(__file__).resolve().parents[1],  # the repository root: testing/ is not installed
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.url = self.proc.stdout.readline().strip()
         self.stats: dict = {}
 

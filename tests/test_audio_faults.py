@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from adept_eval.audio import AudioError, check_audio, from_array, read_audio
-import adept_eval.audio as _a; signal_problems = getattr(_a, "signal_problems", None)
+from adept_eval.audio import Audio, AudioError, check_audio, from_array, read_audio, signal_problems
 from faults import console_script, open_up, public_dir, run_as_unprivileged
 
 RATE = 16000
@@ -83,6 +82,43 @@ def test_signal_problems_is_the_one_check_for_in_memory_audio():
     x = _speech_like()
     kinds = [k for k, _ in signal_problems(from_array(np.stack([x, -x]), RATE))]
     assert kinds == ["phase"]
+
+
+def test_signal_problems_refuses_non_finite_samples_in_a_hand_built_audio():
+    """Decoders refuse NaN/Inf; an Audio built directly must not pass as "silent" either."""
+    x = _speech_like().astype(np.float32)
+    x[7] = np.nan
+    assert [k for k, _ in signal_problems(Audio(x, RATE))] == ["non_finite"]
+
+
+def test_llm_judge_audio_check_is_signal_problems(tmp_path):
+    """The audio-LLM check says what audio.py says: anti-phase stereo is cancelling channels and
+    pure DC a constant offset (not a bare "silent"), for files and in-memory audio alike."""
+    from adept_eval.llm.audio import AudioChecks, AudioPolicy, BadInput, inspect
+
+    x = _speech_like()
+    phase, dc = tmp_path / "phase.wav", tmp_path / "dc.wav"
+    sf.write(phase, np.stack([x, -x], axis=1), RATE, subtype="PCM_16")
+    sf.write(dc, np.full(RATE, 0.5), RATE, subtype="PCM_16")
+    cases = [(phase, "anti-phase"), (dc, "constant offset"),
+             ({"array": np.stack([x, -x]), "sampling_rate": RATE}, "anti-phase"),
+             ({"array": np.full(RATE, -0.25), "sampling_rate": RATE}, "constant offset")]
+    for value, says in cases:
+        with pytest.raises(BadInput, match=says) as err:
+            inspect(value, AudioChecks(), AudioPolicy(), "response")
+        assert err.value.status == "bad_input"
+    # the outcome is remembered by content, without the file name: a copy is named as itself
+    checks = AudioChecks()
+    with pytest.raises(BadInput):
+        inspect(phase, checks, AudioPolicy(), "response")
+    copy = tmp_path / "copy.wav"
+    shutil.copy(phase, copy)
+    with pytest.raises(BadInput, match="anti-phase") as err:
+        inspect(copy, checks, AudioPolicy(), "response")
+    assert str(phase) not in str(err.value) and str(copy) in str(err.value)
+    assert checks.decodes == 1
+    sf.write(tmp_path / "ok.wav", x, RATE)
+    assert inspect(tmp_path / "ok.wav", AudioChecks(), AudioPolicy()).duration == pytest.approx(1.0)
 
 
 def test_speech_judge_refuses_dc_inf_and_truncated_files(tmp_path):

@@ -12,7 +12,7 @@ from adept_eval.cli import main
 from adept_eval.judge import JudgeConfig
 from adept_eval.judge.runner import prepare_audio
 from adept_eval.listeners.audio_llm import parse_letter
-from adept_eval.testing.judge_server import JudgeServer
+from testing.judge_server import JudgeServer
 from conftest import run_lm_eval, shared_or_skip
 
 

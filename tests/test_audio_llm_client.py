@@ -10,7 +10,7 @@ import pytest
 
 from adept_eval.cli import main
 from adept_eval.questions import build_questions
-from adept_eval.testing.judge_server import JudgeServer
+from testing.judge_server import JudgeServer
 
 
 def _dead_url() -> str:

@@ -73,3 +73,18 @@ def test_lm_eval_shows_our_errors_as_one_message(tmp_path):
     done = _run(cmd, tmp_path, ADEPT_EVAL_CORPUS=str(missing),
                 ADEPT_EVAL_DEBUG="1")
     assert "Traceback" in done.stderr
+
+
+@pytest.mark.parametrize("metadata, expected", [
+    ("listener=nope", "unknown listener 'nope' (--metadata listener=...); available: acoustic"),
+    ("listener=acoustic,bogus=1", "unknown option 'bogus'. Valid --metadata keys"),
+])
+def test_lm_eval_bad_metadata_is_one_message(metadata, expected, corpus, tmp_path):
+    """settings.SettingsError (a UserError) reaches lm_eval's console as one line."""
+    done = _run([console_script("lm_eval"), "--model", "adept-natural", "--tasks",
+                 "adept_emotion_female", "--limit", "1", "--metadata", metadata], tmp_path,
+                ADEPT_EVAL_CORPUS=str(corpus.root))
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr and "ValueError" not in done.stderr
+    error, = [line for line in done.stderr.splitlines() if "error: " in line]
+    assert expected in error

@@ -14,7 +14,7 @@ import pytest
 from adept_eval import spec, zenodo
 from adept_eval.cli import main
 from adept_eval.corpus import Corpus, CorpusError, PROMPTS_FILE, cache_home, open_path
-from adept_eval.testing.zenodo_server import ZenodoServer
+from testing.zenodo_server import ZenodoServer
 
 
 def _linked_copy(src, dst):

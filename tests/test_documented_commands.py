@@ -248,3 +248,9 @@ def test_wheel_ships_data_and_card_without_packaging_warnings(tmp_path):
                    "adept_eval/tasks/adept/adept_emotion_female.yaml",
                    "adept_eval_lm_eval.pth"):
         assert wanted in names, wanted
+    # every subpackage of the source tree ships (a package missing from setup.cfg's list
+    # installs fine and then fails on import), and the loopback test servers do not
+    sources = {p.relative_to(ROOT).as_posix() for p in (ROOT / "adept_eval").rglob("*.py")
+               if "__pycache__" not in p.parts}
+    assert not sources - names, sorted(sources - names)
+    assert not [n for n in names if n.startswith(("testing/", "adept_eval/testing/"))]

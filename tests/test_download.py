@@ -8,7 +8,7 @@ import pytest
 from adept_eval import spec, zenodo
 from adept_eval.cli import main
 from adept_eval.corpus import CorpusError, load_corpus, safe_extract
-from adept_eval.testing.zenodo_server import ZenodoServer
+from testing.zenodo_server import ZenodoServer
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from adept_eval import graded, prosody
+from adept_eval import graded, prosody, stats
 from adept_eval.audio import Audio, from_array, read_audio
 from adept_eval.prosody import Features, VoiceNorm
 
@@ -362,7 +362,7 @@ def test_bootstrap_interval_covers_a_known_mean():
     covered = 0
     for seed in range(100):
         x = rng.normal(5.0, 1.0, 40)
-        lo, hi = graded.bootstrap_ci(x, seed=seed, n_resamples=500)
+        lo, hi = stats.bootstrap_interval(x, seed=seed, n_resamples=500)
         covered += lo <= 5.0 <= hi
     assert 88 <= covered <= 99
 

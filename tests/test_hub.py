@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from adept_eval.testing.hub_server import HubServer
+from testing.hub_server import HubServer
 
 ROOT = Path(__file__).resolve().parents[1]
 OPENAI_SECRET = "sk-" + "loopbacksecret" * 3

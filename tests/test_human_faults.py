@@ -134,3 +134,101 @@ def test_bad_responses_file_fails_before_any_synthesis(use_corpus, tmp_path):
         run_lm_eval("tts-command", [TASK], model_args=args,
                     metadata={"listener": "human", "responses": str(bad)})
     assert not log.exists(), "the system synthesised audio before the responses were checked"
+
+
+# ------------------------------------------------------------------ blinded ids from the export
+MULTI = "adept_emotion_female"  # several stimuli per question: answers may name a stimulus
+
+
+def _export(corpus, tmp_path, *extra):
+    """What `adept-eval questions` writes, read back as rows."""
+    import csv
+
+    from adept_eval.cli import main
+
+    out = tmp_path / "questions.csv"
+    assert main(["questions", "-q", "--corpus", str(corpus.root), "-o", str(out),
+                 "--tasks", f"{TASK},{MULTI}", *extra]) == 0
+    with open(out, encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _blinded_answers(export, path, wrong_every=3):
+    """Responses keyed by blinded question ids; emotion answers name the chosen stimulus by its
+    blinded id, the others give the letter. Every ``wrong_every``-th answer is wrong."""
+    lines, right = ["participant,question_id,answer"], 0
+    for i, row in enumerate(export):
+        letters = [c.split(".", 1)[0] for c in row["choices"].split(" | ")]
+        pick = letters.index(row["answer"])
+        if i % wrong_every == 0:
+            pick = (pick + 1) % len(letters)
+        else:
+            right += 1
+        blinded = row["blinded_stimuli"].split(" | ")
+        answer = blinded[pick] if row["task"] == MULTI else letters[pick]
+        lines.append(f"p1,{row['blinded_question_id']},{answer}")
+    path.write_text("\n".join(lines) + "\n")
+    return right
+
+
+def _score(listener, corpus):
+    from adept_eval.questions import all_questions
+
+    qs = [q for t, qs in all_questions(corpus).items() if t in (TASK, MULTI) for q in qs]
+    answers = [listener.answer(q, {}) for q in qs]
+    return sum(a.correct(q) for a, q in zip(answers, qs)), sum(len(a.responses) for a in answers)
+
+
+def test_responses_keyed_by_the_exports_blinded_ids_are_scored(corpus, tmp_path):
+    export = _export(corpus, tmp_path)
+    path = tmp_path / "blinded.csv"
+    right = _blinded_answers(export, path)
+    assert 0 < right < len(export)
+    listener = HumanListener(responses=str(path), corpus=corpus)
+    assert _score(listener, corpus) == (right, len(export))
+
+
+def test_a_studys_own_salt_comes_from_the_variable_salt_env_names(corpus, tmp_path,
+                                                                  monkeypatch):
+    salt = "our private study salt 7f3a"
+    export = _export(corpus, tmp_path, "--salt", salt)
+    path = tmp_path / "blinded.csv"
+    right = _blinded_answers(export, path)
+    # without the salt the ids match nothing, and the message says what to do
+    with pytest.raises(ResponsesError) as info:
+        HumanListener(responses=str(path), corpus=corpus)
+    assert "salt_env=" in str(info.value) and salt not in str(info.value)
+    with pytest.raises(ResponsesError, match="MY_STUDY_SALT is not set"):
+        HumanListener(responses=str(path), salt_env="MY_STUDY_SALT", corpus=corpus)
+    monkeypatch.setenv("MY_STUDY_SALT", salt)
+    listener = HumanListener(responses=str(path), salt_env="MY_STUDY_SALT", corpus=corpus)
+    assert _score(listener, corpus) == (right, len(export))
+    assert salt not in json.dumps(listener.identity())
+
+
+def test_blinded_and_real_ids_of_one_question_are_one_question(corpus, tmp_path):
+    row, = [r for r in _export(corpus, tmp_path) if r["task"] == MULTI][:1]
+    path = tmp_path / "r.csv"
+    stimulus = row["blinded_stimuli"].split(" | ")[0]
+    path.write_text("participant,question_id,answer\n"
+                    f"p1,{row['question_id']},A\n"
+                    f"P1,{row['blinded_question_id']},B\n"
+                    f"p2,{stimulus},A\n")
+    with pytest.raises(ResponsesError) as info:
+        HumanListener(responses=str(path), corpus=corpus)
+    msg = str(info.value)
+    assert f"line 3: participant 'P1' answered {row['question_id']!r} again" in msg
+    assert f"line 4: unknown question_id {stimulus!r}" in msg and "stimulus" in msg
+
+
+def test_lm_eval_scores_blinded_responses_and_records_no_salt(use_corpus, tmp_path, monkeypatch):
+    salt = "another private salt 91c2"
+    monkeypatch.setenv("MY_STUDY_SALT", salt)
+    export = [r for r in _export(use_corpus, tmp_path, "--salt", salt) if r["task"] == MULTI]
+    path = tmp_path / "blinded.csv"
+    right = _blinded_answers(export, path, wrong_every=2)
+    out = run_lm_eval("adept-natural", [MULTI], metadata={
+        "listener": "human", "responses": str(path), "salt_env": "MY_STUDY_SALT"})
+    r = out["results"][MULTI]
+    assert r["n,none"] == len(export) and r["acc,none"] == pytest.approx(right / len(export))
+    assert salt not in json.dumps(out, default=str)

@@ -16,7 +16,7 @@ import soundfile as sf
 
 from adept_eval.judge import JudgeConfig, JudgeItem, judge
 from adept_eval.judge.runner import prepare_audio
-from adept_eval.testing.judge_server import JudgeServer
+from testing.judge_server import JudgeServer
 from adept_eval.vstyle import load_records
 from conftest import shared_or_skip
 

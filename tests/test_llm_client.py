@@ -9,7 +9,7 @@ import pytest
 import soundfile as sf
 
 from adept_eval.judge import JudgeConfig, JudgeItem, judge
-from adept_eval.testing.judge_server import JudgeServer
+from testing.judge_server import JudgeServer
 from conftest import shared_or_skip
 
 

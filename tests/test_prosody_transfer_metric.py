@@ -143,7 +143,7 @@ def test_module_card_documents_every_figure():
 
 
 def test_space_publishes_and_loads_with_evaluate(tmp_path):
-    from adept_eval.testing.hub_server import HubServer
+    from testing.hub_server import HubServer
 
     with HubServer() as hub:
         env = {**os.environ, "HF_ENDPOINT": hub.url, "HF_HUB_DISABLE_XET": "1",

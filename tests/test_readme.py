@@ -12,7 +12,7 @@ untested by accident. A rule says how the command runs:
 
 Every command runs in one shared folder (the README's relative paths, ``my_tts/``, ``out/``,
 ``answers.csv``..., exist there), in README order, with the services a user would have replaced
-by the loopback stand-ins of ``adept_eval.testing`` through the variables they document:
+by the loopback stand-ins of the repository's ``testing/`` through the variables they document:
 ``ADEPT_EVAL_ZENODO_URL`` (the corpus is "downloaded" from a Zenodo look-alike serving the
 synthetic ADEPT), ``HF_ENDPOINT``/``HF_TOKEN`` (a Hub look-alike that also serves a small
 ``zhanjun/VStyle``), ``OPENAI_BASE_URL`` (the openai SDK's own variable) for OpenAI's API.
@@ -201,9 +201,9 @@ def test_block_parser_joins_continuations_and_drops_comments():
 def sandbox(tmp_path_factory, synthetic_zip, synthetic_root):
     """The folder the README's commands run in, its inputs, and the stand-in services."""
     from adept_eval import spec
-    from adept_eval.testing.hub_server import HubServer
-    from adept_eval.testing.judge_server import JudgeServer
-    from adept_eval.testing.zenodo_server import ZenodoServer
+    from testing.hub_server import HubServer
+    from testing.judge_server import JudgeServer
+    from testing.zenodo_server import ZenodoServer
 
     tmp = tmp_path_factory.mktemp("readme")
     work = tmp / "work"

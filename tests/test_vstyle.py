@@ -10,7 +10,7 @@ import pytest
 
 from adept_eval.judge import JudgeConfig
 from adept_eval.judge.runner import prepare_audio
-from adept_eval.testing.judge_server import JudgeServer
+from testing.judge_server import JudgeServer
 from adept_eval.vstyle import CATEGORIES, load_records, normalise_ability, subcategory_weights
 from conftest import run_lm_eval, shared_or_skip
 

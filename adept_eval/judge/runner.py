@@ -230,14 +230,10 @@ class JudgeRunner:
 
 # ----------------------------------------------------------------------------- summary
 def mean_interval(values: list[float]) -> tuple[float, float]:
-    """95% t-interval of a mean (nan with fewer than two values)."""
-    if len(values) < 2:
-        return float("nan"), float("nan")
-    from scipy import stats
+    """95% t-interval of a mean (nan with fewer than two values): ``stats.t_interval``."""
+    from ..stats import t_interval
 
-    m = float(np.mean(values))
-    half = float(stats.t.ppf(0.975, len(values) - 1) * stats.sem(values))
-    return m - half, m + half
+    return t_interval([float(v) for v in values])
 
 
 def summarize(results: list[ItemResult], identity: dict) -> dict:

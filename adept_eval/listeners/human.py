@@ -6,10 +6,17 @@ The responses file (CSV, or JSONL with the same keys) has one row per answer:
     p01,adept_emotion_female,adept_emotion_female/ad00_0001/fear,C
 
 ``question_id`` is the id adept-eval gives the question (``adept-eval questions`` lists them
-with their presentation order); ``answer`` is the chosen letter (A-E, in that order), the
-chosen choice's text, the chosen stimulus id (``emotion/fear/ad00_0001``) or its subcategory
-(``fear``). An empty answer is a response with no valid choice: counted, and wrong.
-Accuracy is then over all responses, as in the ADEPT tutorial's step 4.
+with their presentation order) or its blinded id from the same export
+(``blinded_question_id``); ``answer`` is the chosen letter (A-E, in that order), the chosen
+choice's text, the chosen stimulus id (``emotion/fear/ad00_0001``) or its blinded id
+(``blinded_stimuli``), or its subcategory (``fear``). An empty answer is a response with no
+valid choice: counted, and wrong. Accuracy is then over all responses, as in the ADEPT
+tutorial's step 4.
+
+Blinded ids are recomputed from the real ones (``questions.unblinding``) with the salt the
+export used: the public default, or a study's own salt read from the environment variable
+that ``salt_env`` names (the salt is private, so it never travels as an option value, which
+lm-eval would write into the results).
 
 A ``.json`` file holds a list of such objects (or ``{"responses": [...]}``). Files may be UTF-8
 (with or without a byte-order mark), UTF-16 (with a byte-order mark, as Excel's "Unicode text"
@@ -26,16 +33,20 @@ import codecs
 import csv
 import io
 import json
+import os
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+
 from ..corpus import Corpus, load_corpus
 from ..errors import UserError
-from ..questions import LETTERS, Question, all_questions
+from ..questions import DEFAULT_BLIND_SALT, LETTERS, Question, all_questions, unblinding
 from . import Answer, Listener, Response, register_listener
 
 REQUIRED = ("participant", "question_id", "answer")
+BLINDED = re.compile(r"^[qs][0-9a-f]{12}$")  # questions.blinded_id's form
 
 
 class ResponsesError(UserError, ValueError):
@@ -205,6 +216,9 @@ def choice_index(question: Question, answer: str) -> int | None:
 class HumanListener(Listener):
     needs_audio = False  # the listening test was run elsewhere; only its answers are scored
     responses: str = ""
+    #: the environment variable holding the salt given to ``adept-eval questions --salt``
+    #: (empty: blinded ids use the public default salt)
+    salt_env: str = ""
     corpus: Corpus | None = None
     _by_question: dict[str, list[Response]] = field(init=False, default_factory=dict)
 
@@ -215,6 +229,7 @@ class HumanListener(Listener):
         path = Path(self.responses)
         self.corpus = self.corpus or load_corpus()
         questions = {q.question_id: q for qs in all_questions(self.corpus).values() for q in qs}
+        blind = unblinding(questions.values(), self._salt())
         rows = read_rows(path)
         if not rows:
             raise ResponsesError(f"{path}: no responses")
@@ -231,14 +246,16 @@ class HumanListener(Listener):
             if lacking:
                 problems.append(f"{where}: no {', '.join(lacking)}")
                 continue
-            qid = str(values["question_id"]).strip()
+            given = str(values["question_id"]).strip()
+            qid = blind.get(given, given)  # a blinded question id -> the real one
             who = " ".join(str(values["participant"]).split())
             if not who:
                 problems.append(f"{where}: empty participant id")
                 continue
             q = questions.get(qid)
             if q is None:
-                problems.append(f"{where}: unknown question_id {qid!r}")
+                problems.append(f"{where}: unknown question_id {given!r}"
+                                f"{self._blind_hint(given, blind)}")
                 continue
             task = str(values.get("task") or "").strip()
             if task and task != q.task:
@@ -251,14 +268,40 @@ class HumanListener(Listener):
                 continue
             seen[key] = where
             who = spelling.setdefault(key[0], who)  # one spelling per participant downstream
+            answer = str(values["answer"]).strip()
             try:
-                by_q[qid].append(Response(choice_index(q, values.get("answer", "")), who))
+                by_q[qid].append(Response(choice_index(q, blind.get(answer, answer)), who))
             except ValueError:
                 problems.append(f"{where}: answer {values.get('answer')!r} is none of "
                                 f"{', '.join(LETTERS[:q.n_choices])} or a choice of {qid!r}")
         if problems:
             raise ResponsesError(_listing(path, "unusable responses", problems))
         self._by_question = dict(by_q)
+
+    def _salt(self) -> str:
+        if not self.salt_env:
+            return DEFAULT_BLIND_SALT
+        salt = os.environ.get(self.salt_env, "")
+        if not salt:
+            raise ResponsesError(f"salt_env={self.salt_env}: the environment variable "
+                                 f"{self.salt_env} is not set (it should hold the salt given to "
+                                 f"`adept-eval questions --salt`)")
+        return salt
+
+    def _blind_hint(self, value: str, blind: dict[str, str]) -> str:
+        """Why an unknown question id that looks blinded matched nothing."""
+        if value in blind:
+            return (f" (the blinded id of the stimulus {blind[value]}, not of a question: use "
+                    f"the export's blinded_question_id)")
+        if not BLINDED.match(value):
+            return ""
+        if self.salt_env:
+            return (f" (it looks like a blinded id, but none of this corpus' questions has it "
+                    f"under the salt in ${self.salt_env}: was the export made with another "
+                    f"--salt?)")
+        return (" (it looks like a blinded id, but none of this corpus' questions has it under "
+                "the default salt: if the export used --salt, name the environment variable "
+                "holding it with --metadata salt_env=VAR)")
 
     def identity(self) -> dict:
         n = sum(len(v) for v in self._by_question.values())

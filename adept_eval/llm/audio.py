@@ -16,14 +16,15 @@ from __future__ import annotations
 import hashlib
 import io
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
-from ..audio import SILENCE_DBFS, Audio, AudioError, from_array, read_audio, resample, rms_dbfs, wav_bytes
+from ..audio import (Audio, AudioError, from_array, read_audio, resample, signal_problems,
+                     wav_bytes)
 
-CHECK_VERSION = "1"  # bump when what ``problem_of`` tests changes: old outcomes are then ignored
+CHECK_VERSION = "2"  # bump when what ``problem_of`` tests changes: old outcomes are then ignored
 ORIGINAL_FORMATS = frozenset({"wav", "mp3"})  # what OpenAI-style ``input_audio`` takes
 
 
@@ -73,16 +74,9 @@ class Source:
 
 
 def problem_of(audio: Audio) -> str:
-    """Why this audio cannot be judged ("" when it can)."""
-    x = audio.samples
-    if x.size == 0:
-        return "no samples"
-    if not np.isfinite(x).all():
-        return "non-finite samples (NaN or Inf)"
-    level = rms_dbfs(x - np.mean(x, dtype=np.float64))
-    if level < SILENCE_DBFS:
-        return f"silent (RMS {level:.1f} dBFS after removing DC)"
-    return ""
+    """Why this audio cannot be judged ("" when it can): ``audio.signal_problems``, without the
+    file name (outcomes are remembered by content hash; callers name the file)."""
+    return "; ".join(message for _, message in signal_problems(replace(audio, path=None)))
 
 
 def sniff_format(data: bytes) -> str | None:

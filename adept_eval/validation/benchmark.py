@@ -15,10 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import spec, stats
+from .. import spec
 from ..corpus import Corpus, WAV_DIR
 from ..listeners import Listener
 from ..questions import all_questions
+from ..stats import below_chance_p, binomial_p
 from .systems import NONSPEECH, SWAPS, SYSTEMS, nonspeech_systems, render_engine, system_folder
 
 
@@ -46,21 +47,16 @@ def evaluate(listener: Listener, corpus: Corpus, folder: Path, sentence_ids: int
 
 
 def p_greater(k: int, n: int, p: float) -> float:
-    return stats.binomial_p(k, n, p, alternative="greater") if n else 1.0
+    return binomial_p(k, n, p, alternative="greater") if n else 1.0
 
 
 def p_two_sided(k: int, n: int, p: float) -> float:
-    return stats.binomial_p(k, n, p) if n else 1.0
+    return binomial_p(k, n, p) if n else 1.0
 
 
 def p_below(outcomes: list[Outcome]) -> float:
-    """Exact lower-tail p of the correct count when each question has its own chance level
-    (Poisson-binomial, by convolution)."""
-    dist = np.array([1.0])
-    for o in outcomes:
-        dist = np.convolve(dist, [1 - o.chance, o.chance])
-    k = sum(o.correct for o in outcomes)
-    return float(dist[: k + 1].sum())
+    """Exact lower-tail p of the correct count, each question with its own chance level."""
+    return below_chance_p(sum(o.correct for o in outcomes), [o.chance for o in outcomes])
 
 
 @dataclass(frozen=True)

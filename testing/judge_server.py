@@ -264,7 +264,8 @@ async def _serve_fast(latency: float, backlog: int, verdict: str, ready) -> None
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Serve until stdin closes: ``python -m adept_eval.testing.judge_server --latency 0.25``.
+    """Serve until stdin closes: ``python -m testing.judge_server --latency 0.25``
+    (from the repository root).
     Prints the URL; ``--fast`` serves canned verdicts with near-zero CPU (for benchmarks), and
     prints the request counters as JSON when stdin closes."""
     import argparse
