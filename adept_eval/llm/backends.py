@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import binascii
 import contextvars
 import json
 import os
@@ -211,18 +212,21 @@ class OpenAICompatible(Backend):
         Base64 needs no JSON escaping, so audio goes in as the bytes ``b64encode`` returns:
         no dict walk, no string scan, no copy to str and back (for an 11 s MP3 this saves
         milliseconds of CPU per request over serialising the message as a Python object)."""
-        chunks = []
-        for p in parts:
-            if p.kind == "text":
-                chunks.append(json.dumps({"type": "text", "text": p.text}).encode())
-            else:
-                chunks.append(b'{"type":"input_audio","input_audio":{"data":"'
-                              + base64.b64encode(p.audio.data) + b'","format":'
-                              + json.dumps(p.audio.format).encode() + b"}}")
         messages = list(kwargs["messages"]) + [{"role": "user", "content": _HOLE}]
         head = json.dumps({**kwargs, "messages": messages}, separators=(",", ":")).encode()
         before, after = head.split(json.dumps(_HOLE).encode())
-        return before + b"[" + b",".join(chunks) + b"]" + after
+        pieces = [before, b"["]
+        for i, p in enumerate(parts):
+            if i:
+                pieces.append(b",")
+            if p.kind == "text":
+                pieces.append(json.dumps({"type": "text", "text": p.text}).encode())
+            else:
+                pieces += (b'{"type":"input_audio","input_audio":{"data":"',
+                           binascii.b2a_base64(p.audio.data, newline=False), b'","format":',
+                           json.dumps(p.audio.format).encode(), b"}}")
+        pieces += (b"]", after)
+        return b"".join(pieces)  # one copy of the audio, not one per concatenation
 
     async def complete(self, parts, *, temperature, max_tokens, seed=None) -> str:
         kwargs = {"model": self.model, "temperature": temperature, "max_tokens": max_tokens,
