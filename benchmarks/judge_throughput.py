@@ -4,7 +4,7 @@ The judge is a loopback server in its own process (``adept_eval.testing.judge_se
 asyncio, listen backlog 1024, canned verdicts, no JSON parsing - near-zero CPU per request) that
 answers after a fixed latency. Items are VStyle's real example responses (MP3, 22-44 kHz, mean
 ~11 s), cycled, each with its own instruction text, judged through ``evaluate``'s code path
-(``adept_eval.judge.judge``) and the real openai SDK. Every run is a fresh child process, so its
+(``adept_eval.judge.judge``) over real HTTP. Every run is a fresh child process, so its
 CPU time and peak RSS are its own.
 
 For each concurrency x latency it prints items/s, the ideal (concurrency / latency), the share of

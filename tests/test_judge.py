@@ -1,4 +1,4 @@
-"""The speech judge against a loopback OpenAI-compatible server, through the real openai SDK."""
+"""The speech judge against a loopback OpenAI-compatible server, over real HTTP (aiohttp)."""
 
 import hashlib
 import json

@@ -1,4 +1,4 @@
-"""The shared LLM client layer against the loopback judge server, through the real openai SDK:
+"""The shared LLM client layer against the loopback judge server, over real HTTP (aiohttp):
 faults that are not HTTP errors, requests counted as sent, audio sent as it is, the cache."""
 
 import hashlib
@@ -51,7 +51,7 @@ def test_n_requests_counts_every_request_sent(mp3s):
         time.sleep(0.1)
         sent = srv.requests
     assert out["n_failed"] == 0
-    assert out["n_requests"] == sent == 6 + 5  # 5 faults, each retried once by the SDK
+    assert out["n_requests"] == sent == 6 + 5  # 5 faults, each retried once
     assert sum(x["requests"] for x in out["items"]) == out["n_requests"]
 
 

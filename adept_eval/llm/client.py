@@ -77,7 +77,7 @@ class Connection:
     base_url: str | None = None
     api_key_env: str | None = None
     timeout: float = 120.0
-    max_retries: int = 5  # transport retries by the SDK (connection errors, 429, 5xx)
+    max_retries: int = 5  # transport retries (connection errors, timeouts, 429, 5xx)
     concurrency: int = 4
     rpm: float | None = None
 
