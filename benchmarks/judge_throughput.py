@@ -4,7 +4,7 @@ The judge is a loopback server in its own process (``testing.judge_server --fast
 asyncio, listen backlog 1024, canned verdicts, no JSON parsing - near-zero CPU per request) that
 answers after a fixed latency. Items are VStyle's real example responses (MP3, 22-44 kHz, mean
 ~11 s), cycled, each with its own instruction text, judged through ``evaluate``'s code path
-(``adept_eval.judge.judge``) and the real openai SDK. Every run is a fresh child process, so its
+(``adept_eval.judge.judge``) over real HTTP. Every run is a fresh child process, so its
 CPU time and peak RSS are its own.
 
 For each concurrency x latency it prints items/s, the ideal (concurrency / latency), the share of
@@ -15,7 +15,11 @@ cold, shows what first sight of a file costs. Then a warm rerun (every verdict c
 memory run (1,500 items at the top concurrency).
 
     python benchmarks/judge_throughput.py                       # the full grid (~2 min)
-    python benchmarks/judge_throughput.py --concurrency 64 --latency 0.25 --waves 4   # one cell
+    python benchmarks/judge_throughput.py --concurrency 64 --latency 0.25   # one cell
+
+Each run has enough items that fixed costs (session, cache, imports done lazily, the summary)
+weigh no more than a user would feel them: ``--seconds`` of ideal work, at least ``--waves``
+waves of ``concurrency`` items, at most ``--max-items`` (1,500: the issue's measurement).
 """
 
 from __future__ import annotations
@@ -49,9 +53,6 @@ def child(args) -> int:
     os.environ["TQDM_DISABLE"] = "1"
     from adept_eval.judge import JudgeConfig, judge
     from adept_eval.judge.runner import JudgeRunner
-
-    import openai  # noqa: F401  (imports are start-up, not per-item cost)
-    import scipy.stats  # noqa: F401
 
     items = items_for(Path(args.audio), args.items, args.tag)
     cfg = JudgeConfig(model="bench", base_url=args.url, concurrency=args.concurrency,
@@ -125,7 +126,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--concurrency", type=int, nargs="*", default=[4, 16, 64, 256])
     parser.add_argument("--latency", type=float, nargs="*", default=[0.25, 2.0])
-    parser.add_argument("--waves", type=int, default=6, help="items per run = waves x concurrency")
+    parser.add_argument("--waves", type=int, default=6, help="at least waves x concurrency items")
+    parser.add_argument("--seconds", type=float, default=20.0,
+                        help="items per run: this many seconds of ideal work (capped)")
+    parser.add_argument("--max-items", type=int, default=1500)
     parser.add_argument("--memory-items", type=int, default=1500)
     parser.add_argument("--audio", default=str(DEFAULT_AUDIO), help="folder of MP3/WAV responses")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -154,22 +158,26 @@ def main() -> int:
           f"{'ideal%':>6} {'cpu ms':>7} {'RSS MB':>6} {'decodes':>7} {'reqs':>6} {'conns':>6} "
           f"{'failed':>6}")
     top = max(args.concurrency)
+
+    def count(conc: int, lat: float) -> int:
+        return max(args.waves * conc, min(args.max_items, round(args.seconds * conc / lat)))
+
     first_lat = args.latency[0]
     # cold checks: every file seen for the first time (decoded once, then by hash)
     conc0 = 64 if 64 in args.concurrency else top
     with Server(first_lat) as srv:
-        r = run(srv.url, args.waves * conc0, conc0, cache, audio, "cold")
+        r = run(srv.url, count(conc0, first_lat), conc0, cache, audio, "cold")
     print(row("cold", conc0, first_lat, r, srv.stats))
     for lat in args.latency:
         for conc in args.concurrency:
-            n = args.waves * conc
+            n = count(conc, lat)
             with Server(lat) as srv:
                 r = run(srv.url, n, conc, cache, audio, f"c{conc}-l{lat}")
             print(row("warm", conc, lat, r, srv.stats), flush=True)
     # warm rerun: the same items again, every verdict cached
     with Server(first_lat) as srv:
         tag = f"c{top}-l{args.latency[-1]}"
-        r = run(srv.url, args.waves * top, top, cache, audio, tag)
+        r = run(srv.url, count(top, args.latency[-1]), top, cache, audio, tag)
     print(f"cached rerun of {r['n']} items: {1000 * r['wall'] / r['n']:.2f} ms/item wall, "
           f"{1000 * r['cpu'] / r['n']:.2f} ms/item CPU, {r['cached']} cache hits, "
           f"{r['requests']} requests, {r['decodes']} decodes")

@@ -1,5 +1,5 @@
 """The audio-LLM listener and the openai-speech model against the loopback OpenAI-compatible
-server (real HTTP, real openai SDK)."""
+server (real HTTP, the real aiohttp client)."""
 
 import hashlib
 import re

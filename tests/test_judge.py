@@ -1,4 +1,4 @@
-"""The speech judge against a loopback OpenAI-compatible server, through the real openai SDK."""
+"""The speech judge against a loopback OpenAI-compatible server, over real HTTP (aiohttp)."""
 
 import hashlib
 import json
@@ -284,3 +284,17 @@ def test_missing_key_for_hosted_backend_is_a_clear_error(monkeypatch):
 
     with pytest.raises(ValueError, match="GEMINI_API_KEY"):
         get_backend("gemini")
+
+
+def test_t_quantile_matches_scipy():
+    """The summary's interval uses its own t quantile (scipy.stats costs ~1 s to import)."""
+    from scipy import stats
+
+    from adept_eval.judge.runner import mean_interval
+    from adept_eval.stats import t_quantile
+
+    for df in (1, 2, 3, 4, 7, 10, 31, 200, 1499):
+        assert t_quantile(0.95, df) == pytest.approx(stats.t.ppf(0.975, df), rel=1e-9)
+    values = [1.0, 2.0, 3.0, 5.0, 4.0, 3.0]
+    lo, hi = stats.t.interval(0.95, 5, loc=np.mean(values), scale=stats.sem(values))
+    assert mean_interval(values) == pytest.approx((lo, hi), rel=1e-9)

@@ -1,4 +1,4 @@
-"""The shared LLM client layer against the loopback judge server, through the real openai SDK:
+"""The shared LLM client layer against the loopback judge server, over real HTTP (aiohttp):
 faults that are not HTTP errors, requests counted as sent, audio sent as it is, the cache."""
 
 import hashlib
@@ -51,7 +51,7 @@ def test_n_requests_counts_every_request_sent(mp3s):
         time.sleep(0.1)
         sent = srv.requests
     assert out["n_failed"] == 0
-    assert out["n_requests"] == sent == 6 + 5  # 5 faults, each retried once by the SDK
+    assert out["n_requests"] == sent == 6 + 5  # 5 faults, each retried once
     assert sum(x["requests"] for x in out["items"]) == out["n_requests"]
 
 
@@ -148,3 +148,21 @@ def test_an_html_200_does_not_kill_an_lm_eval_vstyle_run(tmp_path):
     r = res["results"]["vstyle_en_empathy"]
     assert r["n_failed,speech_judge"] == 1
     assert r["n,speech_judge"] == len(records) - 1
+
+
+def test_error_reasons_keep_status_and_body_but_never_the_key(monkeypatch):
+    from email.utils import formatdate
+
+    from adept_eval.llm.backends import OpenAICompatible, _retry_after
+
+    monkeypatch.setenv("MY_KEY", "sk-secret-value")
+    b = OpenAICompatible("m", base_url="http://127.0.0.1:9/v1", api_key_env="MY_KEY")
+    assert b._status_error(503, b"<html>bad gateway for sk-secret-value</html>") == \
+        "InternalServerError (HTTP 503): <html>bad gateway for ***</html>"
+    assert b._status_error(400, b'{"error": {"message": "audio too long"}}') == \
+        "BadRequestError (HTTP 400): audio too long"
+    assert _retry_after({"retry-after-ms": "250"}) == 0.25
+    assert _retry_after({"Retry-After": "3"}) == 3.0
+    assert 5 <= _retry_after({"Retry-After": formatdate(time.time() + 7, usegmt=True)}) <= 7
+    assert _retry_after({"Retry-After": "3600"}) == 60.0  # capped: a run must not look hung
+    assert _retry_after({}) is None

@@ -14,7 +14,7 @@ as wrong, and its detail keeps the reason (e.g. "request failed: AuthenticationE
 The listener checks the server once when it is created (one ``GET /models``): with nothing
 listening at ``llm_base_url``, or a refused key, it stops with a message naming the URL instead
 of failing every question. ``answer_many`` asks many questions at once (``llm_concurrency``
-requests in flight, ``llm_rpm``, the SDK's retries) with a progress bar.
+requests in flight, ``llm_rpm``, retries) with a progress bar.
 
     lm_eval --model adept-natural --tasks adept \\
         --metadata listener=audio-llm,llm_base_url=http://localhost:8000/v1,llm_model=Qwen/Qwen2.5-Omni-7B

@@ -100,6 +100,7 @@ class AudioChecks:
         self.store = store
         self._memo: dict[str, tuple[float, str]] = {}
         self._lock = threading.Lock()
+        self._busy: dict[str, threading.Lock] = {}  # hashes being checked right now
         self.decodes = 0  # how many times audio had to be decoded (for the benchmark)
 
     def get(self, sha256: str) -> tuple[float, str] | None:
@@ -112,6 +113,12 @@ class AudioChecks:
                 with self._lock:
                     self._memo[key] = hit
         return hit
+
+    def claim(self, sha256: str) -> threading.Lock:
+        """A lock held while ``sha256`` is checked: two items with the same bytes in flight at
+        once (one file listed twice) wait for one decode instead of doing two."""
+        with self._lock:
+            return self._busy.setdefault(sha256, threading.Lock())
 
     def put(self, sha256: str, duration: float, problem: str) -> None:
         key = f"{CHECK_VERSION}:{sha256}"
@@ -173,6 +180,19 @@ def _inspect_file(path: Path, checks: AudioChecks, what: str) -> Source:
     if not data:
         raise BadInput("bad_input", f"{what}: {path}: file is empty (0 bytes)")
     sha = hashlib.sha256(data).hexdigest()
+    known = checks.get(sha)
+    audio = None
+    if known is None:
+        with checks.claim(sha):
+            return _check_file(path, data, sha, checks, what)
+    duration, problem = known
+    if problem:
+        raise BadInput("bad_input", f"{what}: {path}: {problem}")
+    return Source(sha, duration, data, audio, what)
+
+
+def _check_file(path: Path, data: bytes, sha: str, checks: AudioChecks, what: str) -> Source:
+    """Decode and check (unless another thread just did, while we waited for the claim)."""
     known = checks.get(sha)
     audio = None
     if known is None:

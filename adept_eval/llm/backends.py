@@ -12,22 +12,28 @@ key is read only from the variable named by ``api_key_env``; without it no ``Aut
 header is sent (a server that insists on one - vLLM's ``--api-key`` - gets its key through
 ``api_key_env``; a dummy value such as ``EMPTY`` works for servers that merely require a header).
 
-Requests. Connections are pooled up to the concurrency the caller asks for (no more sockets than
-requests in flight, all kept alive). The SDK retries connection errors, 408/409/429 and 5xx with
-exponential back-off, honouring ``Retry-After``; every request actually sent - retries and
-requests that timed out included - is counted by an HTTP event hook (``count_requests``). Any
-reply that is not a well-formed completion (an HTML page or non-JSON body with status 200, no
-choices) becomes a ``BackendError`` for that request, like a 500.
+Requests. The protocol is one JSON POST, so it goes straight through one ``aiohttp`` session per
+event loop: a connection pool of exactly ``concurrency`` kept-alive connections, the body built
+once as bytes. (The openai SDK did the same job at about twice the CPU per request - building
+its request and response objects - which at a self-hosted judge's rate is most of a core.)
+Connection errors, timeouts, 408/409/429 and 5xx are retried up to ``max_retries`` times with
+exponential back-off and jitter, a ``Retry-After`` (or ``retry-after-ms``) from the server taking
+precedence. Every request actually sent - retries and requests that timed out included - is
+counted (``count_requests``). A failure keeps its real reason: the HTTP status and the server's
+message (or the start of its body), or the transport error. A reply that is not a well-formed
+completion (an HTML page or non-JSON body with status 200, no choices) is a ``BackendError`` for
+that request, like a 500.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import binascii
 import contextvars
-import functools
 import json
 import os
+import random
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -139,7 +145,21 @@ def resolve_key(base_url: str | None, api_key_env: str | None, service_envs: tup
 
 
 _HOLE = "\u0000adept-eval-content\u0000"  # where the pre-encoded content goes
-_NO_KEY = "adept-eval-no-key"  # placeholder the SDK insists on; its header is removed below
+OPENAI_URL = "https://api.openai.com/v1"
+RETRY_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
+STATUS_NAMES = {400: "BadRequestError", 401: "AuthenticationError", 403: "PermissionDeniedError",
+                404: "NotFoundError", 408: "RequestTimeoutError", 409: "ConflictError",
+                413: "PayloadTooLargeError", 422: "UnprocessableEntityError",
+                429: "RateLimitError"}  # the names OpenAI's own SDKs give these statuses
+MAX_RETRY_AFTER = 60.0  # a longer Retry-After is capped (the run would look hung)
+
+
+class _Failure(Exception):
+    """One attempt failed; ``retry`` says whether another attempt may succeed."""
+
+    def __init__(self, message: str, retry: bool, wait: float | None = None):
+        super().__init__(message)
+        self.retry, self.wait = retry, wait
 
 
 class OpenAICompatible(Backend):
@@ -148,29 +168,23 @@ class OpenAICompatible(Backend):
     def __init__(self, model: str, base_url: str | None = None, api_key_env: str | None = None,
                  timeout: float = 120.0, max_retries: int = 5, concurrency: int = 4,
                  service_envs=("OPENAI_API_KEY",), service_hosts=OPENAI_HOSTS):
-        import httpx2
-        import openai
-
         if not model:
             raise ValueError("the LLM backend needs a model name (model=...)")
         self.model, self.base_url = model, base_url
-        key = resolve_key(base_url, api_key_env, tuple(service_envs), tuple(service_hosts))
-        self.sends_key = key is not None
-        size = max(1, int(concurrency))
-        http = _http_client(limits=httpx2.Limits(max_connections=size,
-                                                 max_keepalive_connections=size),
-                            timeout=timeout, event_hooks={"request": [self._on_request]})
-        self._client = openai.AsyncOpenAI(api_key=key or _NO_KEY, base_url=base_url,
-                                          timeout=timeout, max_retries=max_retries,
-                                          http_client=http)
-        self.timeout, self.max_retries = timeout, max_retries
-
-    async def _on_request(self, request) -> None:
-        if not self.sends_key and request.headers.get("Authorization") == f"Bearer {_NO_KEY}":
-            del request.headers["Authorization"]
-        counter = _COUNTER.get()
-        if counter is not None:
-            counter.value += 1
+        self._key = resolve_key(base_url, api_key_env, tuple(service_envs), tuple(service_hosts))
+        self.sends_key = self._key is not None
+        # OPENAI_BASE_URL: the variable OpenAI's SDKs read when no base_url is given
+        root = str(base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL).rstrip("/")
+        self._url = root + "/chat/completions"
+        self._models_url = root + "/models"
+        self.size = max(1, int(concurrency))
+        self.timeout, self.max_retries = float(timeout), max(0, int(max_retries))
+        self._headers = {"Content-Type": "application/json", "Accept": "application/json",
+                         "User-Agent": "adept-eval"}
+        if self._key:
+            self._headers["Authorization"] = f"Bearer {self._key}"
+        self._session = None
+        self._loop = None
 
     def identity(self) -> dict:
         ident = {"backend": self.name, "model": self.model}
@@ -198,27 +212,29 @@ class OpenAICompatible(Backend):
         Base64 needs no JSON escaping, so audio goes in as the bytes ``b64encode`` returns:
         no dict walk, no string scan, no copy to str and back (for an 11 s MP3 this saves
         milliseconds of CPU per request over serialising the message as a Python object)."""
-        chunks = []
-        for p in parts:
-            if p.kind == "text":
-                chunks.append(json.dumps({"type": "text", "text": p.text}).encode())
-            else:
-                chunks.append(b'{"type":"input_audio","input_audio":{"data":"'
-                              + base64.b64encode(p.audio.data) + b'","format":'
-                              + json.dumps(p.audio.format).encode() + b"}}")
         messages = list(kwargs["messages"]) + [{"role": "user", "content": _HOLE}]
         head = json.dumps({**kwargs, "messages": messages}, separators=(",", ":")).encode()
         before, after = head.split(json.dumps(_HOLE).encode())
-        return before + b"[" + b",".join(chunks) + b"]" + after
+        pieces = [before, b"["]
+        for i, p in enumerate(parts):
+            if i:
+                pieces.append(b",")
+            if p.kind == "text":
+                pieces.append(json.dumps({"type": "text", "text": p.text}).encode())
+            else:
+                pieces += (b'{"type":"input_audio","input_audio":{"data":"',
+                           binascii.b2a_base64(p.audio.data, newline=False), b'","format":',
+                           json.dumps(p.audio.format).encode(), b"}}")
+        pieces += (b"]", after)
+        return b"".join(pieces)  # one copy of the audio, not one per concatenation
 
     async def complete(self, parts, *, temperature, max_tokens, seed=None) -> str:
         kwargs = {"model": self.model, "temperature": temperature, "max_tokens": max_tokens,
                   "messages": []}
         if seed is not None:
             kwargs["seed"] = seed
-        resp = await self._create(kwargs, parts)
-        message = _first_message(resp)
-        return message.content or ""
+        content = _first_message(await self._post(self.body(kwargs, parts))).get("content")
+        return content if isinstance(content, str) else ""
 
     async def speak(self, parts, *, voice, system_prompt="", temperature=None):
         """A spoken reply (WAV bytes) and its transcript, from a model with audio output."""
@@ -227,107 +243,156 @@ class OpenAICompatible(Backend):
                   "audio": {"voice": voice, "format": "wav"}}
         if temperature is not None:
             kwargs["temperature"] = temperature
-        audio = getattr(_first_message(await self._create(kwargs, parts)), "audio", None)
-        if audio is None or not getattr(audio, "data", None):
+        audio = _first_message(await self._post(self.body(kwargs, parts))).get("audio")
+        if not isinstance(audio, dict) or not audio.get("data"):
             raise BackendError("the reply has no audio (does the model produce speech?)")
         try:
-            return base64.b64decode(audio.data, validate=True), audio.transcript or ""
+            return base64.b64decode(audio["data"], validate=True), str(audio.get("transcript")
+                                                                        or "")
         except (ValueError, TypeError) as exc:
             raise BackendError(f"the reply's audio is not base64 ({exc})") from None
 
-    async def _create(self, kwargs: dict, parts: list[Part]):
-        """POST /chat/completions through the SDK (its retries, errors and response types)."""
-        import openai
-        from openai.types.chat import ChatCompletion
+    # ------------------------------------------------------------------------- HTTP
+    def _client(self):
+        """This event loop's session (created on first use: a session belongs to one loop, and
+        each ``run_sync`` call runs its own)."""
+        import aiohttp
+
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._session.closed or self._loop is not loop:
+            connector = aiohttp.TCPConnector(limit=self.size, limit_per_host=self.size,
+                                             keepalive_timeout=60, ttl_dns_cache=300)
+            self._session = aiohttp.ClientSession(
+                connector=connector, headers=self._headers, skip_auto_headers=("Accept-Encoding",),
+                timeout=aiohttp.ClientTimeout(total=self.timeout))
+            self._loop = loop
+        return self._session
+
+    async def _post(self, body: bytes) -> dict:
+        """POST the body; retry what may succeed next time; the reply's JSON, or BackendError."""
+        session = self._client()
+        for attempt in range(self.max_retries + 1):
+            counter = _COUNTER.get()
+            if counter is not None:
+                counter.value += 1
+            try:
+                return await self._attempt(session, body)
+            except _Failure as fail:
+                if not fail.retry or attempt == self.max_retries:
+                    raise BackendError(str(fail)) from None
+                wait = fail.wait if fail.wait is not None else \
+                    min(8.0, 0.5 * 2 ** attempt) * (0.75 + 0.25 * random.random())
+                await asyncio.sleep(wait)
+        raise AssertionError("unreachable")
+
+    async def _attempt(self, session, body: bytes) -> dict:
+        import aiohttp
 
         try:
-            if _post_takes_content():
-                return await self._client.post(
-                    "/chat/completions", cast_to=ChatCompletion,
-                    content=self.body(kwargs, parts),
-                    options={"headers": {"Content-Type": "application/json"}})
-            messages = list(kwargs["messages"]) + [{"role": "user",
-                                                    "content": self.content(parts)}]
-            return await self._client.chat.completions.create(**{**kwargs, "messages": messages})
-        except openai.APIError as exc:
-            raise BackendError(_describe(exc)) from None
-        except Exception as exc:  # a 200 whose body is not a completion (HTML, not JSON...)
-            raise BackendError(f"malformed reply ({type(exc).__name__}: "
-                               f"{' '.join(str(exc).split())[:160]})") from None
+            async with session.post(self._url, data=body) as resp:
+                raw = await resp.read()
+                status = resp.status
+                if status != 200:
+                    raise _Failure(self._status_error(status, raw), status in RETRY_STATUSES,
+                                   _retry_after(resp.headers))
+        except asyncio.TimeoutError:
+            raise _Failure(f"APITimeoutError: no reply within {self.timeout:g} s",
+                           True) from None
+        except aiohttp.ClientError as exc:
+            why = " ".join(str(exc).split())[:200]
+            raise _Failure(f"APIConnectionError: {type(exc).__name__}"
+                           + (f": {why}" if why else ""), True) from None
+        try:
+            reply = json.loads(raw)
+        except ValueError:
+            raise _Failure(f"malformed reply (not JSON: {self._snippet(raw, 80)!r})",
+                           False) from None
+        if not isinstance(reply, dict):
+            raise _Failure(f"malformed reply: not a chat completion "
+                           f"({self._snippet(raw, 80)!r})", False)
+        return reply
+
+    def _snippet(self, raw: bytes, n: int = 200) -> str:
+        """The start of a body, whitespace collapsed, our key (if a server echoes it) hidden."""
+        text = " ".join(raw[:4 * n].decode("utf-8", "replace").split())
+        if self._key:
+            text = text.replace(self._key, "***")
+        return text[:n]
+
+    def _status_error(self, status: int, raw: bytes) -> str:
+        kind = STATUS_NAMES.get(status, "InternalServerError" if status >= 500 else "APIStatusError")
+        message = ""
+        try:
+            err = json.loads(raw).get("error")
+            message = err.get("message", "") if isinstance(err, dict) else str(err or "")
+        except (ValueError, AttributeError):
+            pass
+        message = " ".join(str(message).split())[:200] or self._snippet(raw)
+        if self._key:
+            message = message.replace(self._key, "***")
+        return f"{kind} (HTTP {status})" + (f": {message}" if message else "")
 
     async def preflight(self) -> None:
         """``GET /models`` without retries: a connection error or a refused key (401/403)
         is a BackendError; a server without that route (404/405/501) is fine."""
-        import openai
+        import aiohttp
 
-        client = self._client.with_options(max_retries=0, timeout=min(self.timeout, 15.0))
         try:
-            await client.models.list()
-        except openai.APIStatusError as exc:
-            if exc.status_code not in (404, 405, 501):
-                raise BackendError(_describe(exc)) from None
-        except openai.APIError as exc:
-            raise BackendError(_describe(exc)) from None
-        except Exception as exc:  # a 200 that is not a model list still proves a server
-            if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)):
-                raise
+            async with self._client().get(
+                    self._models_url,
+                    timeout=aiohttp.ClientTimeout(total=min(self.timeout, 15.0))) as resp:
+                raw = await resp.read()
+                if resp.status >= 400 and resp.status not in (404, 405, 501):
+                    raise BackendError(self._status_error(resp.status, raw))
+        except asyncio.TimeoutError:
+            raise BackendError("APITimeoutError: no reply to GET /models within "
+                               f"{min(self.timeout, 15.0):g} s") from None
+        except aiohttp.ClientError as exc:
+            why = " ".join(str(exc).split())[:200]
+            raise BackendError(f"APIConnectionError: {type(exc).__name__}"
+                               + (f": {why}" if why else "")) from None
 
     async def aclose(self) -> None:
-        await self._client.close()
+        if self._session is not None and not self._session.closed:
+            await self._session.close()
+        self._session = self._loop = None
 
 
-@functools.lru_cache(maxsize=1)
-def _post_takes_content() -> bool:
-    """Whether this SDK's ``post`` sends raw bytes (``content=``); older ones serialise dicts."""
-    import inspect
-
-    import openai
-
-    return "content" in inspect.signature(openai.AsyncOpenAI.post).parameters
-
-
-def _http_client(**options):
-    """The SDK's aiohttp transport when aiohttp is installed (it comes with ``datasets``):
-    its connection pool hands out an idle connection in constant time, where httpx's checks
-    every pooled connection's socket on every request - milliseconds of CPU per request at a
-    concurrency of 64 and more. Otherwise the SDK's default httpx transport."""
-    import openai
-
+def _retry_after(headers) -> float | None:
+    """The server's requested wait (``retry-after-ms``, ``Retry-After`` seconds or HTTP date)."""
+    value = headers.get("retry-after-ms")
     try:
-        import aiohttp  # noqa: F401
+        if value is not None:
+            return min(MAX_RETRY_AFTER, max(0.0, float(value) / 1000))
+    except ValueError:
+        pass
+    value = headers.get("Retry-After")
+    if value is None:
+        return None
+    try:
+        return min(MAX_RETRY_AFTER, max(0.0, float(value)))
+    except ValueError:
+        pass
+    try:
+        from email.utils import parsedate_to_datetime
 
-        return openai.DefaultAioHttpClient(**options)
-    except (ImportError, RuntimeError, AttributeError):
-        return openai.DefaultAsyncHttpxClient(**options)
+        when = parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError, IndexError):
+        return None
+    import time
+
+    return min(MAX_RETRY_AFTER, max(0.0, when - time.time()))
 
 
-def _first_message(resp):
-    choices = getattr(resp, "choices", None)
+def _first_message(reply: dict) -> dict:
+    choices = reply.get("choices")
     if not isinstance(choices, list):
-        kind = "text" if isinstance(resp, str) else type(resp).__name__
-        raise BackendError(f"malformed reply: not a chat completion (got {kind}: "
-                           f"{' '.join(str(resp).split())[:80]!r})")
-    if not choices or getattr(choices[0], "message", None) is None:
+        raise BackendError(f"malformed reply: not a chat completion (keys: "
+                           f"{', '.join(sorted(map(str, reply))[:8]) or 'none'})")
+    if not choices or not isinstance(choices[0], dict) or \
+            not isinstance(choices[0].get("message"), dict):
         raise BackendError("malformed reply: no choices")
-    return choices[0].message
-
-
-def _describe(exc) -> str:
-    """The SDK's error with its root cause: "APITimeoutError: Request timed out." alone would
-    hide that the aiohttp transport reports a refused connection as a connect timeout."""
-    status = getattr(exc, "status_code", None)
-    kind = type(exc).__name__
-    message = " ".join(str(getattr(exc, "message", "") or "").split())[:200]
-    head = f"{kind} (HTTP {status})" if status else kind
-    text = f"{head}: {message}" if message else head
-    root, seen = exc, set()
-    while root.__cause__ is not None and id(root) not in seen:  # explicit "raise ... from"
-        seen.add(id(root))
-        root = root.__cause__
-    if root is not exc and status is None:
-        why = " ".join(str(root).split())[:200]
-        text += f" ({type(root).__name__}: {why})" if why else f" ({type(root).__name__})"
-    return text
+    return choices[0]["message"]
 
 
 @register_backend("openai")

@@ -26,6 +26,9 @@ from .backends import Backend, BackendError, Part, count_requests, get_backend
 from .cache import ReplyCache
 
 
+_LOOK = object()  # ask(): "look the key up yourself"
+
+
 class RateLimiter:
     """At most ``rpm`` request starts per minute, evenly spaced."""
 
@@ -74,7 +77,7 @@ class Connection:
     base_url: str | None = None
     api_key_env: str | None = None
     timeout: float = 120.0
-    max_retries: int = 5  # transport retries by the SDK (connection errors, 429, 5xx)
+    max_retries: int = 5  # transport retries (connection errors, timeouts, 429, 5xx)
     concurrency: int = 4
     rpm: float | None = None
 
@@ -113,12 +116,14 @@ class LLMClient:
         return self._backend
 
     async def ask(self, parts: list[Part], parse: Callable[[str], tuple[Any, str]], *,
-                  key: str | None, identity: dict, reasks: int, **sampling) -> Reply:
+                  key: str | None, identity: dict, reasks: int, hit=_LOOK, **sampling) -> Reply:
         """A cached reply under ``key``, or ask (again, up to ``reasks`` times, while ``parse``
         finds nothing). ``parse(text) -> (value or None, problem)``. Only parsed values are
-        cached (as integers: a score, a letter index)."""
+        cached (as integers: a score, a letter index). A caller that has just looked ``key``
+        up passes what it found as ``hit`` (None: a miss), sparing a second lookup."""
         if key and self.cache is not None:
-            hit = self.cache.get(key)
+            if hit is _LOOK:
+                hit = self.cache.get(key)
             if hit is not None:
                 return Reply(hit[0], hit[1], cached=True)
         reply = Reply()

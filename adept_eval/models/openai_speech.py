@@ -9,7 +9,7 @@ Each stimulus's audio (the spoken VStyle instruction, its original MP3/WAV bytes
 transcript next to it (``.json``). Answers are cached by content (model, voice, system prompt,
 the instruction audio's hash), so a rerun costs nothing and a run killed halfway resumes. The
 shared LLM client (``adept_eval.llm``) does the asking: bounded concurrency, a requests-per-minute
-limit, the SDK's retries honouring Retry-After, requests counted as sent, a key only from
+limit, retries honouring Retry-After, requests counted as sent, a key only from
 ``api_key_env`` for a custom ``base_url``. A failed answer fails that stimulus only.
 """
 
