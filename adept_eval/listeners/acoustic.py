@@ -202,8 +202,10 @@ class AcousticListener(Listener):
         from tqdm.auto import tqdm
 
         out = []
-        for q, samples in tqdm(asked, desc=f"{self.name}: listening", unit="question",
-                               disable=not self.progress or len(asked) < 2):
+        # disable only when asked to (or for one question): otherwise tqdm's own defaults
+        # apply, TQDM_DISABLE included
+        quiet = {"disable": True} if not self.progress or len(asked) < 2 else {}
+        for q, samples in tqdm(asked, desc=f"{self.name}: listening", unit="question", **quiet):
             try:
                 out.append(self.answer(q, samples))
             except Exception as exc:  # one bad question must not end the run
