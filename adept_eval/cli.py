@@ -325,6 +325,14 @@ def cmd_report(args) -> int:
         groups = group_table(res)
         if groups is not None:
             console.print(groups)
+        from .report import graded_table
+
+        graded = graded_table(res, run.samples)
+        if graded is not None:
+            _print_whole(graded)
+            if not run.samples:
+                console.print("[yellow]the figures pooled over tasks need the run's logged "
+                              "samples (lm_eval --log_samples)[/yellow]")
     vs = [t for t in res if t in VSTYLE.tasks and "score,speech_judge" in res[t]]
     if vs:
         table = Table(title=f"{run.system}: VStyle, judge {run.judge()}", box=box.SIMPLE_HEAD)
@@ -363,18 +371,23 @@ def cmd_leaderboard(args) -> int:
     from .leaderboard import _heading, leaderboard, sections
 
     rows, paths = leaderboard(args.sources, args.output, hub_repo=args.from_hub,
-                              push_repo=args.push)
+                              push_repo=args.push, sort=args.sort)
     f = lambda x, s="{:.3f}": "-" if x is None else s.format(x)  # noqa: E731
     # one table per corpus and scorer: rows are ranked only among equals
     ranked, apart = sections(rows, "adept")
     for members in ranked:
         table = Table(title=_heading(members, "adept"), box=box.SIMPLE_HEAD)
-        for col in ("rank", "system", "accuracy", "95% CI", "chance", "n", "failed"):
+        for col in ("rank", "system", "accuracy", "95% CI", "chance", "n", "failed",
+                    "prosody dist.", "95% CI ", "graded n"):
             table.add_column(col, justify="left" if col == "system" else "right")
         for r in members:
             table.add_row(str(r.adept_rank), r.system, f(r.adept_acc),
                           f"{f(r.adept_ci_low, '{:.2f}')}-{f(r.adept_ci_high, '{:.2f}')}",
-                          f(r.adept_chance, "{:.2f}"), str(r.adept_n), str(r.adept_failed))
+                          f(r.adept_chance, "{:.2f}"), str(r.adept_n), str(r.adept_failed),
+                          f(r.adept_prosody_distance),
+                          f"{f(r.adept_prosody_distance_ci_low, '{:.2f}')}-"
+                          f"{f(r.adept_prosody_distance_ci_high, '{:.2f}')}",
+                          f(r.adept_graded_n, "{}"))
         console.print(table)
     if apart:
         table = Table(title="ADEPT runs not ranked", box=box.SIMPLE_HEAD)
@@ -506,6 +519,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--from-hub", help="a results dataset made by `adept-eval publish`")
     p.add_argument("-o", "--output", default="leaderboard")
     p.add_argument("--push", help="dataset repo to push the leaderboard to")
+    p.add_argument("--sort", choices=["accuracy", "prosody_distance"], default="accuracy",
+                   help="rank ADEPT rows by recognition accuracy (higher first, the default) "
+                   "or by the graded prosody distance (lower first)")
     p.set_defaults(func=cmd_leaderboard)
 
     p = sub.add_parser("judge-agreement", help="agreement of speech-judge scores with human "

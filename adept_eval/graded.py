@@ -143,8 +143,11 @@ METRICS: tuple[MetricInfo, ...] = (
     MetricInfo("pause_mismatches", "pauses present in one and not the other",
                "count", False, (0.0, _INF), 0.0, ()),
     MetricInfo("listener_distance", "the acoustic listener's distance to the correct "
-               "reference (prosody.distance: F0, energy, tempo and timing beyond "
-               "just-noticeable differences)", "JND units", False, (0.0, _INF), 0.0,
+               "reference: in the ADEPT tasks its sentence-relative comparison "
+               "(prosody.compare_sentence: weighted F0, energy and tempo terms, each in units "
+               "of how far the natural candidates lie apart); for pairs scored on their own, "
+               "prosody.distance (F0, energy, tempo and timing beyond just-noticeable "
+               "differences)", "listener units", False, (0.0, _INF), 0.0,
                ("torresquintero2021",)),
     MetricInfo("prosody_distance", "listener distance to the correct reference over its mean "
                "distance to the other subcategories' references of the same sentence: 0 = "

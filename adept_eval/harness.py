@@ -7,18 +7,24 @@ Data flow of one ``lm_eval --tasks adept_...`` run:
    (``--metadata listener=...``, default ``acoustic``);
 2. the ``--model`` (a ``SpeechSystem``) produces a file per stimulus and answers each document
    with a JSON record of them;
-3. ``process_results`` lets the listener answer the question from those files, and returns a
-   per-question record that the aggregations below turn into accuracy, per-subcategory
-   accuracy, a 95% Clopper-Pearson interval, a binomial test against chance, n and failures.
-   A question that could not be answered (missing sample, listener error) is a wrong answer,
-   counted in ``failed``.
+3. the tasks' filter ``score_task`` sees the whole task at once: it pools every question's
+   samples into one map of the system's samples (stimulus id -> file), so a listener finds a
+   sentence's other renditions whatever folder layout the model writes, asks the listener
+   ``answer_many`` (concurrent for the audio-LLM listener, a progress bar for the others that
+   do real work) and, with the acoustic listener, adds the graded prosody-transfer figures of
+   every stimulus (``graded``) on the features and comparisons the listener already made;
+4. ``process_results`` turns the filter's result into a per-question record that the
+   aggregations below turn into accuracy, per-subcategory accuracy, a 95% Clopper-Pearson
+   interval, a binomial test against chance, n and failures, and the graded figures' means with
+   a 95% bootstrap interval clustered by sentence. A question that could not be answered
+   (missing sample, listener error) is a wrong answer, counted in ``failed``.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from functools import lru_cache
 
 from . import identity, settings, spec, stats
@@ -125,10 +131,14 @@ class QuestionRecord:
     answer: tuple[str | None, ...] = ()
     answer_subcategory: str | None = None
     system: str = ""
+    # graded figures of the question's stimuli (graded.StimulusScores.to_dict(), one per
+    # stimulus; empty when the listener gives none)
+    graded: tuple[dict, ...] = ()
 
     def to_json(self) -> dict:
         out = asdict(self)
         out["answer"] = list(self.answer)
+        out["graded"] = [dict(g) for g in self.graded]
         return out
 
     @classmethod
@@ -136,6 +146,7 @@ class QuestionRecord:
         names = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in names}
         values["answer"] = tuple(values.get("answer") or ())
+        values["graded"] = tuple(values.get("graded") or ())
         return cls(**values)
 
 
@@ -159,41 +170,135 @@ def record_of(item):
     return item.record if isinstance(item, SameRecord) else item
 
 
-def process_results(doc: dict, results: list[str]) -> dict:
-    """Score one question into a ``QuestionRecord``."""
-    q = question_of(doc)
-    base = dict(question_id=q.question_id, sub=q.target, target=q.target,
-                correct_answer=q.answer_letter, chance=1.0 / q.n_choices,
-                listener=doc["listener"])
-    try:
-        produced = json.loads(results[0])
-        base["system"] = str(produced.get("system", ""))
-        samples = {s["id"]: s for s in produced["samples"]}
-    except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
-        return _metrics(doc, QuestionRecord(**base, failed=1, status="failed",
-                                            detail=f"unreadable system output: {exc}"))
-    listener = _listener(doc["listener"], doc["listener_options"], doc["corpus_root"])
+def _produced(response) -> tuple[str, dict]:
+    """(system name, stimulus id -> sample entry) of one document's system output; raises
+    ValueError/KeyError/TypeError/... when it is unreadable."""
+    text = response[0] if isinstance(response, (list, tuple)) else response
+    produced = json.loads(text)
+    return str(produced.get("system", "")), {s["id"]: s for s in produced["samples"]}
+
+
+def score_task(resps, docs) -> list[str]:
+    """lm-eval filter: score every question of a task at once; one JSON ``QuestionRecord`` per
+    document, in order.
+
+    The system's samples of all questions are pooled into one map (stimulus id -> file) that
+    every question is asked with, so a listener can hear a sentence's other renditions
+    whatever folder layout the model uses (a content-addressed cache included). A question
+    whose output is unreadable or whose samples are unusable fails without being asked; a
+    listener error fails that question only, never the run.
+    """
+    if not docs:
+        return []
+    first = docs[0]
+    listener = _listener(first["listener"], first["listener_options"], first["corpus_root"])
     needs_audio = getattr(listener, "needs_audio", True)
-    bad = [s for s in q.stimuli if samples.get(s, {}).get("status") != "ok"]
-    if needs_audio and bad:
-        problems = "; ".join(samples.get(s, {}).get("problem") or f"{s}: not produced"
-                             for s in bad)
-        return _metrics(doc, QuestionRecord(**base, failed=1, status="failed",
-                                            detail=f"sample(s) unusable: {problems}"))
+    questions = [question_of(d) for d in docs]
+    records: list[QuestionRecord | None] = [None] * len(docs)
+    bases, outputs = [], []
+    pool: dict[str, str] = {}
+    for i, (q, doc, resp) in enumerate(zip(questions, docs, resps)):
+        base = dict(question_id=q.question_id, sub=q.target, target=q.target,
+                    correct_answer=q.answer_letter, chance=1.0 / q.n_choices,
+                    listener=doc["listener"])
+        bases.append(base)
+        try:
+            base["system"], samples = _produced(resp)
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+            records[i] = QuestionRecord(**base, failed=1, status="failed",
+                                        detail=f"unreadable system output: {exc}")
+            outputs.append({})
+            continue
+        outputs.append(samples)
+        for sid, entry in samples.items():
+            if isinstance(entry, dict) and entry.get("status") == "ok" and entry.get("path"):
+                pool.setdefault(sid, str(entry["path"]))
+
+    asked, where = [], []
+    for i, (q, samples) in enumerate(zip(questions, outputs)):
+        if records[i] is not None:
+            continue
+        bad = [s for s in q.stimuli if s not in pool]
+        if needs_audio and bad:
+            problems = "; ".join(samples.get(s, {}).get("problem") or f"{s}: not produced"
+                                 for s in bad)
+            records[i] = QuestionRecord(**bases[i], failed=1, status="failed",
+                                        detail=f"sample(s) unusable: {problems}")
+            continue
+        asked.append((q, pool))
+        where.append(i)
+
+    for i, answer in zip(where, _ask(listener, asked)):
+        records[i] = _answered(questions[i], bases[i], answer)
+
+    if _graded_on(listener):
+        stimuli = [s for q in questions for s in q.stimuli]
+        try:
+            scores = listener.graded_scores(pool, stimuli)
+        except Exception as exc:  # the figures are extra: never lose the answers over them
+            log.warning("graded figures failed on %s: %s", first.get("task"), exc)
+            scores = {}
+        from . import graded
+
+        for i, q in enumerate(questions):
+            records[i] = replace(records[i], graded=tuple(
+                (scores.get(s) or graded.failed(s, "not scored")).to_dict() for s in q.stimuli))
+    return [json.dumps(r.to_json(), ensure_ascii=False) for r in records]
+
+
+def _graded_on(listener) -> bool:
+    return bool(getattr(listener, "graded", False)) and hasattr(listener, "graded_scores")
+
+
+def _ask(listener, asked: list) -> list:
+    """The listener's answers, one per question; when ``answer_many`` itself breaks, each
+    question is asked alone so one bad question costs only itself."""
+    from .listeners import Answer, Response
+
+    if not asked:
+        return []
     try:
-        answer = listener.answer(q, {s: samples[s]["path"] for s in q.stimuli if s in samples})
-    except Exception as exc:  # one bad question must not end the run
-        log.warning("listener %s failed on %s: %s", doc["listener"], q.question_id, exc)
-        return _metrics(doc, QuestionRecord(**base, failed=1, status="failed",
-                                            detail=f"listener error: {exc}"))
+        answers = list(listener.answer_many(asked))
+        if len(answers) == len(asked):
+            return answers
+        log.warning("listener %s gave %d answers to %d questions; asking one at a time",
+                    listener.name, len(answers), len(asked))
+    except Exception as exc:
+        log.warning("listener %s failed on a batch (%s); asking one at a time", listener.name, exc)
+    out = []
+    for q, samples in asked:
+        try:
+            out.append(listener.answer(q, samples))
+        except Exception as exc:  # one bad question must not end the run
+            log.warning("listener %s failed on %s: %s", listener.name, q.question_id, exc)
+            detail = f"listener error: {exc}"
+            out.append(Answer((Response(None, detail=detail),), "failed", detail=detail))
+    return out
+
+
+def _answered(q: Question, base: dict, answer) -> QuestionRecord:
     chosen = [r.choice for r in answer.responses]
     sub = q.choice_subcategories[chosen[0]] if len(chosen) == 1 and chosen[0] is not None \
         else None
-    return _metrics(doc, QuestionRecord(
+    return QuestionRecord(
         **base, correct=answer.correct(q), n=len(answer.responses),
         failed=int(answer.status != "ok"), status=answer.status, agreement=answer.agreement,
         answer=tuple(LETTERS[c] if c is not None else None for c in chosen)[:50],
-        detail=answer.detail, answer_subcategory=sub))
+        detail=answer.detail, answer_subcategory=sub)
+
+
+def process_results(doc: dict, results: list[str]) -> dict:
+    """The filter's ``QuestionRecord`` of one question, as lm-eval's per-metric values. A raw
+    system output (the filter not applied, e.g. a task YAML of an older version) is scored
+    here on its own."""
+    try:
+        data = json.loads(results[0])
+        if isinstance(data, dict) and "question_id" in data and "correct_answer" in data:
+            return _metrics(doc, QuestionRecord.from_json(data))
+    except (ValueError, TypeError, IndexError):
+        pass
+    text = results[0] if results else ""
+    return _metrics(doc, QuestionRecord.from_json(json.loads(score_task([[text]], [doc])[0])))
 
 
 def _metrics(doc: dict, record: QuestionRecord) -> dict:
@@ -209,7 +314,13 @@ def metric_names(task: str) -> list[str]:
              "order_agreement"]
     if t.cls.has_subcategory_scores:
         names += [f"acc_{s}" for s in t.cls.answer_subcategories(t.speaker)]
-    return names
+    return names + list(GRADED_METRICS)
+
+
+# the graded figures lm-eval's table shows (headline accuracy first, then these few); every
+# figure is in the logged samples and in ``adept-eval report``
+GRADED_METRICS = ("prosody_distance", "prosody_distance_ci_low", "prosody_distance_ci_high",
+                  "graded_n", "graded_failed")
 
 
 # ----------------------------------------------------------------------------- aggregation
@@ -276,3 +387,56 @@ SUBCATEGORY_ACCURACY = {
     for c in spec.CLASSES.values() if c.has_subcategory_scores
     for s in c.answer_subcategories("male")
 }
+
+
+# ----------------------------------------------------------------------------- graded figures
+def graded_records(items) -> list:
+    """The ``graded.StimulusScores`` behind aggregation items (every question's stimuli;
+    ``graded.aggregate`` counts a stimulus shared by several questions once)."""
+    from . import graded
+
+    names = {f.name for f in fields(graded.StimulusScores)}
+    out = []
+    for it in map(record_of, items):
+        for g in it.get("graded") or ():
+            values = {k: (float("nan") if v is None and k in graded.METRIC_BY_NAME else v)
+                      for k, v in g.items() if k in names}
+            out.append(graded.StimulusScores(**values))
+    return out
+
+
+def graded_summary(items) -> dict:
+    """Every graded figure's ``graded.Summary`` over the items' stimuli: mean, 95% bootstrap
+    interval resampling whole sentences, n and n_failed (empty when no figures were given)."""
+    from . import graded
+
+    records = graded_records(items)
+    if not records:
+        return {}
+    return graded.aggregate(records, clusters=graded.adept_sentence_clusters(records))
+
+
+def _graded_part(field_name: str, figure: str = "prosody_distance"):
+    def agg(items) -> float:
+        s = graded_summary(items).get(figure)
+        return float(getattr(s, field_name)) if s is not None else float("nan")
+
+    agg.__name__ = f"{figure}_{field_name}"
+    return agg
+
+
+prosody_distance = _graded_part("mean")
+prosody_distance_ci_low = _graded_part("ci_low")
+prosody_distance_ci_high = _graded_part("ci_high")
+
+
+def graded_n(items) -> int:
+    """Stimuli with a prosody distance."""
+    s = graded_summary(items).get("prosody_distance")
+    return int(s.n) if s is not None else 0
+
+
+def graded_failed(items) -> int:
+    """Stimuli whose graded figures could not be computed (a counted failure, never a score)."""
+    s = graded_summary(items).get("prosody_distance")
+    return int(s.n_failed) if s is not None else 0

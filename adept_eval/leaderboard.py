@@ -42,6 +42,13 @@ class Row:
     adept_synthetic: bool | None = None
     adept_complete: bool | None = None
     adept_unranked: str | None = None  # why the row is shown apart
+    # graded figures (acoustic listener): prosody distance pooled over the run's stimuli,
+    # 0 = the references' prosody, 1 = as far as the wrong subcategories (lower is better)
+    adept_prosody_distance: float | None = None
+    adept_prosody_distance_ci_low: float | None = None
+    adept_prosody_distance_ci_high: float | None = None
+    adept_graded_n: int | None = None
+    adept_graded_failed: int | None = None
     judge: str | None = None
     vstyle_score: float | None = None
     vstyle_n: int | None = None
@@ -109,6 +116,7 @@ def row_of(run: Run) -> Row:
             row.adept_corpus, row.adept_synthetic = s.corpus_sha256 or None, s.synthetic
             row.adept_complete = s.complete
             row._keys["adept"] = s.comparable_key()
+    _graded(row, run, res)
     for lang in vstyle.LANGUAGES:
         group = res.get(f"vstyle_{lang}")
         cats = {c: res[f"vstyle_{lang}_{c}"] for c in vstyle.CATEGORIES
@@ -132,9 +140,38 @@ def row_of(run: Run) -> Row:
     return row
 
 
-def build(runs: list[Run]) -> list[Row]:
+def _graded(row: Row, run: Run, res: dict) -> None:
+    """The run's pooled prosody distance: from its logged samples (every stimulus once, a
+    sentence-clustered bootstrap interval), else the tasks' means weighted by their n (no
+    interval: it needs the stimuli)."""
+    from .report import graded_pooled
+
+    s = graded_pooled(run.samples).get("prosody_distance") if run.samples else None
+    if s is not None and s.n:
+        row.adept_prosody_distance, row.adept_graded_n = s.mean, s.n
+        row.adept_prosody_distance_ci_low, row.adept_prosody_distance_ci_high = s.ci_low, s.ci_high
+        row.adept_graded_failed = s.n_failed
+        return
+    parts = [(r.get("prosody_distance,none"), r.get("graded_n,none"))
+             for t, r in res.items() if t in spec.TASKS and r.get("graded_n,none")]
+    if parts:
+        mean, n = stats.pooled_mean(parts)
+        if n and mean is not None and not math.isnan(mean):
+            row.adept_prosody_distance, row.adept_graded_n = mean, int(n)
+            row.adept_graded_failed = sum(int((r.get("graded_failed,none") or 0))
+                                          for t, r in res.items() if t in spec.TASKS)
+
+
+SORTS = {"accuracy": ("adept_acc", True), "prosody_distance": ("adept_prosody_distance", False)}
+
+
+def build(runs: list[Run], sort: str = "accuracy") -> list[Row]:
     """Rows (the newest run per system and scorer identity), ranked among equals: same corpus,
-    same scorer, complete task set; ties share a rank."""
+    same scorer, complete task set; ties share a rank. ``sort``: ADEPT rows are ranked by
+    ``accuracy`` (higher first) or ``prosody_distance`` (lower first; rows without graded
+    figures are shown apart)."""
+    if sort not in SORTS:
+        raise ValueError(f"unknown sort {sort!r}; choose from {', '.join(SORTS)}")
     latest: dict[tuple, Run] = {}
     for run in runs:
         ident = run.identity
@@ -145,14 +182,21 @@ def build(runs: list[Run]) -> list[Row]:
         if key not in latest or run.when > latest[key].when:
             latest[key] = run
     rows = [row_of(r) for r in latest.values()]
-    for suite, attr, rank, why in (("adept", "adept_acc", "adept_rank", "adept_unranked"),
-                                   ("vstyle", "vstyle_score", "vstyle_rank", "vstyle_unranked")):
+    adept_attr, higher = SORTS[sort]
+    for row in rows:
+        if row.adept_acc is not None and row.adept_unranked is None \
+                and getattr(row, adept_attr) is None:
+            row.adept_unranked = ("no graded figures (listener without them, or graded=false); "
+                                  "ranked by prosody_distance")
+    for suite, attr, rank, why, better in (
+            ("adept", adept_attr, "adept_rank", "adept_unranked", higher),
+            ("vstyle", "vstyle_score", "vstyle_rank", "vstyle_unranked", True)):
         groups: dict[tuple, list[Row]] = {}
         for row in rows:
             if getattr(row, attr) is not None and getattr(row, why) is None:
                 groups.setdefault(row.group(suite), []).append(row)
         for members in groups.values():
-            ranks = stats.competition_ranks([getattr(r, attr) for r in members])
+            ranks = stats.competition_ranks([getattr(r, attr) for r in members], better)
             for row, r in zip(members, ranks):
                 setattr(row, rank, r)
     return sorted(rows, key=lambda r: (r.listener or "", r.adept_unranked is not None,
@@ -203,14 +247,21 @@ def markdown(rows: list[Row]) -> str:
         out += [f"## {_heading(members, 'adept')}", "",
                 "Recognition accuracy over all questions (n) with its exact 95% interval, chance "
                 "weighted over the tasks run; per-class accuracy over both speakers.", "",
-                "| rank | system | accuracy | 95% CI | chance | n | failed | date | " +
+                "Prosody distance (graded, lower is better: 0 = the references' prosody, 1 = as "
+                "far as the wrong subcategories) over the stimuli scored (n), 95% bootstrap "
+                "interval over sentences.", "",
+                "| rank | system | accuracy | 95% CI | chance | n | failed | prosody distance | "
+                "95% CI | graded n | date | " +
                 " | ".join(c.replace("_", " ") for c in classes) + " |",
-                "|---:|---|---:|---|---:|---:|---:|---|" + "---:|" * len(classes)]
+                "|---:|---|---:|---|---:|---:|---:|---:|---|---:|---|" + "---:|" * len(classes)]
         for r in members:
             out.append(f"| {r.adept_rank} | {r.system} | {_fmt(r.adept_acc)} | "
                        f"{_fmt(r.adept_ci_low, '{:.2f}')}-{_fmt(r.adept_ci_high, '{:.2f}')} | "
                        f"{_fmt(r.adept_chance, '{:.2f}')} | {r.adept_n} | {r.adept_failed} | "
-                       f"{r.date or '-'} | " +
+                       f"{_fmt(r.adept_prosody_distance)} | "
+                       f"{_fmt(r.adept_prosody_distance_ci_low, '{:.2f}')}-"
+                       f"{_fmt(r.adept_prosody_distance_ci_high, '{:.2f}')} | "
+                       f"{_fmt(r.adept_graded_n, '{}')} | {r.date or '-'} | " +
                        " | ".join(_fmt(r.classes.get(c)) for c in classes) + " |")
         tasks = [t for t in spec.TASKS if any(t in r.tasks for r in members)]
         out += ["", "Per task (accuracy; questions per task as in the ADEPT tutorial):", "",
@@ -373,14 +424,15 @@ def push(out: Path, repo_id: str, rows: list[Row], *, private: bool = False) -> 
 
 
 def leaderboard(sources: list[str], out: str | Path, *, hub_repo: str | None = None,
-                push_repo: str | None = None) -> tuple[list[Row], list[Path]]:
+                push_repo: str | None = None,
+                sort: str = "accuracy") -> tuple[list[Row], list[Path]]:
     out = Path(out)
     runs = find_runs(sources) if sources else []
     if hub_repo:
         runs += from_hub(hub_repo, out / "_hub_runs")
     if not runs:
         raise PublishError("no lm-eval runs found in " + ", ".join(sources or [hub_repo or "-"]))
-    rows = build(runs)
+    rows = build(runs, sort=sort)
     paths = write(rows, out)
     if push_repo:
         push(out, push_repo, rows)

@@ -78,3 +78,75 @@ def group_table(results: dict) -> Table | None:
         table.add_row(name, str(len(present)), str(n), f"{k / n:.3f}", f"{low:.2f}-{high:.2f}")
         rows += 1
     return table if rows else None
+
+
+# ----------------------------------------------------------------------------- graded figures
+def graded_records(samples: dict) -> dict[str, list]:
+    """task -> its stimuli's ``graded.StimulusScores``, read from lm-eval's logged samples
+    (``samples_<task>_<time>.jsonl``; each question's record under ``acc`` holds them)."""
+    import json
+    from pathlib import Path
+
+    from .harness import HEADLINE, graded_records as of_items
+
+    out = {}
+    for task, path in samples.items():
+        if task not in spec.TASKS:
+            continue
+        items = []
+        for line in Path(path).read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            rec = json.loads(line).get(HEADLINE)
+            rec = rec[0] if isinstance(rec, list) and rec else rec
+            if isinstance(rec, dict):
+                items.append(rec)
+        records = of_items(items)
+        if records:
+            out[task] = records
+    return out
+
+
+def graded_pooled(samples: dict) -> dict:
+    """Every graded figure pooled over the run's ADEPT tasks (``graded.Summary`` each): a
+    stimulus counts once, the bootstrap resamples whole sentences. Empty without samples."""
+    from . import graded
+
+    records = [r for rs in graded_records(samples).values() for r in rs]
+    if not records:
+        return {}
+    return graded.aggregate(records, clusters=graded.adept_sentence_clusters(records))
+
+
+def graded_table(results: dict, samples: dict | None = None) -> Table | None:
+    """The graded prosody-transfer figures: every figure pooled over the run's tasks (from the
+    logged samples) and the prosody distance per task (from the results)."""
+    from . import graded
+
+    table = Table(title="ADEPT graded figures: mean, 95% bootstrap CI over sentences",
+                  box=box.SIMPLE_HEAD)
+    for col in ("figure", "tasks", "mean", "95% CI", "n", "failed", "undef", "better"):
+        table.add_column(col, justify="left" if col in ("figure", "tasks") else "right",
+                         no_wrap=True)
+    rows = 0
+    pooled_figures = graded_pooled(samples or {})
+    for m in graded.METRICS:
+        s = pooled_figures.get(m.name)
+        if s is None:
+            continue
+        better = {True: "higher", False: "lower", None: "near 0"}[m.higher_is_better]
+        table.add_row(m.name, "all", _f(s.mean), f"{_f(s.ci_low)}-{_f(s.ci_high)}",
+                      str(s.n), str(s.n_failed), str(s.n_undefined), better)
+        rows += 1
+    for name in spec.TASKS:
+        r = results.get(name) or {}
+        if r.get("graded_n,none") in (None, 0) and not r.get("graded_failed,none"):
+            continue
+        get = lambda m: r.get(f"{m},none")  # noqa: E731
+        table.add_row("prosody_distance", name.removeprefix("adept_"),
+                      _f(get("prosody_distance")),
+                      f"{_f(get('prosody_distance_ci_low'))}-{_f(get('prosody_distance_ci_high'))}",
+                      _f(get("graded_n"), "{:.0f}"), _f(get("graded_failed"), "{:.0f}"), "-",
+                      "lower")
+        rows += 1
+    return table if rows else None

@@ -1,7 +1,9 @@
 """Do the graded figures order systems by how much prosody they transfer, class by class?
 
 Scores named systems' samples (ADEPT layout: ``CLASS/SUBCATEGORY/adXX_NNNN.wav``) against an
-ADEPT-layout reference corpus with ``graded.AdeptScorer`` and prints, per class and pooled, each
+ADEPT-layout reference corpus the way the ADEPT tasks do inside lm-eval (the acoustic
+listener's ``graded_scores``: its features and its per-sentence comparison as the distance)
+and prints, per class and pooled, each
 system's mean ``prosody_distance`` with a 95% bootstrap interval clustered by sentence, n and
 failures, plus FFE, normalised F0 RMSE and F0 correlation; then whether the systems are ordered
 as listed (e.g. copy < partial < flat) on every class. For validity, the references and the
@@ -26,20 +28,20 @@ from pathlib import Path  # noqa: E402
 FIGURES = ("prosody_distance", "ffe", "f0_rmse_norm_st", "f0_corr")
 
 
-def score(corpus, system: Path, store, sentence_limit: int):
-    from adept_eval import graded, spec
+def score(listener, system: Path, sentence_limit: int):
+    """class -> graded records of the system's stimuli (first ``sentence_limit`` sentences)."""
+    from adept_eval import spec
 
-    scorer = graded.AdeptScorer(corpus, store)
     by_class: dict[str, list] = {}
     for cls_name, cls in spec.CLASSES.items():
         for speaker in spec.SPEAKERS:
             for sid in cls.sentence_ids()[:sentence_limit]:
                 key = f"{spec.SPEAKERS[speaker]}_{sid}"
-                subs = cls.subcategories_for(speaker)
-                samples = {s: str(system / cls_name / s / f"{key}.wav") for s in subs
-                           if (system / cls_name / s / f"{key}.wav").exists()}
+                ids = [f"{cls_name}/{s}/{key}" for s in cls.subcategories_for(speaker)]
+                samples = {i: str(system / f"{i}.wav") for i in ids
+                           if (system / f"{i}.wav").exists()}
                 by_class.setdefault(cls_name, []).extend(
-                    scorer.sentence(cls_name, speaker, sid, samples).values())
+                    listener.graded_scores(samples, ids).values())
     return by_class
 
 
@@ -54,7 +56,7 @@ def main() -> int:
 
     from adept_eval import graded
     from adept_eval.corpus import Corpus
-    from adept_eval.prosody import FeatureStore
+    from adept_eval.listeners import get_listener
 
     systems = []
     for item in args.system:
@@ -63,8 +65,9 @@ def main() -> int:
             parser.error(f"--system {item!r}: expected NAME=DIR with an existing folder")
         systems.append((name, Path(folder)))
     corpus = Corpus(args.corpus)
-    store = FeatureStore(args.features or tempfile.mkdtemp(prefix="graded-sep-"))
-    results = {name: score(corpus, folder, store, args.sentences) for name, folder in systems}
+    listener = get_listener("acoustic", corpus=corpus, progress=False,
+                            cache_dir=args.features or tempfile.mkdtemp(prefix="graded-sep-"))
+    results = {name: score(listener, folder, args.sentences) for name, folder in systems}
     classes = list(next(iter(results.values())))
 
     ordered_everywhere = True

@@ -13,9 +13,15 @@ posterior over candidates, softmax(-d / temperature).
 
 - multi-stimulus questions: the sample with the highest posterior for the target subcategory;
 - single-stimulus questions: the interpretation with the highest posterior. The system's other
-  renditions of the sentence are read from the folder it sits in (``<cls>/<sub>/<key>.*``, the
-  layout ``adept-eval manifest`` asks for); without them the listener falls back to comparing
-  the sample alone (speaker-normalised, ``prosody.distance``).
+  renditions of the sentence come from the samples it is given (the harness hands every
+  question the map of all the system's samples of the task, whatever folder layout the model
+  writes); only when they are not there are they looked for in the folder the sample sits in
+  (``<cls>/<sub>/<key>.*``, the layout ``adept-eval manifest`` asks for); without them the
+  listener falls back to comparing the sample alone (speaker-normalised, ``prosody.distance``).
+
+With ``graded`` on (the default; ``--metadata graded=false`` turns it off) the listener also
+gives the graded prosody-transfer figures of every stimulus (``graded_scores``), on the features
+it has already extracted and with its own per-sentence comparison as ``listener_distance``.
 
 A sample that holds no speech (``speech_presence``) is not judged: the question fails. Ties (a
 system that speaks every subcategory alike) are broken by a guess seeded with the question id.
@@ -52,6 +58,8 @@ class AcousticListener(Listener):
     corpus: Corpus | None = None
     cache_dir: str | None = None
     temperature: float = TEMPERATURE
+    graded: bool = True
+    progress: bool = True
     store: FeatureStore = field(init=False)
     _memo: dict = field(init=False, default_factory=dict)
     _speech: dict = field(init=False, default_factory=dict)
@@ -60,6 +68,9 @@ class AcousticListener(Listener):
         self.corpus = self.corpus or load_corpus()
         self.store = FeatureStore(self.cache_dir)
         self.temperature = float(self.temperature)
+        self.graded = _flag(self.graded, "graded")
+        self.progress = _flag(self.progress, "progress")
+        self._scorer = None
 
     def identity(self) -> dict:
         from ..prosody import FEATURE_VERSION
@@ -68,10 +79,9 @@ class AcousticListener(Listener):
                 "listener_version": f"features-v{FEATURE_VERSION}-method-v{METHOD_VERSION}"}
 
     # ------------------------------------------------------------------ pieces
-    def _natural(self, question: Question, subs: tuple[str, ...]):
-        key = f"{spec.SPEAKERS[question.speaker]}_{question.sentence_id}"
-        return [self.store.get(self.corpus.get(f"{question.cls}/{s}/{key}").audio_path)
-                for s in subs]
+    def _natural(self, cls: str, speaker: str, sentence_id: str, subs: tuple[str, ...]):
+        key = f"{spec.SPEAKERS[speaker]}_{sentence_id}"
+        return [self.store.get(self.corpus.get(f"{cls}/{s}/{key}").audio_path) for s in subs]
 
     @staticmethod
     def _siblings(path: str, cls: str, subs: tuple[str, ...]) -> list[str] | None:
@@ -87,12 +97,20 @@ class AcousticListener(Listener):
             found.append(str(f))
         return found
 
-    def _compare(self, question: Question, subs: tuple[str, ...], paths: tuple[str, ...]):
+    @staticmethod
+    def _given_siblings(samples: dict[str, str], cls: str, key: str,
+                        subs: tuple[str, ...]) -> list[str] | None:
+        """The system's renditions of the sentence in ``subs``, from the samples given."""
+        found = [samples.get(f"{cls}/{s}/{key}") for s in subs]
+        return found if all(found) else None
+
+    def _compare(self, cls: str, speaker: str, sentence_id: str, subs: tuple[str, ...],
+                 paths: tuple[str, ...]):
         """(S, K) per-term distances of the system's renditions ``paths`` (in ``subs`` order)
-        to the natural candidates ``subs``; memoised per sentence."""
-        memo_key = (question.cls, question.speaker, question.sentence_id, subs, paths)
+        to the natural candidates ``subs``; memoised per sentence (``Comparison``)."""
+        memo_key = (cls, speaker, sentence_id, subs, paths)
         if memo_key not in self._memo:
-            natural = sentence_profiles(self._natural(question, subs))
+            natural = sentence_profiles(self._natural(cls, speaker, sentence_id, subs))
             system = onto(sentence_profiles([self.store.get(p) for p in paths]), natural)
             self._memo[memo_key] = compare_sentence(system, natural)
         return self._memo[memo_key]
@@ -131,7 +149,8 @@ class AcousticListener(Listener):
         else:
             subs = tuple(question.choice_subcategories)
             own = samples[question.stimuli[0]]
-            paths = tuple(self._siblings(own, question.cls, subs) or ())
+            paths = tuple(self._given_siblings(samples, question.cls, key, subs)
+                          or self._siblings(own, question.cls, subs) or ())
             candidates = subs
         heard = paths or (samples[question.stimuli[0]],)
         problem = self._no_speech(heard)
@@ -139,14 +158,15 @@ class AcousticListener(Listener):
             return Answer((Response(None, detail="no speech"),), "failed", detail=problem)
 
         if paths:
-            comparison = self._compare(question, subs, paths)
+            comparison = self._compare(question.cls, question.speaker, question.sentence_id,
+                                       subs, paths)
             terms = comparison.terms
             total = comparison.total(TERM_WEIGHTS)
             scaled = {t: terms[t] / comparison.scale[t] for t in TERMS}
             method = "sentence-relative"
         else:  # a lone sample: compare it with each candidate directly, speaker-normalised
             sys = self.store.get(heard[0])
-            nat = self._natural(question, subs)
+            nat = self._natural(question.cls, question.speaker, question.sentence_id, subs)
             rows = [distance_terms(sys, VoiceNorm.of([sys]), n, VoiceNorm.of([n])) for n in nat]
             scaled = {t: np.array([[r[t] for r in rows]]) for t in rows[0]}
             total = sum(scaled.values())
@@ -175,3 +195,74 @@ class AcousticListener(Listener):
         }
         return Answer((Response(choice),), "ok", tuple(float(x) for x in scores),
                       detail=json.dumps(detail, separators=(",", ":")))
+
+    def answer_many(self, asked: list[tuple[Question, dict[str, str]]]) -> list[Answer]:
+        """One at a time (CPU-bound, memoised per sentence), with a progress bar; a question
+        the listener cannot answer becomes a failed Answer, never an exception."""
+        from tqdm.auto import tqdm
+
+        out = []
+        # disable only when asked to (or for one question): otherwise tqdm's own defaults
+        # apply, TQDM_DISABLE included
+        quiet = {"disable": True} if not self.progress or len(asked) < 2 else {}
+        for q, samples in tqdm(asked, desc=f"{self.name}: listening", unit="question", **quiet):
+            try:
+                out.append(self.answer(q, samples))
+            except Exception as exc:  # one bad question must not end the run
+                detail = f"listener error: {type(exc).__name__}: {exc}"
+                out.append(Answer((Response(None, detail=detail),), "failed", detail=detail))
+        return out
+
+    # ------------------------------------------------------------------ graded figures
+    def sentence_distances(self, cls: str, speaker: str, sentence_id: str,
+                           samples: dict[str, str]) -> np.ndarray:
+        """The listener's (S, K) total distances of the system's renditions of one sentence
+        (rows) to the natural ones (columns), both in ``subcategories_for(speaker)`` order -
+        the matrix its answers came from (memoised: no second comparison). NaN when a
+        rendition is missing or holds no speech: the comparison needs them all."""
+        subs = spec.CLASSES[cls].subcategories_for(speaker)
+        key = f"{spec.SPEAKERS[speaker]}_{sentence_id}"
+        paths = self._given_siblings(samples, cls, key, subs)
+        if paths is None or self._no_speech(paths):
+            return np.full((len(subs), len(subs)), np.nan)
+        return self._compare(cls, speaker, sentence_id, subs, tuple(paths)).total(TERM_WEIGHTS)
+
+    def graded_scores(self, samples: dict[str, str], stimuli) -> dict:
+        """``graded.StimulusScores`` of each stimulus id in ``stimuli``, given the system's
+        samples keyed by stimulus id (a sentence's other renditions set the voice's level)."""
+        from .. import graded
+
+        if self._scorer is None:
+            self._scorer = graded.AdeptScorer(self.corpus, self.store)
+        out = {}
+        for stimulus in stimuli:
+            if stimulus in out:
+                continue
+            cls, sub, key = stimulus.split("/")
+            spk_id, sentence_id = key.split("_")
+            speaker = spec.SPEAKER_BY_ID[spk_id]
+            subs = spec.CLASSES[cls].subcategories_for(speaker)
+            by_sub = {s: samples[f"{cls}/{s}/{key}"] for s in subs
+                      if samples.get(f"{cls}/{s}/{key}")}
+            try:
+                scores = self._scorer.sentence(
+                    cls, speaker, sentence_id, by_sub,
+                    distances=self.sentence_distances(cls, speaker, sentence_id, samples))
+            except Exception as exc:  # a figure that cannot be computed is a counted failure
+                scores = {s: graded.failed(f"{cls}/{s}/{key}", f"{type(exc).__name__}: {exc}")
+                          for s in subs}
+            for s, record in scores.items():
+                out[f"{cls}/{s}/{key}"] = record
+        return {s: out[s] for s in dict.fromkeys(stimuli)}
+
+
+def _flag(value, name: str) -> bool:
+    """A boolean listener option, also as lm-eval's ``--metadata`` text (true/false/1/0)."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"--metadata {name}= must be true or false, not {value!r}")

@@ -8,12 +8,18 @@ from adept_eval.harness import (  # noqa: F401
     chance,
     doc_to_target,
     doc_to_text,
+    graded_failed,
+    graded_n,
     load_questions,
     n_failed,
     n_responses,
     order_agreement,
     p_chance,
     process_results,
+    prosody_distance,
+    prosody_distance_ci_high,
+    prosody_distance_ci_low,
+    score_task,
 )
 
 globals().update(SUBCATEGORY_ACCURACY)

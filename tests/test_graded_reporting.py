@@ -1,0 +1,89 @@
+"""Graded figures in `adept-eval report` and the leaderboard (--sort prosody_distance)."""
+
+import json
+import math
+
+import pytest
+
+from adept_eval import graded, spec
+from adept_eval.hub import Run, load_run
+from adept_eval.leaderboard import build, write
+from test_structure import _results, _run
+
+
+def _with_graded(data, distance, n=10):
+    for r in data["results"].values():
+        r.update({"prosody_distance,none": distance, "prosody_distance_ci_low,none": distance - .1,
+                  "prosody_distance_ci_high,none": distance + .1, "graded_n,none": n,
+                  "graded_failed,none": 1})
+    return data
+
+
+def test_leaderboard_sorts_by_prosody_distance_lower_first(tmp_path):
+    full = lambda acc: {t: acc for t in spec.TASKS}  # noqa: E731
+    runs = [_run(tmp_path, "acc-best", "2026-01-01T00-00-00",
+                 _with_graded(_results("acc-best", full(0.9)), 0.8)),
+            _run(tmp_path, "close", "2026-01-01T00-00-01",
+                 _with_graded(_results("close", full(0.7)), 0.3)),
+            _run(tmp_path, "none", "2026-01-01T00-00-02", _results("none", full(0.8)))]
+    by_acc = {r.system: r for r in build(runs)}
+    assert [by_acc[s].adept_rank for s in ("acc-best", "none", "close")] == [1, 2, 3]
+    by_pd = {r.system: r for r in build(runs, sort="prosody_distance")}
+    assert by_pd["close"].adept_rank == 1 and by_pd["acc-best"].adept_rank == 2
+    assert by_pd["none"].adept_rank is None and "graded" in by_pd["none"].adept_unranked
+    assert by_pd["close"].adept_prosody_distance == pytest.approx(0.3)
+    assert by_pd["close"].adept_graded_n == 120 and by_pd["close"].adept_graded_failed == 12
+    write(list(by_pd.values()), tmp_path / "lb")
+    assert "prosody distance" in (tmp_path / "lb" / "leaderboard.md").read_text()
+    with pytest.raises(ValueError):
+        build(runs, sort="loudness")
+
+
+def _stimulus(sid, pd, status="ok"):
+    if status != "ok":
+        return graded.failed(sid, "silent").to_dict()
+    return graded.StimulusScores(id=sid, status="ok", prosody_distance=pd, f0_corr=0.5).to_dict()
+
+
+def _samples_file(tmp_path, task, questions):
+    path = tmp_path / f"samples_{task}_2026-01-01T00-00-00.jsonl"
+    path.write_text("\n".join(json.dumps({"acc": {"question_id": str(i), "graded": g}})
+                              for i, g in enumerate(questions)))
+    return path
+
+
+def test_pooled_figures_count_a_shared_stimulus_once_and_resample_sentences(tmp_path):
+    from adept_eval.report import graded_pooled
+
+    a = [_stimulus(f"emotion/{s}/ad00_000{k}", d) for k, (s, d) in
+         enumerate([("anger", 0.2), ("fear", 0.4), ("joy", 0.6)])]
+    # every question of a multi-stimulus sentence carries the same stimuli: counted once
+    emo = _samples_file(tmp_path, "adept_emotion_female", [a, a, a])
+    single = _samples_file(tmp_path, "adept_syntactic_phrasing_male", [
+        [_stimulus("syntactic_phrasing/interpretation_1/ad01_0001", 1.0)],
+        [_stimulus("syntactic_phrasing/interpretation_2/ad01_0001", 0.0, "failed")]])
+    s = graded_pooled({"adept_emotion_female": emo, "adept_syntactic_phrasing_male": single})
+    pd = s["prosody_distance"]
+    assert pd.n == 4 and pd.n_failed == 1 and pd.mean == pytest.approx(0.55)
+    assert pd.ci_low <= pd.mean <= pd.ci_high
+    assert s["f0_rmse_st"].n == 0 and s["f0_rmse_st"].n_undefined == 4
+    assert math.isnan(s["f0_rmse_st"].mean)
+
+
+def test_report_prints_graded_figures(tmp_path, capsys):
+    from adept_eval.cli import main
+
+    data = _with_graded(_results("sys", {"adept_emotion_female": 0.5}), 0.42)
+    _run(tmp_path, "sys", "2026-01-01T00-00-00", data)
+    _samples_file(tmp_path / "sys", "adept_emotion_female",
+                  [[_stimulus("emotion/anger/ad00_0001", 0.42),
+                    _stimulus("emotion/fear/ad00_0002", 0.5)]])
+    run = load_run(tmp_path)
+    assert isinstance(run, Run) and "adept_emotion_female" in run.samples
+    assert main(["report", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    rows = [line.split() for line in out.splitlines()]
+    pooled = next(r for r in rows if r[:2] == ["prosody_distance", "all"])
+    task = next(r for r in rows if r[:2] == ["prosody_distance", "emotion_female"])
+    assert pooled[2] == "0.460" and pooled[4:6] == ["2", "0"]
+    assert task[2] == "0.420" and task[4:6] == ["10", "1"]
