@@ -28,6 +28,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -103,6 +104,22 @@ RULES: tuple[Rule, ...] = (
          subs=((r'backend="gemini",', 'backend="gemini", base_url="{judge}",'),)),
     Rule(r"from adept_eval\.corpus import load_corpus", "run"),
     Rule(r"class CopyReference\(InProcessTTS\)", "run", expect=(r"^1\.0 ",)),
+    Rule(r'metric = evaluate\.load\("prosody_transfer"\)', "run"),
+    # the listening test: building runs here; serving waits for people until stopped, and
+    # status/export/report need responses that participants gave through the served pages:
+    # test_listening_test_server.py runs `adept-eval listening-test run` as a real process and
+    # test_listening_test.py runs status/export/report through the CLI's entry point after
+    # simulated participants took a served test
+    Rule(r"^adept-eval listening-test build my_tts/ -o my_test$", "run",
+         expect=(r"listening test built",)),
+    Rule(r"^pip install \"\.\[listening-test\]\" && adept-eval listening-test run ", "not run",
+         "serves until stopped; test_listening_test_server.py runs `listening-test run` end to "
+         "end (participants, SIGINT, export, report)"),
+    Rule(r"^adept-eval listening-test serve ", "not run",
+         "serves until stopped; test_listening_test_server.py serves a built test"),
+    Rule(r"^adept-eval listening-test (status|export|report) my_test", "not run",
+         "needs responses given through the served pages: test_listening_test.py runs these "
+         "commands through the CLI after simulated participants took a served test"),
 )
 
 
@@ -239,6 +256,14 @@ def _make_inputs(work: Path, bin_dir: Path, corpus_root: Path, hub, env: dict) -
     from adept_eval.synthetic import build_system
 
     build_system(work / "my_tts")  # a simulated system's samples, laid out as the manifest says
+    # the prosody_transfer example's files: a system sample and natural references
+    natural = corpus_root / "wav_44khz" / "emotion"
+    for folder, name, source in (("tts", "happy_01", work / "my_tts" / "emotion" / "joy"),
+                                 ("ref", "happy_01", natural / "joy"),
+                                 ("ref", "sad_01", natural / "sadness"),
+                                 ("ref", "angry_01", natural / "anger")):
+        (work / folder).mkdir(exist_ok=True)
+        shutil.copy(sorted(source.glob("*.wav"))[0], work / folder / f"{name}.wav")
     tts = bin_dir / "my_tts"  # a synthesiser with the README's command line: copies --ref
     tts.write_text(textwrap.dedent(f"""\
         #!{sys.executable}
