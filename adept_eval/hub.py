@@ -424,3 +424,15 @@ def write_model_results(run: Run, model_repo: str, *, results_repo: str, path_in
     with_retries(lambda: metadata_update(model_repo, {"model-index": model_index}, overwrite=True),
                  f"updating the card of {model_repo}")
     return True, f"wrote {len(entries)} scores to {model_repo}{hint}"
+
+
+def push_space(folder: Path, repo: str, message: str) -> None:
+    """Upload a built evaluate-metric Space (a Gradio app), refusing secret values in its files."""
+    leaks = find_secrets(folder)
+    if leaks:
+        raise SystemExit("refusing to upload: secret values in " + "; ".join(leaks))
+    api = _api()
+    with_retries(lambda: api.create_repo(repo, repo_type="space", space_sdk="gradio",
+                                         exist_ok=True), f"creating {repo}")
+    with_retries(lambda: api.upload_folder(repo_id=repo, repo_type="space", folder_path=folder,
+                                           commit_message=message), f"uploading {repo}")

@@ -83,18 +83,9 @@ def main(argv: list[str] | None = None) -> int:
                    args.repo)
     print(f"Space files in {folder}")
     if not args.no_push:
-        from adept_eval.hub import _api, find_secrets, with_retries
+        from adept_eval.hub import push_space
 
-        leaks = find_secrets(folder)
-        if leaks:
-            raise SystemExit("refusing to upload: secret values in " + "; ".join(leaks))
-        api = _api()
-        with_retries(lambda: api.create_repo(args.repo, repo_type="space", space_sdk="gradio",
-                                             exist_ok=True), f"creating {args.repo}")
-        with_retries(lambda: api.upload_folder(repo_id=args.repo, repo_type="space",
-                                               folder_path=folder,
-                                               commit_message="prosody_transfer metric"),
-                     f"uploading {args.repo}")
+        push_space(folder, args.repo, "prosody_transfer metric")
         print(f"published: evaluate.load({args.repo!r})")
     return 0
 
