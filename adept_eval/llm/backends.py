@@ -39,6 +39,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
+from ..errors import UserError
 from .audio import ORIGINAL_FORMATS, AudioPayload
 
 
@@ -49,6 +50,10 @@ class Part:
     kind: str  # "text" | "audio"
     text: str = ""
     audio: AudioPayload | None = None
+
+
+class BackendSetupError(UserError, ValueError):
+    """A backend option or key the user must fix (shown as one message, never a traceback)."""
 
 
 class BackendError(RuntimeError):
@@ -91,7 +96,8 @@ def register_backend(name: str):
 
 def get_backend(name: str, **options) -> Backend:
     if name not in _BACKENDS:
-        raise ValueError(f"unknown LLM backend {name!r}; available: {', '.join(sorted(_BACKENDS))}")
+        raise BackendSetupError(f"unknown LLM backend {name!r}; "
+                                f"available: {', '.join(sorted(_BACKENDS))}")
     return _BACKENDS[name](**options)
 
 
@@ -132,14 +138,15 @@ def resolve_key(base_url: str | None, api_key_env: str | None, service_envs: tup
     if api_key_env:
         value = os.environ.get(api_key_env)
         if not value:
-            raise ValueError(f"api_key_env={api_key_env}: that environment variable is not set")
+            raise BackendSetupError(f"api_key_env={api_key_env}: that environment variable is "
+                                    "not set")
         return value
     host = (urlparse(str(base_url)).hostname or "") if base_url else service_hosts[0]
     if host not in service_hosts:
         return None  # a self-hosted server: never send another service's key
     value = next((os.environ[e] for e in service_envs if os.environ.get(e)), None)
     if value is None:
-        raise ValueError(f"no API key for {host}: set {' or '.join(service_envs)} in the "
+        raise BackendSetupError(f"no API key for {host}: set {' or '.join(service_envs)} in the "
                          "environment")
     return value
 
@@ -169,7 +176,8 @@ class OpenAICompatible(Backend):
                  timeout: float = 120.0, max_retries: int = 5, concurrency: int = 4,
                  service_envs=("OPENAI_API_KEY",), service_hosts=OPENAI_HOSTS):
         if not model:
-            raise ValueError("the LLM backend needs a model name (model=...)")
+            raise BackendSetupError("the LLM backend needs a model name (model=...; llm_model= "
+                                    "for the audio-llm listener, judge_model= for the judge)")
         self.model, self.base_url = model, base_url
         self._key = resolve_key(base_url, api_key_env, tuple(service_envs), tuple(service_hosts))
         self.sends_key = self._key is not None
