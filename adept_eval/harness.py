@@ -134,11 +134,15 @@ class QuestionRecord:
     # graded figures of the question's stimuli (graded.StimulusScores.to_dict(), one per
     # stimulus; empty when the listener gives none)
     graded: tuple[dict, ...] = ()
+    # who answered and whether rightly, when several people did (the human listener): the
+    # interval and test against chance then resample participants and questions together
+    responses: tuple[tuple[str, int], ...] = ()
 
     def to_json(self) -> dict:
         out = asdict(self)
         out["answer"] = list(self.answer)
         out["graded"] = [dict(g) for g in self.graded]
+        out["responses"] = [list(r) for r in self.responses]
         return out
 
     @classmethod
@@ -147,6 +151,7 @@ class QuestionRecord:
         values = {k: v for k, v in data.items() if k in names}
         values["answer"] = tuple(values.get("answer") or ())
         values["graded"] = tuple(values.get("graded") or ())
+        values["responses"] = tuple(tuple(r) for r in values.get("responses") or ())
         return cls(**values)
 
 
@@ -284,7 +289,9 @@ def _answered(q: Question, base: dict, answer) -> QuestionRecord:
         **base, correct=answer.correct(q), n=len(answer.responses),
         failed=int(answer.status != "ok"), status=answer.status, agreement=answer.agreement,
         answer=tuple(LETTERS[c] if c is not None else None for c in chosen)[:50],
-        detail=answer.detail, answer_subcategory=sub)
+        detail=answer.detail, answer_subcategory=sub,
+        responses=tuple((r.participant, int(r.choice == q.answer)) for r in answer.responses
+                        if r.participant) if len(answer.responses) > 1 else ())
 
 
 def process_results(doc: dict, results: list[str]) -> dict:
@@ -339,16 +346,33 @@ def accuracy(items) -> float:
     return k / n if n else float("nan")
 
 
+def _clustered(items):
+    """The two-way cluster bootstrap over participants and questions when people answered
+    (their responses are not independent trials); None for one-response machine listeners."""
+    recs = [record_of(it) for it in items]
+    trials = [stats.Trial(who, r["question_id"], bool(ok))
+              for r in recs for who, ok in (r.get("responses") or ())]
+    if not trials:
+        return None
+    return stats.cluster_bootstrap(trials, recs[0]["chance"])
+
+
 def ci_low(items) -> float:
-    return stats.clopper_pearson(*_counts(items))[0]
+    clustered = _clustered(items)
+    return clustered.ci_low if clustered else stats.clopper_pearson(*_counts(items))[0]
 
 
 def ci_high(items) -> float:
-    return stats.clopper_pearson(*_counts(items))[1]
+    clustered = _clustered(items)
+    return clustered.ci_high if clustered else stats.clopper_pearson(*_counts(items))[1]
 
 
 def p_chance(items) -> float:
-    """Two-sided exact binomial test of the accuracy against chance (1 / choices)."""
+    """Two-sided test of the accuracy against chance (1 / choices): exact binomial for a
+    machine listener, the same cluster bootstrap as the interval for people."""
+    clustered = _clustered(items)
+    if clustered:
+        return clustered.p_chance
     k, n = _counts(items)
     return stats.binomial_p(k, n, record_of(items[0])["chance"]) if n else float("nan")
 

@@ -59,3 +59,28 @@ def test_secrets_are_refused_as_listener_options():
             harness.listener_options("test-keyed", {"api_key": "abc"})
     finally:
         _REGISTRY.pop("test-keyed")
+
+
+def test_human_responses_get_intervals_clustered_by_participant_and_question():
+    """30 answers from 3 people are not 30 independent trials: one person who is always right
+    and two who guess make a wider interval than Clopper-Pearson over the pooled responses."""
+    from adept_eval import harness, stats
+
+    records = []
+    for q in range(10):
+        responses = (("p1", 1), ("p2", int(q % 3 == 0)), ("p3", int(q % 4 == 0)))
+        records.append(harness.QuestionRecord(
+            question_id=f"q{q}", sub="joy", target="joy", correct_answer="A", chance=0.25,
+            listener="human", correct=sum(ok for _, ok in responses), n=3,
+            responses=responses).to_json())
+    k, n = harness._counts(records)
+    exact = stats.clopper_pearson(k, n)
+    low, high = harness.ci_low(records), harness.ci_high(records)
+    assert low <= k / n <= high
+    assert high - low > exact[1] - exact[0]
+    assert harness.p_chance(records) == stats.cluster_bootstrap(
+        [stats.Trial(w, r["question_id"], bool(ok)) for r in records for w, ok in r["responses"]],
+        0.25).p_chance
+    # a machine listener (one response, no participants) keeps the exact interval
+    machine = [dict(r, responses=[], correct=1, n=1) for r in records]
+    assert (harness.ci_low(machine), harness.ci_high(machine)) == stats.clopper_pearson(10, 10)
