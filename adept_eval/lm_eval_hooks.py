@@ -7,6 +7,8 @@ falls back to lm-eval's own behaviour on an unexpected error of ours (``_fell_ba
 
 from __future__ import annotations
 
+import math
+
 import os
 import sys
 
@@ -244,7 +246,9 @@ def pool_group(suite, leaves, task_metrics, out) -> None:
     for metric in suite.counts:
         key = suite.key(metric)
         if all(key in r for r in present):
-            out[key] = int(sum(int(r[key]) for r in present))
+            values = [r[key] for r in present]
+            if all(isinstance(v, (int, float)) and math.isfinite(v) for v in values):
+                out[key] = int(sum(int(v) for v in values))
 
 
 def _patch_table(utils_module) -> None:

@@ -59,7 +59,7 @@ def _vstyle_groups() -> dict[str, tuple[str, ...]]:
 ADEPT = Suite(
     name="adept", title="ADEPT", tasks=tuple(spec.TASKS), groups=_adept_groups(),
     headline="acc", filter_key="none", n_metric="n", failed_metric="failed", scorer="listener",
-    complete_sets=(tuple(spec.TASKS),), counts=("n", "failed"),
+    complete_sets=(tuple(spec.TASKS),), counts=("n", "failed", "graded_n", "graded_failed"),
     pooled={"acc": "n", **{f"acc_{s}": "n" for c in spec.CLASSES.values()
                            for s in c.answer_subcategories("male")}})
 
