@@ -96,7 +96,7 @@ def test_wav_format_converts_and_checks_stay_honest(tmp_path):
                     _cfg(srv), progress=False)
         fmts = [p["input_audio"]["format"] for b in srv.bodies
                 for p in b["messages"][-1]["content"] if p["type"] == "input_audio"]
-    assert out["items"][0]["status"] == "bad_input" and "silent" in out["items"][0]["detail"]
+    assert out["items"][0]["status"] == "bad_input" and "constant offset" in out["items"][0]["detail"]
     assert out["items"][1]["status"] == "ok" and fmts == ["wav"]  # FLAC converted to WAV
 
 
