@@ -23,7 +23,7 @@ import numpy as np
 
 from .audio import Audio, read_audio, resample
 
-FEATURE_VERSION = "3"
+FEATURE_VERSION = "4"
 ANALYSIS_RATE = 16000
 HOP_S = 0.02  # 20 ms frames: fine enough for prosody, 4x cheaper to align than 10 ms
 F0_FLOOR, F0_CEILING = 60.0, 600.0
@@ -92,15 +92,7 @@ def extract(audio: Audio) -> Features:
 
     pitch = parselmouth.Sound(x, ANALYSIS_RATE).to_pitch_ac(
         time_step=HOP_S, pitch_floor=F0_FLOOR, pitch_ceiling=F0_CEILING)
-    f0_hz = pitch.selected_array["frequency"]
-    f0_times = pitch.xs()
-    f0 = np.interp(times, f0_times, f0_hz, left=0, right=0) if len(f0_times) else \
-        np.zeros(len(times))
-    # interpolation blurs voicing edges; keep a frame voiced only where its nearest track is
-    nearest = np.clip(np.searchsorted(f0_times, times), 0, max(len(f0_times) - 1, 0))
-    voiced = (f0_hz[nearest] > 0) if len(f0_times) else np.zeros(len(times), bool)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        st = np.where(voiced & (f0 > 0), 12 * np.log2(np.maximum(f0, 1e-9) / 100.0), np.nan)
+    st = _f0_on_frames(pitch.xs(), pitch.selected_array["frequency"], times)
 
     speech = energy > energy.max() - SPEECH_DB_BELOW_MAX
     if speech.any():
@@ -110,6 +102,35 @@ def extract(audio: Audio) -> Features:
     mf = mfcc[first:last]
     mf = mf - mf.mean(axis=0, keepdims=True)
     return Features(st[first:last], energy[first:last], mf, speech[first:last])
+
+
+def _f0_on_frames(track_times: np.ndarray, track_hz: np.ndarray, times: np.ndarray
+                  ) -> np.ndarray:
+    """The pitch track (semitones re 100 Hz, NaN unvoiced) read at our frame centres.
+
+    The two grids are offset by a fraction of a frame, so a frame takes its voicing from the
+    nearest track frame and its F0 from interpolating the two track frames around it, in
+    semitones, only when both are voiced; at a voicing edge it takes the voiced neighbour's
+    value. (Interpolating Hz between a voiced frame and an unvoiced 0 would invent F0 values
+    far below the real one: gross errors at every voicing onset.)"""
+    if not len(track_times):
+        return np.full(len(times), np.nan)
+    voiced_track = track_hz > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        st_track = np.where(voiced_track, 12 * np.log2(np.maximum(track_hz, 1e-9) / 100.0),
+                            np.nan)
+    last = len(track_times) - 1
+    hi = np.clip(np.searchsorted(track_times, times), 0, last)
+    lo = np.clip(hi - 1, 0, last)
+    nearest = np.where(np.abs(times - track_times[lo]) <= np.abs(track_times[hi] - times), lo, hi)
+    span = np.where(hi > lo, track_times[hi] - track_times[lo], 1.0)
+    w = np.clip((times - track_times[lo]) / span, 0.0, 1.0)
+    both = voiced_track[lo] & voiced_track[hi]
+    st = np.where(both, (1 - w) * st_track[lo] + w * st_track[hi], st_track[nearest])
+    step = track_times[1] - track_times[0] if last else HOP_S
+    outside = (times < track_times[0] - step / 2) | (times > track_times[-1] + step / 2)
+    st[~voiced_track[nearest] | outside] = np.nan
+    return st
 
 
 class FeatureStore:
