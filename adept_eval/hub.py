@@ -426,6 +426,39 @@ def write_model_results(run: Run, model_repo: str, *, results_repo: str, path_in
     return True, f"wrote {len(entries)} scores to {model_repo}{hint}"
 
 
+def publish_metric_space(argv: list[str] | None, *, name: str, module: Path, app: str,
+                         card: str, description: str) -> int:
+    """Build an evaluate-metric Space (module, Gradio ``app.py``, requirements, card) and push it.
+
+    The command-line face of ``scripts/publish_*_space.py``: both metrics publish the same way
+    (evaluate's module layout: the metric file under its own name beside ``app.py``), only the
+    module, the app and the card differ.
+    """
+    import argparse
+    import tempfile
+
+    from adept_eval import __version__
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--repo", required=True, help=f"Space id, e.g. my-org/{name}")
+    parser.add_argument("--local-dir", help="build here (default: a temporary folder)")
+    parser.add_argument("--no-push", action="store_true")
+    args = parser.parse_args(argv)
+    folder = Path(args.local_dir or tempfile.mkdtemp(prefix=f"{name}-space-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(module, folder / f"{name}.py")
+    (folder / "app.py").write_text(app, encoding="utf-8")
+    (folder / "requirements.txt").write_text(f"adept-eval>={__version__}\n", encoding="utf-8")
+    (folder / "README.md").write_text(card.replace(f'evaluate.load("{name}")',
+                                                   f'evaluate.load("{args.repo}")'),
+                                      encoding="utf-8")
+    print(f"Space files in {folder}")
+    if not args.no_push:
+        push_space(folder, args.repo, f"{name} metric")
+        print(f"published: evaluate.load({args.repo!r})")
+    return 0
+
+
 def push_space(folder: Path, repo: str, message: str) -> None:
     """Upload a built evaluate-metric Space (a Gradio app), refusing secret values in its files."""
     leaks = find_secrets(folder)

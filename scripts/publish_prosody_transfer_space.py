@@ -11,13 +11,10 @@ No key is needed: the metric runs locally on the Space's CPU.
 
 from __future__ import annotations
 
-import argparse
-import shutil
 import sys
-import tempfile
-from pathlib import Path
 
 from adept_eval import __version__
+from adept_eval.hub import publish_metric_space
 from adept_eval.lm_eval_plugin import prosody_transfer_path
 
 APP = '''import evaluate
@@ -56,38 +53,12 @@ demo.launch()
 '''
 
 
-def card(repo: str) -> str:
-    """The module card, with its usage pointing at the published Space."""
-    text = (prosody_transfer_path().parent / "README.md").read_text(encoding="utf-8")
-    text = text.replace('evaluate.load("prosody_transfer")   # offline, with adept-eval installed',
-                        f'evaluate.load("{repo}")   # needs adept-eval>={__version__} installed')
-    return text
-
-
-def build(folder: Path, repo: str) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    shutil.copy(prosody_transfer_path(), folder / "prosody_transfer.py")
-    (folder / "app.py").write_text(APP, encoding="utf-8")
-    (folder / "requirements.txt").write_text(f"adept-eval>={__version__}\n", encoding="utf-8")
-    (folder / "README.md").write_text(card(repo), encoding="utf-8")
-    return folder
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repo", required=True, help="Space id, e.g. my-org/prosody_transfer")
-    parser.add_argument("--local-dir", help="build here (default: a temporary folder)")
-    parser.add_argument("--no-push", action="store_true")
-    args = parser.parse_args(argv)
-    folder = build(Path(args.local_dir or tempfile.mkdtemp(prefix="prosody-transfer-space-")),
-                   args.repo)
-    print(f"Space files in {folder}")
-    if not args.no_push:
-        from adept_eval.hub import push_space
-
-        push_space(folder, args.repo, "prosody_transfer metric")
-        print(f"published: evaluate.load({args.repo!r})")
-    return 0
+    module = prosody_transfer_path()
+    card = (module.parent / "README.md").read_text(encoding="utf-8").replace(
+        "# offline, with adept-eval installed", f"# needs adept-eval>={__version__} installed")
+    return publish_metric_space(argv, name="prosody_transfer", module=module, app=APP, card=card,
+                                description=__doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

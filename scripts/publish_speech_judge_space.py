@@ -10,20 +10,10 @@ score and the judge's verdict. The widget's judge key comes from the Space's sec
 
 from __future__ import annotations
 
-import argparse
-import shutil
 import sys
-import tempfile
-from pathlib import Path
 
-from adept_eval import __version__
+from adept_eval.hub import publish_metric_space
 from adept_eval.lm_eval_plugin import speech_judge_path
-
-def card(repo: str) -> str:
-    """The module card shipped beside the metric, with the Space's own id in its example."""
-    shipped = (speech_judge_path().parent / "README.md").read_text(encoding="utf-8")
-    return shipped.replace('evaluate.load("speech_judge")', f'evaluate.load("{repo}")')
-
 
 APP = '''import os
 
@@ -63,29 +53,11 @@ demo.launch()
 '''
 
 
-def build(folder: Path, repo: str) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    shutil.copy(speech_judge_path(), folder / "speech_judge.py")
-    (folder / "app.py").write_text(APP, encoding="utf-8")
-    (folder / "requirements.txt").write_text(f"adept-eval>={__version__}\n", encoding="utf-8")
-    (folder / "README.md").write_text(card(repo), encoding="utf-8")
-    return folder
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repo", required=True, help="Space id, e.g. my-org/speech_judge")
-    parser.add_argument("--local-dir", help="build here (default: a temporary folder)")
-    parser.add_argument("--no-push", action="store_true")
-    args = parser.parse_args(argv)
-    folder = build(Path(args.local_dir or tempfile.mkdtemp(prefix="speech-judge-space-")), args.repo)
-    print(f"Space files in {folder}")
-    if not args.no_push:
-        from adept_eval.hub import push_space
-
-        push_space(folder, args.repo, "speech_judge metric")
-        print(f"published: evaluate.load({args.repo!r})")
-    return 0
+    module = speech_judge_path()
+    return publish_metric_space(argv, name="speech_judge", module=module, app=APP,
+                                card=(module.parent / "README.md").read_text(encoding="utf-8"),
+                                description=__doc__.splitlines()[0])
 
 
 if __name__ == "__main__":
