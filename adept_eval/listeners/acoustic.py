@@ -47,9 +47,9 @@ from ..speech_presence import reason_from_features
 from . import Answer, Listener, Response, register_listener
 
 # Tuned on one rotation only (references festival, systems espeak-ng); reported on the other.
-TERM_WEIGHTS = {"f0": 1.0, "energy": 0.5, "tempo": 1.0}
+TERM_WEIGHTS = {"f0": 1.0, "energy": 0.5, "tempo": 1.0, "pause": 1.0}
 TEMPERATURE = 0.5
-METHOD_VERSION = "2"
+METHOD_VERSION = "3"
 
 
 @register_listener("acoustic")
