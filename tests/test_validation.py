@@ -78,6 +78,56 @@ def test_missing_pitch_is_a_large_deviation_not_zero():
                           VoiceNorm.of([speech]))["f0"] == 0.0
 
 
+def _rendition(words, pause_after, rng, warp=1.0, pause_frames=16):
+    """Features of a made-up sentence: each word a distinct spectrum held for a few frames,
+    one pause (near-silent frames) after word ``pause_after``. ``warp`` scales word lengths
+    and a second rng perturbs the spectra: another voice saying the same words."""
+    from adept_eval.prosody import Features
+
+    mfcc, energy = [], []
+    for i, w in enumerate(words):
+        n = max(3, int(round(8 * warp * (1.0 + 0.25 * (i % 3)))))
+        mfcc += [w + rng.normal(0, 0.1, w.shape) for _ in range(n)]
+        energy += [-10.0 + rng.normal(0, 1.0) for _ in range(n)]
+        if i == pause_after:
+            mfcc += [np.full_like(w, -3.0) + rng.normal(0, 0.1, w.shape)
+                     for _ in range(pause_frames)]
+            energy += [-70.0] * pause_frames
+    mfcc, energy = np.array(mfcc), np.array(energy)
+    f0 = np.where(energy > -40, 10.0, np.nan)
+    return Features(f0, energy, mfcc - mfcc.mean(0), energy > energy.max() - 35)
+
+
+def test_where_a_phrase_break_falls_decides_between_readings():
+    """Two readings of a sentence differ only in which word a pause follows (adjacent words,
+    as in "the old, men and women" vs "the old men, and women"). Aligning spectra across the
+    pauses can match one reading's pause with the other's and hide where the break is; the
+    listener must pick the reading whose break is where the system puts it, for voices whose
+    word lengths, pause lengths and spectra differ from the reference's. (Before pauses were
+    cut out and compared on their own, 11 of these 96 answers went to the wrong break.)"""
+    from adept_eval.listeners.acoustic import TERM_WEIGHTS
+    from adept_eval.prosody import compare_sentence, onto, sentence_profiles
+
+    wrong = []
+    for seed in range(4):
+        for warp in (0.8, 1.3):
+            for nat_pause, sys_pause in ((16, 16), (10, 25), (25, 10)):
+                for a, b in ((1, 2), (0, 1)):
+                    rng = np.random.default_rng(seed)
+                    words = [rng.normal(0, 2, 12) for _ in range(7)]
+                    natural = sentence_profiles([_rendition(words, a, rng, 1.0, nat_pause),
+                                                 _rendition(words, b, rng, 1.0, nat_pause)])
+                    other = [w + rng.normal(0, 0.5, 12) for w in words]
+                    system = onto(sentence_profiles([
+                        _rendition(other, a, rng, warp, sys_pause),
+                        _rendition(other, b, rng, warp, sys_pause)]), natural)
+                    total = compare_sentence(system, natural).total(TERM_WEIGHTS)
+                    case = (seed, warp, nat_pause, sys_pause, a, b)
+                    wrong += [case] * (int(total[0, 0] >= total[0, 1])
+                                       + int(total[1, 1] >= total[1, 0]))
+    assert not wrong, wrong
+
+
 def test_answers_explain_distances_and_posteriors(corpus, systems, tmp_path):
     from adept_eval.listeners import get_listener
     from adept_eval.questions import build_questions
@@ -89,7 +139,7 @@ def test_answers_explain_distances_and_posteriors(corpus, systems, tmp_path):
         detail = json.loads(answer.detail)
         assert detail["candidates"]
         for sample in detail["samples"]:
-            assert set(sample["distance"]) == {"f0", "energy", "tempo"}
+            assert set(sample["distance"]) == {"f0", "energy", "tempo", "pause"}
             assert len(sample["posterior"]) == len(detail["candidates"])
             assert sum(sample["posterior"]) == pytest.approx(1.0, abs=0.01)
 
