@@ -195,3 +195,50 @@ def test_cross_engine_rotation_reduced(validation_cache):
     n_noise = len(list(validation_cache.glob("espeak-v*/nonspeech-noise/**/*.wav")))
     assert noise.refused.startswith(f"{n_noise}/{n_noise} no-speech")
     assert timing["rtf_cpu"] > 0
+
+
+# ----------------------------------------------------------------- engines (need Debian TTS)
+def _engine(name):
+    from adept_eval.validation import engines
+
+    if name not in engines.available():
+        pytest.skip(f"TTS engine {name} not installed (Debian: "
+                    f"{ {'espeak': 'espeak-ng', 'flite': 'flite'}.get(name, name)})")
+    return engines.ENGINES[name]
+
+
+def _f0_median(x, rate, start_s, end_s):
+    import parselmouth
+
+    pitch = parselmouth.Sound(np.asarray(x, dtype=np.float64), rate).to_pitch_ac(
+        time_step=0.01, pitch_floor=60, pitch_ceiling=600)
+    hz = pitch.selected_array["frequency"]
+    keep = (pitch.xs() >= start_s) & (pitch.xs() <= end_s) & (hz > 0)
+    return float(np.median(12 * np.log2(hz[keep] / 100)))
+
+
+@pytest.mark.parametrize("speaker", ["female", "male"])
+def test_espeak_raises_the_focused_word(speaker):
+    """A focused first word must come out higher than the same word unfocused (espeak-ng's
+    <emphasis> made it a fall from the ordinary level: lower, the plan's accent lost)."""
+    from adept_eval.validation.sentences import NEUTRAL_PLAN, Plan, Sentence
+
+    espeak = _engine("espeak")
+    sentence = Sentence(("John", "gave", "Mary", "a", "red", "umbrella"))
+    (plain, rate), (focused, _) = espeak.render_many(
+        [(sentence, NEUTRAL_PLAN, ""), (sentence, Plan(focus=0), "")], speaker)
+    assert _f0_median(focused, rate, 0.0, 0.3) > _f0_median(plain, rate, 0.0, 0.3) + 2.0
+
+
+def test_flite_reports_the_words_of_every_validation_sentence():
+    """flite's words come from counting segments: every validation sentence must split into
+    its own words, in order, inside the audio."""
+    from adept_eval.validation.sentences import NEUTRAL_PLAN, SENTENCES
+
+    flite = _engine("flite")
+    items = [(s, NEUTRAL_PLAN, "") for group in SENTENCES.values() for s in group[:2]]
+    for (sentence, _, _), (x, rate, words) in zip(items, flite.plain(items, "male")):
+        assert len(words) == len(sentence.words)
+        starts, ends = np.array(words).T
+        assert np.all(ends > starts) and np.all(starts[1:] >= ends[:-1] - 1e-6)
+        assert ends[-1] <= len(x) / rate + 1e-3
