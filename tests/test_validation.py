@@ -192,7 +192,10 @@ def test_cross_engine_rotation_reduced(validation_cache):
     assert sum(o.correct for o in swapped) / len(swapped) < 0.2
     noise = by[("noise", "acoustic")]
     assert noise.pooled == 0.0 and all(o.status == "failed" for o in noise.outcomes)
-    n_noise = len(list(validation_cache.glob("espeak-v*/nonspeech-noise/**/*.wav")))
+    from adept_eval.validation.systems import RENDER_VERSIONS
+
+    noise_dir = validation_cache / f"espeak-v{RENDER_VERSIONS['espeak']}" / "nonspeech-noise"
+    n_noise = len(list(noise_dir.rglob("*.wav")))
     assert noise.refused.startswith(f"{n_noise}/{n_noise} no-speech")
     assert timing["rtf_cpu"] > 0
 

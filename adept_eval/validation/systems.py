@@ -36,6 +36,7 @@ SWAPS = {"anger": "sadness", "sadness": "anger", "beginning": "end", "end": "beg
          "interpretation_1": "interpretation_2", "interpretation_2": "interpretation_1"}
 SYSTEMS = ("copy", "partial", "flat", "swap")
 NONSPEECH = ("tone", "dc", "noise", "silence")
+ALL_SYSTEMS = ("adept-natural", *SYSTEMS, *NONSPEECH)
 
 
 def default_cache() -> Path:
