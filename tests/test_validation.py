@@ -245,3 +245,16 @@ def test_flite_reports_the_words_of_every_validation_sentence():
         starts, ends = np.array(words).T
         assert np.all(ends > starts) and np.all(starts[1:] >= ends[:-1] - 1e-6)
         assert ends[-1] <= len(x) / rate + 1e-3
+
+
+def test_a_voice_with_compressed_dynamics_is_speech():
+    """flite's slt keeps the middle half of its frames within ~2.5 dB on some sentences; the
+    speech check took that for "a steady sound" and refused real speech."""
+    from adept_eval.validation.sentences import NEUTRAL_PLAN, sentence
+
+    flite = _engine("flite")
+    items = [(sentence(c, sid), NEUTRAL_PLAN, "") for c, sid in
+             (("interpersonal_attitude", "0303"), ("syntactic_phrasing", "0400"),
+              ("marked_tonicity", "0501"))]
+    for (s, _, _), (x, rate, _) in zip(items, flite.plain(items, "female")):
+        assert no_speech_reason(Audio(x, rate)) is None, s.text
