@@ -171,10 +171,9 @@ class Flite(PsolaEngine):
             wav = str(Path(tmp) / "x.wav")
             for sentence, plan, _ in items:
                 text = " ".join(sentence.words) + ("?" if plan.question else ".")
-                segs = self._segments(voice, text, wav)
+                phones = self._segments(voice, text, wav)
                 x, rate = sf.read(wav, dtype="float32")
                 words, start, k = [], 0.0, 0
-                phones = [(n, e) for n, e in segs]
                 # skip leading pauses; each word takes as many segments as it has alone
                 while k < len(phones) and phones[k][0] == "pau":
                     start = phones[k][1]
