@@ -313,9 +313,9 @@ def distance_terms(sys: Features, sys_norm: VoiceNorm, nat: Features, nat_norm: 
 
 ALIGN_PENALTY = 2.0  # ``dtw_path`` diagonal penalty used for every alignment here
 ENERGY_FLOOR_DB = 40.0  # frames more than this below a rendition's loudest count as this
-PAUSE_DB_BELOW_MAX = 30.0  # a pause: frames this far below the rendition's loudest ...
-PAUSE_MIN_FRAMES = 8  # ... for at least 160 ms (shorter dips are stop closures, which
-# PSOLA or a slow rate can stretch past 100 ms)
+PAUSE_BELOW_MAX_DB = 30.0  # a frame is silent when this far below the utterance's loudest
+MIN_PAUSE_S = 0.15  # ... and a pause is at least this long (stop closures are shorter, even
+# stretched by PSOLA or a slow rate; phrase breaks are longer)
 PAUSE_SPREAD = 8  # a pause is heard between two words: spread over +-160 ms of speech
 PAUSE_SCALE_FLOOR_S = 0.1  # candidates without pauses: a 100 ms pause is one unit
 TERMS = ("f0", "energy", "tempo", "pause")
@@ -340,28 +340,39 @@ class SentenceProfiles:
                                 self.tempo[:, index], self.length, self.pause[:, index])
 
 
+def pause_runs(feats: Features, below_max_db: float = PAUSE_BELOW_MAX_DB,
+               min_pause_s: float = MIN_PAUSE_S) -> list[tuple[int, int]]:
+    """Silent stretches inside the utterance, as (first, past-the-end) frame indices.
+
+    A frame is silent when its energy is more than ``below_max_db`` below the utterance's
+    loudest frame; a pause is a run of at least ``min_pause_s`` of silent frames that neither
+    starts nor ends the (speech-trimmed) utterance. 150 ms is long enough to exclude stop
+    closures and short enough to catch phrase breaks. (The listener's pause term and the
+    graded pause figures both use this.)
+    """
+    if feats.n == 0:
+        return []
+    silent = feats.energy < feats.energy.max() - below_max_db
+    min_frames = max(1, int(np.ceil(min_pause_s / HOP_S - 1e-9)))
+    edges = np.diff(np.concatenate(([0], silent.astype(np.int8), [0])))
+    starts, stops = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    return [(int(a), int(b)) for a, b in zip(starts, stops)
+            if b - a >= min_frames and a > 0 and b < feats.n]
+
+
 def speech_only(f: Features) -> tuple[Features, np.ndarray]:
     """The rendition with its pauses cut out, and the pause (seconds) that follows each kept
     frame. Aligning spectra across a pause lets dynamic time warping match one rendition's
     pause with another's pause elsewhere, hiding *where* the phrase break is; words aligned
     to words, with the breaks between them as a feature of their own, keep it."""
-    quiet = f.energy < f.energy.max() - PAUSE_DB_BELOW_MAX
-    cut = np.zeros(f.n, dtype=bool)
-    start = None
-    for i, q in enumerate(np.append(quiet, False)):
-        if q and start is None:
-            start = i
-        elif not q and start is not None:
-            if i - start >= PAUSE_MIN_FRAMES and start > 0 and i < f.n:  # interior only
-                cut[start:i] = True
-            start = None
-    keep = ~cut
-    if keep.sum() < 3:
-        return f, np.zeros(f.n)
+    runs = pause_runs(f)
+    keep = np.ones(f.n, dtype=bool)
     pause_after = np.zeros(f.n)
-    runs = np.flatnonzero(np.diff(np.concatenate(([0], cut.astype(int), [0]))))
-    for a, b in zip(runs[::2], runs[1::2]):
+    for a, b in runs:
+        keep[a:b] = False
         pause_after[a - 1] = (b - a) * HOP_S
+    if keep.sum() < 3 or not runs:
+        return f, np.zeros(f.n)
     return (Features(f.f0[keep], f.energy[keep], f.mfcc[keep], f.speech[keep]),
             pause_after[keep])
 
