@@ -4,7 +4,7 @@ It hears every subcategory of a sentence on both sides: ADEPT's natural recordin
 system's samples. Each side's renditions are turned into deviations from that side's own mean
 rendition of the sentence (``prosody.sentence_profiles``), so what an engine or voice does to
 every rendition alike - its sentence melody, declination, rate and level - cancels, and what is
-left is what each subcategory changes. Pauses (>= 160 ms) are cut out before renditions are
+left is what each subcategory changes. Pauses (>= 150 ms) are cut out before renditions are
 aligned, so words align with words, and kept as a profile of their own: where the breaks fall.
 A system rendition is then compared with each natural candidate (``prosody.compare_sentence``)
 on four terms: F0 (semitones; a frame the natural candidate voices and the system does not is
