@@ -42,8 +42,8 @@ from .stats import bootstrap_interval
 # --------------------------------------------------------------------------- definitions
 GROSS_PITCH_ERROR = 0.20  # a voiced frame's F0 is grossly wrong when off by more than 20%
 MIN_VOICED = 5  # fewer frames voiced in both leave the F0 figures undefined
-PAUSE_BELOW_MAX_DB = 30.0  # a frame is silent when 30 dB below the utterance's loudest frame
-MIN_PAUSE_S = 0.15  # ... and a pause is >= 150 ms of consecutive silent frames
+PAUSE_BELOW_MAX_DB = prosody.PAUSE_BELOW_MAX_DB  # silent: 30 dB below the loudest frame
+MIN_PAUSE_S = prosody.MIN_PAUSE_S  # ... and a pause is >= 150 ms of consecutive silent frames
 PAUSE_TOLERANCE_S = 0.06  # two pauses agree when they meet on the warping path within 60 ms
 ENERGY_FLOOR_DB = 40.0  # energies more than 40 dB below the voice's speech level count as -40
 
@@ -144,8 +144,8 @@ METRICS: tuple[MetricInfo, ...] = (
                "count", False, (0.0, _INF), 0.0, ()),
     MetricInfo("listener_distance", "the acoustic listener's distance to the correct "
                "reference: in the ADEPT tasks its sentence-relative comparison "
-               "(prosody.compare_sentence: weighted F0, energy and tempo terms, each in units "
-               "of how far the natural candidates lie apart); for pairs scored on their own, "
+               "(prosody.compare_sentence: weighted F0, energy, tempo and pause terms, each in "
+               "units of how far the natural candidates lie apart); for pairs scored on their own, "
                "prosody.distance (F0, energy, tempo and timing beyond just-noticeable "
                "differences)", "listener units", False, (0.0, _INF), 0.0,
                ("torresquintero2021",)),
@@ -278,21 +278,8 @@ def pearson(x: np.ndarray, y: np.ndarray) -> float:
 
 def pauses(feats: Features, below_max_db: float = PAUSE_BELOW_MAX_DB,
            min_pause_s: float = MIN_PAUSE_S) -> list[Pause]:
-    """Silent stretches inside the utterance.
-
-    A frame is silent when its energy is more than ``below_max_db`` below the utterance's
-    loudest frame; a pause is a run of at least ``min_pause_s`` of silent frames that neither
-    starts nor ends the (speech-trimmed) utterance. 150 ms is long enough to exclude stop
-    closures and short enough to catch phrase breaks.
-    """
-    if feats.n == 0:
-        return []
-    silent = feats.energy < feats.energy.max() - below_max_db
-    min_frames = max(1, int(math.ceil(min_pause_s / prosody.HOP_S - 1e-9)))
-    edges = np.diff(np.concatenate(([0], silent.astype(np.int8), [0])))
-    starts, stops = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
-    return [Pause(int(s), int(e)) for s, e in zip(starts, stops)
-            if e - s >= min_frames and s > 0 and e < feats.n]
+    """Silent stretches inside the utterance (``prosody.pause_runs``, which says what counts)."""
+    return [Pause(a, b) for a, b in prosody.pause_runs(feats, below_max_db, min_pause_s)]
 
 
 def match_pauses(a: list[Pause], b: list[Pause], alignment: Alignment,

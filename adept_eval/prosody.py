@@ -313,24 +313,68 @@ def distance_terms(sys: Features, sys_norm: VoiceNorm, nat: Features, nat_norm: 
 
 ALIGN_PENALTY = 2.0  # ``dtw_path`` diagonal penalty used for every alignment here
 ENERGY_FLOOR_DB = 40.0  # frames more than this below a rendition's loudest count as this
-TERMS = ("f0", "energy", "tempo")
+PAUSE_BELOW_MAX_DB = 30.0  # a frame is silent when this far below the utterance's loudest
+MIN_PAUSE_S = 0.15  # ... and a pause is at least this long (stop closures are shorter, even
+# stretched by PSOLA or a slow rate; phrase breaks are longer)
+PAUSE_SPREAD = 8  # a pause is heard between two words: spread over +-160 ms of speech
+PAUSE_SCALE_FLOOR_S = 0.1  # candidates without pauses: a 100 ms pause is one unit
+TERMS = ("f0", "energy", "tempo", "pause")
 
 
 @dataclass(frozen=True)
 class SentenceProfiles:
     """Every rendition of one sentence by one voice, as deviations from their mean, on the
-    time axis of the first rendition (the anchor). Rows are renditions."""
+    time axis of the first rendition's speech (the anchor: pauses cut out). Rows are
+    renditions."""
 
     anchor: Features
     f0: np.ndarray  # (R, N) semitones from the mean rendition; NaN where unvoiced
     energy: np.ndarray  # (R, N) dB from the mean rendition
     tempo: np.ndarray  # (R, N) log local duration from the mean rendition
     length: np.ndarray  # (R,) log total duration from the mean rendition
+    pause: np.ndarray  # (R, N) seconds of pause around each frame, from the mean rendition
 
     def on(self, index: np.ndarray) -> "SentenceProfiles":
         """The profiles read at anchor frames ``index`` (to move them onto another time axis)."""
         return SentenceProfiles(self.anchor, self.f0[:, index], self.energy[:, index],
-                                self.tempo[:, index], self.length)
+                                self.tempo[:, index], self.length, self.pause[:, index])
+
+
+def pause_runs(feats: Features, below_max_db: float = PAUSE_BELOW_MAX_DB,
+               min_pause_s: float = MIN_PAUSE_S) -> list[tuple[int, int]]:
+    """Silent stretches inside the utterance, as (first, past-the-end) frame indices.
+
+    A frame is silent when its energy is more than ``below_max_db`` below the utterance's
+    loudest frame; a pause is a run of at least ``min_pause_s`` of silent frames that neither
+    starts nor ends the (speech-trimmed) utterance. 150 ms is long enough to exclude stop
+    closures and short enough to catch phrase breaks. (The listener's pause term and the
+    graded pause figures both use this.)
+    """
+    if feats.n == 0:
+        return []
+    silent = feats.energy < feats.energy.max() - below_max_db
+    min_frames = max(1, int(np.ceil(min_pause_s / HOP_S - 1e-9)))
+    edges = np.diff(np.concatenate(([0], silent.astype(np.int8), [0])))
+    starts, stops = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    return [(int(a), int(b)) for a, b in zip(starts, stops)
+            if b - a >= min_frames and a > 0 and b < feats.n]
+
+
+def speech_only(f: Features) -> tuple[Features, np.ndarray]:
+    """The rendition with its pauses cut out, and the pause (seconds) that follows each kept
+    frame. Aligning spectra across a pause lets dynamic time warping match one rendition's
+    pause with another's pause elsewhere, hiding *where* the phrase break is; words aligned
+    to words, with the breaks between them as a feature of their own, keep it."""
+    runs = pause_runs(f)
+    keep = np.ones(f.n, dtype=bool)
+    pause_after = np.zeros(f.n)
+    for a, b in runs:
+        keep[a:b] = False
+        pause_after[a - 1] = (b - a) * HOP_S
+    if keep.sum() < 3 or not runs:
+        return f, np.zeros(f.n)
+    return (Features(f.f0[keep], f.energy[keep], f.mfcc[keep], f.speech[keep]),
+            pause_after[keep])
 
 
 def _positions(a: Features, b: Features) -> np.ndarray:
@@ -351,23 +395,31 @@ def _smooth(x: np.ndarray, width: int) -> np.ndarray:
 
 
 def sentence_profiles(renditions: list[Features]) -> SentenceProfiles:
-    anchor = renditions[0]
-    f0, energy, tempo, length = [], [], [], []
-    for r in renditions:
-        pos = _positions(anchor, r) if r is not anchor else np.arange(anchor.n, dtype=float)
+    cut = [speech_only(r) for r in renditions]
+    anchor = cut[0][0]
+    kernel = np.bartlett(2 * PAUSE_SPREAD + 3)[1:-1]
+    kernel = kernel / kernel.sum()
+    f0, energy, tempo, length, pause = [], [], [], [], []
+    for i, (r, after) in enumerate(cut):
+        pos = _positions(anchor, r) if i else np.arange(anchor.n, dtype=float)
         idx = np.clip(np.round(pos).astype(int), 0, r.n - 1)
         f0.append(r.f0[idx])
         e = np.maximum(r.energy, r.energy.max() - ENERGY_FLOOR_DB)
         energy.append(e[idx])
         slope = np.gradient(_smooth(pos, 9)) if anchor.n > 1 else np.ones(anchor.n)
         tempo.append(np.log(np.maximum(slope, 0.1)))
-        length.append(np.log(max(r.n, 1)))
-    f0, energy, tempo, length = map(np.array, (f0, energy, tempo, length))
+        length.append(np.log(max(renditions[i].n, 1)))
+        # each pause lands once, on the anchor frame nearest to where it falls
+        on_anchor = np.zeros(anchor.n)
+        for j in np.flatnonzero(after):
+            on_anchor[int(np.argmin(np.abs(pos - j)))] += after[j]
+        pause.append(np.convolve(on_anchor, kernel, mode="same"))
+    f0, energy, tempo, length, pause = map(np.array, (f0, energy, tempo, length, pause))
     with warnings.catch_warnings():  # a frame no rendition voices has a NaN mean: intended
         warnings.simplefilter("ignore", RuntimeWarning)
         f0_mean = np.nanmean(f0, axis=0)
     return SentenceProfiles(anchor, f0 - f0_mean, energy - energy.mean(0), tempo - tempo.mean(0),
-                            length - length.mean())
+                            length - length.mean(), pause - pause.mean(0))
 
 
 def onto(system: SentenceProfiles, natural: SentenceProfiles) -> SentenceProfiles:
@@ -385,8 +437,8 @@ def _discriminative_weights(natural: SentenceProfiles) -> dict[str, np.ndarray]:
             "tempo": natural.tempo.std(0) + 0.05}
 
 
-def _term_distances(sys_f0, sys_e, sys_t, sys_len, nat_f0, nat_e, nat_t, nat_len, w
-                    ) -> dict[str, float]:
+def _term_distances(sys_f0, sys_e, sys_t, sys_len, sys_p, nat_f0, nat_e, nat_t, nat_len, nat_p,
+                    w) -> dict[str, float]:
     judged = ~np.isnan(nat_f0)
     f0_dev = np.where(np.isnan(sys_f0), MISSING_F0_ST, np.abs(np.nan_to_num(sys_f0 - nat_f0)))
     f0 = float(np.sum((w["f0"] * f0_dev)[judged]) / max(np.sum(w["f0"][judged]), 1e-9)) \
@@ -394,7 +446,9 @@ def _term_distances(sys_f0, sys_e, sys_t, sys_len, nat_f0, nat_e, nat_t, nat_len
     energy = float(np.sum(w["energy"] * np.abs(sys_e - nat_e)) / np.sum(w["energy"]))
     tempo = float(np.sum(w["tempo"] * np.abs(sys_t - nat_t)) / np.sum(w["tempo"])) \
         + abs(float(sys_len - nat_len))
-    return {"f0": f0, "energy": energy, "tempo": tempo}
+    # pauses are events, not levels: summed (seconds), not averaged over the sentence
+    return {"f0": f0, "energy": energy, "tempo": tempo,
+            "pause": float(np.sum(np.abs(sys_p - nat_p)))}
 
 
 @dataclass(frozen=True)
@@ -416,7 +470,8 @@ def compare_sentence(system: SentenceProfiles, natural: SentenceProfiles) -> Com
 
     def d(src, i, dst, j):
         return _term_distances(src.f0[i], src.energy[i], src.tempo[i], src.length[i],
-                               dst.f0[j], dst.energy[j], dst.tempo[j], dst.length[j], w)
+                               src.pause[i], dst.f0[j], dst.energy[j], dst.tempo[j],
+                               dst.length[j], dst.pause[j], w)
 
     terms = {t: np.zeros((s, k)) for t in TERMS}
     for i in range(s):
@@ -426,5 +481,6 @@ def compare_sentence(system: SentenceProfiles, natural: SentenceProfiles) -> Com
     scale = {}
     for t in TERMS:
         pairs = [d(natural, a, natural, b)[t] for a in range(k) for b in range(k) if a != b]
-        scale[t] = max(float(np.mean(pairs)) if pairs else 1.0, 1e-3)
+        floor = PAUSE_SCALE_FLOOR_S if t == "pause" else 1e-3
+        scale[t] = max(float(np.mean(pairs)) if pairs else 1.0, floor)
     return Comparison(terms, scale)

@@ -8,10 +8,14 @@ exact one-sided binomial p-value against chance and the two-sided one; the poole
 swapped-subcategory accuracy; for non-speech systems how many samples ``adept-eval check``
 refuses; and the real-time factor of a full evaluation.
 
-Needs espeak-ng and festival (+ festvox-us-slt-hts, festvox-kallpc16k). Rendering takes a few
-minutes the first time; corpora are cached (``--cache``, default ``$ADEPT_EVAL_HOME/validation``).
+Engines: espeak-ng (SSML), festival and flite (plain text, prosody imposed by PSOLA). Needs the
+Debian packages espeak-ng, festival (+ festvox-us-slt-hts, festvox-kallpc16k) and flite for
+every rotation; ``--rotation`` picks some. The listener was tuned on festival:espeak only; every
+other rotation is held out. Rendering takes a few minutes per engine the first time; corpora
+are cached (``--cache``, default ``$ADEPT_EVAL_HOME/validation``).
 
-    python benchmarks/realistic_validation.py [--rotation festival:espeak] [--sentences 5]
+    python benchmarks/realistic_validation.py [--rotation festival:espeak] [--system copy]
+        [--sentences 5] [--no-nonspeech] [--cache DIR]
 """
 
 from __future__ import annotations
@@ -35,16 +39,23 @@ def main() -> int:
                         help="sentences per class to evaluate (1-5; default 5 = all questions)")
     parser.add_argument("--cache", type=Path, default=None, help="where rendered corpora live")
     parser.add_argument("--no-nonspeech", action="store_true", help="skip the non-speech systems")
+    parser.add_argument("--system", action="append", choices=systems.ALL_SYSTEMS,
+                        help="evaluate only this system (repeatable; default: all)")
     args = parser.parse_args()
     rotations = [tuple(r.split(":")) for r in args.rotation] if args.rotation \
         else list(benchmark.ROTATIONS)
+    for r in rotations:
+        if len(r) != 2 or not set(r) <= set(engines.ENGINES) or r[0] == r[1]:
+            parser.error(f"--rotation {':'.join(r)}: want REFERENCE:SYSTEM, two different "
+                         f"engines among {', '.join(engines.ENGINES)}")
     missing = {e for r in rotations for e in r} - set(engines.available())
     if missing:
         parser.error(f"TTS engine(s) not installed: {', '.join(sorted(missing))}")
     cache = args.cache or systems.default_cache()
     for ref, sys in rotations:
-        results, timing = benchmark.run_rotation(ref, sys, cache, sentence_ids=args.sentences,
-                                                 nonspeech=not args.no_nonspeech)
+        results, timing = benchmark.run_rotation(
+            ref, sys, cache, sentence_ids=args.sentences, nonspeech=not args.no_nonspeech,
+            only=tuple(args.system) if args.system else None)
         print(benchmark.format_rotation(ref, sys, results, timing), flush=True)
         print()
     return 0

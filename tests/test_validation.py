@@ -78,6 +78,56 @@ def test_missing_pitch_is_a_large_deviation_not_zero():
                           VoiceNorm.of([speech]))["f0"] == 0.0
 
 
+def _rendition(words, pause_after, rng, warp=1.0, pause_frames=16):
+    """Features of a made-up sentence: each word a distinct spectrum held for a few frames,
+    one pause (near-silent frames) after word ``pause_after``. ``warp`` scales word lengths
+    and a second rng perturbs the spectra: another voice saying the same words."""
+    from adept_eval.prosody import Features
+
+    mfcc, energy = [], []
+    for i, w in enumerate(words):
+        n = max(3, int(round(8 * warp * (1.0 + 0.25 * (i % 3)))))
+        mfcc += [w + rng.normal(0, 0.1, w.shape) for _ in range(n)]
+        energy += [-10.0 + rng.normal(0, 1.0) for _ in range(n)]
+        if i == pause_after:
+            mfcc += [np.full_like(w, -3.0) + rng.normal(0, 0.1, w.shape)
+                     for _ in range(pause_frames)]
+            energy += [-70.0] * pause_frames
+    mfcc, energy = np.array(mfcc), np.array(energy)
+    f0 = np.where(energy > -40, 10.0, np.nan)
+    return Features(f0, energy, mfcc - mfcc.mean(0), energy > energy.max() - 35)
+
+
+def test_where_a_phrase_break_falls_decides_between_readings():
+    """Two readings of a sentence differ only in which word a pause follows (adjacent words,
+    as in "the old, men and women" vs "the old men, and women"). Aligning spectra across the
+    pauses can match one reading's pause with the other's and hide where the break is; the
+    listener must pick the reading whose break is where the system puts it, for voices whose
+    word lengths, pause lengths and spectra differ from the reference's. (Before pauses were
+    cut out and compared on their own, 11 of these 96 answers went to the wrong break.)"""
+    from adept_eval.listeners.acoustic import TERM_WEIGHTS
+    from adept_eval.prosody import compare_sentence, onto, sentence_profiles
+
+    wrong = []
+    for seed in range(4):
+        for warp in (0.8, 1.3):
+            for nat_pause, sys_pause in ((16, 16), (10, 25), (25, 10)):
+                for a, b in ((1, 2), (0, 1)):
+                    rng = np.random.default_rng(seed)
+                    words = [rng.normal(0, 2, 12) for _ in range(7)]
+                    natural = sentence_profiles([_rendition(words, a, rng, 1.0, nat_pause),
+                                                 _rendition(words, b, rng, 1.0, nat_pause)])
+                    other = [w + rng.normal(0, 0.5, 12) for w in words]
+                    system = onto(sentence_profiles([
+                        _rendition(other, a, rng, warp, sys_pause),
+                        _rendition(other, b, rng, warp, sys_pause)]), natural)
+                    total = compare_sentence(system, natural).total(TERM_WEIGHTS)
+                    case = (seed, warp, nat_pause, sys_pause, a, b)
+                    wrong += [case] * (int(total[0, 0] >= total[0, 1])
+                                       + int(total[1, 1] >= total[1, 0]))
+    assert not wrong, wrong
+
+
 def test_answers_explain_distances_and_posteriors(corpus, systems, tmp_path):
     from adept_eval.listeners import get_listener
     from adept_eval.questions import build_questions
@@ -89,7 +139,7 @@ def test_answers_explain_distances_and_posteriors(corpus, systems, tmp_path):
         detail = json.loads(answer.detail)
         assert detail["candidates"]
         for sample in detail["samples"]:
-            assert set(sample["distance"]) == {"f0", "energy", "tempo"}
+            assert set(sample["distance"]) == {"f0", "energy", "tempo", "pause"}
             assert len(sample["posterior"]) == len(detail["candidates"])
             assert sum(sample["posterior"]) == pytest.approx(1.0, abs=0.01)
 
@@ -142,6 +192,69 @@ def test_cross_engine_rotation_reduced(validation_cache):
     assert sum(o.correct for o in swapped) / len(swapped) < 0.2
     noise = by[("noise", "acoustic")]
     assert noise.pooled == 0.0 and all(o.status == "failed" for o in noise.outcomes)
-    n_noise = len(list(validation_cache.glob("espeak-v*/nonspeech-noise/**/*.wav")))
+    from adept_eval.validation.systems import RENDER_VERSIONS
+
+    noise_dir = validation_cache / f"espeak-v{RENDER_VERSIONS['espeak']}" / "nonspeech-noise"
+    n_noise = len(list(noise_dir.rglob("*.wav")))
     assert noise.refused.startswith(f"{n_noise}/{n_noise} no-speech")
     assert timing["rtf_cpu"] > 0
+
+
+# ----------------------------------------------------------------- engines (need Debian TTS)
+def _engine(name):
+    from adept_eval.validation import engines
+
+    if name not in engines.available():
+        pytest.skip(f"TTS engine {name} not installed (Debian: "
+                    f"{ {'espeak': 'espeak-ng', 'flite': 'flite'}.get(name, name)})")
+    return engines.ENGINES[name]
+
+
+def _f0_median(x, rate, start_s, end_s):
+    import parselmouth
+
+    pitch = parselmouth.Sound(np.asarray(x, dtype=np.float64), rate).to_pitch_ac(
+        time_step=0.01, pitch_floor=60, pitch_ceiling=600)
+    hz = pitch.selected_array["frequency"]
+    keep = (pitch.xs() >= start_s) & (pitch.xs() <= end_s) & (hz > 0)
+    return float(np.median(12 * np.log2(hz[keep] / 100)))
+
+
+@pytest.mark.parametrize("speaker", ["female", "male"])
+def test_espeak_raises_the_focused_word(speaker):
+    """A focused first word must come out higher than the same word unfocused (espeak-ng's
+    <emphasis> made it a fall from the ordinary level: lower, the plan's accent lost)."""
+    from adept_eval.validation.sentences import NEUTRAL_PLAN, Plan, Sentence
+
+    espeak = _engine("espeak")
+    sentence = Sentence(("John", "gave", "Mary", "a", "red", "umbrella"))
+    (plain, rate), (focused, _) = espeak.render_many(
+        [(sentence, NEUTRAL_PLAN, ""), (sentence, Plan(focus=0), "")], speaker)
+    assert _f0_median(focused, rate, 0.0, 0.3) > _f0_median(plain, rate, 0.0, 0.3) + 2.0
+
+
+def test_flite_reports_the_words_of_every_validation_sentence():
+    """flite's words come from counting segments: every validation sentence must split into
+    its own words, in order, inside the audio."""
+    from adept_eval.validation.sentences import NEUTRAL_PLAN, SENTENCES
+
+    flite = _engine("flite")
+    items = [(s, NEUTRAL_PLAN, "") for group in SENTENCES.values() for s in group[:2]]
+    for (sentence, _, _), (x, rate, words) in zip(items, flite.plain(items, "male")):
+        assert len(words) == len(sentence.words)
+        starts, ends = np.array(words).T
+        assert np.all(ends > starts) and np.all(starts[1:] >= ends[:-1] - 1e-6)
+        assert ends[-1] <= len(x) / rate + 1e-3
+
+
+def test_a_voice_with_compressed_dynamics_is_speech():
+    """flite's slt keeps the middle half of its frames within ~2.5 dB on some sentences; the
+    speech check took that for "a steady sound" and refused real speech."""
+    from adept_eval.validation.sentences import NEUTRAL_PLAN, sentence
+
+    flite = _engine("flite")
+    items = [(sentence(c, sid), NEUTRAL_PLAN, "") for c, sid in
+             (("interpersonal_attitude", "0303"), ("syntactic_phrasing", "0400"),
+              ("marked_tonicity", "0501"))]
+    for (s, _, _), (x, rate, _) in zip(items, flite.plain(items, "female")):
+        assert no_speech_reason(Audio(x, rate)) is None, s.text

@@ -189,4 +189,6 @@ def format_rotation(reference: str, system: str, results: list[SystemResult], ti
     return "\n".join(lines)
 
 
-ROTATIONS = (("festival", "espeak"), ("espeak", "festival"))
+# the first is the rotation the listener was tuned on; the others are held out
+ROTATIONS = (("festival", "espeak"), ("espeak", "festival"), ("flite", "espeak"),
+             ("espeak", "flite"), ("flite", "festival"), ("festival", "flite"))

@@ -1,16 +1,22 @@
 """Real TTS engines speaking a sentence with a prosodic ``Plan``.
 
 - ``espeak``: espeak-ng driven by SSML (``<prosody>`` for level, range, rate and volume,
-  ``<emphasis>`` plus a local ``<prosody>`` for the accented word, ``<break>`` for a phrase
-  break); the engine realises the prosody itself.
+  a local ``<prosody>`` raising, slowing and strengthening the accented word, ``<break>``
+  for a phrase break); the engine realises the prosody itself.
 - ``festival``: festival's own voices (``cmu_us_slt_arctic_hts`` female, ``kal_diphone`` /
   ``ked_diphone`` male) speak the *plain* text; festival ignores most markup on these voices, so
   the plan is imposed afterwards with Praat's PSOLA (pitch tier and duration tier of a
   Manipulation, via parselmouth) using festival's own word timings, plus silence for breaks and
   gain for loudness.
+- ``flite``: flite's own voices (``slt`` female, ``rms`` male) speak the plain text (flite
+  takes no prosodic markup); word timings come from its segment end times (``-psdur``) and
+  the plan is imposed with the same PSOLA as festival's. (flite's ``slt`` is built from the
+  same speaker's recordings as festival's ``cmu_us_slt_arctic_hts``, by another synthesis
+  method; espeak-ng shares nothing with either.)
 
-Both need the Debian packages ``espeak-ng`` and ``festival`` (+ ``festvox-us-slt-hts``,
-``festvox-kallpc16k``, ``festvox-kdlpc16k``); ``available()`` says which are installed.
+All need the Debian packages ``espeak-ng`` and ``festival`` (+ ``festvox-us-slt-hts``,
+``festvox-kallpc16k``, ``festvox-kdlpc16k``) and ``flite``; ``available()`` says which are
+installed.
 """
 
 from __future__ import annotations
@@ -59,8 +65,11 @@ class Espeak(Engine):
     def ssml(sentence: Sentence, plan: Plan) -> str:
         words = list(sentence.words)
         if plan.focus is not None:
-            words[plan.focus] = (f'<emphasis level="strong"><prosody pitch="+35%" rate="-25%" '
-                                 f'volume="+4dB">{words[plan.focus]}</prosody></emphasis>')
+            # a local <prosody> only: espeak-ng realises <emphasis> as a nuclear fall from the
+            # voice's ordinary level that overrides the pitch asked for (an emphasised first
+            # word came out *lower* than unemphasised), so the plan's raised accent was lost
+            words[plan.focus] = (f'<prosody pitch="+35%" rate="-25%" volume="+4dB">'
+                                 f'{words[plan.focus]}</prosody>')
         if plan.break_after is not None:
             words[plan.break_after] += f', <break time="{int(BREAK_S * 1000)}ms"/>'
         end = "?" if plan.question else "."
@@ -82,12 +91,30 @@ class Espeak(Engine):
 
 
 @dataclass(frozen=True)
-class Festival(Engine):
+class PsolaEngine(Engine):
+    """An engine that speaks plain text and reports word timings; the plan is imposed after."""
+
+    def plain(self, items: list[tuple[Sentence, Plan, str]], speaker: str
+              ) -> list[tuple[np.ndarray, int, list[tuple[float, float]]]]:
+        """(samples, rate, word (start, end) seconds) of each sentence spoken from plain text."""
+        raise NotImplementedError
+
+    def render_many(self, items, speaker):
+        out = []
+        for (sentence, plan, _), (x, rate, words) in zip(items, self.plain(items, speaker)):
+            if len(words) != len(sentence.words):
+                raise RuntimeError(f"{self.name} split {sentence.text!r} into {len(words)} words")
+            out.append((impose(x.astype(np.float64), rate, words, plan), rate))
+        return out
+
+
+@dataclass(frozen=True)
+class Festival(PsolaEngine):
     def available(self) -> bool:
         return shutil.which("festival") is not None
 
-    def render_many(self, items, speaker):
-        """One festival process per batch: plain text, then word timings, then PSOLA."""
+    def plain(self, items, speaker):
+        """One festival process per batch: plain text, then word timings."""
         voice = self.voices[speaker]
         with tempfile.TemporaryDirectory() as tmp:
             lines = [f"(voice_{voice})"]
@@ -113,12 +140,56 @@ class Festival(Engine):
                     _, a, b = line.split()
                     times[current].append((float(a), float(b)))
             out = []
-            for i, (sentence, plan, _) in enumerate(items):
+            for i in range(len(items)):
                 x, rate = sf.read(f"{tmp}/{i}.wav", dtype="float32")
-                words = times[i]
-                if len(words) != len(sentence.words):
-                    raise RuntimeError(f"festival split {sentence.text!r} into {len(words)} words")
-                out.append((impose(x.astype(np.float64), rate, words, plan), rate))
+                out.append((x, rate, times[i]))
+        return out
+
+
+@dataclass(frozen=True)
+class Flite(PsolaEngine):
+    """flite speaks plain text and prints its segments' end times (``-psdur``); words are
+    found by counting each word's segments (flite's own ``-ps`` on the word alone)."""
+
+    def available(self) -> bool:
+        return shutil.which("flite") is not None
+
+    def _segments(self, voice: str, text: str, wav: str = "none") -> list[tuple[str, float]]:
+        proc = subprocess.run(["flite", "-voice", voice, "-psdur", "-t", text, "-o", wav],
+                              check=True, capture_output=True, text=True)
+        out = []
+        for item in proc.stdout.split():
+            name, _, end = item.rpartition(":")
+            out.append((name, float(end)))
+        return out
+
+    def plain(self, items, speaker):
+        voice = self.voices[speaker]
+        counts: dict[str, int] = {}
+        out = []
+        with tempfile.TemporaryDirectory() as tmp:
+            wav = str(Path(tmp) / "x.wav")
+            for sentence, plan, _ in items:
+                text = " ".join(sentence.words) + ("?" if plan.question else ".")
+                phones = self._segments(voice, text, wav)
+                x, rate = sf.read(wav, dtype="float32")
+                words, start, k = [], 0.0, 0
+                # skip leading pauses; each word takes as many segments as it has alone
+                while k < len(phones) and phones[k][0] == "pau":
+                    start = phones[k][1]
+                    k += 1
+                for w in sentence.words:
+                    bare = w.strip(".,?!;:")
+                    if bare not in counts:
+                        counts[bare] = sum(n != "pau" for n, _ in self._segments(voice, bare))
+                    end_k = k + counts[bare]
+                    if end_k > len(phones) or any(n == "pau" for n, _ in phones[k:end_k]):
+                        raise RuntimeError(f"flite: cannot find the words of {text!r}")
+                    words.append((start, phones[end_k - 1][1]))
+                    start, k = phones[end_k - 1][1], end_k
+                if any(n != "pau" for n, _ in phones[k:]):
+                    raise RuntimeError(f"flite: cannot find the words of {text!r}")
+                out.append((x, rate, words))
         return out
 
 
@@ -191,6 +262,7 @@ def impose(x: np.ndarray, rate: int, words: list[tuple[float, float]], plan: Pla
 ENGINES: dict[str, Engine] = {
     "espeak": Espeak("espeak", {"female": "en-us+f3", "male": "en-us"}),
     "festival": Festival("festival", {"female": "cmu_us_slt_arctic_hts", "male": "kal_diphone"}),
+    "flite": Flite("flite", {"female": "slt", "male": "rms"}),
 }
 
 

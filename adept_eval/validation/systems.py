@@ -30,11 +30,13 @@ from ..corpus import PROMPTS_FILE, TXT_DIR, WAV_DIR, expected_stimuli
 from . import sentences as S
 from .engines import ENGINES
 
-RENDER_VERSION = "1"  # bump when sentences, plans or engine settings change
+# per engine: bump one when the sentences or plans change (all) or its own settings change
+RENDER_VERSIONS = {"espeak": "2", "festival": "1", "flite": "1"}
 SWAPS = {"anger": "sadness", "sadness": "anger", "beginning": "end", "end": "beginning",
          "interpretation_1": "interpretation_2", "interpretation_2": "interpretation_1"}
 SYSTEMS = ("copy", "partial", "flat", "swap")
 NONSPEECH = ("tone", "dc", "noise", "silence")
+ALL_SYSTEMS = ("adept-natural", *SYSTEMS, *NONSPEECH)
 
 
 def default_cache() -> Path:
@@ -55,7 +57,7 @@ def stimuli(sentence_ids: int = 5) -> list[tuple[str, str, str, str]]:
 
 def render_engine(engine: str, cache: Path | None = None, *, progress: bool = True) -> Path:
     """Render (or reuse) the corpus and systems of one engine; returns ``<cache>/<engine>``."""
-    base = Path(cache or default_cache()) / f"{engine}-v{RENDER_VERSION}"
+    base = Path(cache or default_cache()) / f"{engine}-v{RENDER_VERSIONS[engine]}"
     done = base / ".complete"
     if done.exists():
         return base
