@@ -1,7 +1,7 @@
 """Load on the listening-test server: N simulated participants at once over loopback.
 
     python benchmarks/listening_test_load.py [--participants 100] [--think 3 0] [--ramp 0]
-                                             [--client-processes 1] [--by-call]
+                                             [--client-processes 2] [--by-call]
 
 Builds a two-task test of a synthetic ADEPT's natural recordings, starts
 `adept-eval listening-test serve` in its own process, and lets N participants (httpx, asyncio,
@@ -17,9 +17,10 @@ Printed per row: response times of API calls as the clients saw them (client p50
 as the server spent them (its Server-Timing header: from the request reaching the app to the
 response starting; the difference is queueing in the client process, the kernel and uvicorn),
 audio fetches, CPU used by the client process(es) and the server (% of one core over the
-row's wall time: a client near 100% is itself the bottleneck), the load average before and
-after (other work on the machine inflates every figure), and a check that every acknowledged
-answer is stored exactly once. ``--by-call`` adds the same figures per kind of call.
+row's wall time: a client near 100% is itself the bottleneck), the time they were ready to run
+but waited for a CPU taken by other work (Linux schedstat, % of wall time), the load average
+before and after (other work on the machine inflates every figure), and a check that every
+acknowledged answer is stored exactly once. ``--by-call`` adds the same figures per kind of call.
 """
 
 from __future__ import annotations
@@ -75,6 +76,16 @@ def process_cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def run_queue_wait(pid: int | str = "self") -> float:
+    """Seconds the process's threads spent ready to run but waiting for a CPU (Linux
+    schedstat): the cost of sharing the machine with other work; NaN where unknown."""
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+        return sum(int((t / "schedstat").read_text().split()[1]) for t in tasks) / 1e9
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+
+
 def load_average() -> str:
     try:
         return "/".join(f"{x:.2f}" for x in os.getloadavg())
@@ -82,31 +93,51 @@ def load_average() -> str:
         return "n/a"
 
 
-def share(url: str, test_dir: str, n: int, first: int, think: float, ramp: float):
-    """One client process's participants; returns their outcomes and the CPU it used."""
+async def warm_up(url: str) -> None:
+    """A few requests that touch no participant, so the client's first-use costs (lazy
+    imports, connection machinery) are not counted in the first participants' responses."""
+    import httpx
+
+    async with httpx.AsyncClient(base_url=url) as client:
+        for _ in range(3):
+            (await client.get("/healthz")).raise_for_status()
+
+
+def share(url: str, test_dir: str, first: int, arrivals: list[float], think: float,
+          start_at: float):
+    """One client process's participants (numbered from ``first``, arriving ``arrivals``
+    seconds after ``start_at``, a ``time.time()`` shared by every client process, each set up
+    by then); returns their outcomes, the CPU the process used and the time it waited for a
+    CPU."""
     config = load_test(test_dir)
-    c0 = cpu_seconds()
-    outcomes = asyncio.run(crowd(url, config, n, think=think, fetch_audio=True, ramp=ramp,
-                                 first=first))
-    return outcomes, cpu_seconds() - c0
+    asyncio.run(warm_up(url))
+    time.sleep(max(0.0, start_at - time.time()))
+    c0, w0 = cpu_seconds(), run_queue_wait()
+    outcomes = asyncio.run(crowd(url, config, len(arrivals), think=think, fetch_audio=True,
+                                 arrivals=arrivals, first=first))
+    return outcomes, cpu_seconds() - c0, run_queue_wait() - w0
 
 
 def run_row(url: str, test_dir: Path, n: int, think: float, ramp: float, processes: int):
-    if processes <= 1:
-        outcomes, cpu = share(url, str(test_dir), n, 0, think, ramp)
-        return outcomes, cpu
-    sizes = [n // processes + (k < n % processes) for k in range(processes)]
-    starts = [sum(sizes[:k]) for k in range(processes)]
-    outcomes, cpu = {}, 0.0
+    processes = max(1, min(processes, n))
+    # participant g arrives at ramp * g / n; process k takes g = k, k + K, k + 2K...
+    arrivals = [[ramp * g / n for g in range(k, n, processes)] for k in range(processes)]
+    firsts = [sum(len(a) for a in arrivals[:k]) for k in range(processes)]
+    if processes == 1:
+        start_at = time.time() + 1.0  # warmed up by then
+        return (*share(url, str(test_dir), 0, arrivals[0], think, start_at),
+                time.time() - start_at)
+    outcomes, cpu, wait = {}, 0.0, 0.0
     with ProcessPoolExecutor(processes) as pool:
-        # each process's arrivals interleave with the others' when ramped
-        futures = [pool.submit(share, url, str(test_dir), size, first, think, ramp)
-                   for size, first in zip(sizes, starts)]
+        start_at = time.time() + 3.0  # every process set up (imports, design, clients) by then
+        futures = [pool.submit(share, url, str(test_dir), first, times, think, start_at)
+                   for first, times in zip(firsts, arrivals)]
         for f in futures:
-            part, used = f.result()
+            part, used, waited = f.result()
             outcomes.update(part)
             cpu += used
-    return outcomes, cpu
+            wait += waited
+    return outcomes, cpu, wait, time.time() - start_at
 
 
 def main() -> None:
@@ -115,7 +146,9 @@ def main() -> None:
     ap.add_argument("--think", type=float, nargs="*", default=[3.0, 0.0])
     ap.add_argument("--ramp", type=float, default=0.0,
                     help="spread arrivals over this many seconds (0: all in the same instant)")
-    ap.add_argument("--client-processes", type=int, default=1)
+    ap.add_argument("--client-processes", type=int, default=2,
+                    help="split the participants over this many client processes (at think 0 "
+                         "one httpx process needs a whole core)")
     ap.add_argument("--by-call", action="store_true", help="figures per kind of call too")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -125,20 +158,22 @@ def main() -> None:
               + (f"spread over {args.ramp:g} s" if args.ramp else "all in the same instant")
               + f", {args.client_processes} client process(es); times in ms")
         print(f"{'think':>5} {'people':>6} {'answers':>7} {'API':>5} "
-              f"{'client p50/p95/p99':>20} {'server p50/p95/p99':>20} {'audio':>5} "
-              f"{'audio p95':>9} {'client':>6} {'server':>6} {'wall s':>6} {'lost':>4} "
-              f"{'dup':>3}  load avg before -> after")
+              f"{'client p50/p95/p99':>18} {'server p50/p95/p99':>18} {'audio':>5} "
+              f"{'audio p95':>9} {'CPU cl/srv':>10} {'CPU wait':>9} {'wall s':>6} "
+              f"{'lost':>4} {'dup':>3}  load avg before -> after")
         details = []
         for think in args.think:
             test_dir = tmp / f"test-{think}"
             build_test(corpus, test_dir, {"natural": None}, tasks=TASKS, seed=1)
             before = load_average()
             with ServerProcess(test_dir) as server:
-                s0, t0 = process_cpu_seconds(server.proc.pid), time.perf_counter()
-                outcomes, client_cpu = run_row(server.url, test_dir, args.participants, think,
-                                               args.ramp, args.client_processes)
-                wall = time.perf_counter() - t0
-                server_cpu = process_cpu_seconds(server.proc.pid) - s0
+                pid = server.proc.pid
+                s0, sw0 = process_cpu_seconds(pid), run_queue_wait(pid)
+                outcomes, client_cpu, client_wait, wall = run_row(
+                    server.url, test_dir, args.participants, think, args.ramp,
+                    args.client_processes)
+                server_cpu = process_cpu_seconds(pid) - s0
+                server_wait = run_queue_wait(pid) - sw0
             calls = [c for o in outcomes.values() for c in o.calls]
             api = [c[2] for c in calls if c[1] != "audio"]
             srv = [c[3] for c in calls if c[1] != "audio" and c[3] is not None]
@@ -150,10 +185,12 @@ def main() -> None:
                              for q in (50, 95, 99))
             three_srv = "/".join(f"{pct(srv, q):.0f}" if pct(srv, q) >= 10
                                  else f"{pct(srv, q):.1f}" for q in (50, 95, 99))
-            print(f"{think:>5.1f} {done:>6} {answers:>7} {len(api):>5} {three:>20} "
-                  f"{three_srv:>20} {len(audio):>5} {pct(audio, 95):>9.1f} "
-                  f"{100 * client_cpu / wall:>5.0f}% {100 * server_cpu / wall:>5.0f}% "
-                  f"{wall:>6.1f} {lost:>4} {dup:>3}  {before} -> {load_average()}", flush=True)
+            cpu = f"{100 * client_cpu / wall:.0f}%/{100 * server_cpu / wall:.0f}%"
+            waits = f"{100 * client_wait / wall:.0f}%/{100 * server_wait / wall:.0f}%"
+            print(f"{think:>5.1f} {done:>6} {answers:>7} {len(api):>5} {three:>18} "
+                  f"{three_srv:>18} {len(audio):>5} {pct(audio, 95):>9.1f} {cpu:>10} "
+                  f"{waits:>9} {wall:>6.1f} {lost:>4} {dup:>3}  {before} -> {load_average()}",
+                  flush=True)
             by = defaultdict(list)
             for _, what, took, server_took in calls:
                 by[what].append((took, server_took))

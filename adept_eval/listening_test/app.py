@@ -75,9 +75,11 @@ class _TooLarge(Exception):
 
 
 class ServerTiming:
-    """ASGI middleware: a ``Server-Timing: app;dur=MS`` header on every response (time from the
-    request's arrival to the response's start), so load tests can tell the server's own time
-    from time spent queueing in the client or the network."""
+    """ASGI middleware: a ``Server-Timing: app;dur=MS`` header on every response: the time from
+    the whole request being in (its last body chunk read, or its arrival when it has no body)
+    to the response's start, so load tests can tell the server's own time from time spent
+    queueing in the client, the kernel or the network (a client that sends a body after its
+    headers would otherwise have its own delays counted as the server's)."""
 
     def __init__(self, app):
         self.app = app
@@ -87,6 +89,13 @@ class ServerTiming:
             return await self.app(scope, receive, send)
         t0 = time.perf_counter()
 
+        async def received():
+            nonlocal t0
+            message = await receive()
+            if message["type"] == "http.request" and not message.get("more_body", False):
+                t0 = time.perf_counter()
+            return message
+
         async def timed(message):
             if message["type"] == "http.response.start":
                 dur = f"app;dur={(time.perf_counter() - t0) * 1000:.2f}".encode()
@@ -94,7 +103,7 @@ class ServerTiming:
                                                   (b"server-timing", dur)]}
             await send(message)
 
-        await self.app(scope, receive, timed)
+        await self.app(scope, received, timed)
 
 
 def create_app(folder: str | Path, *, admin_token: str | None = None,

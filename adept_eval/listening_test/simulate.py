@@ -154,11 +154,12 @@ async def take_test(client, key: AnswerKey, participant: str, *, skill: float = 
 async def crowd(base_url: str, config: TestConfig, n: int, *, prefix: str = "sim",
                 think: float = 0.0, fetch_audio: bool = True, skill: float = 0.8,
                 timeout: float = 60.0, outcomes: dict[str, Outcome] | None = None,
-                ramp: float = 0.0, first: int = 0) -> dict[str, Outcome]:
+                ramp: float = 0.0, first: int = 0,
+                arrivals: list[float] | None = None) -> dict[str, Outcome]:
     """``n`` participants (``<prefix><first>``, ``<prefix><first + 1>``...) taking the test at
     once against a running server: all arriving in the same instant, or with ``ramp``, one
-    every ``ramp / n`` seconds. A participant whose connection fails keeps what was
-    acknowledged before (in ``outcomes``) and stops."""
+    every ``ramp / n`` seconds, or each at its ``arrivals`` (seconds from now). A participant
+    whose connection fails keeps what was acknowledged before (in ``outcomes``) and stops."""
     import ssl
 
     import httpx
@@ -168,21 +169,28 @@ async def crowd(base_url: str, config: TestConfig, n: int, *, prefix: str = "sim
     # One client (a small connection pool) per participant, as each browser has its own: one
     # pool shared by a hundred connections costs httpcore time quadratic in the pool's size.
     # One TLS context for all (httpx would build one per client, even for plain HTTP).
+    # The clients are made before anyone arrives (a browser exists before its user opens the
+    # test): made at arrival, a hundred at once, their set-up time would be counted in the
+    # first responses of the others.
     tls = ssl.create_default_context()
 
-    async def one(pid: str, arrive: float):
+    async def one(client, pid: str, arrive: float):
         out = outcomes.setdefault(pid, Outcome(pid))
         if arrive:
             await asyncio.sleep(arrive)
         try:
-            async with httpx.AsyncClient(base_url=base_url, timeout=timeout, verify=tls,
-                                         limits=httpx.Limits(max_connections=6)) as client:
+            async with client:
                 await take_test(client, key, pid, skill=skill, seed=zlib.crc32(prefix.encode()),
                                 think=think, fetch_audio=fetch_audio, outcome=out)
         except (httpx.TransportError, httpx.HTTPStatusError) as exc:
             out.stage = f"error: {type(exc).__name__}"
 
-    await asyncio.gather(*(one(f"{prefix}{first + i:04d}", ramp * i / n) for i in range(n)))
+    clients = [httpx.AsyncClient(base_url=base_url, timeout=timeout, verify=tls,
+                                 limits=httpx.Limits(max_connections=6)) for _ in range(n)]
+    if arrivals is None:
+        arrivals = [ramp * i / n for i in range(n)]
+    await asyncio.gather(*(one(c, f"{prefix}{first + i:04d}", arrivals[i])
+                           for i, c in enumerate(clients)))
     return outcomes
 
 
