@@ -379,6 +379,34 @@ def test_the_wal_is_synced_and_checkpointed_in_the_background(tmp_path):
     assert not store._syncer.is_alive()
 
 
+def test_server_timing_does_not_count_a_client_slow_to_send_its_body():
+    """The Server-Timing header is the server's own time: a body that arrives late (the client
+    busy) is the client's delay, and counting it blamed the server for the load generator."""
+    import time
+
+    from adept_eval.listening_test.app import ServerTiming
+
+    async def app(scope, receive, send):
+        await receive()  # the whole body, then 20 ms of work
+        time.sleep(0.02)
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    async def late_body():
+        await asyncio.sleep(0.3)
+        return {"type": "http.request", "body": b"{}", "more_body": False}
+
+    sent = []
+
+    async def send(message):
+        sent.append(message)
+
+    asyncio.run(ServerTiming(app)({"type": "http", "method": "POST", "headers": []},
+                                  late_body, send))
+    timing = dict(sent[0]["headers"])[b"server-timing"].decode()
+    assert 20 <= float(timing.split("dur=")[1]) < 200
+
+
 def test_readers_of_finished_threads_are_closed(tmp_path):
     """Reads use a connection per thread; threads of a pool come and go, and their
     connections must not pile up (one per thread ever seen, before)."""

@@ -269,10 +269,11 @@ def _status_html(summary: dict) -> str:
 
 def serve(folder: str | Path, host: str = "127.0.0.1", port: int = 8000,
           log_level: str = "warning", mirror_repo: str | None = None,
-          mirror_every: float = 5.0) -> None:
+          mirror_every: float = 5.0, audio_cache_mb: float = DEFAULT_BUDGET / 2 ** 20) -> None:
     """Run the app with uvicorn until interrupted."""
     import uvicorn
 
-    app = create_app(folder, mirror_repo=mirror_repo, mirror_every=mirror_every)
+    app = create_app(folder, mirror_repo=mirror_repo, mirror_every=mirror_every,
+                     audio_cache_mb=audio_cache_mb)
     uvicorn.run(app, host=host, port=port, log_level=log_level,
                 limit_concurrency=1000, timeout_keep_alive=30)

@@ -257,9 +257,9 @@ class Store:
 
     # -------------------------------------------------------------- responses
     def add_response(self, r: ResponseRow, *, completes: bool = False) -> bool:
-        """Store one response; False (and nothing stored) when the item was answered already. With ``completes``, the participant is marked complete in the same
-        transaction (their last item), so no crash can leave all answers stored but the
-        participant unfinished."""
+        """Store one response; False (and nothing stored) when the item was answered already.
+        With ``completes`` (their last item), the participant is marked complete in the same
+        transaction, so no crash can leave all answers stored but the participant unfinished."""
 
         def op(db):
             stored = db.execute(
