@@ -275,6 +275,155 @@ def test_audio_is_served_by_token_only_with_ranges_and_caching(client):
     assert client.get("/responses.sqlite").status_code == 404
 
 
+def test_audio_from_memory_answers_every_range_form_like_the_file_does(test_dir):
+    """Audio is served from memory; each range form a browser or a proxy may send gets the
+    bytes and headers HTTP asks for, the same as the file on disk, within the memory budget."""
+    from starlette.testclient import TestClient
+
+    from adept_eval.listening_test.app import create_app
+
+    config = load_test(test_dir)
+    tokens = [config.calibration_token, *config.headphone_tokens]
+    on_disk = {t: (test_dir / "audio" / config.files[t]).read_bytes() for t in tokens}
+    one_file = max(len(b) for b in on_disk.values())
+    budget_mb = 2.5 * one_file / 2 ** 20  # room for two files: the rest are read again
+    with TestClient(create_app(test_dir, admin_token="", audio_cache_mb=budget_mb)) as c:
+        for _ in range(2):  # a first read (from disk) and a second (from memory, or evicted)
+            for tok in tokens:
+                data, n = on_disk[tok], len(on_disk[tok])
+                full = c.get(f"/audio/{tok}")
+                assert full.status_code == 200 and full.content == data
+                assert full.headers["content-length"] == str(n)
+                assert full.headers["accept-ranges"] == "bytes"
+                etag = full.headers["etag"]
+                assert c.get(f"/audio/{tok}", headers={"If-None-Match": etag}).status_code == 304
+                cases = {"bytes=0-": (0, n), "bytes=100-199": (100, 200),
+                         f"bytes=10-{n + 50}": (10, n), f"bytes={n - 1}-": (n - 1, n)}
+                for rng, (a, b) in cases.items():
+                    part = c.get(f"/audio/{tok}", headers={"Range": rng})
+                    assert part.status_code == 206, rng
+                    assert part.content == data[a:b], rng
+                    assert part.headers["content-range"] == f"bytes {a}-{b - 1}/{n}", rng
+                    assert part.headers["content-length"] == str(b - a), rng
+                head = c.head(f"/audio/{tok}")
+                assert head.status_code == 200 and head.content == b""
+                assert head.headers["content-length"] == str(n)
+                past = c.get(f"/audio/{tok}", headers={"Range": f"bytes={n}-"})
+                assert past.status_code == 416 and past.headers["content-range"] == f"bytes */{n}"
+                two = c.get(f"/audio/{tok}", headers={"Range": "bytes=0-9,20-29"})
+                assert two.status_code == 206 and b"multipart/byteranges" in \
+                    two.headers["content-type"].encode()
+                assert data[0:10] in two.content and data[20:30] in two.content
+                suffix = c.get(f"/audio/{tok}", headers={"Range": "bytes=-100"})
+                assert suffix.status_code == 206 and suffix.content == data[-100:]
+        cached = c.app.state.audio
+        assert 0 < cached.cached_bytes <= budget_mb * 2 ** 20
+
+
+def test_plans_are_stored_exactly_as_the_dataclass_form(built):
+    """Drawing plans got faster (no ``asdict``, questions parsed once): what is stored must not
+    change, or participants of a running test would be served a different plan."""
+    from dataclasses import asdict
+
+    config = load_test(built)
+    for t in TASKS:
+        assert config.task_questions(t) == [config.question(q) for q, d in
+                                            config.questions.items() if d["task"] == t]
+    plan = plan_for(config, "alice", 3)
+    as_dataclass = [asdict(item_from(d)) for d in plan["items"]]
+    assert json.dumps(plan["items"]) == json.dumps(as_dataclass)
+
+
+def test_requests_are_served_from_memory_and_a_restart_continues(client, test_dir):
+    """After a participant's first request the server reads nothing from SQLite for them (their
+    state is kept in memory, written through); a new server reads it back and carries on."""
+    from starlette.testclient import TestClient
+
+    from adept_eval.listening_test.app import create_app
+
+    store = client.app.state.store
+    h, state = to_questions(client, "mem")
+    reads = []
+    real_read = store._read
+    store._read = lambda sql, args=(): reads.append(sql) or real_read(sql, args)
+    for _ in range(3):
+        state = answer(client, h, state).json()["state"]
+    assert client.get("/api/state", headers=h).json() == state
+    assert reads == []
+    store._read = real_read
+    with TestClient(create_app(test_dir, admin_token="")) as again:
+        resumed = again.get("/api/state", headers=h).json()
+        assert resumed == state and resumed["progress"]["done"] == 3
+
+
+def test_the_wal_is_synced_and_checkpointed_in_the_background(tmp_path):
+    """Commits do not wait for the disk (synchronous=NORMAL); a background thread fsyncs the
+    WAL and checkpoints it soon after, so a power cut can only take the last moment's
+    answers and the WAL stays short."""
+    import sqlite3
+    import time
+
+    from adept_eval.listening_test.store import Store
+
+    store = Store(tmp_path / "r.sqlite", sync_every=0.05)
+    assert store._syncer is None  # a reader (status, export) starts no thread
+    store.create_participant("p", lambda arrival: {"items": []})
+    deadline = time.monotonic() + 10
+    while store.syncs == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert store.syncs >= 1
+    with sqlite3.connect(tmp_path / "r.sqlite") as db:
+        busy, frames, backfilled = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    assert busy == 0 and frames == backfilled
+    store.close()
+    assert not store._syncer.is_alive()
+
+
+def test_server_timing_does_not_count_a_client_slow_to_send_its_body():
+    """The Server-Timing header is the server's own time: a body that arrives late (the client
+    busy) is the client's delay, and counting it blamed the server for the load generator."""
+    import time
+
+    from adept_eval.listening_test.app import ServerTiming
+
+    async def app(scope, receive, send):
+        await receive()  # the whole body, then 20 ms of work
+        time.sleep(0.02)
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    async def late_body():
+        await asyncio.sleep(0.3)
+        return {"type": "http.request", "body": b"{}", "more_body": False}
+
+    sent = []
+
+    async def send(message):
+        sent.append(message)
+
+    asyncio.run(ServerTiming(app)({"type": "http", "method": "POST", "headers": []},
+                                  late_body, send))
+    timing = dict(sent[0]["headers"])[b"server-timing"].decode()
+    assert 20 <= float(timing.split("dur=")[1]) < 200
+
+
+def test_readers_of_finished_threads_are_closed(tmp_path):
+    """Reads use a connection per thread; threads of a pool come and go, and their
+    connections must not pile up (one per thread ever seen, before)."""
+    import threading
+
+    from adept_eval.listening_test.store import Store
+
+    store = Store(tmp_path / "r.sqlite")
+    for _ in range(30):
+        t = threading.Thread(target=store.participants)
+        t.start()
+        t.join()
+    store.participants()
+    assert len(store._readers) <= 2
+    store.close()
+
+
 def test_admin_view_needs_the_token(client, test_dir):
     from starlette.testclient import TestClient
 

@@ -31,13 +31,13 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from .design import AUDIO_DIR, AUDIO_TYPES, TestConfig, load_test
+from .media import DEFAULT_BUDGET, AudioFiles
 from .session import Refused, Sessions
 from .store import DB_FILE, Store
 
 STATIC = Path(__file__).parent / "static"
 MAX_BODY = 8 * 1024
 ADMIN_TOKEN_ENV = "ADEPT_LISTENING_ADMIN_TOKEN"
-AUDIO_CACHE = "private, max-age=604800, immutable"
 
 
 class BodyLimit:
@@ -75,9 +75,11 @@ class _TooLarge(Exception):
 
 
 class ServerTiming:
-    """ASGI middleware: a ``Server-Timing: app;dur=MS`` header on every response (time from the
-    request's arrival to the response's start), so load tests can tell the server's own time
-    from time spent queueing in the client or the network."""
+    """ASGI middleware: a ``Server-Timing: app;dur=MS`` header on every response: the time from
+    the whole request being in (its last body chunk read, or its arrival when it has no body)
+    to the response's start, so load tests can tell the server's own time from time spent
+    queueing in the client, the kernel or the network (a client that sends a body after its
+    headers would otherwise have its own delays counted as the server's)."""
 
     def __init__(self, app):
         self.app = app
@@ -87,6 +89,13 @@ class ServerTiming:
             return await self.app(scope, receive, send)
         t0 = time.perf_counter()
 
+        async def received():
+            nonlocal t0
+            message = await receive()
+            if message["type"] == "http.request" and not message.get("more_body", False):
+                t0 = time.perf_counter()
+            return message
+
         async def timed(message):
             if message["type"] == "http.response.start":
                 dur = f"app;dur={(time.perf_counter() - t0) * 1000:.2f}".encode()
@@ -94,20 +103,22 @@ class ServerTiming:
                                                   (b"server-timing", dur)]}
             await send(message)
 
-        await self.app(scope, receive, timed)
+        await self.app(scope, received, timed)
 
 
 def create_app(folder: str | Path, *, admin_token: str | None = None,
-               mirror_repo: str | None = None, mirror_every: float = 5.0) -> Starlette:
+               mirror_repo: str | None = None, mirror_every: float = 5.0,
+               audio_cache_mb: float = DEFAULT_BUDGET / 2 ** 20) -> Starlette:
     """The app for the test built in ``folder``; responses go to ``folder/responses.sqlite``
     (and, with ``mirror_repo``, to that private Hub dataset every ``mirror_every`` minutes and
-    once more at shutdown)."""
+    once more at shutdown); up to ``audio_cache_mb`` MiB of its audio is kept in memory."""
     folder = Path(folder).resolve()
     config: TestConfig = load_test(folder)
     store = Store(folder / DB_FILE)
     sessions = Sessions(config, store)
     audio_root = folder / AUDIO_DIR
-    audio_files = {tok: audio_root / name for tok, name in config.files.items()}
+    audio_files = AudioFiles({tok: audio_root / name for tok, name in config.files.items()},
+                             AUDIO_TYPES, budget=int(audio_cache_mb * 1024 * 1024))
     admin = admin_token if admin_token is not None else os.environ.get(ADMIN_TOKEN_ENV, "")
 
     def refuse(exc: Refused) -> JSONResponse:
@@ -135,60 +146,53 @@ def create_app(folder: str | Path, *, admin_token: str | None = None,
     async def index(request: Request):
         return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-store"})
 
-    def begin(participant):
-        row = sessions.start(participant)
-        return {"participant": row.participant, "token": row.token, "state": sessions.state(row)}
-
+    # Every API call runs on the event loop, in one go once its body is read: the participant's
+    # state is in memory (Sessions) and a commit returns in microseconds (store.py), so a hop
+    # to a worker thread would cost more than the work (and contend for the GIL).
     async def start(request: Request):
         try:
             data = await body(request)
-            return _json(await run_in_threadpool(begin, data.get("participant")))
+            live = sessions.start(data.get("participant"))
+            return _json({"participant": live.participant, "token": live.row.token,
+                          "state": sessions.state(live)})
         except Refused as exc:
             return refuse(exc)
 
+    def authenticated(request: Request):
+        return sessions.authenticate(request.headers.get("x-participant", ""),
+                                     request.headers.get("x-session-token", ""))
+
     async def state(request: Request):
         try:
-            return _json(await run_in_threadpool(
-                lambda: sessions.state(sessions.authenticate(
-                    request.headers.get("x-participant", ""),
-                    request.headers.get("x-session-token", "")))))
+            return _json(sessions.state(authenticated(request)))
         except Refused as exc:
             return refuse(exc)
 
     def _post(action):
-        def work(participant, token, data):  # one hop to a worker thread per request
-            row = sessions.authenticate(participant, token)
-            extra = action(row, data)
-            return {**(extra or {}), "state": sessions.state(store.participant(row.participant))}
-
         async def endpoint(request: Request):
             try:
                 data = await body(request)
-                return _json(await run_in_threadpool(
-                    work, request.headers.get("x-participant", ""),
-                    request.headers.get("x-session-token", ""), data))
+                live = authenticated(request)
+                extra = action(live, data)
+                return _json({**(extra or {}), "state": sessions.state(live)})
             except Refused as exc:
                 return refuse(exc)
         return endpoint
 
-    def do_consent(row, data):
+    def do_consent(live, data):
         if data.get("consent") is not True:
             raise Refused("consent must be given to take part")
-        sessions.consent(row)
+        sessions.consent(live)
 
-    def do_headphone(row, data):
-        return {"passed": sessions.headphone(row, data.get("answers"))}
+    def do_headphone(live, data):
+        return {"passed": sessions.headphone(live, data.get("answers"))}
 
-    def do_answer(row, data):
-        sessions.answer(row, data.get("item"), data.get("choice"), data.get("played"),
+    def do_answer(live, data):
+        sessions.answer(live, data.get("item"), data.get("choice"), data.get("played"),
                         data.get("rt_ms"))
 
     async def audio(request: Request):
-        path = audio_files.get(request.path_params["token"])
-        if path is None or not path.is_file():
-            return JSONResponse({"error": "no such audio"}, 404)
-        return FileResponse(path, media_type=AUDIO_TYPES.get(path.suffix, "audio/wav"),
-                            headers={"Cache-Control": AUDIO_CACHE})
+        return await audio_files.response(request, request.path_params["token"])
 
     def admin_ok(request: Request) -> bool:
         given = request.query_params.get("token") or \
@@ -236,7 +240,7 @@ def create_app(folder: str | Path, *, admin_token: str | None = None,
         store.close()
 
     app = Starlette(routes=routes, lifespan=lifespan)
-    app.state.config, app.state.store = config, store
+    app.state.config, app.state.store, app.state.audio = config, store, audio_files
     app.add_middleware(BodyLimit)
     app.add_middleware(ServerTiming)
     return app
@@ -265,10 +269,11 @@ def _status_html(summary: dict) -> str:
 
 def serve(folder: str | Path, host: str = "127.0.0.1", port: int = 8000,
           log_level: str = "warning", mirror_repo: str | None = None,
-          mirror_every: float = 5.0) -> None:
+          mirror_every: float = 5.0, audio_cache_mb: float = DEFAULT_BUDGET / 2 ** 20) -> None:
     """Run the app with uvicorn until interrupted."""
     import uvicorn
 
-    app = create_app(folder, mirror_repo=mirror_repo, mirror_every=mirror_every)
+    app = create_app(folder, mirror_repo=mirror_repo, mirror_every=mirror_every,
+                     audio_cache_mb=audio_cache_mb)
     uvicorn.run(app, host=host, port=port, log_level=log_level,
                 limit_concurrency=1000, timeout_keep_alive=30)

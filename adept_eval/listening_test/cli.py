@@ -48,6 +48,8 @@ def add_parser(sub, common) -> None:
         p.add_argument("--mirror-to", metavar="REPO", help="also push the responses to this "
                        "private Hub dataset (token from HF_TOKEN / hf auth login)")
         p.add_argument("--mirror-every", type=float, default=5.0, metavar="MINUTES")
+        p.add_argument("--audio-cache-mb", type=float, default=256.0, metavar="MIB",
+                       help="keep up to this much of the test's audio in memory (default 256)")
 
     p = lsub.add_parser("build", parents=[common], help="build a test folder (design and "
                         "blinded audio) from systems' samples")
@@ -131,7 +133,7 @@ def cmd_build(args):
     return 0
 
 
-def _serve(test, host, port, mirror_to=None, mirror_every=5.0):
+def _serve(test, host, port, mirror_to=None, mirror_every=5.0, audio_cache_mb=256.0):
     try:
         from .app import ADMIN_TOKEN_ENV, serve
     except ImportError:
@@ -150,11 +152,13 @@ def _serve(test, host, port, mirror_to=None, mirror_every=5.0):
     if mirror_to:
         console.print(f"Responses mirrored to the private dataset {mirror_to} every "
                       f"{mirror_every:g} min and at shutdown")
-    serve(test, host=host, port=port, mirror_repo=mirror_to, mirror_every=mirror_every)
+    serve(test, host=host, port=port, mirror_repo=mirror_to, mirror_every=mirror_every,
+          audio_cache_mb=audio_cache_mb)
 
 
 def cmd_serve(args):
-    _serve(args.test, args.host, args.port, args.mirror_to, args.mirror_every)
+    _serve(args.test, args.host, args.port, args.mirror_to, args.mirror_every,
+           args.audio_cache_mb)
     return 0
 
 
@@ -165,7 +169,8 @@ def cmd_run(args):
         console.print(f"continuing the test in {args.output} (its design is kept)")
     else:
         cmd_build(args)
-    _serve(args.output, args.host, args.port, args.mirror_to, args.mirror_every)
+    _serve(args.output, args.host, args.port, args.mirror_to, args.mirror_every,
+           args.audio_cache_mb)
     out = Path(args.output) / "export" / "responses.csv"
     _export(args.output, out, False)
     _report(args.output, None, 2000, False)

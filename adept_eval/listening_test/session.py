@@ -9,9 +9,10 @@ nothing is stored.
 
 from __future__ import annotations
 
+import hmac
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .design import HEADPHONE_PASS, Item, TestConfig, item_from, plan_for
 from .store import ParticipantRow, ResponseRow, Store
@@ -36,41 +37,76 @@ def clean_participant_id(value) -> str:
     return pid
 
 
-@dataclass(frozen=True)
-class Progress:
-    done: int
-    total: int
+@dataclass
+class Live:
+    """One participant as the server knows them: their stored row, their plan's items and the
+    items answered so far, kept in memory (loaded from the store once) and updated only after
+    the store committed a change."""
+
+    row: ParticipantRow
+    items: tuple[Item, ...]
+    answered: set[str]
+
+    @property
+    def participant(self) -> str:
+        return self.row.participant
+
+    def current(self) -> int:
+        """Index of the first item not answered yet (items are answered in order)."""
+        return next(i for i, it in enumerate(self.items) if it.key not in self.answered)
 
 
 class Sessions:
-    """The test's participants, backed by the store; plans are parsed once and kept."""
+    """The test's participants, served from memory and written through to the store.
+
+    The server is the store's only writer, so what it committed is what the store holds: each
+    participant is read from SQLite once (on their first request since the server started) and
+    then kept, and a request costs no database read and no JSON decoding of the plan. A
+    submission is checked against that state and committed in one go, with no wait in between
+    (the web app calls these from its event loop, where nothing else runs meanwhile), and the
+    state changes only once the commit succeeded, so what a participant sees is always what a
+    crash would keep. One server process per test: a second process would not see the first's
+    participants change.
+    """
 
     def __init__(self, config: TestConfig, store: Store):
         self.config = config
         self.store = store
-        self._plans: dict[str, tuple[Item, ...]] = {}
+        self._live: dict[str, Live] = {}
 
-    def items(self, row: ParticipantRow) -> tuple[Item, ...]:
-        items = self._plans.get(row.participant)
-        if items is None:  # plans never change once drawn: parse each once
-            items = self._plans[row.participant] = tuple(item_from(d) for d in row.plan["items"])
-        return items
+    def _load(self, participant: str) -> Live | None:
+        live = self._live.get(participant)
+        if live is None:
+            row = self.store.participant(participant)
+            if row is None:
+                return None
+            live = self._live[participant] = Live(
+                row, tuple(item_from(d) for d in row.plan["items"]),
+                self.store.answered_items(participant))
+        return live
 
-    def start(self, participant: str) -> ParticipantRow:
+    def start(self, participant) -> Live:
+        """The participant's session, created (plan drawn, arrival numbered) on first arrival."""
         pid = clean_participant_id(participant)
-        return self.store.create_participant(pid, lambda arrival: plan_for(self.config, pid,
-                                                                           arrival))
+        live = self._load(pid)
+        if live is None:
+            row = self.store.create_participant(
+                pid, lambda arrival: plan_for(self.config, pid, arrival))
+            live = self._live[pid] = Live(row, tuple(item_from(d) for d in row.plan["items"]),
+                                          set())
+        return live
 
-    def authenticate(self, participant: str, token: str) -> ParticipantRow:
-        import hmac
-
-        row = self.store.participant(str(participant or ""))
-        if row is None or not hmac.compare_digest(row.token.encode(), str(token or "").encode()):
+    def authenticate(self, participant: str, token: str) -> Live:
+        live = self._load(str(participant or "")) if PARTICIPANT_ID.match(
+            str(participant or "")) else None
+        if live is None or not hmac.compare_digest(live.row.token.encode(),
+                                                   str(token or "").encode()):
             raise Refused("unknown participant or session token", 403)
-        return row
+        return live
 
     # ---------------------------------------------------------------- state
-    def stage(self, row: ParticipantRow, answered: set[str] | None = None) -> str:
+    def stage(self, live: Live) -> str:
+        row = live.row
         if row.consented is None:
             return "consent"
         if row.headphone_passed is None:
@@ -79,22 +115,19 @@ class Sessions:
             return "screened_out"
         if row.completed is not None:
             return "done"
-        answered = self.store.answered_items(row.participant) if answered is None else answered
-        return "done" if len(answered) >= len(self.items(row)) else "question"
+        return "done" if len(live.answered) >= len(live.items) else "question"
 
-    def state(self, row: ParticipantRow) -> dict:
+    def state(self, live: Live) -> dict:
         """What the browser needs to show the participant's current page."""
-        answered = self.store.answered_items(row.participant)
-        items = self.items(row)
-        stage = self.stage(row, answered)
+        stage = self.stage(live)
         out = {"stage": stage, "title": self.config.title,
-               "progress": {"done": len(answered), "total": len(items)}}
+               "progress": {"done": len(live.answered), "total": len(live.items)}}
         if stage == "headphone":
             out["headphone"] = {"calibration": audio_url(self.config.calibration_token),
                                 "trials": [audio_url(t) for t in self.config.headphone_tokens]}
         elif stage == "question":
-            index = next(i for i, it in enumerate(items) if it.key not in answered)
-            pub = items[index].public()
+            index = live.current()
+            pub = live.items[index].public()
             pub["audio"] = [audio_url(t) for t in pub["audio"]]
             out["item"] = {"index": index, **pub}
         elif stage == "done":
@@ -107,33 +140,41 @@ class Sessions:
         return out
 
     # ---------------------------------------------------------------- submissions
-    def consent(self, row: ParticipantRow) -> None:
-        self.store.set_consented(row.participant)
+    def _reload(self, live: Live) -> None:
+        """Refresh a participant from the store (after a write found it ahead of memory)."""
+        row = self.store.participant(live.participant)
+        if row is not None:
+            live.row = row
+            live.answered = self.store.answered_items(live.participant)
 
-    def headphone(self, row: ParticipantRow, answers) -> bool:
-        if self.stage(row) != "headphone":
+    def consent(self, live: Live) -> None:
+        if live.row.consented is None:
+            live.row = replace(live.row, consented=self.store.set_consented(live.participant))
+
+    def headphone(self, live: Live, answers) -> bool:
+        if self.stage(live) != "headphone":
             raise Refused("the headphone check is not the current step", 409)
         key = self.config.headphone_answers
         if (not isinstance(answers, list) or len(answers) != len(key)
                 or not all(isinstance(a, int) and 0 <= a < 3 for a in answers)):
             raise Refused(f"headphone answers must be {len(key)} numbers 0-2")
         passed = sum(a == k for a, k in zip(answers, key)) >= HEADPHONE_PASS
-        if not self.store.set_headphone(row.participant, answers, passed):
+        if not self.store.set_headphone(live.participant, answers, passed):
+            self._reload(live)
             raise Refused("the headphone check was answered already", 409)
+        live.row = replace(live.row, headphone=list(answers), headphone_passed=passed)
         return passed
 
-    def answer(self, row: ParticipantRow, index, position, played, rt_ms=None) -> None:
-        answered = self.store.answered_items(row.participant)
-        if self.stage(row, answered) != "question":
+    def answer(self, live: Live, index, position, played, rt_ms=None) -> None:
+        if self.stage(live) != "question":
             raise Refused("there is no question to answer now", 409)
-        items = self.items(row)
+        items = live.items
         if not isinstance(index, int) or not 0 <= index < len(items):
             raise Refused("no such item in this participant's test", 404)
         item = items[index]
-        if item.key in answered:
+        if item.key in live.answered:
             raise Refused("this item was answered already", 409)
-        current = next(i for i, it in enumerate(items) if it.key not in answered)
-        if index != current:
+        if index != live.current():
             raise Refused("items are answered in order; this is not the current one", 409)
         if not isinstance(position, int) or not 0 <= position < len(item.choices):
             raise Refused(f"choice must be a number 0-{len(item.choices) - 1}")
@@ -146,13 +187,16 @@ class Sessions:
         else:
             choice = item.canonical(position)
             correct = choice == item.answer
-        stored = self.store.add_response(ResponseRow(
-            row.participant, item.key, item.kind, item.task, item.system, item.question_id,
-            position, choice, correct, item.order, rt, time.time()))
-        if not stored:
+        last = len(live.answered) + 1 >= len(items)
+        response = ResponseRow(live.participant, item.key, item.kind, item.task, item.system,
+                               item.question_id, position, choice, correct, item.order, rt,
+                               time.time())
+        if not self.store.add_response(response, completes=last):
+            self._reload(live)
             raise Refused("this item was answered already", 409)
-        if len(answered) + 1 >= len(items):
-            self.store.set_completed(row.participant)
+        live.answered.add(item.key)
+        if last:
+            live.row = replace(live.row, completed=response.answered)
 
 
 def audio_url(token: str) -> str:

@@ -28,6 +28,9 @@ class Outcome:
     latencies: list[float] = field(default_factory=list)  # seconds per API call
     audio_latencies: list[float] = field(default_factory=list)  # seconds per audio fetch
     server_times: list[float] = field(default_factory=list)  # the server's own, per API call
+    # every request as (start on the perf_counter clock, what, client seconds, server seconds or
+    # None): "what" is the API path, or "audio"
+    calls: list[tuple[float, str, float, float | None]] = field(default_factory=list)
     stage: str = ""
     completion_code: str = ""
 
@@ -59,11 +62,24 @@ class AnswerKey:
         return next(i for i, t in enumerate(tokens) if self.stimulus[t].split("/")[1] == target)
 
 
+def server_time(response) -> float | None:
+    """The server's own time for a response in seconds, from its ``Server-Timing`` header."""
+    timing = response.headers.get("server-timing", "")
+    if "dur=" not in timing:
+        return None
+    return float(timing.split("dur=")[1].split(",")[0].split(";")[0]) / 1000
+
+
 async def take_test(client, key: AnswerKey, participant: str, *, skill: float = 0.8,
                     headphones: bool = True, attentive: bool = True, seed: int = 0,
                     think: float = 0.0, fetch_audio: bool = False, stop_after: int | None = None,
                     outcome: Outcome | None = None) -> Outcome:
-    """One participant from arrival to completion code (or ``stop_after`` answers)."""
+    """One participant from arrival to completion code (or ``stop_after`` answers).
+
+    ``think`` is the mean pause (uniform between half and 1.5 times it) a person takes on each
+    page before sending it: reading the consent page, each headphone-check trial, each
+    question. With ``fetch_audio`` the participant fetches every sample a page offers (the
+    headphone check's tones, each question's samples) once, as the browser does."""
     rng = random.Random(f"{seed}|{participant}")
     out = outcome or Outcome(participant)
     fetched: set[str] = set()
@@ -71,19 +87,40 @@ async def take_test(client, key: AnswerKey, participant: str, *, skill: float = 
     async def call(method, path, payload=None, headers=None):
         t0 = time.perf_counter()
         r = await client.request(method, path, json=payload, headers=headers)
-        out.latencies.append(time.perf_counter() - t0)
-        timing = r.headers.get("server-timing", "")
-        if "dur=" in timing:
-            out.server_times.append(float(timing.split("dur=")[1].split(",")[0]) / 1000)
+        took = time.perf_counter() - t0
+        out.latencies.append(took)
+        server = server_time(r)
+        if server is not None:
+            out.server_times.append(server)
+        out.calls.append((t0, path, took, server))
         return r
+
+    async def fetch(urls):  # as the page does: every sample of the page, each once, asked
+        for url in urls:    # for as a media element does (Chromium sends "Range: bytes=0-")
+            if url not in fetched:
+                fetched.add(url)
+                t0 = time.perf_counter()
+                a = await client.get(url, headers={"Range": "bytes=0-"})
+                took = time.perf_counter() - t0
+                out.audio_latencies.append(took)
+                out.calls.append((t0, "audio", took, server_time(a)))
+                a.raise_for_status()
+
+    async def pause(times: float = 1.0):  # reading, listening, choosing
+        if think:
+            await asyncio.sleep(rng.uniform(0.5, 1.5) * think * times)
 
     r = await call("POST", "/api/session", {"participant": participant})
     r.raise_for_status()
     h = {"X-Participant": participant, "X-Session-Token": r.json()["token"]}
     state = r.json()["state"]
     if state["stage"] == "consent":
+        await pause()
         state = (await call("POST", "/api/consent", {"consent": True}, h)).json()["state"]
     if state["stage"] == "headphone":
+        if fetch_audio:
+            await fetch([state["headphone"]["calibration"], *state["headphone"]["trials"]])
+        await pause(len(key.headphone))  # one decision per trial
         answers = list(key.headphone) if headphones else [(a + 1) % 3 for a in key.headphone]
         state = (await call("POST", "/api/headphone", {"answers": answers}, h)).json()["state"]
     answered = 0
@@ -92,15 +129,8 @@ async def take_test(client, key: AnswerKey, participant: str, *, skill: float = 
             break
         item = state["item"]
         if fetch_audio:
-            for url in item["audio"]:
-                if url not in fetched:
-                    fetched.add(url)
-                    t0 = time.perf_counter()
-                    a = await client.get(url)
-                    out.audio_latencies.append(time.perf_counter() - t0)
-                    a.raise_for_status()
-        if think:
-            await asyncio.sleep(rng.uniform(0.5, 1.5) * think)
+            await fetch(item["audio"])
+        await pause()
         right = key.right(item)
         n = len(item["choices"])
         is_catch = any(u.rsplit("/", 1)[-1] in key.beeps for u in item["audio"])
@@ -123,9 +153,13 @@ async def take_test(client, key: AnswerKey, participant: str, *, skill: float = 
 
 async def crowd(base_url: str, config: TestConfig, n: int, *, prefix: str = "sim",
                 think: float = 0.0, fetch_audio: bool = True, skill: float = 0.8,
-                timeout: float = 60.0, outcomes: dict[str, Outcome] | None = None) -> dict[str, Outcome]:
-    """``n`` participants taking the test at once against a running server. A participant whose
-    connection fails keeps what was acknowledged before (in ``outcomes``) and stops."""
+                timeout: float = 60.0, outcomes: dict[str, Outcome] | None = None,
+                ramp: float = 0.0, first: int = 0,
+                arrivals: list[float] | None = None) -> dict[str, Outcome]:
+    """``n`` participants (``<prefix><first>``, ``<prefix><first + 1>``...) taking the test at
+    once against a running server: all arriving in the same instant, or with ``ramp``, one
+    every ``ramp / n`` seconds, or each at its ``arrivals`` (seconds from now). A participant
+    whose connection fails keeps what was acknowledged before (in ``outcomes``) and stops."""
     import ssl
 
     import httpx
@@ -135,19 +169,28 @@ async def crowd(base_url: str, config: TestConfig, n: int, *, prefix: str = "sim
     # One client (a small connection pool) per participant, as each browser has its own: one
     # pool shared by a hundred connections costs httpcore time quadratic in the pool's size.
     # One TLS context for all (httpx would build one per client, even for plain HTTP).
+    # The clients are made before anyone arrives (a browser exists before its user opens the
+    # test): made at arrival, a hundred at once, their set-up time would be counted in the
+    # first responses of the others.
     tls = ssl.create_default_context()
 
-    async def one(pid: str):
+    async def one(client, pid: str, arrive: float):
         out = outcomes.setdefault(pid, Outcome(pid))
+        if arrive:
+            await asyncio.sleep(arrive)
         try:
-            async with httpx.AsyncClient(base_url=base_url, timeout=timeout, verify=tls,
-                                         limits=httpx.Limits(max_connections=6)) as client:
+            async with client:
                 await take_test(client, key, pid, skill=skill, seed=zlib.crc32(prefix.encode()),
                                 think=think, fetch_audio=fetch_audio, outcome=out)
         except (httpx.TransportError, httpx.HTTPStatusError) as exc:
             out.stage = f"error: {type(exc).__name__}"
 
-    await asyncio.gather(*(one(f"{prefix}{i:04d}") for i in range(n)))
+    clients = [httpx.AsyncClient(base_url=base_url, timeout=timeout, verify=tls,
+                                 limits=httpx.Limits(max_connections=6)) for _ in range(n)]
+    if arrivals is None:
+        arrivals = [ramp * i / n for i in range(n)]
+    await asyncio.gather(*(one(c, f"{prefix}{first + i:04d}", arrivals[i])
+                           for i, c in enumerate(clients)))
     return outcomes
 
 

@@ -1,22 +1,28 @@
 """Responses stored as they arrive: SQLite in WAL mode, one response per participant and item.
 
-Every write is committed (``synchronous=FULL``: the WAL is synced on every commit) before the
-server acknowledges it, so a server killed with ``kill -9`` (or a power cut) loses no
-acknowledged response. The primary key (participant, item) makes a second answer to the
-same item impossible, whatever the client does. A participant's plan (which items, in which order,
-in which system) is stored on first arrival and never redrawn, so a reload or a return visit
-continues where it stopped.
+Each write is its own transaction, committed before the server acknowledges it. The journal is
+WAL with ``synchronous=NORMAL``: a commit appends to the WAL file and returns without waiting
+for the disk. Per SQLite's documentation of ``PRAGMA synchronous``, "transactions are durable
+across application crashes regardless of the synchronous setting or journal mode": a server
+killed with ``kill -9`` loses no acknowledged response, as the committed pages are in the
+operating system's hands. Only an operating-system crash or a power cut can roll back the
+last transactions; a background thread syncs the WAL to disk every ``sync_every`` seconds
+(1 s by default) and checkpoints it, which bounds that window. A commit thus costs tens of
+microseconds instead of a disk sync, so writes run inline where the request is handled.
+
+The primary key (participant, item) makes a second answer to the same item impossible, whatever
+the client does. A participant's plan (which items, in which order, in which system) is stored
+on first arrival and never redrawn, so a reload or a return visit continues where it stopped.
 """
 
 from __future__ import annotations
 
 import json
-import queue
+import os
 import secrets
 import sqlite3
 import threading
 import time
-from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,32 +90,34 @@ class ResponseRow:
 class Store:
     """The test's responses database.
 
-    Writes go through one writer thread that commits whatever arrived together in one
-    transaction (group commit): each write is acknowledged only after the commit that holds it
-    is on disk (``synchronous=FULL``), yet a crowd answering at once costs one disk sync per
-    batch, not one per answer. Each write runs in its own savepoint, so one refused write never
-    undoes its neighbours. Reads use a connection per thread (WAL readers never block).
+    Writes are serialised by a lock on one connection (the web app makes them all from its
+    event loop, so the lock is never contended there); reads use a connection per thread (WAL
+    readers never block the writer, nor it them). A background thread, started by the first
+    write, syncs and checkpoints the WAL every ``sync_every`` seconds (0: never, leaving it to
+    SQLite's automatic checkpoints).
     """
 
-    def __init__(self, path: str | Path, *, max_batch: int = 256):
+    def __init__(self, path: str | Path, *, sync_every: float = 1.0):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.max_batch = max_batch
+        self.sync_every = sync_every
         self._local = threading.local()
-        self._readers: list[sqlite3.Connection] = []
+        self._readers: dict[threading.Thread, sqlite3.Connection] = {}
         self._readers_lock = threading.Lock()
         db = self._connect()
         db.executescript(SCHEMA)
         self._writer_db = db
-        self._queue: queue.Queue = queue.Queue()
-        self._writer = threading.Thread(target=self._write_loop, name="store-writer", daemon=True)
-        self._writer.start()
+        self._write_lock = threading.Lock()
+        self._written = threading.Event()  # set by a commit, cleared by the syncer
+        self._stop = threading.Event()
+        self._syncer: threading.Thread | None = None
+        self.syncs = 0  # WAL syncs made by the background thread (for tests and status)
         self._closed = False
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
         db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=FULL")
+        db.execute("PRAGMA synchronous=NORMAL")
         db.execute("PRAGMA busy_timeout=10000")
         return db
 
@@ -117,71 +125,77 @@ class Store:
         db = getattr(self._local, "db", None)
         if db is None:
             db = self._local.db = self._connect()
-            with self._readers_lock:
-                self._readers.append(db)
+            with self._readers_lock:  # threads come and go (thread pools): close the dead's
+                for thread in [t for t in self._readers if not t.is_alive()]:
+                    self._readers.pop(thread).close()
+                self._readers[threading.current_thread()] = db
         return db.execute(sql, args).fetchall()
 
     def _write(self, op):
-        """Run ``op(connection)`` in the writer's next transaction; return its result once the
-        transaction is committed to disk (or raise what ``op`` raised)."""
-        if self._closed:
-            raise RuntimeError("the responses store is closed")
-        fut: Future = Future()
-        self._queue.put((op, fut))
-        return fut.result()
-
-    def _write_loop(self) -> None:
-        db = self._writer_db
-        while True:
-            first = self._queue.get()
-            if first is None:
-                break
-            batch = [first]
-            while len(batch) < self.max_batch:
-                try:
-                    nxt = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if nxt is None:
-                    self._queue.put(None)
-                    break
-                batch.append(nxt)
-            results = []
+        """Run ``op(connection)`` in a transaction of its own and return its result once the
+        transaction is committed; nothing of it is kept when ``op`` raises."""
+        with self._write_lock:
+            if self._closed:
+                raise RuntimeError("the responses store is closed")
+            db = self._writer_db
+            db.execute("BEGIN IMMEDIATE")
             try:
-                db.execute("BEGIN IMMEDIATE")
-                for op, _ in batch:
-                    db.execute("SAVEPOINT op")
-                    try:
-                        results.append((op(db), None))
-                        db.execute("RELEASE op")
-                    except Exception as exc:  # this write only: its neighbours go on
-                        db.execute("ROLLBACK TO op")
-                        db.execute("RELEASE op")
-                        results.append((None, exc))
+                result = op(db)
                 db.execute("COMMIT")
-            except Exception as exc:  # the commit itself failed: nothing was stored
-                try:
+            except BaseException:
+                if db.in_transaction:
                     db.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass
-                results = [(None, exc)] * len(batch)
-            for (_, fut), (value, exc) in zip(batch, results):
-                if exc is None:
-                    fut.set_result(value)
-                else:
-                    fut.set_exception(exc)
-        db.close()
+                raise
+        self._written.set()
+        if self._syncer is None and self.sync_every > 0:
+            self._start_syncer()
+        return result
+
+    def _start_syncer(self) -> None:
+        with self._readers_lock:
+            if self._syncer is None:
+                self._syncer = threading.Thread(target=self._sync_loop, name="store-syncer",
+                                                daemon=True)
+                self._syncer.start()
+
+    def sync(self) -> None:
+        """Make every committed transaction durable against a power cut: fsync the WAL (what
+        ``synchronous=FULL`` does at every commit), then checkpoint it into the database
+        without waiting for readers or the writer (so the WAL stays short)."""
+        wal = Path(f"{self.path}-wal")
+        try:
+            fd = os.open(wal, os.O_RDONLY)
+        except FileNotFoundError:
+            return
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self._read("PRAGMA wal_checkpoint(PASSIVE)")
+        self.syncs += 1
+
+    def _sync_loop(self) -> None:
+        while not self._stop.wait(self.sync_every):
+            if self._written.is_set():
+                self._written.clear()
+                try:
+                    self.sync()
+                except (OSError, sqlite3.Error):  # a later round tries again
+                    self._written.set()
 
     def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        self._queue.put(None)
-        self._writer.join(10)
+        with self._write_lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._stop.set()
+        if self._syncer is not None:
+            self._syncer.join(10)
         with self._readers_lock:
-            for db in self._readers:
+            for db in self._readers.values():
                 db.close()
             self._readers.clear()
+        self._writer_db.close()  # the last connection out checkpoints the WAL
 
     # -------------------------------------------------------------- participants
     def participant(self, participant: str) -> ParticipantRow | None:
@@ -189,55 +203,77 @@ class Store:
         return _participant(rows[0]) if rows else None
 
     def create_participant(self, participant: str, make_plan) -> ParticipantRow:
-        """The participant's row, created with ``make_plan(arrival)`` on first arrival."""
-        found = self.participant(participant)
-        if found is not None:
-            return found
+        """The participant's row, created with ``make_plan(arrival)`` on first arrival (the
+        arrival number is drawn inside the writing transaction, so it is unique and gapless
+        whatever arrives at once)."""
 
         def op(db):
-            if db.execute("SELECT 1 FROM participants WHERE participant=?",
-                          (participant,)).fetchone():
-                return
+            row = db.execute("SELECT * FROM participants WHERE participant=?",
+                             (participant,)).fetchone()
+            if row is not None:
+                return _participant(row)
             arrival = db.execute("SELECT COALESCE(MAX(arrival) + 1, 0) FROM participants"
                                  ).fetchone()[0]
+            fields = (participant, arrival, secrets.token_urlsafe(24), make_plan(arrival),
+                      time.time())
             db.execute("INSERT INTO participants (participant, arrival, token, plan, started) "
-                       "VALUES (?, ?, ?, ?, ?)",
-                       (participant, arrival, secrets.token_urlsafe(24),
-                        json.dumps(make_plan(arrival)), time.time()))
+                       "VALUES (?, ?, ?, ?, ?)", (*fields[:3], json.dumps(fields[3]), fields[4]))
+            return ParticipantRow(*fields, None, None, None, None)
 
-        self._write(op)
-        return self.participant(participant)
+        return self._write(op)
 
-    def set_consented(self, participant: str) -> None:
-        self._write(lambda db: db.execute(
-            "UPDATE participants SET consented=COALESCE(consented, ?) WHERE participant=?",
-            (time.time(), participant)))
+    def set_consented(self, participant: str) -> float:
+        """The time consent was (first) recorded."""
+
+        def op(db):
+            db.execute("UPDATE participants SET consented=COALESCE(consented, ?) "
+                       "WHERE participant=?", (time.time(), participant))
+            return db.execute("SELECT consented FROM participants WHERE participant=?",
+                              (participant,)).fetchone()[0]
+
+        return self._write(op)
 
     def set_headphone(self, participant: str, answers: list[int], passed: bool) -> bool:
-        """Record the headphone check once; returns False when it had been recorded already."""
+        """Record the headphone check once; False when it had been recorded already."""
         return self._write(lambda db: db.execute(
             "UPDATE participants SET headphone=?, headphone_passed=? "
             "WHERE participant=? AND headphone_passed IS NULL",
             (json.dumps(answers), int(passed), participant)).rowcount == 1)
 
-    def set_completed(self, participant: str) -> None:
-        self._write(lambda db: db.execute(
-            "UPDATE participants SET completed=COALESCE(completed, ?) WHERE participant=?",
-            (time.time(), participant)))
+    def set_completed(self, participant: str) -> float:
+        """The time completion was (first) recorded."""
+
+        def op(db):
+            db.execute("UPDATE participants SET completed=COALESCE(completed, ?) "
+                       "WHERE participant=?", (time.time(), participant))
+            return db.execute("SELECT completed FROM participants WHERE participant=?",
+                              (participant,)).fetchone()[0]
+
+        return self._write(op)
 
     def participants(self) -> list[ParticipantRow]:
         return [_participant(r) for r in
                 self._read("SELECT * FROM participants ORDER BY arrival")]
 
     # -------------------------------------------------------------- responses
-    def add_response(self, r: ResponseRow) -> bool:
-        """Store one response; False (and nothing stored) when the item was answered already."""
-        return self._write(lambda db: db.execute(
-            "INSERT INTO responses VALUES (?,?,?,?,?,?,?,?,?,?,?,?) "
-            "ON CONFLICT (participant, item) DO NOTHING",
-            (r.participant, r.item, r.kind, r.task, r.system, r.question_id, r.position,
-             r.choice, int(r.correct), json.dumps(list(r.presented)), r.rt_ms,
-             r.answered)).rowcount == 1)
+    def add_response(self, r: ResponseRow, *, completes: bool = False) -> bool:
+        """Store one response; False (and nothing stored) when the item was answered already.
+        With ``completes`` (their last item), the participant is marked complete in the same
+        transaction, so no crash can leave all answers stored but the participant unfinished."""
+
+        def op(db):
+            stored = db.execute(
+                "INSERT INTO responses VALUES (?,?,?,?,?,?,?,?,?,?,?,?) "
+                "ON CONFLICT (participant, item) DO NOTHING",
+                (r.participant, r.item, r.kind, r.task, r.system, r.question_id, r.position,
+                 r.choice, int(r.correct), json.dumps(list(r.presented)), r.rt_ms,
+                 r.answered)).rowcount == 1
+            if stored and completes:
+                db.execute("UPDATE participants SET completed=COALESCE(completed, ?) "
+                           "WHERE participant=?", (r.answered, r.participant))
+            return stored
+
+        return self._write(op)
 
     def answered_items(self, participant: str) -> set[str]:
         return {r[0] for r in self._read("SELECT item FROM responses WHERE participant=?",
