@@ -65,6 +65,7 @@ def child(args) -> int:
         decodes["checks"] = self.client.checks
 
     JudgeRunner.__init__ = spy
+    start = time.time()
     cpu, wall = time.process_time(), time.perf_counter()
     if args.profile:
         import cProfile
@@ -77,6 +78,7 @@ def child(args) -> int:
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     JudgeRunner.__init__ = original
     print(json.dumps({"n": out["n"], "failed": out["n_failed"], "wall": wall, "cpu": cpu,
+                      "start": start, "end": start + wall,
                       "requests": out["n_requests"], "cached": out["n_cached_judgements"],
                       "decodes": decodes["checks"].decodes,
                       "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,

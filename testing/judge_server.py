@@ -217,7 +217,9 @@ class JudgeServer(LoopbackServer):
 async def _serve_fast(latency: float, backlog: int, verdict: str, ready) -> None:
     """A minimal HTTP/1.1 keep-alive server on asyncio: reads each request, waits ``latency``,
     answers a canned completion. Near-zero CPU per request (no JSON parsing), so a benchmark
-    measures the client, not this server. Counts requests and the largest request body."""
+    measures the client, not this server. Counts requests and connections, and stamps the first
+    request's arrival and the last answer's departure (``time.time()``: the client's clock on
+    the same machine), so a benchmark can tell start-up and tail from the steady flow."""
     import asyncio
 
     body = json.dumps({"id": "chatcmpl-bench", "object": "chat.completion", "created": 0,
@@ -228,7 +230,8 @@ async def _serve_fast(latency: float, backlog: int, verdict: str, ready) -> None
     head = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
             + str(len(body)).encode() + b"\r\n\r\n")
     bad = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"
-    stats = {"requests": 0, "connections": 0, "bad": 0, "in_flight": 0, "max_in_flight": 0}
+    stats = {"requests": 0, "connections": 0, "bad": 0, "in_flight": 0, "max_in_flight": 0,
+             "first_request": None, "last_response": None}  # wall-clock (time.time()) stamps
 
     async def handle(reader, writer):
         stats["connections"] += 1
@@ -240,6 +243,8 @@ async def _serve_fast(latency: float, backlog: int, verdict: str, ready) -> None
                     if line[:15].lower() == b"content-length:":
                         length = int(line[15:])
                 data = await reader.readexactly(length)
+                if stats["first_request"] is None:
+                    stats["first_request"] = time.time()
                 stats["requests"] += 1
                 stats["in_flight"] += 1
                 stats["max_in_flight"] = max(stats["max_in_flight"], stats["in_flight"])
@@ -250,6 +255,7 @@ async def _serve_fast(latency: float, backlog: int, verdict: str, ready) -> None
                 if not ok:
                     stats["bad"] += 1
                 writer.write(head + body if ok else bad)
+                stats["last_response"] = time.time()
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
             pass
         finally:
@@ -291,7 +297,9 @@ def main(argv: list[str] | None = None) -> int:
 
         threading.Thread(target=run, daemon=True).start()
         sys.stdin.read()
-        print(json.dumps(box.get("stats", {})), flush=True)
+        stats = dict(box.get("stats", {}))
+        stats["cpu_seconds"] = time.process_time()  # this whole process: start-up included
+        print(json.dumps(stats), flush=True)
         return 0
     with JudgeServer(latency=args.latency) as server:
         print(server.url, flush=True)
