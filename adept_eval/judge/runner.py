@@ -10,6 +10,10 @@ up to ``max_reasks`` times, then recorded as a failure. An item is scored only i
 judgements succeeded; its score is their median. Bad input (missing, unreadable or silent audio,
 audio over the length limit, an empty transcript) fails that item with a clear status and the
 rest of the batch goes on.
+
+The HTTP client (aiohttp) is imported with this module rather than lazily at the first request:
+importing it builds its TLS contexts (0.3-1 s on the development machine), a once-per-process
+cost that would otherwise land inside the first ``judge()`` call, before any request goes out.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field, fields
 
+import aiohttp  # noqa: F401  imported with the judge, not at its first request (see below)
 import numpy as np
 
 from ..llm.audio import AudioChecks, AudioPolicy, BadInput, inspect, payload

@@ -29,7 +29,7 @@ from .cache import ReplyCache
 
 
 _LOOK = object()  # ask(): "look the key up yourself"
-PREPARE_THREADS = max(2, min(4, os.cpu_count() or 1))
+PREPARE_THREADS = max(2, min(4, os.cpu_count() or 1))  # see LLMClient._workers
 
 
 class RateLimiter:
