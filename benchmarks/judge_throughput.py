@@ -1,8 +1,9 @@
 """Speech-judge client throughput against a self-hosted-style judge, on real compressed speech.
 
-The judge is a loopback server in its own process (``testing.judge_server --fast``: asyncio,
-listen backlog 1024, canned verdicts, no JSON parsing) that answers after a fixed latency; its
-own CPU per request is measured and printed. Items are VStyle's real example responses (MP3,
+The judge is a loopback server in its own process (``testing.judge_server --fast``: one
+asyncio protocol on uvloop when installed, listen backlog 1024, canned verdicts, request bytes
+counted but not kept) that answers after a fixed latency; its own CPU per request is measured
+and printed. Items are VStyle's real example responses (MP3,
 22-44 kHz, mean ~11 s), cycled, each with its own instruction text, judged through the code path
 ``evaluate`` uses (``adept_eval.judge.judge``) over real HTTP. Every run is a fresh child
 process, so its CPU time and peak RSS are its own; the clock runs around the ``judge()`` call
@@ -196,8 +197,8 @@ def main() -> int:
     load = os.getloadavg()
     print(f"{len(files)} response files in {audio} (mean {mean_kb:.0f} kB), {os.cpu_count()} CPUs, "
           f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-    print("judge: loopback server in its own process (asyncio, backlog 1024, canned verdicts); "
-          "'srv ms' = its CPU per request while serving")
+    print("judge: loopback server in its own process (uvloop when installed, backlog 1024, "
+          "canned verdicts); 'srv ms' = its CPU per request while serving")
     top = max(args.concurrency)
 
     def count(conc: int, lat: float) -> int:

@@ -240,7 +240,7 @@ class LLMClient:
                 window.release()
             results[i] = out
             bar.update(1)
-            if postfix is not None:
+            if postfix is not None and progress:
                 for label in postfix(out).split(","):
                     if label:
                         tally[label] = tally.get(label, 0) + 1
