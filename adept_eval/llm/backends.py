@@ -13,8 +13,9 @@ header is sent (a server that insists on one - vLLM's ``--api-key`` - gets its k
 ``api_key_env``; a dummy value such as ``EMPTY`` works for servers that merely require a header).
 
 Requests. The protocol is one JSON POST, so it goes straight through one ``aiohttp`` session per
-event loop: a connection pool of exactly ``concurrency`` kept-alive connections, the body built
-once as bytes. (The openai SDK did the same job at about twice the CPU per request - building
+event loop: a connection pool of exactly ``concurrency`` kept-alive connections, the message
+content encoded once as bytes (``encode``, which callers run on a worker thread) and only joined
+with the small request head on the event loop. (The openai SDK did the same job at about twice the CPU per request - building
 its request and response objects - which at a self-hosted judge's rate is most of a core.)
 Connection errors, timeouts, 408/409/429 and 5xx are retried up to ``max_retries`` times with
 exponential back-off and jitter, a ``Retry-After`` (or ``retry-after-ms``) from the server taking
