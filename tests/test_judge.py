@@ -157,16 +157,20 @@ import json, sys
 from adept_eval.judge import JudgeConfig, JudgeItem, judge
 items = [JudgeItem(*x) for x in json.load(open(sys.argv[1]))]
 cfg = JudgeConfig(model="judge-under-test", base_url=sys.argv[2], cache_path=sys.argv[3],
-                  concurrency=1)
+                  concurrency=int(sys.argv[5]))
 out = judge(items, cfg, progress=False)
 json.dump([x["score"] for x in out["items"]], open(sys.argv[4], "w"))
 '''
 
 
-def test_killed_run_resumes_and_equals_uninterrupted(vstyle, replay, tmp_path):
+@pytest.mark.parametrize("concurrency,n", [(1, 12), (8, 48)])
+def test_killed_run_resumes_and_equals_uninterrupted(vstyle, replay, tmp_path, concurrency, n):
+    """kill -9 mid-run, rerun: only the missing judgements are asked again, plus at most the
+    requests that were in flight (items prepared ahead of the requests cost nothing)."""
     import sqlite3
 
-    items = _items(vstyle)[:12]
+    items = _items(vstyle)[:n]
+    assert len(items) == n
     spec = tmp_path / "items.json"
     spec.write_text(json.dumps([[i.response, i.instruction, i.instruction_type, None, i.item_id]
                                 for i in items]))
@@ -176,10 +180,10 @@ def test_killed_run_resumes_and_equals_uninterrupted(vstyle, replay, tmp_path):
     with JudgeServer(latency=0.3) as srv:
         srv.replay = dict(replay)
         proc = subprocess.Popen([sys.executable, str(script), str(spec), srv.url, str(cache),
-                                 str(tmp_path / "a.json")])
+                                 str(tmp_path / "a.json"), str(concurrency)])
         deadline = time.monotonic() + 60
         done = 0
-        while time.monotonic() < deadline and done < 4:
+        while time.monotonic() < deadline and done < n // 3:
             time.sleep(0.2)
             if cache.exists():
                 try:
@@ -189,12 +193,12 @@ def test_killed_run_resumes_and_equals_uninterrupted(vstyle, replay, tmp_path):
                     pass
         proc.kill()
         proc.wait()
-        assert 4 <= done < 12, done
+        assert n // 3 <= done < n, done
         before = srv.requests
         subprocess.run([sys.executable, str(script), str(spec), srv.url, str(cache),
-                        str(tmp_path / "b.json")], check=True, timeout=120)
+                        str(tmp_path / "b.json"), str(concurrency)], check=True, timeout=120)
         resumed_requests = srv.requests - before
-    assert resumed_requests <= 12 - done + 1  # only what was missing (+ the one in flight)
+    assert resumed_requests <= n - done + concurrency  # what was missing (+ what was in flight)
     resumed = json.loads((tmp_path / "b.json").read_text())
     with JudgeServer() as fresh:
         fresh.replay = dict(replay)

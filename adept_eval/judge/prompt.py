@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
 
@@ -26,8 +27,8 @@ class Prompt:
     template: str
     source: str  # file name, or "builtin:vstyle-instruction"
 
-    @property
-    def sha256(self) -> str:
+    @cached_property
+    def sha256(self) -> str:  # once per prompt, not twice per item (a template is ~6.5 kB)
         return hashlib.sha256(self.template.encode("utf-8")).hexdigest()
 
     def render(self, instruction_type: str, instruction: str) -> str:

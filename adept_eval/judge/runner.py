@@ -10,19 +10,23 @@ up to ``max_reasks`` times, then recorded as a failure. An item is scored only i
 judgements succeeded; its score is their median. Bad input (missing, unreadable or silent audio,
 audio over the length limit, an empty transcript) fails that item with a clear status and the
 rest of the batch goes on.
+
+The HTTP client (aiohttp) is imported with this module rather than lazily at the first request:
+importing it builds its TLS contexts (0.3-1 s on the development machine), a once-per-process
+cost that would otherwise land inside the first ``judge()`` call, before any request goes out.
 """
 
 from __future__ import annotations
 
-import asyncio
 import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field, fields
 
+import aiohttp  # noqa: F401  imported with the judge, not at its first request (see below)
 import numpy as np
 
 from ..llm.audio import AudioChecks, AudioPolicy, BadInput, inspect, payload
-from ..llm.backends import DEFAULT_MODELS, Backend, Part
+from ..llm.backends import DEFAULT_MODELS, Backend, Encoded, Part
 from ..llm.cache import cache_key
 from ..llm.client import Connection, LLMClient, RateLimiter, default_cache, run_sync
 from .prompt import PromptSet
@@ -115,6 +119,18 @@ class ItemResult:
         return out
 
 
+@dataclass(frozen=True)
+class _Ready:
+    """An item prepared for judging: its result so far (a bad-input status ends it there), the
+    cache keys of its judgements, what the cache had, and the content to send, encoded (None
+    when every judgement is cached)."""
+
+    result: ItemResult
+    keys: list = field(default_factory=list)
+    hits: list = field(default_factory=list)
+    parts: Encoded | list[Part] | None = None
+
+
 def prepare_audio(value, config: JudgeConfig, what: str) -> bytes:
     """The audio bytes the judge sends for ``value`` (checked; BadInput if unusable)."""
     policy = config.audio_policy()
@@ -162,16 +178,27 @@ class JudgeRunner:
 
         try:
             return await self.client.map(
-                lambda i, item: self._judge_item(i, item, policy, identity), items,
+                lambda i, ready: self._judge_item(ready, identity), items,
+                prepare=lambda i, item: self._prepare(i, item, policy),
                 desc="judging", progress=progress, postfix=outcome)
         finally:
             await self.client.aclose()
 
-    def _prepare(self, item: JudgeItem, policy: AudioPolicy, res: ItemResult):
-        """Everything before the requests, in one worker-thread hop: read, hash and check the
-        audio, render the prompt, look the judgements up in the cache (sqlite reads stay off
-        the event loop) and, only if one is missing, build the parts to send (a warm rerun
-        converts nothing). Returns (keys, hits, parts); raises BadInput."""
+    def _prepare(self, index: int, item: JudgeItem, policy: AudioPolicy) -> _Ready:
+        """Everything before the requests, on a worker thread (ahead of the requests: see
+        ``LLMClient.map``): read, hash and check the audio, render the prompt, look the
+        judgements up in the cache (sqlite reads stay off the event loop) and, only if one is
+        missing, build and encode the content to send (a warm rerun converts nothing). Bad input ends the
+        item here, with its status."""
+        res = ItemResult(index, item.item_id or str(index), item.instruction_type)
+        try:
+            keys, hits, parts = self._look_up(item, policy, res)
+        except BadInput as exc:
+            res.status, res.detail = exc.status, str(exc)
+            return _Ready(res)
+        return _Ready(res, keys, hits, parts)
+
+    def _look_up(self, item: JudgeItem, policy: AudioPolicy, res: ItemResult):
         c = self.config
         instruction = " ".join(str(item.instruction or "").split())
         if not instruction:
@@ -194,23 +221,21 @@ class JudgeRunner:
         keys = [cache_key(**base_key, judgement=j) for j in range(max(1, int(c.judgements)))]
         cache = self.client.cache
         hits = [cache.get(k) if cache is not None else None for k in keys]
-        parts = self._parts(text, response, instr, policy) if None in hits else None
+        parts = None
+        if None in hits:  # something to ask: the request's content, encoded here, off the loop
+            parts = self.client.backend().encode(self._parts(text, response, instr, policy))
         return keys, hits, parts
 
-    async def _judge_item(self, index: int, item: JudgeItem, policy: AudioPolicy,
-                          identity: dict) -> ItemResult:
+    async def _judge_item(self, ready: _Ready, identity: dict) -> ItemResult:
         c = self.config
-        res = ItemResult(index, item.item_id or str(index), item.instruction_type)
-        try:
-            keys, hits, parts = await asyncio.to_thread(self._prepare, item, policy, res)
-        except BadInput as exc:
-            res.status, res.detail = exc.status, str(exc)
+        res = ready.result
+        if res.status != "ok":
             return res
         problems = []
-        for j, (key, hit) in enumerate(zip(keys, hits)):
+        for j, (key, hit) in enumerate(zip(ready.keys, ready.hits)):
             seed = None if c.seed is None else c.seed + j
             reply = await self.client.ask(
-                parts, _parse, key=key, identity=identity, reasks=c.max_reasks, hit=hit,
+                ready.parts, _parse, key=key, identity=identity, reasks=c.max_reasks, hit=hit,
                 temperature=c.sampling_temperature, max_tokens=c.max_tokens, seed=seed)
             res.requests += reply.requests
             res.verdicts.append(reply.text)

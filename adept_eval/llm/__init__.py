@@ -12,12 +12,12 @@ are built on it; a new backend is one ``@register_backend`` factory.
 """
 
 from .audio import AudioChecks, AudioPayload, AudioPolicy, BadInput, Source, inspect, payload
-from .backends import (Backend, BackendError, Part, count_requests, get_backend,
+from .backends import (Backend, BackendError, Encoded, Part, count_requests, get_backend,
                        register_backend)
 from .cache import ReplyCache, cache_key
 from .client import Connection, LLMClient, RateLimiter, Reply, default_cache, run_sync
 
 __all__ = ["AudioChecks", "AudioPayload", "AudioPolicy", "BadInput", "Backend", "BackendError",
-           "Connection", "LLMClient", "Part", "RateLimiter", "Reply", "ReplyCache", "Source",
+           "Connection", "Encoded", "LLMClient", "Part", "RateLimiter", "Reply", "ReplyCache", "Source",
            "cache_key", "count_requests", "default_cache", "get_backend", "inspect", "payload",
            "register_backend", "run_sync"]
