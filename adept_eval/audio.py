@@ -77,7 +77,7 @@ def read_audio(path: str | Path) -> Audio:
         data, rate = sf.read(str(path), dtype="float32", always_2d=True)
     except Exception as exc:  # libsndfile raises several types for corrupt data
         raise AudioError(f"{path}: unreadable audio ({exc})") from None
-    missing = _wav_data_shortfall(path, size)
+    missing = wav_data_shortfall(path, size)
     if missing:
         raise AudioError(f"{path}: truncated: the WAV header announces {missing[0]} bytes of "
                          f"sample data but the file holds {missing[1]}")
@@ -116,7 +116,7 @@ def _audio(data: np.ndarray, rate: int, path: str | None) -> Audio:
     return Audio(np.ascontiguousarray(mono, dtype=np.float32), rate, channels, path, levels)
 
 
-def _wav_data_shortfall(path: Path, size: int) -> tuple[int, int] | None:
+def wav_data_shortfall(path: Path, size: int) -> tuple[int, int] | None:
     """(announced, present) bytes of a RIFF WAV's data chunk when fewer are present, else None.
 
     Walks the chunk list (``RIFF`` size ``WAVE``, then id + little-endian size pairs, padded to

@@ -2,6 +2,7 @@
 
 import json
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -201,3 +202,42 @@ def test_hub_audio_cells_get_the_same_checks():
     sf.write(buf, x, RATE, format="WAV", subtype="FLOAT")
     with pytest.raises(AudioError, match="ad00_0001.wav: 1 samples are not finite"):
         decode({"path": "ad00_0001.wav", "bytes": buf.getvalue()})
+
+
+def test_the_llm_check_stops_decoding_once_the_file_is_proven_not_silent(tmp_path, monkeypatch):
+    """A judged response that is loud in its first second is accepted without decoding the rest
+    (a cold item's main cost); every other file gets the full check, and the verdicts agree
+    with it - including a loud blip in a long silent file, which is silent over the whole file."""
+    import adept_eval.llm.audio as llm_audio
+    from adept_eval.audio import read_audio, signal_problems
+
+    x = _speech_like()  # 1 s
+    files = {
+        "speech-then-silence.wav": np.concatenate([x, np.zeros(9 * RATE)]),
+        "silence-then-speech.wav": np.concatenate([np.zeros(9 * RATE), x]),
+        "blip-in-silence.wav": np.concatenate([0.05 * x[: RATE // 20], np.zeros(20 * RATE)]),
+        "quiet-throughout.wav": 0.03 * np.tile(x, 3),  # about -47 dBFS
+        "silent.wav": np.zeros(3 * RATE),
+    }
+    for name, signal in files.items():
+        sf.write(tmp_path / name, signal, RATE, subtype="PCM_16")
+    full = {name: bool(signal_problems(read_audio(tmp_path / name))) for name in files}
+    assert full == {"speech-then-silence.wav": False, "silence-then-speech.wav": False,
+                    "blip-in-silence.wav": True, "quiet-throughout.wav": False,
+                    "silent.wav": True}
+
+    decoded_whole = []
+    real_read = llm_audio.read_audio
+    monkeypatch.setattr(llm_audio, "read_audio",
+                        lambda p: decoded_whole.append(Path(p).name) or real_read(p))
+    for name in files:
+        try:
+            src = llm_audio.inspect(tmp_path / name, llm_audio.AudioChecks(),
+                                    llm_audio.AudioPolicy())
+            refused = False
+            assert src.duration == pytest.approx(len(files[name]) / RATE)
+        except llm_audio.BadInput:
+            refused = True
+        assert refused == full[name], name
+    assert "speech-then-silence.wav" not in decoded_whole
+    assert {"blip-in-silence.wav", "silent.wav"} <= set(decoded_whole)
