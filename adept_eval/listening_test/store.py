@@ -224,14 +224,7 @@ class Store:
 
     def set_consented(self, participant: str) -> float:
         """The time consent was (first) recorded."""
-
-        def op(db):
-            db.execute("UPDATE participants SET consented=COALESCE(consented, ?) "
-                       "WHERE participant=?", (time.time(), participant))
-            return db.execute("SELECT consented FROM participants WHERE participant=?",
-                              (participant,)).fetchone()[0]
-
-        return self._write(op)
+        return self._stamp_once(participant, "consented")
 
     def set_headphone(self, participant: str, answers: list[int], passed: bool) -> bool:
         """Record the headphone check once; False when it had been recorded already."""
@@ -242,11 +235,16 @@ class Store:
 
     def set_completed(self, participant: str) -> float:
         """The time completion was (first) recorded."""
+        return self._stamp_once(participant, "completed")
+
+    def _stamp_once(self, participant: str, column: str) -> float:
+        """Set a participant's time column to now unless it is set; return its value."""
+        assert column in ("consented", "completed")  # a column name, never user input
 
         def op(db):
-            db.execute("UPDATE participants SET completed=COALESCE(completed, ?) "
+            db.execute(f"UPDATE participants SET {column}=COALESCE({column}, ?) "
                        "WHERE participant=?", (time.time(), participant))
-            return db.execute("SELECT completed FROM participants WHERE participant=?",
+            return db.execute(f"SELECT {column} FROM participants WHERE participant=?",
                               (participant,)).fetchone()[0]
 
         return self._write(op)
