@@ -291,7 +291,7 @@ def _answered(q: Question, base: dict, answer) -> QuestionRecord:
         answer=tuple(LETTERS[c] if c is not None else None for c in chosen)[:50],
         detail=answer.detail, answer_subcategory=sub,
         responses=tuple((r.participant, int(r.choice == q.answer)) for r in answer.responses
-                        if r.participant) if len(answer.responses) > 1 else ())
+                        if r.participant))
 
 
 def process_results(doc: dict, results: list[str]) -> dict:

@@ -42,8 +42,6 @@ def binomial_p(k: int, n: int, chance: float, alternative: str = "two-sided") ->
 def below_chance_p(correct: int, chances: Sequence[float]) -> float:
     """Exact lower-tail p of ``correct`` right answers when each question has its own chance
     level (the Poisson-binomial distribution, by convolution); 1.0 for no questions."""
-    import numpy as np
-
     dist = np.array([1.0])
     for c in chances:
         dist = np.convolve(dist, [1.0 - c, c])
@@ -110,8 +108,6 @@ def bootstrap_interval(values, clusters=None, *, level: float = 0.95, n_resample
     renditions of one sentence are not independent; otherwise each value is its own cluster.
     nan, nan with fewer than two values or clusters.
     """
-    import numpy as np
-
     values = np.asarray(values, dtype=float)
     if values.size < 2:
         return NAN, NAN

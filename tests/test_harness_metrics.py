@@ -84,3 +84,24 @@ def test_human_responses_get_intervals_clustered_by_participant_and_question():
     # a machine listener (one response, no participants) keeps the exact interval
     machine = [dict(r, responses=[], correct=1, n=1) for r in records]
     assert (harness.ci_low(machine), harness.ci_high(machine)) == stats.clopper_pearson(10, 10)
+
+
+def test_a_question_one_person_answered_is_in_the_interval_as_in_the_accuracy():
+    """The clustered interval rests on the same responses as the accuracy beside it: a question
+    only one participant answered is still that participant's trial."""
+    from adept_eval import harness
+    from adept_eval.listeners import Answer, Response
+    from adept_eval.questions import Question
+
+    records = []
+    for i, people in enumerate([("p1", "p2"), ("p1",), ("p2",)]):
+        q = Question(question_id=f"q{i}", task="adept_emotion_female", cls="emotion",
+                     speaker="female", design="single", sentence_id="s", text="t", question="?",
+                     stimuli=("x",), stimulus_subcategories=("joy",), choices=("joy", "fear"),
+                     choice_subcategories=("joy", "fear"), answer=0, target="joy")
+        base = dict(question_id=q.question_id, sub="joy", target="joy", correct_answer="A",
+                    chance=0.5, listener="human")
+        answer = Answer(tuple(Response(i % 2, participant=p) for p in people))
+        records.append(harness._answered(q, base, answer).to_json())
+    assert harness._counts(records) == (3, 4)
+    assert harness._clustered(records).n == 4 and harness._clustered(records).correct == 3

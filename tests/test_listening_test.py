@@ -659,3 +659,20 @@ def test_a_test_can_be_built_from_an_lm_eval_run(corpus, systems, tmp_path, monk
         assert served == (systems["swap"] / f"{sid}.wav").read_bytes()
     with pytest.raises(design.DesignError, match="no usable sample logged"):
         build_test(corpus, tmp_path / "t2", {"swapper": run}, tasks=["adept_emotion_male"])
+
+
+def test_attention_failures_already_made_screen_out_an_incomplete_participant():
+    """Someone who missed more catch trials than allowed and then left is excluded for
+    attention, not merely incomplete (so --include-incomplete never counts them)."""
+    from types import SimpleNamespace as NS
+
+    config = NS(min_catch_correct=0.5)
+    items = [{"kind": "catch"}] * 4 + [{"kind": "question"}] * 6
+    left_early = NS(participant="a", arrival=0, headphone_passed=True, plan={"items": items})
+    still_fine = NS(participant="b", arrival=1, headphone_passed=True, plan={"items": items})
+    responses = ([NS(participant="a", kind="catch", correct=False)] * 3
+                 + [NS(participant="b", kind="catch", correct=False)] * 2
+                 + [NS(participant="b", kind="question", correct=True)])
+    out = analysis.screen(config, [left_early, still_fine], responses)
+    assert out["a"].screening == analysis.FAILED_ATTENTION
+    assert out["b"].screening == analysis.INCOMPLETE  # 2 of 4 missed: can still pass

@@ -71,7 +71,9 @@ def screen(config, participants, responses) -> dict[str, ParticipantSummary]:
         complete = len(rs) >= n_items
         if p.headphone_passed is False:
             outcome = FAILED_HEADPHONES
-        elif complete and n_catch and catch_ok < config.min_catch_correct * n_catch - 1e-9:
+        elif n_catch and len(catch) - catch_ok > (1 - config.min_catch_correct) * n_catch + 1e-9:
+            # misses already made decide it, complete or not: a participant who failed
+            # the attention checks and left is never counted with --include-incomplete
             outcome = FAILED_ATTENTION
         elif not complete:
             outcome = INCOMPLETE

@@ -237,6 +237,14 @@ def _p(p):
     return "-" if p is None or math.isnan(p) else (f"<{1e-3:g}" if p < 1e-3 else f"{p:.3f}")
 
 
+def _kappa(system: str, agreement: dict) -> str:
+    """A system's Fleiss' kappa with what it rests on: questions rated by two or more people."""
+    if not agreement.get("questions"):
+        return f"{system}: - (no question rated twice)"
+    return (f"{system}: {_fmt(agreement['kappa'], '{:.2f}')} ({agreement['questions']} questions, "
+            f"{agreement['mean_raters']:.1f} raters each on average)")
+
+
 def _report(test, out, replicates, include_incomplete):
     from .analysis import INCLUDED, analyse, plot_task
 
@@ -252,8 +260,7 @@ def _report(test, out, replicates, include_incomplete):
                   f"over participants and questions ({replicates} replicates)")
     for task in config.tasks:
         rows = [r for r in a.accuracy if r.task == task]
-        kappas = "; ".join(f"{s}: {_fmt(a.agreement.get((task, s), {}).get('kappa'), '{:.2f}')}"
-                           for s in config.systems)
+        kappas = "; ".join(_kappa(s, a.agreement.get((task, s), {})) for s in config.systems)
         table = Table(title=f"{task} (chance {spec.task(task).chance:.2f}; Fleiss' kappa "
                       f"{kappas})", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
         for col in ("system", "subcategory", "n", "correct", "acc", "95% CI", "p", "people"):
@@ -272,7 +279,7 @@ def _report(test, out, replicates, include_incomplete):
     for s in sorted(a.screening.values(), key=lambda s: s.arrival):
         people.add_row(s.participant, s.screening, {True: "pass", False: "fail", None: "-"}
                        [s.headphone_passed], f"{s.catch_correct}/{s.catch_total}",
-                       f"{s.answered}/{s.items}", _fmt(s.accuracy))
+                       f"{s.answered}/{s.items}", f"{s.correct}/{s.questions} = {_fmt(s.accuracy)}")
     console.print(people)
     out = Path(out) if out else Path(test) / "report"
     out.mkdir(parents=True, exist_ok=True)

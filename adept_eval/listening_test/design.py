@@ -41,6 +41,7 @@ import soundfile as sf
 
 from .. import __version__, spec
 from ..corpus import Corpus
+from ..errors import UserError
 from ..questions import LETTERS, Question, build_questions
 
 FORMAT = 1
@@ -58,7 +59,7 @@ AUDIO_TYPES = {".wav": "audio/wav", ".flac": "audio/flac", ".mp3": "audio/mpeg",
                ".ogg": "audio/ogg"}
 
 
-class DesignError(ValueError):
+class DesignError(UserError, ValueError):
     """The test cannot be built (unknown task, missing samples...); the message says why."""
 
 

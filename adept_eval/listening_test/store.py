@@ -224,7 +224,14 @@ class Store:
 
     def set_consented(self, participant: str) -> float:
         """The time consent was (first) recorded."""
-        return self._stamp_once(participant, "consented")
+
+        def op(db):
+            db.execute("UPDATE participants SET consented=COALESCE(consented, ?) "
+                       "WHERE participant=?", (time.time(), participant))
+            return db.execute("SELECT consented FROM participants WHERE participant=?",
+                              (participant,)).fetchone()[0]
+
+        return self._write(op)
 
     def set_headphone(self, participant: str, answers: list[int], passed: bool) -> bool:
         """Record the headphone check once; False when it had been recorded already."""
@@ -232,22 +239,6 @@ class Store:
             "UPDATE participants SET headphone=?, headphone_passed=? "
             "WHERE participant=? AND headphone_passed IS NULL",
             (json.dumps(answers), int(passed), participant)).rowcount == 1)
-
-    def set_completed(self, participant: str) -> float:
-        """The time completion was (first) recorded."""
-        return self._stamp_once(participant, "completed")
-
-    def _stamp_once(self, participant: str, column: str) -> float:
-        """Set a participant's time column to now unless it is set; return its value."""
-        assert column in ("consented", "completed")  # a column name, never user input
-
-        def op(db):
-            db.execute(f"UPDATE participants SET {column}=COALESCE({column}, ?) "
-                       "WHERE participant=?", (time.time(), participant))
-            return db.execute(f"SELECT {column} FROM participants WHERE participant=?",
-                              (participant,)).fetchone()[0]
-
-        return self._write(op)
 
     def participants(self) -> list[ParticipantRow]:
         return [_participant(r) for r in
