@@ -34,7 +34,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import prosody
+from . import prosody, speech_presence
 from .audio import SILENCE_DBFS, Audio, AudioError, read_audio
 from .prosody import Features, FeatureStore, VoiceNorm
 from .stats import bootstrap_interval
@@ -614,7 +614,9 @@ class AdeptScorer:
             except (AudioError, OSError, ValueError) as exc:
                 result[s] = failed(ids[s], f"sample: {exc}")
                 continue
-            problem = unusable(f)
+            # the listener's rule for "no speech" (a tone, noise, DC): such a sample failed its
+            # question, so its graded figures are a counted failure too, never a score
+            problem = unusable(f) or speech_presence.reason_from_features(f)
             if problem:
                 result[s] = failed(ids[s], f"sample: {problem}")
                 continue

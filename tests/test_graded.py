@@ -426,3 +426,24 @@ def test_evaluate_pairs_checks_ids_and_clusters(speech_feats):
     assert out["n"] == 3 and out["summary"]["f0_rmse_st"]["n"] == 3
     # two clusters: the interval spans the two cluster means' range
     assert out["f0_rmse_st_ci95"][0] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_a_tone_in_an_adept_run_is_a_counted_graded_failure(corpus, systems, tmp_path):
+    """The listener refuses a steady tone as "no speech" (its question fails); the graded
+    figures of that sample are a counted failure too, not F0/energy/pause scores."""
+    import soundfile as sf
+
+    from adept_eval import spec
+
+    key = f"{spec.SPEAKERS['female']}_{spec.CLASSES['emotion'].sentence_ids()[0]}"
+    subs = spec.CLASSES["emotion"].subcategories_for("female")
+    samples = {f"emotion/{s}/{key}": str(systems["copy"] / "emotion" / s / f"{key}.wav")
+               for s in subs}
+    tone = tmp_path / "tone.wav"
+    rate = 16000
+    sf.write(tone, 0.3 * np.sin(2 * np.pi * 200 * np.arange(2 * rate) / rate), rate)
+    samples[f"emotion/{subs[0]}/{key}"] = str(tone)
+    scorer = graded.AdeptScorer(corpus, prosody.FeatureStore(tmp_path / "f"))
+    refused = scorer.stimulus(f"emotion/{subs[0]}/{key}", samples)
+    assert not refused.ok and "pitch does not move" in refused.detail
+    assert scorer.stimulus(f"emotion/{subs[1]}/{key}", samples).ok
