@@ -63,6 +63,7 @@ class AcousticListener(Listener):
     temperature: float = TEMPERATURE
     graded: bool = True
     progress: bool = True
+    workers: int | None = None  # feature-extraction processes; None: every core we may use
     store: FeatureStore = field(init=False)
     _memo: dict = field(init=False, default_factory=dict)
     _speech: dict = field(init=False, default_factory=dict)
@@ -73,6 +74,7 @@ class AcousticListener(Listener):
         self.temperature = float(self.temperature)
         self.graded = _flag(self.graded, "graded")
         self.progress = _flag(self.progress, "progress")
+        self.workers = _workers(self.workers)
         self._scorer = None
 
     def identity(self) -> dict:
@@ -208,6 +210,7 @@ class AcousticListener(Listener):
         # disable only when asked to (or for one question): otherwise tqdm's own defaults
         # apply, TQDM_DISABLE included
         quiet = {"disable": True} if not self.progress or len(asked) < 2 else {}
+        self._prefetch(asked)
         for q, samples in tqdm(asked, desc=f"{self.name}: listening", unit="question", **quiet):
             try:
                 out.append(self.answer(q, samples))
@@ -215,6 +218,26 @@ class AcousticListener(Listener):
                 detail = f"listener error: {type(exc).__name__}: {exc}"
                 out.append(Answer((Response(None, detail=detail),), "failed", detail=detail))
         return out
+
+    def _prefetch(self, asked: list[tuple[Question, dict[str, str]]]) -> None:
+        """Extract every feature the questions will need on all cores first (the answers
+        then read them from the store, so they are the single-process answers). Best effort:
+        a file that cannot be read is left for its own question to fail on."""
+        import logging
+
+        paths = dict.fromkeys(p for _, samples in asked for p in samples.values() if p)
+        for q, _ in asked:
+            key = f"{spec.SPEAKERS[q.speaker]}_{q.sentence_id}"
+            for sub in spec.CLASSES[q.cls].subcategories_for(q.speaker):
+                try:
+                    paths[self.corpus.get(f"{q.cls}/{sub}/{key}").audio_path] = None
+                except KeyError:  # the answer says so itself
+                    continue
+        try:
+            self.store.prefetch(list(paths), self.workers, progress=self.progress)
+        except Exception as exc:  # the answers then extract what they need themselves
+            logging.getLogger(__name__).warning("parallel feature extraction failed (%s); "
+                                                "extracting in this process", exc)
 
     # ------------------------------------------------------------------ graded figures
     def sentence_distances(self, cls: str, speaker: str, sentence_id: str,
@@ -269,3 +292,16 @@ def _flag(value, name: str) -> bool:
     if text in ("0", "false", "no", "off"):
         return False
     raise ValueError(f"--metadata {name}= must be true or false, not {value!r}")
+
+
+def _workers(value) -> int | None:
+    """``workers=``: a positive number of processes, or empty/``auto`` for every core."""
+    if value is None or str(value).strip().lower() in ("", "auto"):
+        return None
+    try:
+        n = int(str(value).strip())
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ValueError(f"workers={value!r}: expected a positive number of processes or 'auto'")
+    return n
