@@ -206,9 +206,15 @@ class FeatureStore:
 
         from tqdm.auto import tqdm
 
-        # forkserver: workers start from a clean interpreter, not a fork of a process that may
-        # hold lm-eval's threads and locks
-        context = multiprocessing.get_context("forkserver")
+        # fork where the platform has it: a worker starts in a millisecond with numpy, scipy
+        # and parselmouth already loaded, and never re-imports the caller's main script (which
+        # spawn/forkserver do: a user's unguarded script would run again). The worker touches
+        # no lock another thread may hold (no logging, no tqdm: only file and numeric work).
+        import parselmouth  # noqa: F401 - loaded once here, inherited by every worker
+        import scipy.fft  # noqa: F401
+
+        methods = multiprocessing.get_all_start_methods()
+        context = multiprocessing.get_context("fork" if "fork" in methods else None)
         chunks = [list(todo.values())[i::workers * 4] for i in range(workers * 4)]
         quiet = {} if progress else {"disable": True}
         with ProcessPoolExecutor(min(workers, len(todo)), mp_context=context) as pool, \

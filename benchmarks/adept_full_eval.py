@@ -101,7 +101,7 @@ def in_process(system: Path, corpus: str, home: Path) -> dict:
     from lm_eval.tasks import TaskManager
 
     from adept_eval import harness
-    from adept_eval.lm_eval_plugin import register, task_dir
+    from adept_eval.lm_eval_plugin import register
     from adept_eval.listeners.acoustic import AcousticListener
     from adept_eval.models.base import SpeechSystem
 
@@ -144,8 +144,9 @@ def in_process(system: Path, corpus: str, home: Path) -> dict:
 
         AcousticListener.__post_init__ = counting
         args = {"path": str(system), "name": "bench"}
-        tm = TaskManager(include_path=str(task_dir()), include_defaults=False,
-                         metadata={**args, "workers": 1})
+        # only adept-eval's tasks (the start-up hook adds their folder): this part times the
+        # listener, not lm-eval's task index
+        tm = TaskManager(include_defaults=False, metadata={**args, "workers": 1})
         res = simple_evaluate(model="audio-dir", model_args=args, tasks=["adept"],
                               task_manager=tm, bootstrap_iters=0, metadata={"workers": 1})
         AcousticListener.__post_init__ = original
