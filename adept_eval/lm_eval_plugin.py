@@ -83,6 +83,7 @@ _HOOKS = {
     "evaluate.loading": "_patch_evaluate",
     "lm_eval.api.registry": "_register_models",
     "lm_eval.tasks.manager": "_patch_task_manager",
+    "lm_eval.config.evaluate_config": "_patch_config",
     "lm_eval.loggers.evaluation_tracker": "_patch_tracker",
     "lm_eval.evaluator": "_patch_evaluator",
     "lm_eval.api.group": "_patch_group",

@@ -127,7 +127,8 @@ def test_in_process_model(use_corpus, tmp_path):
 
     model = Echo(name="echo", cache_dir=str(tmp_path))
     res = simple_evaluate(model=model, tasks=["adept_marked_tonicity_male"],
-                          task_manager=TaskManager(), bootstrap_iters=0)
+                          task_manager=TaskManager(include_defaults=False),
+                          bootstrap_iters=0)
     assert res["results"]["adept_marked_tonicity_male"]["acc,none"] == 1.0
     assert model.synthesized == 10
 

@@ -1,0 +1,103 @@
+"""A run that asks only for adept-eval's tasks does not index lm-eval's own ~14,700 tasks;
+every other run, and ``lm_eval ls tasks``, sees lm-eval's index exactly as before."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from adept_eval.lm_eval_hooks import _only_ours, own_task_names
+
+
+def test_own_names_are_read_from_the_task_folder():
+    names = own_task_names()
+    assert {"adept", "adept_emotion_female", "adept_female", "vstyle_en",
+            "vstyle_zh_role_play"} <= names
+    assert all(n.startswith(("adept", "vstyle")) for n in names), names
+    assert len(names) == 12 + 6 + 2 + 1 + 8 + 2  # tasks, class groups, speaker groups, suite
+
+
+@pytest.mark.parametrize("tasks, ours", [
+    ("adept", True), ("adept_emotion_female,adept_male", True), (["adept", "vstyle_en"], True),
+    ("adept,arc_easy", False), (["adept_emotion_female", "hellaswag"], False),
+    ("adept_emotion", True), ("adept_emotion_femal", False), ("", False), (None, False),
+    ("tasks/adept/adept_emotion_female.yaml", False),
+])
+def test_only_ours(tasks, ours):
+    assert _only_ours(tasks) is ours
+
+
+def _built_indexes(argv: list[str], monkeypatch) -> list[int]:
+    """Run lm-eval's real CLI in-process; the sizes of the task indexes it built."""
+    from lm_eval.__main__ import cli_evaluate
+    from lm_eval.tasks import TaskManager
+
+    sizes: list[int] = []
+    wrapped = TaskManager.__init__
+
+    def spy(self, *args, **kwargs):
+        wrapped(self, *args, **kwargs)
+        sizes.append(len(self.all_tasks))
+
+    monkeypatch.setattr(TaskManager, "__init__", spy)
+    monkeypatch.setattr(sys, "argv", ["lm_eval", *argv])
+    try:
+        cli_evaluate()
+    except SystemExit as exc:
+        assert not exc.code, exc.code
+    return sizes
+
+
+def test_cli_run_of_our_tasks_indexes_only_ours(use_corpus, monkeypatch, tmp_path, capsys):
+    sizes = _built_indexes(["run", "--model", "adept-natural", "--tasks", "adept_emotion_female",
+                            "--limit", "2", "--output_path", str(tmp_path / "out")], monkeypatch)
+    assert sizes == [len(own_task_names())]
+    assert "adept_emotion_female" in capsys.readouterr().out
+    results = next((tmp_path / "out").rglob("results_*.json"))
+    assert json.loads(results.read_text())["results"]["adept_emotion_female"]["acc,none"] == 1.0
+
+
+def test_a_mixed_run_indexes_everything(monkeypatch):
+    """An lm-eval task beside ours: lm-eval's own index, exactly (validated, not run)."""
+    from lm_eval.config.evaluate_config import EvaluatorConfig
+
+    from adept_eval.lm_eval_plugin import register
+
+    register()
+    full = EvaluatorConfig(model="adept-natural", tasks="adept_emotion_female,arc_easy")
+    tm = full.process_tasks()
+    assert len(tm.all_tasks) > 10_000 and "arc_easy" in tm.all_tasks
+    ours = EvaluatorConfig(model="adept-natural", tasks="adept_emotion_female")
+    assert set(ours.process_tasks().all_tasks) == own_task_names()
+
+
+def test_simple_evaluate_without_a_task_manager_indexes_only_ours(use_corpus, monkeypatch):
+    from lm_eval import simple_evaluate
+    from lm_eval.tasks import TaskManager
+
+    from adept_eval.lm_eval_plugin import register
+
+    register()
+    sizes = []
+    wrapped = TaskManager.__init__
+
+    def spy(self, *args, **kwargs):
+        wrapped(self, *args, **kwargs)
+        sizes.append(len(self.all_tasks))
+
+    monkeypatch.setattr(TaskManager, "__init__", spy)
+    res = simple_evaluate(model="adept-natural", tasks=["adept_marked_tonicity_male"], limit=2,
+                          bootstrap_iters=0)
+    assert sizes == [len(own_task_names())]
+    assert res["results"]["adept_marked_tonicity_male"]["acc,none"] == 1.0
+
+
+def test_ls_tasks_still_lists_lm_evals_tasks_and_ours():
+    out = subprocess.run(["lm_eval", "ls", "tasks"], capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "TQDM_DISABLE": "1"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "hellaswag" in out.stdout and "adept_emotion_female" in out.stdout
