@@ -201,24 +201,13 @@ class FeatureStore:
         workers = available_cores() if workers is None else max(1, int(workers))
         if len(todo) < MIN_PARALLEL_FILES or workers < 2:
             return 0
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
         from tqdm.auto import tqdm
 
-        # fork where the platform has it: a worker starts in a millisecond with numpy, scipy
-        # and parselmouth already loaded, and never re-imports the caller's main script (which
-        # spawn/forkserver do: a user's unguarded script would run again). The worker touches
-        # no lock another thread may hold (no logging, no tqdm: only file and numeric work).
-        import parselmouth  # noqa: F401 - loaded once here, inherited by every worker
-        import scipy.fft  # noqa: F401
-
-        methods = multiprocessing.get_all_start_methods()
-        context = multiprocessing.get_context("fork" if "fork" in methods else None)
-        chunks = [list(todo.values())[i::workers * 4] for i in range(workers * 4)]
+        pool = _pool(workers)
+        paths = list(todo.values())
+        chunks = [paths[i::workers * 4] for i in range(workers * 4)]
         quiet = {} if progress else {"disable": True}
-        with ProcessPoolExecutor(min(workers, len(todo)), mp_context=context) as pool, \
-                tqdm(total=len(todo), desc="features", unit="file", **quiet) as bar:
+        with tqdm(total=len(todo), desc="features", unit="file", **quiet) as bar:
             for done in pool.map(_extract_files, [str(self.directory)] * len(chunks), chunks):
                 for path, feats, seconds in done:
                     self._memory[self.key(path)] = feats
@@ -238,6 +227,41 @@ def available_cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
+
+
+_POOLS: dict = {}
+
+
+def _pool(workers: int):
+    """One process pool per worker count for the life of the process (a run asks once per
+    task: 12 pools would cost more than the extraction). Workers are forked where the platform
+    can (they start in a millisecond with numpy, scipy and parselmouth loaded, and never
+    re-import the caller's main script as spawn/forkserver do: a user's unguarded script would
+    run again); each keeps its numeric libraries to one thread, since the pool is the
+    parallelism. A worker touches no lock another thread may hold (no logging, no tqdm)."""
+    if workers not in _POOLS:
+        import atexit
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        import parselmouth  # noqa: F401 - loaded once here, inherited by every worker
+        import scipy.fft  # noqa: F401
+
+        methods = multiprocessing.get_all_start_methods()
+        context = multiprocessing.get_context("fork" if "fork" in methods else None)
+        pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_one_thread)
+        atexit.register(pool.shutdown, wait=False, cancel_futures=True)
+        _POOLS[workers] = pool
+    return _POOLS[workers]
+
+
+def _one_thread() -> None:
+    try:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(1)
+    except ImportError:  # scikit-learn brings threadpoolctl; without it BLAS keeps its threads
+        pass
 
 
 def _extract_files(directory: str, paths: list[str]) -> list[tuple[str, Features, float]]:

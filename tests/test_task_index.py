@@ -101,3 +101,23 @@ def test_ls_tasks_still_lists_lm_evals_tasks_and_ours():
                          timeout=300, env={**os.environ, "TQDM_DISABLE": "1"})
     assert out.returncode == 0, out.stderr[-2000:]
     assert "hellaswag" in out.stdout and "adept_emotion_female" in out.stdout
+
+
+def test_our_markdown_table_matches_pytablewriters():
+    """The printed table is written without pytablewriter's per-cell type inference; its layout
+    must be exactly what pytablewriter writes for the same text cells (lm-eval's own look)."""
+    from pytablewriter import MarkdownTableWriter
+    from typepy import String
+
+    from adept_eval.lm_eval_hooks import markdown_table
+
+    headers = ["Tasks", "Version", "Filter", "n-shot", "Metric", "", "Value", "", "Stderr"]
+    rows = [["adept_emotion_female", "1", "none", "0", "acc", "↑", "1.0000", "", ""],
+            ["", "", "", "", "acc_ci_low", "↑", "0.1581", "", ""],
+            [" - vstyle_zh_情感表达", "1", "none", "0", "score", "↑", "3.5000", "±", "0.1000"],
+            ["adept", "N/A", "", "", "n", "", "165", "", ""]]
+    writer = MarkdownTableWriter()
+    writer.headers = headers
+    writer.type_hints = [String] * len(headers)
+    writer.value_matrix = rows
+    assert markdown_table(headers, rows) == writer.dumps()
