@@ -237,8 +237,9 @@ def _pool(workers: int):
     task: 12 pools would cost more than the extraction). Workers are forked where the platform
     can (they start in a millisecond with numpy, scipy and parselmouth loaded, and never
     re-import the caller's main script as spawn/forkserver do: a user's unguarded script would
-    run again); each keeps its numeric libraries to one thread, since the pool is the
-    parallelism. A worker touches no lock another thread may hold (no logging, no tqdm)."""
+    run again). Workers keep their numeric libraries' thread settings: a BLAS product summed
+    in another thread split rounds differently, and the features must be the single-process
+    ones bit for bit. A worker touches no lock another thread may hold (no logging, no tqdm)."""
     if workers not in _POOLS:
         import atexit
         import multiprocessing
@@ -249,19 +250,10 @@ def _pool(workers: int):
 
         methods = multiprocessing.get_all_start_methods()
         context = multiprocessing.get_context("fork" if "fork" in methods else None)
-        pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_one_thread)
+        pool = ProcessPoolExecutor(workers, mp_context=context)
         atexit.register(pool.shutdown, wait=False, cancel_futures=True)
         _POOLS[workers] = pool
     return _POOLS[workers]
-
-
-def _one_thread() -> None:
-    try:
-        from threadpoolctl import threadpool_limits
-
-        threadpool_limits(1)
-    except ImportError:  # scikit-learn brings threadpoolctl; without it BLAS keeps its threads
-        pass
 
 
 def _extract_files(directory: str, paths: list[str]) -> list[tuple[str, Features, float]]:
