@@ -29,12 +29,11 @@ from functools import lru_cache
 
 from . import identity, settings, spec, stats
 from .questions import LETTERS, Question, build_questions
-from .stats import clopper_pearson as exact_interval  # noqa: F401  (public since 0.1)
+from .metric_items import HEADLINE, SameRecord, record_of
 
 log = logging.getLogger(__name__)
 
 DEFAULT_LISTENER = "acoustic"
-HEADLINE = "acc"  # the metric whose logged value carries the whole per-question record
 
 
 # ----------------------------------------------------------------------------- documents
@@ -153,26 +152,6 @@ class QuestionRecord:
         values["graded"] = tuple(values.get("graded") or ())
         values["responses"] = tuple(tuple(r) for r in values.get("responses") or ())
         return cls(**values)
-
-
-class SameRecord:
-    """What the other metrics of a question receive: the record itself for aggregation, but
-    logged by lm-eval as a short pointer, so ``--log_samples`` holds one copy per question."""
-
-    __slots__ = ("record", "headline")
-
-    def __init__(self, record, headline: str = HEADLINE):
-        self.record, self.headline = record, headline
-
-    def __str__(self) -> str:
-        return f"(see {self.headline})"
-
-    __repr__ = __str__
-
-
-def record_of(item):
-    """The per-question record behind an aggregation item (a dict or a ``SameRecord``)."""
-    return item.record if isinstance(item, SameRecord) else item
 
 
 def _produced(response) -> tuple[str, dict]:

@@ -14,7 +14,7 @@ import os
 import re
 import sys
 
-from .lm_eval_plugin import EVALUATE_MODULES, MODELS, task_dir
+from .names import EVALUATE_MODULES, MODELS, task_dir
 
 
 def _register_models(registry_module) -> None:

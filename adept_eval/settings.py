@@ -136,7 +136,7 @@ def model_options() -> set[str]:
     """Every option one of adept-eval's own models declares (plus lm-eval's generic ones)."""
     import importlib
 
-    from .lm_eval_plugin import MODELS
+    from .names import MODELS
     from .models.base import _LM_EVAL_GENERIC
 
     out = set(_LM_EVAL_GENERIC)
@@ -162,9 +162,10 @@ def listener_options() -> dict[str, set[str]]:
 
 
 def judge_options() -> set[str]:
-    from .vstyle_harness import JUDGE_KEYS
+    """The ``judge_*`` keys (imports the judge: called only when a run has such a key)."""
+    from .judge.runner import judge_option_names
 
-    return set(JUDGE_KEYS)
+    return set(judge_option_names())
 
 
 @dataclass(frozen=True)
@@ -186,7 +187,8 @@ def split(metadata: dict, *, suite: str, listener: str | None = None) -> Setting
     if listener is not None and listener not in listeners:
         raise SettingsError(f"unknown listener {listener!r} (--metadata listener=...); "
                             f"available: {', '.join(sorted(listeners))}")
-    judge = judge_options()
+    # only a run that names a judge setting loads the judge (and aiohttp with it)
+    judge = judge_options() if any(k.startswith(JUDGE_PREFIX) for k in metadata) else set()
     known_model = _SOURCES.model_keys
     model = set(known_model) if known_model is not None else model_options()
     own_run = RUN_KEYS[suite] | LM_EVAL_KEYS
@@ -223,7 +225,7 @@ def split(metadata: dict, *, suite: str, listener: str | None = None) -> Setting
         if listener is not None:
             valid.append(f"listener {listener!r}: {', '.join(sorted(listeners[listener])) or '-'}")
         if suite == "vstyle":
-            valid.append(f"judge: {', '.join(sorted(judge))}")
+            valid.append(f"judge: {', '.join(sorted(judge or judge_options()))}")
         if known_model is not None:
             valid.append(f"model {_SOURCES.model!r}: its --model_args")
         raise SettingsError("; ".join(problems) + ". Valid --metadata keys for " + suite +

@@ -20,17 +20,15 @@ from pathlib import Path
 
 from . import identity, settings, stats
 from .judge import JudgeConfig, JudgeItem, judge
+from .judge.runner import judge_option_names
+from .metric_items import SameRecord, record_of
 from .vstyle import CATEGORIES, load_records, locate, subcategory_weights
 
 HEADLINE = "score"  # the metric whose logged value carries the whole per-instruction record
 
 # --metadata key -> JudgeConfig field. Keys are never secrets: a key is named by the environment
 # variable that holds it (judge_api_key_env).
-JUDGE_KEYS = {f"judge_{f.name}": f.name for f in fields(JudgeConfig)}
-JUDGE_KEYS.update({"judge_cache": "cache_path", "judge_instruction_audio":
-                   "include_instruction_audio"})
-for _hidden in ("judge_cache_path", "judge_include_instruction_audio"):
-    JUDGE_KEYS.pop(_hidden)
+JUDGE_KEYS = judge_option_names()
 
 
 def judge_config(metadata: dict) -> dict:
@@ -181,7 +179,6 @@ class JudgedRecord:
 
 
 def process_results(doc: dict, results: list[str]) -> dict:
-    from .harness import SameRecord
 
     try:
         rec = json.loads(results[0])
@@ -205,8 +202,6 @@ def metric_names(category: str) -> list[str]:
 
 # ----------------------------------------------------------------------------- aggregation
 def _recs(items) -> list[dict]:
-    from .harness import record_of
-
     return [record_of(it) for it in items]
 
 

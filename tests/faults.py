@@ -2,8 +2,10 @@
 
 Tests run as root in CI containers, and root ignores file modes (CAP_DAC_OVERRIDE), so a
 ``chmod 000`` folder is readable to it. To make EACCES real, the command under test runs in a
-subprocess as ``nobody`` when we are root (as ourselves otherwise), on files placed in a folder
-``nobody`` can reach.
+subprocess that has lost that privilege: as root under util-linux's ``setpriv`` with
+CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH removed from its bounding set (so it still runs the
+interpreter wherever it is installed, e.g. under /root), else as ``nobody``, else (not root) as
+ourselves.
 """
 
 from __future__ import annotations
@@ -45,11 +47,23 @@ def open_up(path: Path) -> None:
             os.chmod(os.path.join(root, f), 0o644)
 
 
+def without_dac_override() -> list[str] | None:
+    """The command prefix that runs a program as root without file-mode overrides, or None."""
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or setpriv is None:
+        return None
+    return [setpriv, "--inh-caps=-all", "--bounding-set=-dac_override,-dac_read_search", "--"]
+
+
 def run_as_unprivileged(args: list[str], env: dict, cwd: Path, timeout: float = 600):
-    user = unprivileged_user()
-    kwargs = {}
-    if user is not None:
-        kwargs = {"user": user, "group": pwd.getpwnam(user).pw_gid, "extra_groups": []}
+    kwargs, user = {}, None
+    prefix = without_dac_override()
+    if prefix is not None:
+        args = [*prefix, *args]
+    else:
+        user = unprivileged_user()
+        if user is not None:
+            kwargs = {"user": user, "group": pwd.getpwnam(user).pw_gid, "extra_groups": []}
     full_env = {"PATH": os.environ.get("PATH", ""), "TQDM_DISABLE": "1", "HOME": str(cwd),
                 "HF_HOME": str(cwd / "hf"), "PYTHONDONTWRITEBYTECODE": "1", **env}
     try:

@@ -19,8 +19,19 @@ TASKS = "adept_emotion_female,adept_syntactic_phrasing_male"
 
 @pytest.fixture(scope="module")
 def hub():
+    """The loopback Hub of this module. When the module is done with it - after every test that
+    pushed, whatever order they ran in - every file any of them uploaded is scanned for the Hub
+    token and the OpenAI key that every pushing process had in its environment."""
     with HubServer() as server:
         yield server
+        assert_nothing_secret(server)
+
+
+def assert_nothing_secret(server) -> None:
+    assert server.uploaded, "no test pushed anything: the scan would prove nothing"
+    for repo, path, content in server.uploaded:
+        assert server.token.encode() not in content, (repo, path)
+        assert OPENAI_SECRET.encode() not in content, (repo, path)
 
 
 def _env(hub, tmp, **extra):
@@ -202,12 +213,14 @@ def test_speech_judge_space_loads_with_evaluate(hub, tmp_path):
     assert "SpeechJudge" in done.stdout
 
 
-def test_nothing_secret_was_ever_uploaded(hub):
-    """Runs last in this module: every file any test pushed is scanned for the token and keys."""
-    assert hub.uploaded
-    for repo, path, content in hub.uploaded:
-        assert hub.token.encode() not in content, (repo, path)
-        assert OPENAI_SECRET.encode() not in content, (repo, path)
+def test_the_secret_scan_finds_a_leak():
+    """The scan that runs when the module's Hub closes (the ``hub`` fixture) does catch a key."""
+    class Leaky:
+        token = "hf_leaky"
+        uploaded = [("a/b", "results.json", b'{"key": "' + OPENAI_SECRET.encode() + b'"}')]
+
+    with pytest.raises(AssertionError):
+        assert_nothing_secret(Leaky)
 
 
 def test_publish_refuses_files_containing_secrets(tmp_path, monkeypatch):

@@ -45,7 +45,7 @@ def test_audio_dir_ranks_systems(use_corpus, systems):
         res = run_lm_eval("audio-dir", ["adept_emotion_female", "adept_topical_emphasis_male"],
                           model_args={"path": str(systems[name]), "name": f"sim-{name}"})
         accs[name] = res["results"]["adept_emotion_female"]["acc,none"]
-        assert res["model_name"] == f"sim-{name}" if "model_name" in res else True
+        assert res["adept_eval"]["system"] == f"sim-{name}"  # the run is named after name=
     assert accs["copy"] == 1.0 and accs["flat"] < 0.5
 
 

@@ -44,10 +44,13 @@ def wavs(tmp_path_factory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def metric():
+    """Loaded offline; HF_HUB_OFFLINE is set only while loading, so it cannot leak into later
+    tests' subprocesses (the Hub tests start processes that must reach their loopback Hub)."""
     import evaluate
 
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    return evaluate.load("prosody_transfer")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("HF_HUB_OFFLINE", "1")
+        return evaluate.load("prosody_transfer")
 
 
 def test_bare_name_loads_offline_in_a_fresh_process(tmp_path):

@@ -308,3 +308,14 @@ def judge(items: list[JudgeItem], config: JudgeConfig, *, progress: bool = True,
     finally:
         runner.client.close()
 
+
+
+def judge_option_names() -> dict[str, str]:
+    """``--metadata`` key -> ``JudgeConfig`` field: ``judge_<field>`` for every field, with the
+    two that read better shortened (``judge_cache``, ``judge_instruction_audio``)."""
+    names = {f"judge_{f.name}": f.name for f in fields(JudgeConfig)}
+    names.update({"judge_cache": "cache_path", "judge_instruction_audio":
+                  "include_instruction_audio"})
+    for hidden in ("judge_cache_path", "judge_include_instruction_audio"):
+        names.pop(hidden)
+    return names
