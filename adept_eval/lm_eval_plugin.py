@@ -10,6 +10,9 @@ imports lm-eval is untouched, and when lm-eval is imported:
   placeholders (the same mechanism lm-eval uses for its own models);
 - after ``lm_eval.tasks.manager`` loads: every ``TaskManager`` also indexes adept-eval's task
   folder, *before* any ``--include_path`` (so a user's own copies of our tasks still override);
+- after ``lm_eval.config.evaluate_config`` loads: the TaskManager of an ``lm_eval run`` whose
+  tasks are all adept-eval's does not index lm-eval's own ~14,700 (``simple_evaluate`` without
+  a ``task_manager`` likewise);
 - after ``lm_eval.loggers.evaluation_tracker`` loads: runs of our models are named after the
   system (``name=``), which is what results folders and Hub uploads then carry;
 - after ``evaluate.loading`` loads: the bare names ``speech_judge`` and ``prosody_transfer`` resolve to
@@ -30,8 +33,9 @@ Every wrapper falls back to lm-eval's own behaviour on any unexpected error of o
 lm-eval can cost adept-eval a feature, never break ``lm_eval`` for the environment. (Deliberate
 refusals, ``settings.SettingsError``, are not errors of ours and do propagate.)
 
-Newer lm-eval reads models from the ``lm_eval.models`` entry-point group, which setup.cfg
-declares too. Set ``ADEPT_EVAL_NO_LM_EVAL_HOOK=1`` to switch the hook off (``--include_path``
+lm-eval 0.4.x reads no entry points, so this hook is the only way our models and tasks are
+found. A run whose tasks are all ours skips indexing lm-eval's own task folder (``lm_eval_hooks.
+_patch_config``). Set ``ADEPT_EVAL_NO_LM_EVAL_HOOK=1`` to switch the hook off (``--include_path``
 with ``adept_eval.lm_eval_plugin.task_dir()`` then still works), or call ``register()`` to
 apply it by hand (e.g. from an editable install, where the .pth is not installed).
 """

@@ -1,6 +1,9 @@
-"""Every command block of README.md runs, as written, through the real executables.
+"""Every command block of README.md and of every documentation page runs, as written, through
+the real executables.
 
-The blocks are read from README.md itself, so they cannot drift from what is tested. Each
+The pages are README.md, then every ``docs/*.md`` page (in ``DOCS_ORDER``, then any other), the
+task folders' READMEs and the metric cards. The blocks are read from the pages themselves, so
+they cannot drift from what is tested. Each
 ```bash line (continuations joined) and each ```python block must match a rule in ``RULES``;
 a block with no rule fails ``test_every_block_has_a_rule``, so a new README block cannot go
 untested by accident. A rule says how the command runs:
@@ -10,8 +13,8 @@ untested by accident. A rule says how the command runs:
   URL where the README names a real one, a temporary folder for ``/tmp``);
 - ``not run``: never, with the reason (the set-up commands that install or test this package).
 
-Every command runs in one shared folder (the README's relative paths, ``my_tts/``, ``out/``,
-``answers.csv``..., exist there), in README order, with the services a user would have replaced
+Every command runs in one shared folder (the pages' relative paths, ``my_tts/``, ``out/``,
+``answers.csv``..., exist there), page by page in that order, each page's blocks in its order, with the services a user would have replaced
 by the loopback stand-ins of the repository's ``testing/`` through the variables they document:
 ``ADEPT_EVAL_ZENODO_URL`` (the corpus is "downloaded" from a Zenodo look-alike serving the
 synthetic ADEPT), ``HF_ENDPOINT``/``HF_TOKEN`` (a Hub look-alike that also serves a small
@@ -40,9 +43,24 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 LM_EVAL_LIMIT = 2
+#: docs pages whose commands set up what later pages use come first
+DOCS_ORDER = ("evaluating.md", "listeners.md", "listener-validity.md", "graded.md",
+              "listening-test.md", "speech-judge.md", "hub.md", "offline.md",
+              "reliability-and-speed.md", "python.md")
+
+
+def pages() -> list[Path]:
+    """README.md, the docs pages, the task READMEs and the metric cards, in running order."""
+    docs = sorted((ROOT / "docs").glob("*.md"),
+                  key=lambda p: (DOCS_ORDER.index(p.name) if p.name in DOCS_ORDER
+                                 else len(DOCS_ORDER), p.name))
+    return [README, *docs, *sorted((ROOT / "tasks").glob("*/README.md")),
+            *sorted((ROOT / "adept_eval" / "metrics").glob("*/README.md"))]
+
 
 #: fenced blocks that are not commands (and so are not run), by language
-NOT_COMMANDS = {"": "plain text (the package layout)", "bibtex": "a citation"}
+NOT_COMMANDS = {"": "plain text (the package layout)", "bibtex": "a citation",
+                "text": "output or a command shown, not run (each says why nearby)"}
 SHELL = {"bash", "sh", "shell"}
 PYTHON = {"python", "py"}
 
@@ -84,6 +102,7 @@ RULES: tuple[Rule, ...] = (
          subs=((LLM_URL, r"\g<1>{llm}"), (r"$", f" --limit {LM_EVAL_LIMIT}")),
          expect=(r"Ceiling",)),
     Rule(r"^adept-eval judge-agreement ", "run", expect=(r"Spearman",)),
+    Rule(r"^adept-eval report out/$", "run", expect=(r"emotion_female", r"prosody_distance", r"SYNTHETIC")),
     Rule(r"^export OPENAI_API_KEY=\.\.\. GEMINI_API_KEY=\.\.\.$", "run"),
     Rule(r"^lm_eval --model openai-speech .*judge_backend=gemini", "adapted",
          "Gemini is not reachable here: the judge's documented judge_base_url option points "
@@ -126,9 +145,14 @@ RULES: tuple[Rule, ...] = (
 # ----------------------------------------------------------------------------- README parsing
 @dataclass(frozen=True)
 class Block:
-    line: int  # where the block starts in README.md
+    line: int  # where the block starts in its page
     lang: str
     text: str
+    page: str = "README.md"  # relative to the repository root
+
+    @property
+    def where(self) -> str:
+        return f"{self.page}:{self.line}"
 
     @property
     def commands(self) -> list[str]:
@@ -162,10 +186,13 @@ def _strip_comment(line: str) -> str:
 
 
 def readme_blocks() -> list[Block]:
-    text = README.read_text(encoding="utf-8")
     blocks = []
-    for m in re.finditer(r"^```([\w+-]*)[ \t]*\n(.*?)^```[ \t]*$", text, re.M | re.S):
-        blocks.append(Block(text.count("\n", 0, m.start()) + 1, m.group(1).lower(), m.group(2)))
+    for page in pages():
+        text = page.read_text(encoding="utf-8")
+        name = page.relative_to(ROOT).as_posix()
+        for m in re.finditer(r"^```([\w+-]*)[ \t]*\n(.*?)^```[ \t]*$", text, re.M | re.S):
+            blocks.append(Block(text.count("\n", 0, m.start()) + 1, m.group(1).lower(),
+                                m.group(2), name))
     return blocks
 
 
@@ -191,9 +218,9 @@ def adapt(command: str, rule: Rule, places: dict[str, str]) -> str:
 
 # ----------------------------------------------------------------------------- the tests
 def test_every_block_has_a_rule():
-    unknown_lang = [f"README.md:{b.line}: ```{b.lang}" for b in readme_blocks()
+    unknown_lang = [f"{b.where}: ```{b.lang}" for b in readme_blocks()
                     if b.lang not in SHELL | PYTHON | set(NOT_COMMANDS)]
-    missing = [f"README.md:{b.line}: {c.splitlines()[0][:100]}"
+    missing = [f"{b.where}: {c.splitlines()[0][:100]}"
                for b in command_blocks() for c in b.commands if rule_for(c) is None]
     assert not unknown_lang, "blocks in a language this test does not know: " + "; ".join(unknown_lang)
     assert not missing, ("README commands with no rule in tests/test_readme.py RULES (add one: "
@@ -207,6 +234,41 @@ def test_rules_all_used():
     commands = [c for b in command_blocks() for c in b.commands]
     stale = [r.pattern for r in RULES if not any(re.search(r.pattern, c, re.M) for c in commands)]
     assert not stale, f"rules matching no README command: {stale}"
+
+
+def test_readme_is_a_front_page():
+    """README.md stays a front page (the depth lives in docs/) and keeps its two set-up commands
+    exactly: .ci/run runs the test command verbatim."""
+    text = README.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 300
+    setup = [c for b in command_blocks() if b.page == "README.md" for c in b.commands
+             if c.startswith("pip install ")]
+    assert setup == ["pip install . && adept-eval prepare && lm_eval --model adept-natural "
+                     "--tasks adept --output_path out --log_samples",
+                     'pip install ".[test]" && python -m pytest']
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert setup[1] in ci.splitlines()
+
+
+def test_every_relative_link_resolves():
+    """Links between README, docs pages, task READMEs and metric cards point at files that
+    exist (and, for #anchors into a page, at a heading it has)."""
+    broken = []
+    for page in pages():
+        text = re.sub(r"^```.*?^```", "", page.read_text(encoding="utf-8"), flags=re.M | re.S)
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"^[a-z]+:", target):
+                continue  # http(s), mailto
+            path, _, anchor = target.partition("#")
+            file = (page.parent / path).resolve() if path else page
+            if not file.exists():
+                broken.append(f"{page.relative_to(ROOT)}: {target}")
+            elif anchor and file.suffix == ".md":
+                heads = {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+                         for h in re.findall(r"^#+ (.*)$", file.read_text(encoding="utf-8"), re.M)}
+                if anchor not in heads:
+                    broken.append(f"{page.relative_to(ROOT)}: {target} (no such heading)")
+    assert not broken, broken
 
 
 def test_block_parser_joins_continuations_and_drops_comments():
@@ -259,6 +321,7 @@ def _make_inputs(work: Path, bin_dir: Path, corpus_root: Path, hub, env: dict) -
     # the prosody_transfer example's files: a system sample and natural references
     natural = corpus_root / "wav_44khz" / "emotion"
     for folder, name, source in (("tts", "happy_01", work / "my_tts" / "emotion" / "joy"),
+                                 ("tts", "sad_01", work / "my_tts" / "emotion" / "sadness"),
                                  ("ref", "happy_01", natural / "joy"),
                                  ("ref", "sad_01", natural / "sadness"),
                                  ("ref", "angry_01", natural / "anger")):
@@ -331,7 +394,7 @@ def _cases():
     out = []
     for b in command_blocks():
         first = b.commands[0].splitlines()[0] if b.commands else ""
-        out.append(pytest.param(b, id=f"L{b.line}:{first[:40]}"))
+        out.append(pytest.param(b, id=f"{b.page}:L{b.line}:{first[:40]}"))
     return out
 
 
@@ -347,7 +410,8 @@ def test_readme_block(block: Block, sandbox):
     places, done = sandbox["places"], sandbox["done"]
     if block.lang in PYTHON:
         (command, rule), = runnable
-        script = sandbox["tmp"] / f"block_{block.line}.py"
+        page = re.sub(r"\W", "_", block.page)
+        script = sandbox["tmp"] / f"block_{page}_{block.line}.py"
         script.write_text(adapt(command, rule, places), encoding="utf-8")
         result = _run([sys.executable, str(script)], sandbox)
         _check(result, [rule], block)
@@ -378,7 +442,7 @@ def _run(args, sandbox):
 
 
 def _check(result, rules, block):
-    where = f"README.md:{block.line}"
+    where = block.where
     assert result.returncode == 0, (f"{where} failed (exit {result.returncode}):\n"
                                     f"--- stdout\n{result.stdout[-4000:]}\n"
                                     f"--- stderr\n{result.stderr[-6000:]}")
