@@ -310,6 +310,28 @@ def _identity_lines(run) -> list[str]:
     return lines
 
 
+def cmd_compare(args) -> int:
+    """Paired comparison of runs: every pair, Holm-adjusted, with the direction in words."""
+    import json
+
+    from .compare import compare, table, to_json
+
+    result = compare(args.runs, args.run)
+    for t in table(result):
+        _print_whole(t)
+    pooled = result["pairs"][0]["adept"]["pooled"]
+    console.print(f"paired over {pooled['n']} questions in {pooled['sentences']} sentences; "
+                  "intervals resample whole sentences; p-values: exact McNemar per task, "
+                  "sentence sign-flip test for classes, pooled and prosody_distance"
+                  + ("; Holm-adjusted over the pairs" if len(result["pairs"]) > 1 else ""))
+    if args.json:
+        from pathlib import Path
+
+        Path(args.json).write_text(json.dumps(to_json(result), indent=2), encoding="utf-8")
+        console.print(f"wrote {args.json}")
+    return 0
+
+
 def cmd_report(args) -> int:
     """lm-eval results as adept-eval tables: n, intervals, tests against chance, pooled groups."""
     from .hub import load_run
@@ -498,6 +520,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run", help="choose a run in the folder: part of its file name or "
                    "timestamp, e.g. flat-tts or 2026-11-22T07")
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("compare", help="is system A better than system B? paired differences "
+                       "of ADEPT runs (accuracy and prosody distance) with intervals and p-values")
+    p.add_argument("runs", nargs="+", metavar="RUN",
+                   help="two or more lm-eval results_*.json or --output_path folders (the newest "
+                   "run in each), made with --log_samples")
+    p.add_argument("--run", help="choose a run in each folder: part of its file name or timestamp")
+    p.add_argument("--json", metavar="FILE", help="also write every figure to FILE as JSON")
+    p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("publish", help="push an lm-eval run (results, per-question details, "
                        "optionally audio) to a Hub dataset, and scores onto your model repo")

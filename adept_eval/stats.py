@@ -266,3 +266,105 @@ def fleiss_kappa(ratings: dict[str, Sequence[int]], n_categories: int) -> float:
     if p_e >= 1.0:
         return float("nan")
     return float((p_bar - p_e) / (1 - p_e))
+
+
+# ----------------------------------------------------------------------------- paired comparisons
+# Two systems answer the *same* questions, so their difference is judged question by question
+# (paired), which is far more sensitive than comparing two separate intervals. A sentence's
+# questions are not independent, so the unit of resampling and of the randomisation test is the
+# sentence (cluster), not the question.
+
+
+def mcnemar_exact_p(a_only: int, b_only: int) -> float:
+    """Two-sided exact McNemar test: of the discordant questions (right for one system only),
+    are ``a_only`` and ``b_only`` a fair coin's split? 1.0 when there are none."""
+    n = int(a_only) + int(b_only)
+    if n == 0:
+        return 1.0
+    from scipy.stats import binomtest
+
+    return float(binomtest(int(a_only), n, 0.5).pvalue)
+
+
+def cluster_sign_flip_p(differences, clusters=None, *, n_resamples: int = 10_000,
+                        seed: int = 0) -> float:
+    """Two-sided randomisation test of a mean paired difference being zero.
+
+    Under the null hypothesis the two systems are exchangeable within each cluster (sentence),
+    so each cluster's summed difference is as likely to have the opposite sign. The p-value is
+    the share of sign patterns whose mean is at least as far from zero as the observed one:
+    enumerated exactly up to 16 clusters, else ``n_resamples`` seeded random patterns (with the
+    observed pattern counted, so p is never 0). nan without any difference."""
+    values = np.asarray(differences, dtype=float)
+    if values.size == 0:
+        return NAN
+    if clusters is None:
+        clusters = np.arange(values.size)
+    _, inverse = np.unique(np.asarray(clusters), return_inverse=True)
+    totals = np.bincount(inverse, weights=values)
+    observed = abs(totals.sum())
+    tolerance = 1e-9 * max(1.0, float(np.abs(totals).sum()))
+    k = len(totals)
+    if k <= 16:
+        signs = 1 - 2 * ((np.arange(2 ** k)[:, None] >> np.arange(k)) & 1)
+        flipped = np.abs(signs @ totals)
+        return float(np.mean(flipped >= observed - tolerance))
+    rng = np.random.default_rng(seed)
+    hits = 0
+    step = max(1, 2_000_000 // k)
+    for s in range(0, n_resamples, step):
+        signs = rng.choice((-1.0, 1.0), size=(min(step, n_resamples - s), k))
+        hits += int(np.sum(np.abs(signs @ totals) >= observed - tolerance))
+    return (hits + 1) / (n_resamples + 1)
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """A paired difference (system A minus system B) with its 95% interval, p-value and n."""
+
+    difference: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    n: int  # paired units (questions or stimuli) the difference is over
+    clusters: int  # sentences they belong to
+    method: str
+
+
+def paired_difference(a, b, clusters, *, exact_binary: bool = False, n_resamples: int = 2000,
+                      seed: int = 0) -> PairedDifference:
+    """Mean of ``a - b`` over paired units, its sentence-clustered bootstrap interval and a
+    p-value: the exact McNemar test when ``exact_binary`` (0/1 outcomes of one task's
+    questions), else the cluster sign-flip randomisation test. Units where either side is nan
+    (an undefined figure) are left out of the pairing."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    clusters = np.asarray(clusters)
+    keep = ~(np.isnan(a) | np.isnan(b))
+    a, b, clusters = a[keep], b[keep], clusters[keep]
+    n, k = int(a.size), int(len(np.unique(clusters))) if a.size else 0
+    if n == 0:
+        return PairedDifference(NAN, NAN, NAN, NAN, 0, 0, "none")
+    diff = a - b
+    lo, hi = bootstrap_interval(diff, clusters, n_resamples=n_resamples, seed=seed)
+    if exact_binary:
+        p = mcnemar_exact_p(int(np.sum(diff > 0)), int(np.sum(diff < 0)))
+        method = "exact McNemar; sentence-clustered bootstrap interval"
+    else:
+        p = cluster_sign_flip_p(diff, clusters, seed=seed)
+        method = "sentence-clustered sign-flip test and bootstrap interval"
+    return PairedDifference(float(diff.mean()), lo, hi, p, n, k, method)
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjustment for several comparisons (controls the family-wise error):
+    the i-th smallest p is multiplied by (m - i), running maxima keep the order, capped at 1.
+    nan p-values stay nan and do not count towards m."""
+    p = np.asarray(p_values, dtype=float)
+    out = np.full(p.shape, NAN)
+    ok = np.flatnonzero(~np.isnan(p))
+    m = len(ok)
+    running = 0.0
+    for rank, i in enumerate(ok[np.argsort(p[ok], kind="stable")]):
+        running = max(running, min(1.0, (m - rank) * p[i]))
+        out[i] = running
+    return out.tolist()

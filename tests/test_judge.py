@@ -284,7 +284,7 @@ def test_keys_go_only_to_their_own_service(vstyle, server, tmp_path, monkeypatch
 def test_missing_key_for_hosted_backend_is_a_clear_error(monkeypatch):
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
-    from adept_eval.judge.backends import get_backend
+    from adept_eval.llm.backends import get_backend
 
     with pytest.raises(ValueError, match="GEMINI_API_KEY"):
         get_backend("gemini")

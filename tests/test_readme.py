@@ -44,8 +44,8 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 LM_EVAL_LIMIT = 2
 #: docs pages whose commands set up what later pages use come first
-DOCS_ORDER = ("evaluating.md", "listeners.md", "listener-validity.md", "graded.md",
-              "listening-test.md", "speech-judge.md", "hub.md", "offline.md",
+DOCS_ORDER = ("evaluating.md", "comparisons.md", "listeners.md", "listener-validity.md",
+              "graded.md", "listening-test.md", "speech-judge.md", "hub.md", "offline.md",
               "reliability-and-speed.md", "python.md")
 
 
@@ -102,6 +102,8 @@ RULES: tuple[Rule, ...] = (
          subs=((LLM_URL, r"\g<1>{llm}"), (r"$", f" --limit {LM_EVAL_LIMIT}")),
          expect=(r"Ceiling",)),
     Rule(r"^adept-eval judge-agreement ", "run", expect=(r"Spearman",)),
+    Rule(r"^adept-eval compare out/my-tts out/adept-natural --json comparison\.json$", "run",
+         expect=(r"accuracy, pooled", r"wrote comparison\.json")),
     Rule(r"^adept-eval report out/$", "run", expect=(r"emotion_female", r"prosody_distance", r"SYNTHETIC")),
     Rule(r"^export OPENAI_API_KEY=\.\.\. GEMINI_API_KEY=\.\.\.$", "run"),
     Rule(r"^lm_eval --model openai-speech .*judge_backend=gemini", "adapted",
