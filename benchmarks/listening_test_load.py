@@ -39,7 +39,7 @@ from pathlib import Path
 
 from adept_eval.corpus import Corpus
 from adept_eval.listening_test.design import build_test, load_test
-from adept_eval.listening_test.simulate import ServerProcess, crowd
+from adept_eval.listening_test.simulate import CROWD_ARGS, ServerProcess, crowd
 from adept_eval.synthetic import build_corpus
 
 TASKS = ["adept_propositional_attitude_female", "adept_syntactic_phrasing_female"]
@@ -166,7 +166,7 @@ def main() -> None:
             test_dir = tmp / f"test-{think}"
             build_test(corpus, test_dir, {"natural": None}, tasks=TASKS, seed=1)
             before = load_average()
-            with ServerProcess(test_dir) as server:
+            with ServerProcess(test_dir, args=CROWD_ARGS) as server:
                 pid = server.proc.pid
                 s0, sw0 = process_cpu_seconds(pid), run_queue_wait(pid)
                 outcomes, client_cpu, client_wait, wall = run_row(

@@ -53,8 +53,11 @@ def client(test_dir):
 
 
 def start(client, pid="p1"):
-    r = client.post("/api/session", json={"participant": pid})
+    """Arrive (or come back) as the page does: with the session's token once it has one."""
+    tokens = client.__dict__.setdefault("tokens", {})
+    r = client.post("/api/session", json={"participant": pid, "token": tokens.get(pid)})
     assert r.status_code == 200, r.text
+    tokens[pid] = r.json()["token"]
     return {"X-Participant": pid, "X-Session-Token": r.json()["token"]}, r.json()["state"]
 
 

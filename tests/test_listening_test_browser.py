@@ -105,6 +105,7 @@ def test_a_participant_completes_the_whole_test_in_chromium(browser, served, tmp
     start = d.find_element("id", "start")
     assert not start.is_enabled()
     shoot(d, tmp_path, "consent", shots)
+    shown_code = d.find_element("id", "resume-code-shown").text  # for a change of device
     d.find_element("id", "agree").click()
     start.click()
     wait_for(d, lambda: page(d) == "headphone-intro", what="the headphone check")
@@ -123,6 +124,9 @@ def test_a_participant_completes_the_whole_test_in_chromium(browser, served, tmp
         d.find_element("css selector", "button.primary").click()
     participant, token = d.execute_script("return [session.participant, session.token];")
     assert participant == "browser_p01"
+    from adept_eval.listening_test.session import resume_code
+
+    assert shown_code == resume_code(token)
     api = httpx.Client(base_url=server.url, headers={"X-Participant": participant,
                                                      "X-Session-Token": token})
     seen_designs, answered = set(), 0
@@ -177,9 +181,26 @@ def test_a_participant_completes_the_whole_test_in_chromium(browser, served, tmp
     assert d.find_element("id", "completion-code").text == "SCR33N"
     shoot(d, tmp_path, "screened_out", shots)
 
+    # another browser with the first participant's id gets a clear page, not their session;
+    # the resume code shown to them at the start moves the session here
+    d.delete_all_cookies()
+    d.execute_script("localStorage.clear();")
+    d.get(f"{server.url}/?PROLIFIC_PID=browser_p01")
+    wait_for(d, lambda: page(d) == "in-use", what="the already-in-use page")
+    shoot(d, tmp_path, "in_use", shots)
+    d.find_element("id", "resume-code").send_keys("WRONG-CODE")
+    d.find_element("id", "resume").click()
+    wait_for(d, lambda: d.find_element("id", "resume-error").text, what="the refusal")
+    assert page(d) == "in-use"
+    d.find_element("id", "resume-code").clear()
+    d.find_element("id", "resume-code").send_keys(shown_code)
+    d.find_element("id", "resume").click()
+    wait_for(d, lambda: page(d) == "done", what="the resumed session")
+    assert d.find_element("id", "completion-code").text == "C0MPL3TE"
+
     expected = {"consent": "consent", "headphone_check": "headphone",
                 "question_multi": "question", "question_single": "question", "done": "done",
-                "screened_out": "screened-out"}
+                "screened_out": "screened-out", "in_use": "in-use"}
     assert {name: kind for name, (kind, _) in shots.items()} == expected
     for _, path in shots.values():
         assert path.stat().st_size > 5000  # a rendered page, not a blank image

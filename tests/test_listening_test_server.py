@@ -17,7 +17,7 @@ pytest.importorskip("uvicorn", reason="needs the listening-test extra (uvicorn)"
 pytest.importorskip("httpx", reason="needs httpx (test extra)")
 
 from adept_eval.listening_test.design import build_test, load_test  # noqa: E402
-from adept_eval.listening_test.simulate import ServerProcess, crowd  # noqa: E402
+from adept_eval.listening_test.simulate import CROWD_ARGS, ServerProcess, crowd  # noqa: E402
 
 TASKS = ["adept_propositional_attitude_female", "adept_syntactic_phrasing_female"]
 
@@ -81,7 +81,7 @@ def check_nothing_lost(test_dir, outcomes, may_be_stored: set = frozenset()) -> 
 
 def test_100_participants_at_once_lose_and_duplicate_nothing(test_dir):
     config = load_test(test_dir)
-    with ServerProcess(test_dir) as server:
+    with ServerProcess(test_dir, args=CROWD_ARGS) as server:
         outcomes = asyncio.run(crowd(server.url, config, 100, fetch_audio=True))
         # the same answer sent twice at once by a flaky client is stored once
         import httpx
@@ -110,7 +110,7 @@ def test_100_participants_at_once_lose_and_duplicate_nothing(test_dir):
 
 def test_kill_9_mid_test_loses_no_acknowledged_response(test_dir):
     config = load_test(test_dir)
-    server = ServerProcess(test_dir).start()
+    server = ServerProcess(test_dir, args=CROWD_ARGS).start()
     outcomes: dict = {}
 
     def kill_mid_test():  # once a good number of answers were acknowledged, as in a crash
@@ -134,7 +134,7 @@ def test_kill_9_mid_test_loses_no_acknowledged_response(test_dir):
     assert all(o.stage.startswith("error") for o in outcomes.values() if o.stage != "done")
     pending = in_flight(test_dir, outcomes)
     check_nothing_lost(test_dir, outcomes, pending)  # before the restart: from the file
-    with ServerProcess(test_dir, port=server.port) as again:  # restart; everyone carries on
+    with ServerProcess(test_dir, port=server.port, args=CROWD_ARGS) as again:  # restart; everyone carries on
         for o in outcomes.values():
             o.stage = ""
         asyncio.run(crowd(again.url, config, 40, think=0.0, fetch_audio=False,

@@ -8,7 +8,16 @@ API. Safety, in one place:
 - state-changing calls are POSTs with a JSON body and that custom header (so a cross-site form
   or script cannot send them without a CORS preflight, which this app never grants), and an
   ``Origin`` other than the app's own is refused;
-- request bodies over ``MAX_BODY`` bytes are refused (413) before they are read in full;
+- request bodies over ``MAX_BODY`` bytes are refused (413) before they are read in full, a body
+  not in within ``READ_DEADLINE`` seconds (a client sending a byte at a time) gets 408, JSON
+  nested deeper than ``MAX_DEPTH`` gets 400, and a boolean is never taken for a number;
+- a session belongs to the browser that started it (``session.Sessions.start``): a known
+  participant id gets its session back only with that browser's token or the resume code
+  derived from it; new sessions are capped (``max_participants``, then 503) and rate-limited
+  per client address (``SESSION_RATE``, then 429);
+- every response carries a Content-Security-Policy (``frame-ancestors 'none'``),
+  ``X-Content-Type-Options: nosniff``, ``X-Frame-Options: DENY`` and ``Referrer-Policy:
+  no-referrer``, and no redirect is ever built from the request's Host header;
 - audio is served by opaque token from the test's own ``audio/`` folder only (a token is looked
   up in the design, never joined to a path), with HTTP range requests and long-lived caching;
 - the admin view needs the token in ``ADEPT_LISTENING_ADMIN_TOKEN`` (off when it is unset).
@@ -16,11 +25,13 @@ API. Safety, in one place:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hmac
 import json
 import os
 import time
+from collections import OrderedDict
 from pathlib import Path
 
 from starlette.applications import Starlette
@@ -32,12 +43,106 @@ from starlette.staticfiles import StaticFiles
 
 from .design import AUDIO_DIR, AUDIO_TYPES, TestConfig, load_test
 from .media import DEFAULT_BUDGET, AudioFiles
-from .session import Refused, Sessions
+from .session import DEFAULT_MAX_PARTICIPANTS, Refused, Sessions, resume_code
 from .store import DB_FILE, Store
 
 STATIC = Path(__file__).parent / "static"
 MAX_BODY = 8 * 1024
+MAX_DEPTH = 8  # the API's bodies are flat objects with lists of numbers: depth 2
+READ_DEADLINE = 10.0  # seconds for a request body to arrive in full
+SESSION_RATE = (30, 60.0)  # new sessions per client address: at most 30 a minute
 ADMIN_TOKEN_ENV = "ADEPT_LISTENING_ADMIN_TOKEN"
+SECURITY_HEADERS = [
+    (b"content-security-policy", b"default-src 'self'; img-src 'self' data:; media-src 'self'; "
+                                 b"object-src 'none'; base-uri 'none'; form-action 'self'; "
+                                 b"frame-ancestors 'none'"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"no-referrer"),
+]
+
+
+class SecurityHeaders:
+    """ASGI middleware: the security headers on every HTTP response, errors included."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        async def with_headers(message):
+            if message["type"] == "http.response.start":
+                names = {k.lower() for k, _ in message.get("headers", [])}
+                extra = [(k, v) for k, v in SECURITY_HEADERS if k not in names]
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+class RateLimit:
+    """At most ``n`` events per ``window`` seconds per key (a sliding window), remembering at
+    most ``keys`` keys (the least recently seen are forgotten): bounded memory under a flood."""
+
+    def __init__(self, n: int, window: float, keys: int = 10_000, clock=time.monotonic):
+        self.n, self.window, self.keys, self.clock = n, window, keys, clock
+        self._seen: OrderedDict[str, list[float]] = OrderedDict()
+
+    def allow(self, key: str) -> bool:
+        now = self.clock()
+        times = [t for t in self._seen.pop(key, []) if now - t < self.window]
+        ok = len(times) < self.n
+        if ok:
+            times.append(now)
+        self._seen[key] = times
+        while len(self._seen) > self.keys:
+            self._seen.popitem(last=False)
+        return ok
+
+
+def json_depth(text: bytes) -> int:
+    """How deeply a JSON text nests arrays and objects (brackets inside strings not counted),
+    measured before parsing, so a hostile body cannot exhaust the parser's recursion."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return deepest
+
+
+def check_writable(folder: Path) -> None:
+    """Refuse to serve a test whose folder (or database) cannot be written, before anyone
+    arrives: otherwise every new participant would get an error."""
+    from ..errors import UserError
+
+    class NotWritable(UserError, OSError):
+        pass
+
+    probe = folder / f".write-check-{os.getpid()}"
+    try:
+        probe.write_bytes(b"")
+        probe.unlink()
+        db = folder / DB_FILE
+        if db.exists() and not os.access(db, os.W_OK):
+            raise PermissionError(f"{db} is read-only")
+    except OSError as exc:
+        raise NotWritable(f"{folder}: cannot write the responses database there ({exc}); "
+                          "serve a copy of the test in a folder you can write") from None
 
 
 class BodyLimit:
@@ -64,13 +169,26 @@ class BodyLimit:
                     raise _TooLarge()
             return message
 
+        async def in_time():
+            try:
+                return await asyncio.wait_for(limited(), READ_DEADLINE)
+            except asyncio.TimeoutError:
+                raise _TooSlow() from None
+
         try:
-            await self.app(scope, limited, send)
+            await self.app(scope, in_time, send)
         except _TooLarge:
             await JSONResponse({"error": "request too large"}, 413)(scope, receive, send)
+        except _TooSlow:
+            await JSONResponse({"error": "request body too slow"}, 408,
+                               headers={"Connection": "close"})(scope, receive, send)
 
 
 class _TooLarge(Exception):
+    pass
+
+
+class _TooSlow(Exception):
     pass
 
 
@@ -108,14 +226,19 @@ class ServerTiming:
 
 def create_app(folder: str | Path, *, admin_token: str | None = None,
                mirror_repo: str | None = None, mirror_every: float = 5.0,
-               audio_cache_mb: float = DEFAULT_BUDGET / 2 ** 20) -> Starlette:
+               audio_cache_mb: float = DEFAULT_BUDGET / 2 ** 20,
+               max_participants: int = DEFAULT_MAX_PARTICIPANTS,
+               session_rate: tuple[int, float] = SESSION_RATE) -> Starlette:
     """The app for the test built in ``folder``; responses go to ``folder/responses.sqlite``
     (and, with ``mirror_repo``, to that private Hub dataset every ``mirror_every`` minutes and
-    once more at shutdown); up to ``audio_cache_mb`` MiB of its audio is kept in memory."""
+    once more at shutdown); up to ``audio_cache_mb`` MiB of its audio is kept in memory; at
+    most ``max_participants`` sessions, and ``session_rate`` new ones per client address."""
     folder = Path(folder).resolve()
     config: TestConfig = load_test(folder)
+    check_writable(folder)
     store = Store(folder / DB_FILE)
-    sessions = Sessions(config, store)
+    sessions = Sessions(config, store, max_participants=max_participants)
+    arrivals = RateLimit(*session_rate)
     audio_root = folder / AUDIO_DIR
     audio_files = AudioFiles({tok: audio_root / name for tok, name in config.files.items()},
                              AUDIO_TYPES, budget=int(audio_cache_mb * 1024 * 1024))
@@ -135,9 +258,12 @@ def create_app(folder: str | Path, *, admin_token: str | None = None,
                 raise Refused("cross-origin request refused", 403)
         if request.headers.get("sec-fetch-site") == "cross-site":
             raise Refused("cross-site request refused", 403)
+        raw = await request.body()
+        if json_depth(raw) > MAX_DEPTH:
+            raise Refused(f"the request body nests deeper than {MAX_DEPTH} levels")
         try:
-            data = json.loads(await request.body())
-        except ValueError:
+            data = json.loads(raw)
+        except (ValueError, RecursionError):
             raise Refused("the request body is not JSON") from None
         if not isinstance(data, dict):
             raise Refused("the request body must be a JSON object")
@@ -152,9 +278,17 @@ def create_app(folder: str | Path, *, admin_token: str | None = None,
     async def start(request: Request):
         try:
             data = await body(request)
-            live = sessions.start(data.get("participant"))
-            return _json({"participant": live.participant, "token": live.row.token,
-                          "state": sessions.state(live)})
+            token, resume = data.get("token"), data.get("resume_code")
+            if not (token or resume):  # a new session may be asked for: count it
+                address = request.client.host if request.client else "?"
+                if not arrivals.allow(address):
+                    raise Refused("too many new sessions from this address; wait a minute", 429)
+            live, created = sessions.start(data.get("participant"), token, resume)
+            out = {"participant": live.participant, "token": live.row.token,
+                   "state": sessions.state(live)}
+            if created:  # shown once, on the first page, for a change of device
+                out["resume_code"] = resume_code(live.row.token)
+            return _json(out)
         except Refused as exc:
             return refuse(exc)
 
@@ -240,9 +374,11 @@ def create_app(folder: str | Path, *, admin_token: str | None = None,
         store.close()
 
     app = Starlette(routes=routes, lifespan=lifespan)
+    app.router.redirect_slashes = False  # its redirects are built from the Host header
     app.state.config, app.state.store, app.state.audio = config, store, audio_files
     app.add_middleware(BodyLimit)
     app.add_middleware(ServerTiming)
+    app.add_middleware(SecurityHeaders)
     return app
 
 
@@ -269,11 +405,15 @@ def _status_html(summary: dict) -> str:
 
 def serve(folder: str | Path, host: str = "127.0.0.1", port: int = 8000,
           log_level: str = "warning", mirror_repo: str | None = None,
-          mirror_every: float = 5.0, audio_cache_mb: float = DEFAULT_BUDGET / 2 ** 20) -> None:
-    """Run the app with uvicorn until interrupted."""
+          mirror_every: float = 5.0, audio_cache_mb: float = DEFAULT_BUDGET / 2 ** 20,
+          max_participants: int = DEFAULT_MAX_PARTICIPANTS,
+          session_rate: tuple[int, float] = SESSION_RATE) -> None:
+    """Run the app with uvicorn until interrupted. Idle keep-alive connections are closed
+    after 5 s, so idle clients cannot hold the connection limit."""
     import uvicorn
 
     app = create_app(folder, mirror_repo=mirror_repo, mirror_every=mirror_every,
-                     audio_cache_mb=audio_cache_mb)
+                     audio_cache_mb=audio_cache_mb, max_participants=max_participants,
+                     session_rate=session_rate)
     uvicorn.run(app, host=host, port=port, log_level=log_level,
-                limit_concurrency=1000, timeout_keep_alive=30)
+                limit_concurrency=1000, timeout_keep_alive=5)

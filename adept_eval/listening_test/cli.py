@@ -50,6 +50,12 @@ def add_parser(sub, common) -> None:
         p.add_argument("--mirror-every", type=float, default=5.0, metavar="MINUTES")
         p.add_argument("--audio-cache-mb", type=float, default=256.0, metavar="MIB",
                        help="keep up to this much of the test's audio in memory (default 256)")
+        p.add_argument("--max-participants", type=int, default=1000, metavar="N",
+                       help="take at most N participants in all (default 1000): a flood of "
+                       "fake arrivals cannot grow the database without bound")
+        p.add_argument("--new-sessions-per-minute", type=int, default=30, metavar="N",
+                       help="new sessions one client address may start per minute (default "
+                       "30; raise it for a lab whose participants share one address)")
 
     p = lsub.add_parser("build", parents=[common], help="build a test folder (design and "
                         "blinded audio) from systems' samples")
@@ -133,7 +139,8 @@ def cmd_build(args):
     return 0
 
 
-def _serve(test, host, port, mirror_to=None, mirror_every=5.0, audio_cache_mb=256.0):
+def _serve(test, host, port, mirror_to=None, mirror_every=5.0, audio_cache_mb=256.0,
+           max_participants=1000, sessions_per_minute=30):
     try:
         from .app import ADMIN_TOKEN_ENV, serve
     except ImportError:
@@ -150,15 +157,22 @@ def _serve(test, host, port, mirror_to=None, mirror_every=5.0, audio_cache_mb=25
         console.print(f"Admin view off: set {ADMIN_TOKEN_ENV} (e.g. to "
                       f"{secrets.token_urlsafe(16)}) to enable /admin")
     if mirror_to:
+        from .mirror import ensure_private
+
+        ensure_private(mirror_to)  # before anyone arrives: never to a public dataset
         console.print(f"Responses mirrored to the private dataset {mirror_to} every "
                       f"{mirror_every:g} min and at shutdown")
+    from .app import check_writable
+
+    check_writable(Path(test).resolve())  # one clear message before uvicorn starts
     serve(test, host=host, port=port, mirror_repo=mirror_to, mirror_every=mirror_every,
-          audio_cache_mb=audio_cache_mb)
+          audio_cache_mb=audio_cache_mb, max_participants=max_participants,
+          session_rate=(sessions_per_minute, 60.0))
 
 
 def cmd_serve(args):
     _serve(args.test, args.host, args.port, args.mirror_to, args.mirror_every,
-           args.audio_cache_mb)
+           args.audio_cache_mb, args.max_participants, args.new_sessions_per_minute)
     return 0
 
 
@@ -170,7 +184,7 @@ def cmd_run(args):
     else:
         cmd_build(args)
     _serve(args.output, args.host, args.port, args.mirror_to, args.mirror_every,
-           args.audio_cache_mb)
+           args.audio_cache_mb, args.max_participants, args.new_sessions_per_minute)
     out = Path(args.output) / "export" / "responses.csv"
     _export(args.output, out, False)
     _report(args.output, None, 2000, False)

@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..questions import LETTERS
+from ..report import csv_safe
 from .analysis import INCLUDED, screen
 
 COLUMNS = ("participant", "task", "question_id", "answer", "system", "screening", "presented",
@@ -75,5 +76,6 @@ def _write_csv(path: Path, columns, rows) -> None:
     with open(tmp, "w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(columns))
         writer.writeheader()
-        writer.writerows(rows)
+        # a participant id such as "-A1" or "=cmd" is a formula to a spreadsheet
+        writer.writerows({k: csv_safe(v) for k, v in row.items()} for row in rows)
     tmp.replace(path)

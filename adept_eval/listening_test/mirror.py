@@ -12,7 +12,34 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..errors import UserError
+
 MIRROR_DIR = "mirror"
+
+
+class MirrorError(UserError, RuntimeError):
+    """The mirror's dataset cannot be used (public, or not reachable)."""
+
+
+def ensure_private(repo_id: str) -> None:
+    """Create ``repo_id`` as a private dataset, or check that the existing one is private.
+
+    huggingface_hub's ``private=True`` applies only when it creates the repository: an existing
+    public dataset would silently receive participant ids. So this asks the Hub first and
+    refuses a public one."""
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import RepositoryNotFoundError
+
+    api = HfApi()
+    try:
+        info = api.repo_info(repo_id, repo_type="dataset")
+    except RepositoryNotFoundError:
+        api.create_repo(repo_id, repo_type="dataset", private=True, exist_ok=True)
+        info = api.repo_info(repo_id, repo_type="dataset")
+    if not info.private:
+        raise MirrorError(f"--mirror-to {repo_id}: this dataset is public; responses hold "
+                          "participant ids, so they are mirrored only to a private dataset "
+                          "(make it private on the Hub, or name a new one)")
 
 
 def start_mirror(config, store, folder: str | Path, repo_id: str, *, every_minutes: float = 5.0):
@@ -21,6 +48,8 @@ def start_mirror(config, store, folder: str | Path, repo_id: str, *, every_minut
     from huggingface_hub import CommitScheduler
 
     from .export import export
+
+    ensure_private(repo_id)
 
     class _Snapshotting(CommitScheduler):
         def push_to_hub(self):

@@ -9,15 +9,35 @@ nothing is stored.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import hmac
 import re
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 
 from .design import HEADPHONE_PASS, Item, TestConfig, item_from, plan_for
 from .store import ParticipantRow, ResponseRow, Store
 
 PARTICIPANT_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+#: participants kept in memory at most (the rest are read from the store when they return)
+LIVE_CACHE = 2000
+DEFAULT_MAX_PARTICIPANTS = 1000
+
+
+def resume_code(token: str) -> str:
+    """The code a participant types to continue on another device: derived from the session's
+    secret token (an HMAC of it), so only the first browser, which holds the token, and the
+    server can know it. 16 base32 characters in groups of four."""
+    digest = hmac.new(token.encode(), b"adept-eval resume code", hashlib.sha256).digest()
+    code = base64.b32encode(digest[:10]).decode()
+    return "-".join(code[i:i + 4] for i in range(0, 16, 4))
+
+
+def _same_code(given, expected: str) -> bool:
+    cleaned = re.sub(r"[^A-Z2-7]", "", str(given or "").upper())
+    return hmac.compare_digest(cleaned.encode(), expected.replace("-", "").encode())
 
 
 class Refused(ValueError):
@@ -69,10 +89,22 @@ class Sessions:
     participants change.
     """
 
-    def __init__(self, config: TestConfig, store: Store):
+    def __init__(self, config: TestConfig, store: Store, *,
+                 max_participants: int = DEFAULT_MAX_PARTICIPANTS):
         self.config = config
         self.store = store
-        self._live: dict[str, Live] = {}
+        self.max_participants = max_participants
+        self._live: OrderedDict[str, Live] = OrderedDict()  # least recently used first
+        self._count = len(store.participants())
+
+    def _remember(self, live: Live) -> Live:
+        """Keep ``live`` in memory, forgetting the least recently used beyond ``LIVE_CACHE``
+        (safe: every change is in the store before it is in memory)."""
+        self._live[live.participant] = live
+        self._live.move_to_end(live.participant)
+        while len(self._live) > LIVE_CACHE:
+            self._live.popitem(last=False)
+        return live
 
     def _load(self, participant: str) -> Live | None:
         live = self._live.get(participant)
@@ -80,21 +112,32 @@ class Sessions:
             row = self.store.participant(participant)
             if row is None:
                 return None
-            live = self._live[participant] = Live(
-                row, tuple(item_from(d) for d in row.plan["items"]),
-                self.store.answered_items(participant))
-        return live
+            live = Live(row, tuple(item_from(d) for d in row.plan["items"]),
+                        self.store.answered_items(participant))
+        return self._remember(live)
 
-    def start(self, participant) -> Live:
-        """The participant's session, created (plan drawn, arrival numbered) on first arrival."""
+    def start(self, participant, token=None, resume=None) -> tuple[Live, bool]:
+        """(the participant's session, whether it was created now). A new id gets a session
+        (plan drawn, arrival numbered) and its secret token; a known id gets its session back
+        only with that token (the browser that started it) or the resume code derived from it
+        (another device): an id alone never yields a session, since ids such as Prolific's
+        are not secrets."""
         pid = clean_participant_id(participant)
         live = self._load(pid)
-        if live is None:
-            row = self.store.create_participant(
-                pid, lambda arrival: plan_for(self.config, pid, arrival))
-            live = self._live[pid] = Live(row, tuple(item_from(d) for d in row.plan["items"]),
-                                          set())
-        return live
+        if live is not None:
+            if token and hmac.compare_digest(live.row.token.encode(), str(token).encode()):
+                return live, False
+            if resume and _same_code(resume, resume_code(live.row.token)):
+                return live, False
+            raise Refused("this participant id has already started the test in another "
+                          "browser; to continue here, enter the resume code shown there", 409)
+        if self._count >= self.max_participants:
+            raise Refused("the test is full: it takes no more participants", 503)
+        row = self.store.create_participant(
+            pid, lambda arrival: plan_for(self.config, pid, arrival))
+        self._count += 1
+        return self._remember(Live(row, tuple(item_from(d) for d in row.plan["items"]),
+                                   set())), True
 
     def authenticate(self, participant: str, token: str) -> Live:
         live = self._load(str(participant or "")) if PARTICIPANT_ID.match(
@@ -156,7 +199,7 @@ class Sessions:
             raise Refused("the headphone check is not the current step", 409)
         key = self.config.headphone_answers
         if (not isinstance(answers, list) or len(answers) != len(key)
-                or not all(isinstance(a, int) and 0 <= a < 3 for a in answers)):
+                or not all(_number(a) and 0 <= a < 3 for a in answers)):
             raise Refused(f"headphone answers must be {len(key)} numbers 0-2")
         passed = sum(a == k for a, k in zip(answers, key)) >= HEADPHONE_PASS
         if not self.store.set_headphone(live.participant, answers, passed):
@@ -169,19 +212,20 @@ class Sessions:
         if self.stage(live) != "question":
             raise Refused("there is no question to answer now", 409)
         items = live.items
-        if not isinstance(index, int) or not 0 <= index < len(items):
+        if not _number(index) or not 0 <= index < len(items):
             raise Refused("no such item in this participant's test", 404)
         item = items[index]
         if item.key in live.answered:
             raise Refused("this item was answered already", 409)
         if index != live.current():
             raise Refused("items are answered in order; this is not the current one", 409)
-        if not isinstance(position, int) or not 0 <= position < len(item.choices):
+        if not _number(position) or not 0 <= position < len(item.choices):
             raise Refused(f"choice must be a number 0-{len(item.choices) - 1}")
         if (not isinstance(played, list) or len(played) != len(item.audio)
                 or not all(p is True for p in played)):
             raise Refused("every sample must be played to the end before answering")
-        rt = int(rt_ms) if isinstance(rt_ms, (int, float)) and 0 <= rt_ms < 1e9 else None
+        rt = int(rt_ms) if isinstance(rt_ms, (int, float)) and not isinstance(rt_ms, bool) \
+            and 0 <= rt_ms < 1e9 else None
         if item.kind == "catch":
             choice, correct = position, position == item.answer
         else:
@@ -201,3 +245,8 @@ class Sessions:
 
 def audio_url(token: str) -> str:
     return f"/audio/{token}"
+
+
+def _number(value) -> bool:
+    """A JSON integer: ``true``/``false`` are not numbers (Python's bool is an int)."""
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -33,6 +33,7 @@ class Outcome:
     calls: list[tuple[float, str, float, float | None]] = field(default_factory=list)
     stage: str = ""
     completion_code: str = ""
+    token: str = ""  # the session's secret, kept as the page keeps it (localStorage)
 
 
 class AnswerKey:
@@ -110,9 +111,11 @@ async def take_test(client, key: AnswerKey, participant: str, *, skill: float = 
         if think:
             await asyncio.sleep(rng.uniform(0.5, 1.5) * think * times)
 
-    r = await call("POST", "/api/session", {"participant": participant})
+    r = await call("POST", "/api/session", {"participant": participant,
+                                            "token": out.token or None})
     r.raise_for_status()
-    h = {"X-Participant": participant, "X-Session-Token": r.json()["token"]}
+    out.token = r.json()["token"]
+    h = {"X-Participant": participant, "X-Session-Token": out.token}
     state = r.json()["state"]
     if state["stage"] == "consent":
         await pause()
@@ -192,6 +195,11 @@ async def crowd(base_url: str, config: TestConfig, n: int, *, prefix: str = "sim
     await asyncio.gather(*(one(c, f"{prefix}{first + i:04d}", arrivals[i])
                            for i, c in enumerate(clients)))
     return outcomes
+
+
+#: a simulated crowd arrives from one loopback address, where real participants come from many:
+#: serve it without the per-address limit on new sessions
+CROWD_ARGS = ("--new-sessions-per-minute", "1000000")
 
 
 class ServerProcess:

@@ -32,19 +32,27 @@ async function call(method, path, payload) {
     try {
       res = await fetch(path, init);
     } catch (err) {  // network trouble: the same request again (the server refuses doubles)
-      showNotice("Connection problem, retrying…");
+      showNotice(attempt >= RETRIES_BEFORE_MESSAGE ? STILL_FAILING : "Connection problem, retrying…");
+      await new Promise(r => setTimeout(r, Math.min(8000, 500 * 2 ** attempt)));
+      continue;
+    }
+    const data = await res.json().catch(() => ({}));
+    if (res.status >= 500 && res.status !== 503) {  // 503: the test is full (a final answer)
+      showNotice(attempt >= RETRIES_BEFORE_MESSAGE ? STILL_FAILING : "");
       await new Promise(r => setTimeout(r, Math.min(8000, 500 * 2 ** attempt)));
       continue;
     }
     showNotice("");
-    const data = await res.json().catch(() => ({}));
-    if (res.status >= 500) {
-      await new Promise(r => setTimeout(r, Math.min(8000, 500 * 2 ** attempt)));
-      continue;
-    }
     return { ok: res.ok, status: res.status, data };
   }
 }
+
+// after this many failed attempts the page says so (it keeps retrying)
+const RETRIES_BEFORE_MESSAGE = 3;
+const STILL_FAILING = "The test server is not answering properly. Your answers so far are " +
+  "saved; this page keeps trying. If this lasts, contact the researcher.";
+
+function tokenKey(participant) { return "adept-session-" + participant; }
 
 function showNotice(text) {
   let el = document.getElementById("notice");
@@ -129,6 +137,9 @@ function consent(state) {
       el("li", {}, "Your answers are stored under your participant id only; you can stop at any " +
         "time, and reopening the link continues where you left off.")),
     el("label", {}, box, " I have read this and agree to take part."),
+    session.resumeCode ? el("p", { class: "hint", id: "resume-note" },
+      "To continue on another device later, note this resume code: ",
+      el("span", { class: "code", id: "resume-code-shown" }, session.resumeCode)) : "",
     el("p", {}, start));
 }
 
@@ -247,10 +258,41 @@ function fail(r) {
     el("p", {}, "Reload the page to continue where you left off."));
 }
 
+function resumePage(message) {
+  // this participant id has a session that another browser started: it is theirs unless the
+  // resume code shown there is entered here
+  const input = el("input", { id: "resume-code", type: "text", autocomplete: "off",
+                              placeholder: "XXXX-XXXX-XXXX-XXXX" });
+  const go = el("button", { id: "resume" }, "Continue here");
+  const note = el("p", { class: "error", id: "resume-error" }, "");
+  go.addEventListener("click", async () => {
+    const r = await call("POST", "/api/session",
+                         { participant: session.participant, resume_code: input.value });
+    if (!r.ok) { note.textContent = (r.data && r.data.error) || `error ${r.status}`; return; }
+    begin(r.data);
+  });
+  setPage("in-use", el("h1", {}, "This test is already open in another browser"),
+    el("p", {}, "Your participant id has a test in progress that was started in another " +
+      "browser or on another device. Your answers belong to that browser, so this page " +
+      "cannot simply take them over."),
+    el("p", {}, "If it was you, enter the resume code that was shown when you started:"),
+    el("p", {}, input, " ", go), note);
+}
+
+function begin(data) {
+  session.token = data.token;
+  localStorage.setItem(tokenKey(session.participant), data.token);
+  if (data.resume_code) {
+    session.resumeCode = data.resume_code;
+  }
+  render(data.state);
+}
+
 (async function main() {
   session.participant = participantFromUrl();
-  const r = await call("POST", "/api/session", { participant: session.participant });
+  const token = localStorage.getItem(tokenKey(session.participant)) || undefined;
+  const r = await call("POST", "/api/session", { participant: session.participant, token });
+  if (r.status === 409) return resumePage(r.data.error || "");
   if (!r.ok) return fail(r);
-  session.token = r.data.token;
-  render(r.data.state);
+  begin(r.data);
 })();

@@ -1,0 +1,188 @@
+"""The listening test's guarantees against an attacker or a careless participant, checked on the
+real server (uvicorn in a child process, real sockets), not only Starlette's test client."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+pytest.importorskip("starlette", reason="needs the listening-test extra (starlette)")
+pytest.importorskip("uvicorn", reason="needs the listening-test extra (uvicorn)")
+httpx = pytest.importorskip("httpx", reason="needs httpx (test extra)")
+
+from adept_eval.listening_test.design import build_test, load_test  # noqa: E402
+from adept_eval.listening_test.session import resume_code  # noqa: E402
+from adept_eval.listening_test.simulate import ServerProcess  # noqa: E402
+
+TASKS = ["adept_syntactic_phrasing_female"]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, corpus):
+    out = tmp_path_factory.mktemp("sec") / "test"
+    build_test(corpus, out, {"natural": None}, tasks=TASKS, seed=3, completion_code="FIN42")
+    return out
+
+
+@pytest.fixture
+def test_dir(built, tmp_path):
+    dest = tmp_path / "test"
+    shutil.copytree(built, dest)
+    return dest
+
+
+@pytest.fixture
+def server(test_dir):
+    with ServerProcess(test_dir, args=("--new-sessions-per-minute", "5",
+                                       "--max-participants", "8")) as s:
+        yield s
+
+
+def _session(c, pid, **extra):
+    return c.post("/api/session", json={"participant": pid, **extra})
+
+
+def test_an_id_alone_never_yields_someone_elses_session(server):
+    with httpx.Client(base_url=server.url) as victim, httpx.Client(base_url=server.url) as thief:
+        first = _session(victim, "PROLIFIC123")
+        assert first.status_code == 200
+        token, code = first.json()["token"], first.json()["resume_code"]
+        assert code == resume_code(token)
+        stolen = _session(thief, "PROLIFIC123")
+        assert stolen.status_code == 409 and "token" not in stolen.json()
+        assert "another browser" in stolen.json()["error"]
+        assert _session(thief, "PROLIFIC123", token="guess").status_code == 409
+        assert _session(thief, "PROLIFIC123", resume_code="AAAA-BBBB-CCCC-DDDD").status_code == 409
+        # the first browser comes back with its token; another device with the resume code
+        back = _session(victim, "PROLIFIC123", token=token)
+        assert back.status_code == 200 and back.json()["token"] == token
+        assert "resume_code" not in back.json()  # shown once, at the start
+        moved = _session(thief, "PROLIFIC123", resume_code=code.lower().replace("-", " "))
+        assert moved.status_code == 200 and moved.json()["token"] == token
+
+
+def test_every_response_carries_the_security_headers_and_static_never_redirects(server):
+    with httpx.Client(base_url=server.url) as c:
+        for r in (c.get("/"), c.get("/healthz"), c.get("/static/app.js"),
+                  c.get("/api/state"), c.get("/no/such/page"),
+                  c.get("/static", headers={"Host": "evil.example"})):
+            assert "frame-ancestors 'none'" in r.headers["content-security-policy"], r.url
+            assert r.headers["x-content-type-options"] == "nosniff"
+            assert r.headers["referrer-policy"] == "no-referrer"
+            assert r.headers["x-frame-options"] == "DENY"
+        r = c.get("/static", headers={"Host": "evil.example"})
+        assert r.status_code == 404 and "location" not in r.headers
+
+
+def test_hostile_bodies_get_one_clear_4xx(server):
+    with httpx.Client(base_url=server.url) as c:
+        h = {"Content-Type": "application/json"}
+        deep = c.post("/api/session", content="[" * 4000 + "]" * 4000, headers=h)
+        assert deep.status_code == 400 and "nests deeper" in deep.json()["error"]
+        token = _session(c, "p1").json()["token"]
+        auth = {"X-Participant": "p1", "X-Session-Token": token}
+        c.post("/api/consent", json={"consent": True}, headers=auth)
+        config = load_test(server.test_dir)
+        as_bools = [bool(a) for a in config.headphone_answers]
+        r = c.post("/api/headphone", json={"answers": as_bools}, headers=auth)
+        assert r.status_code == 400  # true is not the number 1
+        state = c.post("/api/headphone", json={"answers": list(config.headphone_answers)},
+                       headers=auth).json()["state"]
+        item = state["item"]
+        r = c.post("/api/answer", json={"item": item["index"], "choice": True,
+                                        "played": [True] * len(item["audio"])}, headers=auth)
+        assert r.status_code == 400
+
+
+def test_new_sessions_are_rate_limited_and_capped(server):
+    with httpx.Client(base_url=server.url) as c:
+        replies = [_session(c, f"flood{i}") for i in range(7)]
+        assert [r.status_code for r in replies] == [200] * 5 + [429, 429]
+        assert "too many new sessions" in _session(c, "flood9").json()["error"]
+        # a returning participant (with their token) is never rate-limited
+        token = replies[0].json()["token"]
+        assert _session(c, "flood0", token=token).status_code == 200
+
+
+def test_the_participant_cap_holds_across_addresses(test_dir):
+    with ServerProcess(test_dir, args=("--max-participants", "3")) as s, \
+            httpx.Client(base_url=s.url) as c:
+        assert [_session(c, f"p{i}").status_code for i in range(5)] == [200, 200, 200, 503, 503]
+        assert "full" in _session(c, "p9").json()["error"]
+
+
+def test_a_slow_body_is_cut_off(server):
+    """A client that sends its body a byte at a time gets 408 instead of holding the server."""
+    import adept_eval.listening_test.app as app_module
+
+    body = json.dumps({"participant": "slowpoke"}).encode()
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
+        sock.sendall(b"POST /api/session HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     b"Content-Type: application/json\r\nContent-Length: "
+                     + str(len(body)).encode() + b"\r\n\r\n" + body[:1])
+        t0 = time.monotonic()
+        reply = sock.recv(4096).decode()
+        took = time.monotonic() - t0
+    assert reply.startswith("HTTP/1.1 408"), reply[:200]
+    assert took < app_module.READ_DEADLINE + 10
+
+
+def test_csv_export_neutralises_formulas(test_dir):
+    with ServerProcess(test_dir) as s, httpx.Client(base_url=s.url) as c:
+        for pid in ("-A1", "normal"):
+            assert _session(c, pid).status_code == 200
+    out = test_dir / "export" / "r.csv"
+    done = subprocess.run([sys.executable, "-m", "adept_eval.cli", "listening-test", "export",
+                           str(test_dir), "-o", str(out), "--all"], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.DictReader(open(out.with_name("r_participants.csv"), encoding="utf-8")))
+    ids = {r["participant"] for r in rows}
+    assert "'-A1" in ids and "normal" in ids and "-A1" not in ids
+
+
+@pytest.mark.skipif(os.geteuid() == 0 and not shutil.which("setpriv"),
+                    reason="root ignores file modes and setpriv (util-linux) is absent")
+def test_serve_refuses_a_read_only_folder_at_start(test_dir):
+    from faults import without_dac_override
+
+    test_dir.chmod(0o555)
+    try:
+        args = [sys.executable, "-m", "adept_eval.cli", "listening-test", "serve",
+                str(test_dir), "--port", "9"]
+        done = subprocess.run([*(without_dac_override() or []), *args], capture_output=True,
+                              text=True, timeout=120)
+    finally:
+        test_dir.chmod(0o755)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "cannot write the responses database" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_mirror_refuses_an_existing_public_dataset(test_dir, tmp_path):
+    """huggingface_hub ignores private=True for a dataset that exists: serve checks first."""
+    from testing.hub_server import HubServer
+
+    with HubServer() as hub:
+        env = {**os.environ, "HF_ENDPOINT": hub.url, "HF_HUB_DISABLE_XET": "1",
+               "HF_TOKEN": hub.token, "HF_HUB_DISABLE_TELEMETRY": "1",
+               "HF_HOME": str(tmp_path / "hf")}
+        code = (f"from huggingface_hub import HfApi; HfApi(endpoint={hub.url!r}, "
+                f"token={hub.token!r}).create_repo('adept-lab/public-answers', "
+                "repo_type='dataset', private=False)")
+        subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=120)
+        done = subprocess.run([sys.executable, "-m", "adept_eval.cli", "listening-test", "serve",
+                               str(test_dir), "--port", "9", "--mirror-to",
+                               "adept-lab/public-answers"], capture_output=True, text=True,
+                              env=env, timeout=120)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert "public" in done.stderr and "Traceback" not in done.stderr
+        assert not hub.repo("adept-lab/public-answers").files  # nothing was pushed
