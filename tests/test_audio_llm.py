@@ -79,7 +79,13 @@ def test_position_bias_is_exposed(use_corpus, tmp_path):
                                     "llm_model": "biased", "llm_cache": ""})
     r = res["results"]["adept_emotion_female"]
     assert r["order_agreement,none"] == pytest.approx(1 / 3)  # three orders, three answers
-    assert r["acc,none"] <= 0.5
+    # three answers, one vote each: the tie goes to the question's own order, whose "A" is its
+    # first sample, so the listener is right exactly where the answer is the first sample
+    from adept_eval.questions import build_questions
+
+    qs = build_questions(use_corpus, "adept_emotion_female")
+    assert r["acc,none"] == pytest.approx(sum(q.answer == 0 for q in qs) / len(qs))
+    assert r["acc,none"] < 0.5
 
 
 def test_unparseable_replies_are_failures(use_corpus):

@@ -39,13 +39,22 @@ def test_normalised_categories_cover_the_examples(examples):
     assert w[("role_play", "scenario")] == pytest.approx(0.125)
 
 
+def _published_weight(category: str, sub: str) -> float:
+    """VStyle's published weighting, written here from its description (../shared/README.md),
+    not taken from the code under test: each category 0.25; inside acoustic attributes,
+    composite_properties half of it and the six other subcategories share the other half;
+    elsewhere the subcategories share their category equally."""
+    if category == "acoustic_attributes":
+        return 0.25 / 2 if sub == "composite_properties" else 0.25 / 2 / 6
+    return 0.25 / len(CATEGORIES[category])
+
+
 def _vstyle_weighted(scores_by_ability: dict) -> float:
     """VStyle's overall: weighted sum of subcategory means over the subcategories present."""
-    w = subcategory_weights()
     num = den = 0.0
-    for key, scores in scores_by_ability.items():
-        num += w[key] * statistics.mean(scores)
-        den += w[key]
+    for (category, sub), scores in scores_by_ability.items():
+        num += _published_weight(category, sub) * statistics.mean(scores)
+        den += _published_weight(category, sub)
     return num / den
 
 
