@@ -165,6 +165,13 @@ def test_failed_push_is_retried_and_never_loses_local_results(hub, runs):
     assert done.returncode != 0 and "Nothing local was changed" in done.stderr
     after = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file() and "hub_upload" not in str(p)}
     assert after == before
+    # the prepared upload stays in hub_upload/, and the same command pushes it once the Hub is
+    # back (as docs/hub.md promises)
+    assert any((folder / "hub_upload").rglob("*")), "the prepared upload was not kept"
+    pushed_before = set(hub.repo("adept-lab/retry-results").files)
+    _run(_adept_eval("publish", str(folder), "--repo", "adept-lab/retry-results"), env, tmp)
+    pushed_after = set(hub.repo("adept-lab/retry-results").files)
+    assert pushed_after > pushed_before  # the per-question details arrived this time
 
 
 def test_leaderboard_local_and_from_the_hub(hub, runs):

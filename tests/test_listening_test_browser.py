@@ -198,6 +198,12 @@ def test_a_participant_completes_the_whole_test_in_chromium(browser, served, tmp
     wait_for(d, lambda: page(d) == "done", what="the resumed session")
     assert d.find_element("id", "completion-code").text == "C0MPL3TE"
 
+    # the participant id is read from whichever parameter the platform uses
+    for name in ("participant", "workerId", "PARTICIPANT_ID"):
+        d.get(f"{server.url}/?{name}=via_{name}")
+        wait_for(d, lambda: page(d) == "consent", what=f"the consent page for {name}=")
+        assert d.execute_script("return session.participant;") == f"via_{name}"
+
     expected = {"consent": "consent", "headphone_check": "headphone",
                 "question_multi": "question", "question_single": "question", "done": "done",
                 "screened_out": "screened-out", "in_use": "in-use"}

@@ -120,3 +120,158 @@ def test_acoustic_ties_are_a_guess_seeded_by_the_question(use_corpus, tmp_path):
         for i in range(2)]
     assert runs[0] == runs[1]
     assert len(set(runs[0])) > 1
+
+
+# ----------------------------------------------------------------------------- listening test
+def test_listening_test_options_through_the_executables(synthetic_root, systems, tmp_path):
+    """build --catch-per-task/--completion-url, a served test taken by simulated participants
+    (one stops half-way), then report with and without --include-incomplete."""
+    pytest.importorskip("uvicorn", reason="needs the listening-test extra (uvicorn)")
+    httpx = pytest.importorskip("httpx", reason="needs httpx (test extra)")
+    import asyncio
+
+    from adept_eval.listening_test.design import load_test
+    from adept_eval.listening_test.simulate import CROWD_ARGS, AnswerKey, ServerProcess, \
+        crowd, take_test
+
+    env = {"ADEPT_EVAL_CORPUS": str(synthetic_root), "ADEPT_EVAL_HOME": str(tmp_path / "h")}
+    test = tmp_path / "lt"
+    done = _adept_eval("listening-test", "build", f"copy={systems['copy']}", "-o", test,
+                       "--tasks", "adept_syntactic_phrasing_female", "--seed", "4",
+                       "--catch-per-task", "2", "--completion-code", "OK123",
+                       "--completion-url", "https://example.org/done?cc={code}", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    config = load_test(test)
+    assert config.catch_per_task == 2 and len(config.catch_tokens) == 2
+    with ServerProcess(test, args=CROWD_ARGS) as server:
+        finished = asyncio.run(crowd(server.url, config, 3, fetch_audio=False, skill=1.0))
+
+        async def half_way():
+            async with httpx.AsyncClient(base_url=server.url) as client:
+                return await take_test(client, AnswerKey(config), "quitter", stop_after=4)
+
+        asyncio.run(half_way())
+    last = next(iter(finished.values()))
+    assert last.stage == "done" and last.completion_code == "OK123"
+    kinds = [k for (k,) in _db(test, "SELECT kind FROM responses WHERE participant='sim0000'")]
+    assert kinds.count("catch") == 2  # two attention checks in the one task
+    reports = {}
+    for name, extra in (("base", ()), ("more", ("--include-incomplete",))):
+        done = _adept_eval("listening-test", "report", test, "--replicates", "200",
+                           "-o", tmp_path / name, *extra, env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        reports[name] = json.loads((tmp_path / name / "report.json").read_text())
+    assert reports["base"]["screening"]["quitter"] == "incomplete"
+    answered = {name: sum(r["responses"] for r in rep["step4"] if not r["subcategory"])
+                for name, rep in reports.items()}
+    questions_answered = 4 - _catch_answered(test, "quitter")
+    assert answered["more"] == answered["base"] + questions_answered > answered["base"]
+
+
+def test_the_completion_url_is_filled_with_the_code(synthetic_root, systems, tmp_path):
+    from adept_eval.corpus import Corpus
+    from adept_eval.listening_test.design import build_test, load_test
+
+    test = tmp_path / "lt"
+    build_test(Corpus(synthetic_root), test, {"copy": systems["copy"]},
+               tasks=["adept_marked_tonicity_male"], seed=2, completion_code="ZZ9",
+               completion_url="https://example.org/c?cc={code}")
+    assert load_test(test).completion_url == "https://example.org/c?cc={code}"
+    from adept_eval.listening_test.session import Sessions
+    from adept_eval.listening_test.store import DB_FILE, Store
+
+    config = load_test(test)
+    store = Store(test / DB_FILE)
+    sessions = Sessions(config, store)
+    live, _ = sessions.start("p1")
+    sessions.consent(live)
+    sessions.headphone(live, list(config.headphone_answers))
+    while sessions.stage(live) == "question":
+        item = live.items[live.current()]
+        sessions.answer(live, live.current(), 0, [True] * len(item.audio))
+    state = sessions.state(live)
+    store.close()
+    assert state["completion_url"] == "https://example.org/c?cc=ZZ9"
+
+
+def _db(test, sql):
+    import sqlite3
+
+    with sqlite3.connect(test / "responses.sqlite") as db:
+        return db.execute(sql).fetchall()
+
+
+def _catch_answered(test, participant) -> int:
+    return len(_db(test, f"SELECT 1 FROM responses WHERE participant='{participant}' "
+                         "AND kind='catch'"))
+
+
+# ----------------------------------------------------------------------------- speech judge / VStyle
+def _voice(path, hz, seconds=1.0, rate=16000):
+    t = np.arange(int(seconds * rate)) / rate
+    sf.write(path, 0.2 * np.sin(2 * np.pi * hz * t) * (1 + 0.3 * np.sin(2 * np.pi * 3 * t)), rate)
+    return str(path)
+
+
+def test_instruction_audio_and_per_type_prompts_reach_the_judge(tmp_path):
+    """include_instruction_audio sends the spoken instruction before the response; prompts=
+    picks each item's template by its instruction type, the built-in one otherwise."""
+    from adept_eval.judge import JudgeConfig, JudgeItem, judge
+    from testing.judge_server import JudgeServer
+
+    role = tmp_path / "role_play.txt"
+    role.write_text("ROLE PROMPT for {instruction_type}: {input_instruction}", encoding="utf-8")
+    seen = []
+    with JudgeServer() as server:
+        def responder(body, audios, texts):
+            seen.append((len(audios), " ".join(texts)))
+            return "Good.\n\nFinal score: [[4]]"
+
+        server.responder = responder
+        items = [JudgeItem(_voice(tmp_path / "r1.wav", 200), "Be a pirate.", "role_play/pirate",
+                           instruction_audio=_voice(tmp_path / "i1.wav", 300)),
+                 JudgeItem(_voice(tmp_path / "r2.wav", 220), "Say it sadly.",
+                           "instruction/emotion", instruction_audio=_voice(tmp_path / "i2.wav", 330))]
+        cfg = JudgeConfig(backend="openai", model="m", base_url=server.url, cache_path="",
+                          include_instruction_audio=True,
+                          prompts=(("role_play", str(role)),))
+        out = judge(items, cfg, progress=False)
+    assert out["n_judged"] == 2 and out["n_failed"] == 0
+    by_prompt = {("ROLE PROMPT" in text): n_audio for n_audio, text in seen}
+    assert by_prompt == {True: 2, False: 2}  # instruction + response audio, both items
+    role_text = next(text for _, text in seen if "ROLE PROMPT" in text)
+    assert "role_play/pirate" in role_text and "Be a pirate." in role_text
+
+
+def test_vstyle_category_interval_by_hand():
+    """score_ci_low/high: a normal interval over the subcategory means (each mean's variance
+    s^2/n, weights normalised over the subcategories present); failures are not scores."""
+    import math
+
+    from adept_eval import vstyle_harness as vh
+
+    items = [{"sub": "a", "weight": 0.5, "score": s} for s in (4, 5)] + \
+        [{"sub": "b", "weight": 0.5, "score": s} for s in (2, 2, 5)] + \
+        [{"sub": "b", "weight": 0.5, "score": None}]  # a failed judgement
+    # mean (4.5 + 3) / 2 = 3.75; var 0.25^2... = 0.25 * 0.5/2 + 0.25 * 3/3 = 0.3125
+    se = math.sqrt(0.3125)
+    assert vh.category_score(items) == pytest.approx(3.75)
+    assert vh.ci_low(items) == pytest.approx(3.75 - 1.959963984540054 * se)
+    assert vh.ci_high(items) == pytest.approx(3.75 + 1.959963984540054 * se)
+
+
+def test_group_rows_weight_tasks_by_questions_and_sum_n_and_failed(use_corpus, systems):
+    res = run_lm_eval("audio-dir", ["adept_female"],
+                      model_args={"path": str(systems["partial"]), "name": "sim-partial"})
+    tasks = [t for t in res["results"] if t.startswith("adept_") and t.endswith("_female")
+             and t != "adept_female"]
+    assert len(tasks) == 6
+    r = {t: res["results"][t] for t in tasks}
+    n = sum(r[t]["n,none"] for t in tasks)
+    group = res["results"]["adept_female"]
+    assert group["n,none"] == n == 20 + 15 + 10 + 15 + 10 + 10
+    assert group["failed,none"] == sum(r[t]["failed,none"] for t in tasks)
+    weighted = sum(r[t]["acc,none"] * r[t]["n,none"] for t in tasks) / n
+    plain = sum(r[t]["acc,none"] for t in tasks) / len(tasks)
+    assert group["acc,none"] == pytest.approx(weighted)
+    assert weighted != pytest.approx(plain)  # the partial system's tasks differ: not a tie
