@@ -186,3 +186,28 @@ def test_mirror_refuses_an_existing_public_dataset(test_dir, tmp_path):
         assert done.returncode == 2, done.stdout + done.stderr
         assert "public" in done.stderr and "Traceback" not in done.stderr
         assert not hub.repo("adept-lab/public-answers").files  # nothing was pushed
+
+
+def test_origin_size_and_audio_ranges_on_the_real_server(server):
+    """What was tested only through Starlette's test client, on real sockets: a cross-origin
+    POST is refused, an oversized body gets 413, audio honours Range and ETag."""
+    with httpx.Client(base_url=server.url) as c:
+        first = _session(c, "ranger")
+        token = first.json()["token"]
+        auth = {"X-Participant": "ranger", "X-Session-Token": token}
+        r = c.post("/api/consent", json={"consent": True},
+                   headers={**auth, "Origin": "https://evil.example"})
+        assert r.status_code == 403
+        r = c.post("/api/session", content=json.dumps({"participant": "x" * 20000}),
+                   headers={"Content-Type": "application/json"})
+        assert r.status_code == 413
+        c.post("/api/consent", json={"consent": True}, headers=auth)
+        state = c.get("/api/state", headers=auth).json()
+        url = state["headphone"]["calibration"]
+        whole = c.get(url)
+        assert whole.status_code == 200 and len(whole.content) > 100
+        part = c.get(url, headers={"Range": "bytes=10-99"})
+        assert part.status_code == 206 and part.content == whole.content[10:100]
+        assert part.headers["content-range"] == f"bytes 10-99/{len(whole.content)}"
+        again = c.get(url, headers={"If-None-Match": whole.headers["etag"]})
+        assert again.status_code == 304 and not again.content

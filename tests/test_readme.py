@@ -78,6 +78,8 @@ class Rule:
     needs: tuple[str, str] | None = None  # (path, command making it) when run on its own
 
 
+#: lm-eval's printed results table, with a metric row of ours (the run produced results)
+LM_EVAL_TABLE = r"^\|.*\|\s*(acc|score)\s*\|"
 JUDGE_URL = r"(judge_base_url=)http://localhost:8000/v1"
 LLM_URL = r"(llm_base_url=)http://localhost:8000/v1"
 
@@ -90,12 +92,16 @@ RULES: tuple[Rule, ...] = (
          "this is the test suite itself: running it from inside would recurse"),
     Rule(r"^lm_eval .*listener=audio-llm llm_base_url=http://localhost:8000/v1", "adapted",
          "llm_base_url names a local vLLM server; here the loopback server answers",
-         subs=((LLM_URL, r"\g<1>{llm}"),)),
+         subs=((LLM_URL, r"\g<1>{llm}"),), expect=(LM_EVAL_TABLE,)),
     Rule(r"^lm_eval .*--tasks vstyle_en .*judge_base_url=http://localhost:8000/v1", "adapted",
          "judge_base_url names a local vLLM server; here the loopback judge answers",
-         subs=((JUDGE_URL, r"\g<1>{judge}"),)),
-    Rule(r"^lm_eval --model (adept-natural|audio-dir|tts-command) ", "run"),
-    Rule(r"^adept-eval (prepare|manifest|check|questions)\b", "run"),
+         subs=((JUDGE_URL, r"\g<1>{judge}"),), expect=(LM_EVAL_TABLE,)),
+    Rule(r"^lm_eval --model (adept-natural|audio-dir|tts-command) ", "run",
+         expect=(LM_EVAL_TABLE,)),
+    Rule(r"^adept-eval prepare\b", "run", expect=(r"sha256: [0-9a-f]{64}",)),
+    Rule(r"^adept-eval manifest\b", "run", expect=(r"195 stimuli to synthesise",)),
+    Rule(r"^adept-eval check\b", "run", expect=(r"\b195/195 samples usable",)),
+    Rule(r"^adept-eval questions\b", "run", expect=(r"\b\d+ questions written",)),
     Rule(r"^adept-eval ceiling --listener audio-llm", "adapted",
          "llm_base_url names a local vLLM server; here the loopback OpenAI-compatible server "
          "answers; like every lm_eval command, it asks only 2 questions per task",
@@ -109,7 +115,8 @@ RULES: tuple[Rule, ...] = (
     Rule(r"^lm_eval --model openai-speech .*judge_backend=gemini", "adapted",
          "Gemini is not reachable here: the judge's documented judge_base_url option points "
          "the gemini backend at the loopback server (OpenAI's API is the loopback server too, "
-         "through OPENAI_BASE_URL)", subs=((r"(--metadata )", r"\g<1>judge_base_url={judge} "),)),
+         "through OPENAI_BASE_URL)", subs=((r"(--metadata )", r"\g<1>judge_base_url={judge} "),),
+         expect=(LM_EVAL_TABLE,)),
     Rule(r"^adept-eval publish ", "run", expect=(r"pushed \d+ files",),
          needs=("out/my-tts", "lm_eval --model audio-dir --model_args path=my_tts/,name=my-tts "
                               "--tasks adept --output_path out/ --log_samples")),
