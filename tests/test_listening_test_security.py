@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 pytest.importorskip("starlette", reason="needs the listening-test extra (starlette)")
@@ -211,3 +212,75 @@ def test_origin_size_and_audio_ranges_on_the_real_server(server):
         assert part.headers["content-range"] == f"bytes 10-99/{len(whole.content)}"
         again = c.get(url, headers={"If-None-Match": whole.headers["etag"]})
         assert again.status_code == 304 and not again.content
+
+
+# ----------------------------------------------------------------------------- blinding
+def _chunks(path) -> list[bytes]:
+    """The RIFF chunk ids of a WAV file."""
+    data = path.read_bytes()
+    assert data[:4] == b"RIFF" and data[8:12] == b"WAVE"
+    out, at = [], 12
+    while at + 8 <= len(data):
+        cid, size = data[at:at + 4], int.from_bytes(data[at + 4:at + 8], "little")
+        out.append(cid)
+        at += 8 + size + (size & 1)
+    return out
+
+
+def test_served_audio_does_not_tell_systems_or_catch_trials_apart(corpus, systems, tmp_path):
+    """Two systems at different rates, formats and with a title tag: every served file has
+    one format with no metadata chunk, and every beep is as long as some stimulus of its task."""
+    import soundfile as sf
+
+    from adept_eval.listening_test.design import BLIND_RATE
+
+    tasks = ["adept_emotion_female", "adept_marked_tonicity_female"]
+    loud = tmp_path / "loud"
+    for wav in systems["copy"].rglob("*.wav"):
+        dest = loud / wav.relative_to(systems["copy"])
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        x, rate = sf.read(wav)
+        with sf.SoundFile(dest, "w", 22050 if rate != 22050 else 16000, 2, "FLOAT",
+                          format="WAV") as f:
+            f.title = "emotion/fear/ad00_0000"  # a tag naming the stimulus (a LIST chunk)
+            f.write(np.stack([x, x], axis=1) * 0.9)
+    assert b"ad00_" in next(loud.rglob("*.wav")).read_bytes()
+    out = tmp_path / "t"
+    config = build_test(corpus, out, {"a": systems["flat"], "b": loud}, tasks=tasks, seed=9,
+                        catch_per_task=2)
+    formats, sizes = set(), {}
+    # the headphone check's tones stay stereo (its anti-phase trial needs two channels): they
+    # are the same for everyone and come before any question
+    headphone = {config.calibration_token, *config.headphone_tokens}
+    for token, name in config.files.items():
+        if token in headphone:
+            continue
+        path = out / "audio" / name
+        info = sf.info(path)
+        formats.add((path.suffix, info.samplerate, info.channels, info.subtype))
+        assert _chunks(path) == [b"fmt ", b"data"], (name, _chunks(path))
+        assert b"ad00_" not in path.read_bytes()
+        sizes[token] = path.stat().st_size
+    assert formats == {(".wav", BLIND_RATE, 1, "PCM_16")}
+    for i, beep in enumerate(config.catch_tokens):
+        task = tasks[i // config.catch_per_task]
+        stimuli = {s for q in config.task_questions(task) for s in q.stimuli}
+        task_sizes = {sizes[config.samples[sys_][s]] for sys_ in config.systems for s in stimuli}
+        assert sizes[beep] in task_sizes, (task, sizes[beep])
+    assert config.loudness == "as each system produced it"
+
+
+def test_loudness_matching_is_applied_and_recorded(corpus, systems, tmp_path):
+    import soundfile as sf
+
+    from adept_eval.listening_test.design import speech_level_db
+
+    config = build_test(corpus, tmp_path / "t", {"a": systems["copy"]},
+                        tasks=["adept_marked_tonicity_male"], seed=2, match_loudness=-23)
+    levels = []
+    for sid, token in config.samples["a"].items():
+        x, rate = sf.read(tmp_path / "t" / "audio" / config.files[token])
+        levels.append(speech_level_db(x, rate))
+    assert np.allclose(levels, -23, atol=0.2), levels
+    assert "-23 dBFS" in config.loudness
+    assert "-23 dBFS" in json.loads((tmp_path / "t" / "test.json").read_text())["loudness"]

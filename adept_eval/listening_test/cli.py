@@ -41,6 +41,9 @@ def add_parser(sub, common) -> None:
         p.add_argument("--screenout-code", help="shown after a failed headphone check")
         p.add_argument("--completion-url", default="", help="link shown at the end; {code} is "
                        "filled, e.g. https://app.prolific.com/submissions/complete?cc={code}")
+        p.add_argument("--match-loudness", type=float, metavar="DBFS",
+                       help="bring every stimulus to this speech level, e.g. -23 (default: as "
+                       "each system produced it); recorded in the test's description")
 
     def serve_args(p):
         p.add_argument("--host", default="127.0.0.1")
@@ -126,13 +129,14 @@ def cmd_build(args):
                         seed=args.seed, catch_per_task=args.catch_per_task,
                         min_catch_correct=args.min_catch_correct,
                         completion_code=args.completion_code, screenout_code=args.screenout_code,
-                        completion_url=args.completion_url)
+                        completion_url=args.completion_url, match_loudness=args.match_loudness)
     n_items = sum(len(config.task_questions(t)) for t in config.tasks) + \
         config.catch_per_task * len(config.tasks)
     console.print(f"listening test built in {args.output}: {len(config.tasks)} tasks, "
                   f"{len(config.questions)} questions, {len(config.systems)} system(s) "
                   f"({', '.join(config.systems)}); each participant answers {n_items} items "
-                  f"({config.catch_per_task * len(config.tasks)} attention checks)")
+                  f"({config.catch_per_task * len(config.tasks)} attention checks); audio "
+                  f"re-encoded to one format, loudness {config.loudness}")
     console.print(f"completion code {config.completion_code}, screen-out code "
                   f"{config.screenout_code}; serve it with: adept-eval listening-test serve "
                   f"{args.output}")

@@ -5,7 +5,9 @@
     test.json     the design: tasks, systems, every question (as ``adept_eval.questions`` builds
                   it), the token of every audio file, headphone-check key, completion codes
     audio/        every file a participant may hear, named by an opaque random token (no class,
-                  subcategory, sentence or system in any name), copied from the system's folder
+                  subcategory, sentence or system in any name), re-encoded from the system's
+                  file to one format for all (``BLIND_RATE`` Hz, 16-bit PCM, mono WAV, no
+                  metadata chunk), so neither a file's header nor a tag tells systems apart
 
 ``plan_for`` turns the design into one participant's list of items: the tasks in a random order,
 each task heard in one system (systems rotate over participants in arrival order, so each task
@@ -16,7 +18,10 @@ so it never changes once drawn.
 
 Catch trials (attention checks) replace one sample of a multi-stimulus question by a beep and ask
 which sample is the beep; in single-stimulus tasks the sample is a beep and the question asks
-what it is. Both have one unambiguous answer.
+what it is. Both have one unambiguous answer. Each beep lasts as long as a stimulus of its task
+drawn at random, so in the one shared format its file has a stimulus's size: the size of a file
+does not give a catch trial away. With ``match_loudness`` every stimulus is brought to the same
+speech level (and the test's ``loudness`` says so).
 
 The headphone check is the anti-phase test of Woods, Siegel, Traer & McDermott (2017, Attention,
 Perception & Psychophysics 79:2064-2072): each trial plays three 200 Hz tones, one 6 dB quieter,
@@ -30,7 +35,6 @@ import hashlib
 import json
 import random
 import secrets
-import shutil
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from functools import cached_property
@@ -88,6 +92,7 @@ class TestConfig:
     created: str = ""
     format: int = FORMAT
     sources: dict = field(default_factory=dict)  # system -> where its samples came from
+    loudness: str = "as each system produced it"  # or how stimuli were matched in level
 
     def question(self, question_id: str) -> Question:
         d = dict(self.questions[question_id])
@@ -157,8 +162,39 @@ def headphone_trial(quiet_at: int, antiphase_at: int, rate: int = HEADPHONE_RATE
 
 def _write(audio_dir: Path, data: np.ndarray, rate: int) -> str:
     token = secrets.token_urlsafe(12)
-    sf.write(str(audio_dir / f"{token}.wav"), data, rate, subtype="PCM_16")
+    sf.write(str(audio_dir / f"{token}.wav"), data, rate, subtype="PCM_16", format="WAV")
     return token
+
+
+#: the one format every served file has (ADEPT's own rate)
+BLIND_RATE = 44100
+
+
+def speech_level_db(x: np.ndarray, rate: int) -> float:
+    """RMS level (dBFS) of the 20 ms frames within 35 dB of the loudest: the speech, not the
+    silence around it (so edge silence does not lower a sample's level)."""
+    hop = max(1, int(0.02 * rate))
+    n = len(x) // hop
+    if n == 0:
+        return float("-inf")
+    energy = np.mean(x[: n * hop].reshape(n, hop).astype(np.float64) ** 2, axis=1)
+    db = 10 * np.log10(energy + 1e-12)
+    active = energy[db > db.max() - 35.0]
+    return float(10 * np.log10(np.mean(active) + 1e-12))
+
+
+def _blinded(path: Path, target_db: float | None) -> np.ndarray:
+    """A system's sample as served: mono, at ``BLIND_RATE``, optionally at ``target_db``
+    speech level (lowered as a whole if that would clip)."""
+    from ..audio import read_audio, resample
+
+    x = resample(read_audio(path), BLIND_RATE).samples.astype(np.float64)
+    if target_db is not None:
+        x = x * 10 ** ((target_db - speech_level_db(x, BLIND_RATE)) / 20)
+        peak = float(np.max(np.abs(x))) if x.size else 0.0
+        if peak > 0.99:
+            x = x * (0.99 / peak)
+    return x.astype(np.float32)
 
 
 def _source_files(corpus: Corpus, systems: dict[str, str | Path | None],
@@ -219,9 +255,10 @@ def build_test(corpus: Corpus, out: str | Path, systems: dict[str, str | Path | 
                tasks: list[str] | None = None, title: str = "ADEPT listening test",
                seed: int | None = None, catch_per_task: int = 1, min_catch_correct: float = 1.0,
                completion_code: str | None = None, screenout_code: str | None = None,
-               completion_url: str = "") -> TestConfig:
+               completion_url: str = "", match_loudness: float | None = None) -> TestConfig:
     """Write a test folder for ``systems`` (name -> samples folder, or None for ADEPT's natural
-    recordings) over ``tasks`` (default: all 12) and return its design."""
+    recordings) over ``tasks`` (default: all 12) and return its design. ``match_loudness``
+    (dBFS, e.g. -23) brings every stimulus to that speech level."""
     tasks = list(tasks or spec.TASKS)
     for t in tasks:
         try:
@@ -245,22 +282,25 @@ def build_test(corpus: Corpus, out: str | Path, systems: dict[str, str | Path | 
 
     audio_dir = out / AUDIO_DIR
     audio_dir.mkdir(parents=True, exist_ok=True)
-    files, samples = {}, {}
+    files, samples, durations = {}, {}, {}
     for name, by_stim in sources.items():
         samples[name] = {}
         for sid, path in by_stim.items():
-            token = secrets.token_urlsafe(12)
-            target = audio_dir / f"{token}{path.suffix.lower()}"
-            shutil.copyfile(path, target)
-            files[token] = target.name
+            x = _blinded(path, match_loudness)
+            token = _write(audio_dir, x, BLIND_RATE)
+            files[token] = f"{token}.wav"
             samples[name][sid] = token
+            durations.setdefault(sid, len(x))
     rng = random.Random(seed)
-    beep = _tone(1000.0, 0.8, HEADPHONE_RATE, ramp=0.02) * 0.2
     catch_tokens = []
-    for _ in range(catch_per_task * len(tasks)):
-        token = _write(audio_dir, beep, HEADPHONE_RATE)
-        files[token] = f"{token}.wav"
-        catch_tokens.append(token)
+    for t in tasks:  # in the order plan_for reads them: task by task, catch_per_task each
+        lengths = sorted({durations[s] for q in questions if q.task == t for s in q.stimuli})
+        for _ in range(catch_per_task):
+            n = rng.choice(lengths)
+            beep = _tone(1000.0, (n + 0.5) / BLIND_RATE, BLIND_RATE, ramp=0.02) * 0.2
+            token = _write(audio_dir, beep[:n], BLIND_RATE)
+            files[token] = f"{token}.wav"
+            catch_tokens.append(token)
     hp_tokens, hp_answers = [], []
     for _ in range(HEADPHONE_TRIALS):
         quiet, anti = rng.sample(range(3), 2)
@@ -285,7 +325,10 @@ def build_test(corpus: Corpus, out: str | Path, systems: dict[str, str | Path | 
         corpus_sha256=corpus.fingerprint, adept_eval_version=__version__,
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         sources={n: ("ADEPT natural recordings" if f is None else str(Path(f).resolve()))
-                 for n, f in systems.items()})
+                 for n, f in systems.items()},
+        loudness=("as each system produced it" if match_loudness is None else
+                  f"every stimulus matched to {match_loudness:g} dBFS speech level (RMS of the "
+                  "frames within 35 dB of the loudest)"))
     tmp = out / (CONFIG_FILE + ".tmp")
     tmp.write_text(json.dumps(config.to_json(), indent=1, ensure_ascii=False), encoding="utf-8")
     tmp.replace(out / CONFIG_FILE)
