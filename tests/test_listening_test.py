@@ -70,8 +70,12 @@ def to_questions(client, pid="p1"):
     return h, r.json()["state"]
 
 
-def answer(client, h, state, position=0, played=None):
+def answer(client, h, state, position=0, played=None, fetch=True):
+    """Answer the current item as the page does: after fetching (playing) its samples."""
     it = state["item"]
+    if fetch:
+        for url in it.get("audio", ()):
+            assert client.get(url).status_code == 200
     return client.post("/api/answer", headers=h, json={
         "item": it["index"], "choice": position,
         "played": played if played is not None else [True] * len(it["audio"])})
@@ -203,7 +207,7 @@ def test_failed_headphone_check_screens_out(client):
                                  "completion_code": "BYE00000"}
     assert client.post("/api/headphone", json={"answers": list(config.headphone_answers)},
                        headers=h).status_code == 409  # no second attempt
-    assert answer(client, h, {"item": {"index": 0, "audio": [1]}}).status_code == 409
+    assert answer(client, h, {"item": {"index": 0, "audio": [1]}}, fetch=False).status_code == 409
 
 
 def test_reload_continues_where_the_participant_stopped(client):
@@ -225,6 +229,20 @@ def test_submissions_are_checked_against_the_participants_own_plan(client):
     assert client.post("/api/answer", json={**bad, "choice": 7}, headers=h).status_code == 400
     assert client.post("/api/answer", json={**bad, "played": [True] * (n - 1) + [False]},
                        headers=h).status_code == 400
+    # the page says every sample played, but the server never sent them: refused, naming them
+    r = client.post("/api/answer", json=bad, headers=h)
+    assert r.status_code == 400 and "never fetched" in r.json()["error"]
+    # a HEAD request, or a part of a file, does not count as hearing it
+    first, *rest = state["item"]["audio"]
+    assert client.head(first).status_code == 200
+    assert client.get(first, headers={"Range": "bytes=0-99"}).status_code == 206
+    assert "sample A" in client.post("/api/answer", json=bad, headers=h).json()["error"]
+    # fetched with another session's key: still not this session's
+    for url in state["item"]["audio"]:
+        assert client.get(url.replace("s=", "s=0")).status_code == 200
+    assert client.post("/api/answer", json=bad, headers=h).status_code == 400
+    for url in state["item"]["audio"]:
+        assert client.get(url).status_code == 200
     assert client.post("/api/answer", json=bad, headers=h).status_code == 200
     assert client.post("/api/answer", json=bad, headers=h).status_code == 409  # no double answer
     # another participant's token cannot answer for p1

@@ -93,6 +93,8 @@ def test_100_participants_at_once_lose_and_duplicate_nothing(test_dir):
                 await c.post("/api/consent", json={"consent": True}, headers=h)
                 s = (await c.post("/api/headphone", json={"answers": list(
                     config.headphone_answers)}, headers=h)).json()["state"]
+                for url in s["item"]["audio"]:  # played, as the page does
+                    (await c.get(url)).raise_for_status()
                 body = {"item": s["item"]["index"], "choice": 0,
                         "played": [True] * len(s["item"]["audio"])}
                 rs = await asyncio.gather(*(c.post("/api/answer", json=body, headers=h)

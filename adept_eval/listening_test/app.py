@@ -326,7 +326,13 @@ def create_app(folder: str | Path, *, admin_token: str | None = None,
                         data.get("rt_ms"))
 
     async def audio(request: Request):
-        return await audio_files.response(request, request.path_params["token"])
+        token = request.path_params["token"]
+        participant, key = request.query_params.get("p", ""), request.query_params.get("s", "")
+
+        def served(nbytes: int, size: int) -> None:
+            sessions.served(participant, key, token, nbytes, size)
+
+        return await audio_files.response(request, token, served if key else None)
 
     def admin_ok(request: Request) -> bool:
         given = request.query_params.get("token") or \

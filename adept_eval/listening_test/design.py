@@ -161,7 +161,7 @@ def headphone_trial(quiet_at: int, antiphase_at: int, rate: int = HEADPHONE_RATE
 
 
 def _write(audio_dir: Path, data: np.ndarray, rate: int) -> str:
-    token = secrets.token_urlsafe(12)
+    token = secrets.token_hex(12)  # hex: no word can turn up in a name by chance
     sf.write(str(audio_dir / f"{token}.wav"), data, rate, subtype="PCM_16", format="WAV")
     return token
 

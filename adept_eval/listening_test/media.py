@@ -76,7 +76,9 @@ class AudioFiles:
                 self._size -= len(old.data)
         return entry
 
-    async def response(self, request, token: str) -> Response:
+    async def response(self, request, token: str, served=None) -> Response:
+        """The file (or the range asked for); ``served(nbytes, size)`` is told how many bytes
+        of it a GET sends (not a HEAD, not a 304)."""
         path = self.files.get(token)
         if path is None:
             return JSONResponse({"error": "no such audio"}, 404)
@@ -88,10 +90,12 @@ class AudioFiles:
             return Response(status_code=304, headers={k: entry.headers[k] for k in
                                                       ("etag", "cache-control")})
         wanted = request.headers.get("range")
+        size = len(entry.data)
         if wanted is None:
+            if served is not None and not head:
+                served(size, size)
             return _Bytes(b"" if head else entry.data, 200, entry.headers)
         m = SIMPLE_RANGE.match(wanted.strip())
-        size = len(entry.data)
         if m is None or "if-range" in request.headers or int(m.group(1)) >= size or (
                 m.group(2) and int(m.group(2)) < int(m.group(1))):
             return FileResponse(path, media_type=entry.headers["content-type"],
@@ -100,6 +104,8 @@ class AudioFiles:
         end = min(int(m.group(2)) + 1, size) if m.group(2) else size
         headers = {**entry.headers, "content-length": str(end - start),
                    "content-range": f"bytes {start}-{end - 1}/{size}"}
+        if served is not None and not head:
+            served(end - start, size)
         return _Bytes(b"" if head else entry.data[start:end], 206, headers)
 
 

@@ -15,8 +15,9 @@ import hmac
 import re
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
+from ..questions import LETTERS
 from .design import HEADPHONE_PASS, Item, TestConfig, item_from, plan_for
 from .store import ParticipantRow, ResponseRow, Store
 
@@ -66,6 +67,14 @@ class Live:
     row: ParticipantRow
     items: tuple[Item, ...]
     answered: set[str]
+    fetched: set[str] = field(default_factory=set)  # audio tokens the server sent in full
+    partial: dict = field(default_factory=dict)  # audio token -> bytes sent so far
+
+    @property
+    def audio_key(self) -> str:
+        """What this session's audio URLs carry (``?s=``): derived from its secret token, so
+        only the session's own page can make a fetch count as this session's."""
+        return hashlib.sha256(b"audio|" + self.row.token.encode()).hexdigest()[:20]
 
     @property
     def participant(self) -> str:
@@ -113,7 +122,7 @@ class Sessions:
             if row is None:
                 return None
             live = Live(row, tuple(item_from(d) for d in row.plan["items"]),
-                        self.store.answered_items(participant))
+                        self.store.answered_items(participant), self.store.fetched(participant))
         return self._remember(live)
 
     def start(self, participant, token=None, resume=None) -> tuple[Live, bool]:
@@ -166,12 +175,13 @@ class Sessions:
         out = {"stage": stage, "title": self.config.title,
                "progress": {"done": len(live.answered), "total": len(live.items)}}
         if stage == "headphone":
-            out["headphone"] = {"calibration": audio_url(self.config.calibration_token),
-                                "trials": [audio_url(t) for t in self.config.headphone_tokens]}
+            out["headphone"] = {"calibration": audio_url(self.config.calibration_token, live),
+                                "trials": [audio_url(t, live)
+                                           for t in self.config.headphone_tokens]}
         elif stage == "question":
             index = live.current()
             pub = live.items[index].public()
-            pub["audio"] = [audio_url(t) for t in pub["audio"]]
+            pub["audio"] = [audio_url(t, live) for t in pub["audio"]]
             out["item"] = {"index": index, **pub}
         elif stage == "done":
             out["completion_code"] = self.config.completion_code
@@ -224,6 +234,10 @@ class Sessions:
         if (not isinstance(played, list) or len(played) != len(item.audio)
                 or not all(p is True for p in played)):
             raise Refused("every sample must be played to the end before answering")
+        unheard = [LETTERS[i] for i, t in enumerate(item.audio) if t not in live.fetched]
+        if unheard:  # the page says it played them; the server never sent them
+            raise Refused("every sample must be played to the end before answering (sample "
+                          f"{', '.join(unheard)} was never fetched)")
         rt = int(rt_ms) if isinstance(rt_ms, (int, float)) and not isinstance(rt_ms, bool) \
             and 0 <= rt_ms < 1e9 else None
         if item.kind == "catch":
@@ -243,8 +257,39 @@ class Sessions:
             live.row = replace(live.row, completed=response.answered)
 
 
-def audio_url(token: str) -> str:
-    return f"/audio/{token}"
+    # ---------------------------------------------------------------- audio
+    def served(self, participant: str, key: str, audio: str, nbytes: int, size: int) -> None:
+        """Count ``nbytes`` of audio file ``audio`` (``size`` bytes) as sent to the session whose
+        URL carried ``participant`` and ``key``; once (nearly) all of it was sent, the file
+        counts as fetched (recorded in the store, so a restart keeps it). Anything that does
+        not match a session is ignored: the audio itself is not secret."""
+        if not PARTICIPANT_ID.match(participant or "") or not key:
+            return
+        live = self._load(participant)
+        if live is None or not hmac.compare_digest(live.audio_key.encode(), key.encode()):
+            return
+        if audio in live.fetched:
+            return
+        sent = live.partial.get(audio, 0) + nbytes
+        if sent >= FETCHED_SHARE * size:
+            self.store.add_fetched(participant, audio)
+            live.fetched.add(audio)
+            live.partial.pop(audio, None)
+        else:
+            live.partial[audio] = sent
+
+
+#: the share of a file's bytes that must have been sent for it to count as fetched
+FETCHED_SHARE = 0.9
+
+
+def audio_url(token: str, live: Live | None = None) -> str:
+    """The URL of an audio file as this session's page gets it: the session's participant and
+    audio key make each session's URLs its own (a browser's cache never serves one session's
+    fetch to another) and let the server count what it sent."""
+    if live is None:
+        return f"/audio/{token}"
+    return f"/audio/{token}?p={live.participant}&s={live.audio_key}"
 
 
 def _number(value) -> bool:

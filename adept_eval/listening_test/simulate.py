@@ -52,7 +52,7 @@ class AnswerKey:
         self.headphone = list(config.headphone_answers)
 
     def right(self, item: dict) -> int:
-        tokens = [u.rsplit("/", 1)[-1] for u in item["audio"]]
+        tokens = [_token(u) for u in item["audio"]]
         if any(t in self.beeps for t in tokens):
             if item["design"] == "multi":
                 return next(i for i, t in enumerate(tokens) if t in self.beeps)
@@ -61,6 +61,11 @@ class AnswerKey:
             return self.single[self.stimulus[tokens[0]]]
         target = self.multi_target[item["wording"]]
         return next(i for i, t in enumerate(tokens) if self.stimulus[t].split("/")[1] == target)
+
+
+def _token(url: str) -> str:
+    """The audio token of an audio URL (``/audio/<token>?p=...&s=...``)."""
+    return url.split("?", 1)[0].rsplit("/", 1)[-1]
 
 
 def server_time(response) -> float | None:
@@ -131,12 +136,11 @@ async def take_test(client, key: AnswerKey, participant: str, *, skill: float = 
         if stop_after is not None and answered >= stop_after:
             break
         item = state["item"]
-        if fetch_audio:
-            await fetch(item["audio"])
+        await fetch(item["audio"])  # the server takes no answer to samples it never sent
         await pause()
         right = key.right(item)
         n = len(item["choices"])
-        is_catch = any(u.rsplit("/", 1)[-1] in key.beeps for u in item["audio"])
+        is_catch = any(_token(u) in key.beeps for u in item["audio"])
         good = rng.random() < skill if not is_catch else attentive
         position = right if good or n == 1 else rng.choice([i for i in range(n) if i != right])
         r = await call("POST", "/api/answer", {"item": item["index"], "choice": position,

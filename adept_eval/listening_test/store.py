@@ -38,6 +38,11 @@ CREATE TABLE IF NOT EXISTS participants (
     headphone_passed INTEGER,
     completed REAL
 );
+CREATE TABLE IF NOT EXISTS fetched (
+    participant TEXT NOT NULL,
+    audio TEXT NOT NULL,
+    PRIMARY KEY (participant, audio)
+);
 CREATE TABLE IF NOT EXISTS responses (
     participant TEXT NOT NULL REFERENCES participants(participant),
     item TEXT NOT NULL,
@@ -263,6 +268,16 @@ class Store:
             return stored
 
         return self._write(op)
+
+    def add_fetched(self, participant: str, audio: str) -> None:
+        """Record that the server sent ``participant`` the whole of audio file ``audio``."""
+        self._write(lambda db: db.execute(
+            "INSERT OR IGNORE INTO fetched (participant, audio) VALUES (?, ?)",
+            (participant, audio)))
+
+    def fetched(self, participant: str) -> set[str]:
+        return {r[0] for r in self._read("SELECT audio FROM fetched WHERE participant=?",
+                                         (participant,))}
 
     def answered_items(self, participant: str) -> set[str]:
         return {r[0] for r in self._read("SELECT item FROM responses WHERE participant=?",
