@@ -284,3 +284,20 @@ def test_loudness_matching_is_applied_and_recorded(corpus, systems, tmp_path):
     assert np.allclose(levels, -23, atol=0.2), levels
     assert "-23 dBFS" in config.loudness
     assert "-23 dBFS" in json.loads((tmp_path / "t" / "test.json").read_text())["loudness"]
+
+
+def test_idle_and_byte_a_time_connections_are_closed(server):
+    """A connection that never completes its request headers is closed after the deadline."""
+    from adept_eval.listening_test.guard import HEADER_DEADLINE
+
+    for payload in (b"", b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n"):
+        with socket.create_connection(("127.0.0.1", server.port), timeout=HEADER_DEADLINE + 20) \
+                as sock:
+            if payload:
+                sock.sendall(payload)
+            t0 = time.monotonic()
+            assert sock.recv(100) == b""  # closed by the server, with nothing sent
+            assert time.monotonic() - t0 < HEADER_DEADLINE + 10
+    # and a normal request still works, also a second one on the same connection
+    with httpx.Client(base_url=server.url) as c:
+        assert c.get("/healthz").status_code == 200 and c.get("/healthz").status_code == 200

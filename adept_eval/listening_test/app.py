@@ -18,6 +18,8 @@ API. Safety, in one place:
 - every response carries a Content-Security-Policy (``frame-ancestors 'none'``),
   ``X-Content-Type-Options: nosniff``, ``X-Frame-Options: DENY`` and ``Referrer-Policy:
   no-referrer``, and no redirect is ever built from the request's Host header;
+- a connection whose request headers do not arrive within ``guard.HEADER_DEADLINE`` seconds is
+  closed (idle or byte-a-time connections cannot hold the connection limit);
 - audio is served by opaque token from the test's own ``audio/`` folder only (a token is looked
   up in the design, never joined to a path), with HTTP range requests and long-lived caching;
 - the admin view needs the token in ``ADEPT_LISTENING_ADMIN_TOKEN`` (off when it is unset).
@@ -30,6 +32,7 @@ import contextlib
 import hmac
 import json
 import os
+import sys
 import time
 from collections import OrderedDict
 from pathlib import Path
@@ -418,8 +421,14 @@ def serve(folder: str | Path, host: str = "127.0.0.1", port: int = 8000,
     after 5 s, so idle clients cannot hold the connection limit."""
     import uvicorn
 
+    from .guard import guarded_protocol
+
     app = create_app(folder, mirror_repo=mirror_repo, mirror_every=mirror_every,
                      audio_cache_mb=audio_cache_mb, max_participants=max_participants,
                      session_rate=session_rate)
-    uvicorn.run(app, host=host, port=port, log_level=log_level,
+    protocol = guarded_protocol()
+    if protocol is None:
+        print("warning: httptools is not installed: connections that never send a complete "
+              "request are not timed out (pip install httptools)", file=sys.stderr)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, http=protocol or "auto",
                 limit_concurrency=1000, timeout_keep_alive=5)
