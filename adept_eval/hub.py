@@ -199,11 +199,16 @@ def load_run(path: str | Path, run: str | None = None) -> Run:
     else:
         chosen = Run(path, json.loads(path.read_text(encoding="utf-8")))
         chosen.chosen = ""
-    stamp = chosen.timestamp
-    for sample in path.parent.glob(f"samples_*_{stamp}.jsonl"):
+    return attach_samples(chosen)
+
+
+def attach_samples(run: Run) -> Run:
+    """Find the run's logged samples (``samples_<task>_<timestamp>.jsonl`` beside its results)."""
+    stamp = run.timestamp
+    for sample in run.results_path.parent.glob(f"samples_*_{stamp}.jsonl"):
         task = sample.name[len("samples_"): -len(f"_{stamp}.jsonl")]
-        chosen.samples[task] = sample
-    return chosen
+        run.samples[task] = sample
+    return run
 
 
 def find_runs(paths: list[str | Path]) -> list[Run]:
@@ -217,7 +222,8 @@ def find_runs(paths: list[str | Path]) -> list[Run]:
             except (OSError, ValueError):
                 continue
             if isinstance(data, dict) and "results" in data and "configs" in data:
-                runs.append(Run(f, data))
+                # with its logged samples: the pooled figures' intervals need the stimuli
+                runs.append(attach_samples(Run(f, data)))
     return runs
 
 

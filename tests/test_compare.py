@@ -105,6 +105,7 @@ def runs(tmp_path_factory, synthetic_root, systems):
            for name in ("copy", "flat", "partial")}
     out["other_tasks"] = _lm_eval(systems["copy"], "sim-copy-one-task", "adept_emotion_female",
                                   tmp / "out", env)
+    out["_systems"] = (None, None, systems)
     return out, env, tmp
 
 
@@ -164,3 +165,27 @@ def test_compare_refuses_different_evaluations_and_runs_without_samples(runs):
     assert done.returncode == 2 and "--log_samples" in done.stderr
     done = _compare([out["copy"]], env, tmp)
     assert done.returncode == 2 and "at least two runs" in done.stderr
+
+
+def test_leaderboard_gives_the_prosody_distance_an_interval(runs):
+    """Runs made with --log_samples: the leaderboard's prosody-distance "95% CI" column is an
+    interval (it was '---' on every row: the runs were found without their samples)."""
+    import re
+
+    out, env, tmp = runs
+    _, _, systems = out["_systems"]
+    full = tmp / "full"
+    for name in ("copy", "flat"):  # complete runs: only those are ranked
+        _lm_eval(systems[name], f"sim-{name}", "adept", full, env)
+    done = subprocess.run([sys.executable, "-m", "adept_eval.cli", "leaderboard",
+                           str(full), "-o", str(tmp / "lb")],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    md = (tmp / "lb" / "leaderboard.md").read_text()
+    rows = [ln for ln in md.splitlines()  # the ranked table: rank, system, ...
+            if re.match(r"^\| \d+ \| sim-(copy|flat) \|", ln)]
+    assert len(rows) == 2, md
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        distance_ci = cells[8]
+        assert re.fullmatch(r"\d\.\d\d-\d\.\d\d", distance_ci), (distance_ci, row)
