@@ -704,3 +704,21 @@ def test_attention_failures_already_made_screen_out_an_incomplete_participant():
     out = analysis.screen(config, [left_early, still_fine], responses)
     assert out["a"].screening == analysis.FAILED_ATTENTION
     assert out["b"].screening == analysis.INCOMPLETE  # 2 of 4 missed: can still pass
+
+
+def test_what_a_session_fetched_survives_a_restart(test_dir):
+    """Fetch records are kept in the database: after a restart, a participant whose browser has
+    the samples cached (and so does not fetch them again) can still answer."""
+    from starlette.testclient import TestClient
+
+    from adept_eval.listening_test.app import create_app
+
+    with TestClient(create_app(test_dir), base_url="http://testserver") as c:
+        h, state = to_questions(c, "restarted")
+        for url in state["item"]["audio"]:
+            assert c.get(url).status_code == 200
+    with TestClient(create_app(test_dir), base_url="http://testserver") as c:
+        r = answer(c, h, state, fetch=False)
+        assert r.status_code == 200, r.text
+        nxt = r.json()["state"]
+        assert answer(c, h, nxt, fetch=False).status_code == 400  # not fetched: refused

@@ -116,6 +116,8 @@ class Store:
         self._written = threading.Event()  # set by a commit, cleared by the syncer
         self._stop = threading.Event()
         self._syncer: threading.Thread | None = None
+        self._pending_fetched: list[tuple[str, str]] = []
+        self._pending_lock = threading.Lock()
         self.syncs = 0  # WAL syncs made by the background thread (for tests and status)
         self._closed = False
 
@@ -146,6 +148,7 @@ class Store:
             db.execute("BEGIN IMMEDIATE")
             try:
                 result = op(db)
+                self._flush_fetched(db)
                 db.execute("COMMIT")
             except BaseException:
                 if db.in_transaction:
@@ -184,11 +187,16 @@ class Store:
             if self._written.is_set():
                 self._written.clear()
                 try:
+                    self.flush()
                     self.sync()
                 except (OSError, sqlite3.Error):  # a later round tries again
                     self._written.set()
 
     def close(self) -> None:
+        try:
+            self.flush()
+        except RuntimeError:  # closed already
+            pass
         with self._write_lock:
             if self._closed:
                 return
@@ -270,14 +278,35 @@ class Store:
         return self._write(op)
 
     def add_fetched(self, participant: str, audio: str) -> None:
-        """Record that the server sent ``participant`` the whole of audio file ``audio``."""
-        self._write(lambda db: db.execute(
-            "INSERT OR IGNORE INTO fetched (participant, audio) VALUES (?, ?)",
-            (participant, audio)))
+        """Record that the server sent ``participant`` the whole of audio file ``audio``.
+
+        Not a transaction of its own (a participant fetches ~30 files, and a commit on the
+        event loop for each doubled the writes): the record joins the next write (an answer),
+        or the background syncer's next round, so at most ``sync_every`` seconds of them are
+        lost in a crash - and then only fetches not yet answered, which a reload refetches."""
+        with self._pending_lock:
+            self._pending_fetched.append((participant, audio))
+        self._written.set()
+        if self._syncer is None and self.sync_every > 0:
+            self._start_syncer()
+
+    def _flush_fetched(self, db) -> None:
+        with self._pending_lock:
+            rows, self._pending_fetched = self._pending_fetched, []
+        if rows:
+            db.executemany("INSERT OR IGNORE INTO fetched (participant, audio) VALUES (?, ?)",
+                           rows)
+
+    def flush(self) -> None:
+        """Write the buffered fetch records now."""
+        if self._pending_fetched:
+            self._write(lambda db: None)
 
     def fetched(self, participant: str) -> set[str]:
-        return {r[0] for r in self._read("SELECT audio FROM fetched WHERE participant=?",
-                                         (participant,))}
+        with self._pending_lock:
+            pending = {a for p, a in self._pending_fetched if p == participant}
+        return pending | {r[0] for r in self._read("SELECT audio FROM fetched WHERE participant=?",
+                                                   (participant,))}
 
     def answered_items(self, participant: str) -> set[str]:
         return {r[0] for r in self._read("SELECT item FROM responses WHERE participant=?",
