@@ -187,7 +187,6 @@ class Store:
             if self._written.is_set():
                 self._written.clear()
                 try:
-                    self.flush()
                     self.sync()
                 except (OSError, sqlite3.Error):  # a later round tries again
                     self._written.set()
@@ -280,15 +279,12 @@ class Store:
     def add_fetched(self, participant: str, audio: str) -> None:
         """Record that the server sent ``participant`` the whole of audio file ``audio``.
 
-        Not a transaction of its own (a participant fetches ~30 files, and a commit on the
-        event loop for each doubled the writes): the record joins the next write (an answer),
-        or the background syncer's next round, so at most ``sync_every`` seconds of them are
-        lost in a crash - and then only fetches not yet answered, which a reload refetches."""
+        Not a transaction of its own (a participant fetches ~30 files, and a commit for each
+        doubled the writes and slowed every request): the record joins the next write (an
+        answer) and is written at shutdown. A crash loses only fetches of items not answered
+        yet; the page then fetches those samples again when its answer is refused."""
         with self._pending_lock:
             self._pending_fetched.append((participant, audio))
-        self._written.set()
-        if self._syncer is None and self.sync_every > 0:
-            self._start_syncer()
 
     def _flush_fetched(self, db) -> None:
         with self._pending_lock:

@@ -219,9 +219,15 @@ function question(state) {
     const chosen = app.querySelector("input[name=choice]:checked");
     if (!chosen) return;
     submit.disabled = true;
-    const r = await call("POST", "/api/answer", {
-      item: item.index, choice: Number(chosen.value), played,
-      rt_ms: Math.round(performance.now() - started) });
+    const body = { item: item.index, choice: Number(chosen.value), played,
+                   rt_ms: Math.round(performance.now() - started) };
+    let r = await call("POST", "/api/answer", body);
+    if (r.status === 400 && /never fetched/.test((r.data && r.data.error) || "")) {
+      // the server lost track of what it sent (a restart): the browser played its cached
+      // copies, so fetch them from the server once more and send the answer again
+      await Promise.all(item.audio.map(u => fetch(u, { cache: "reload" }).then(x => x.arrayBuffer())));
+      r = await call("POST", "/api/answer", body);
+    }
     if (r.ok) render(r.data.state);
     else if (r.status === 409) render((await call("GET", "/api/state")).data);
     else fail(r);
