@@ -395,13 +395,18 @@ def cmd_leaderboard(args) -> int:
     rows, paths = leaderboard(args.sources, args.output, hub_repo=args.from_hub,
                               push_repo=args.push, sort=args.sort)
     f = lambda x, s="{:.3f}": "-" if x is None else s.format(x)  # noqa: E731
+    # every column folds (wraps inside a word) rather than cut a name or figure with "..."
     # one table per corpus and scorer: rows are ranked only among equals
     ranked, apart = sections(rows, "adept")
     for members in ranked:
-        table = Table(title=_heading(members, "adept"), box=box.SIMPLE_HEAD)
-        for col in ("rank", "system", "accuracy", "95% CI", "chance", "n", "failed",
-                    "prosody dist.", "95% CI ", "graded n"):
-            table.add_column(col, justify="left" if col == "system" else "right")
+        table = Table(title=_heading(members, "adept"), box=box.SIMPLE_HEAD, padding=(0, 1),
+                      pad_edge=False)
+        name_width = min(24, max(len(r.system) for r in members))
+        for col, width in (("rank", 4), ("system", name_width), ("acc", 5), ("95% CI", 9),
+                           ("chance", 6), ("n", 3), ("failed", 6), ("distance", 8),
+                           ("95% CI ", 9), ("graded n", 8)):
+            table.add_column(col, justify="left" if col == "system" else "right",
+                             overflow="fold", min_width=width)
         for r in members:
             table.add_row(str(r.adept_rank), r.system, f(r.adept_acc),
                           f"{f(r.adept_ci_low, '{:.2f}')}-{f(r.adept_ci_high, '{:.2f}')}",
@@ -414,7 +419,8 @@ def cmd_leaderboard(args) -> int:
     if apart:
         table = Table(title="ADEPT runs not ranked", box=box.SIMPLE_HEAD)
         for col in ("system", "listener", "accuracy", "n", "why not ranked"):
-            table.add_column(col, justify="right" if col in ("accuracy", "n") else "left")
+            table.add_column(col, justify="right" if col in ("accuracy", "n") else "left",
+                             overflow="fold")
         for r in apart:
             table.add_row(r.system, str(r.listener), f(r.adept_acc), str(r.adept_n),
                           str(r.adept_unranked))
@@ -423,7 +429,7 @@ def cmd_leaderboard(args) -> int:
     for members in ranked:
         table = Table(title=_heading(members, "vstyle"), box=box.SIMPLE_HEAD)
         for col in ("rank", "system", "overall", "n", "failure rate"):
-            table.add_column(col, justify="left" if col == "system" else "right")
+            table.add_column(col, justify="left" if col == "system" else "right", overflow="fold")
         for r in members:
             table.add_row(str(r.vstyle_rank), r.system, f(r.vstyle_score, "{:.2f}"),
                           str(r.vstyle_n), f(r.vstyle_failure_rate, "{:.1%}"))
@@ -431,7 +437,7 @@ def cmd_leaderboard(args) -> int:
     if apart:
         table = Table(title="VStyle runs not ranked", box=box.SIMPLE_HEAD)
         for col in ("system", "judge", "overall", "n", "why not ranked"):
-            table.add_column(col)
+            table.add_column(col, overflow="fold")
         for r in apart:
             table.add_row(r.system, str(r.judge), f(r.vstyle_score, "{:.2f}"), str(r.vstyle_n),
                           str(r.vstyle_unranked))

@@ -189,3 +189,11 @@ def test_leaderboard_gives_the_prosody_distance_an_interval(runs):
         cells = [c.strip() for c in row.strip("|").split("|")]
         distance_ci = cells[8]
         assert re.fullmatch(r"\d\.\d\d-\d\.\d\d", distance_ci), (distance_ci, row)
+    # on an 80-column terminal the console table folds or widens, never cuts a name ("sim-…")
+    tty = {**env, "COLUMNS": "80", "FORCE_COLOR": "1", "TTY_COMPATIBLE": "1"}
+    done = subprocess.run([sys.executable, "-m", "adept_eval.cli", "leaderboard",
+                           str(full), "-o", str(tmp / "lb80")],
+                          capture_output=True, text=True, env=tty, timeout=600)
+    shown = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout)
+    assert done.returncode == 0 and "…" not in shown, shown
+    assert "sim-copy" in shown and "sim-flat" in shown and "95% CI" in shown
