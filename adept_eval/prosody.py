@@ -23,11 +23,18 @@ import numpy as np
 
 from .audio import Audio, read_audio, resample
 
-FEATURE_VERSION = "4"
+FEATURE_VERSION = "5"
 ANALYSIS_RATE = 16000
 HOP_S = 0.02  # 20 ms frames: fine enough for prosody, 4x cheaper to align than 10 ms
 F0_FLOOR, F0_CEILING = 60.0, 600.0
 SPEECH_DB_BELOW_MAX = 35.0
+# Noise: a frame is only speech (or only a pause is silent) relative to the recording's own
+# noise floor as well - its quietest frames (5th percentile, the level of its pauses and edges).
+# With white noise at 20 dB SNR the floor is ~20-25 dB below the loudest frame, so "35 dB below
+# the loudest" would call the noise speech: leading/trailing noise would not be trimmed and no
+# pause would ever be found. Clean audio (digital silence, room noise 50+ dB down) is unaffected.
+NOISE_FLOOR_PERCENTILE = 5.0
+ABOVE_NOISE_DB = 6.0
 
 # Just-noticeable differences: smaller deviations count as no deviation at all, as for a
 # listener (F0 ~1 semitone for intonation, ~2 dB loudness, ~8% duration).
@@ -43,7 +50,8 @@ class Features:
     f0: np.ndarray  # semitones re 100 Hz, NaN where unvoiced
     energy: np.ndarray  # dB (re full scale), per frame
     mfcc: np.ndarray  # (frames, 12), cepstral-mean-normalised, for alignment only
-    speech: np.ndarray  # bool: frame is speech (within 35 dB of the loudest frame)
+    speech: np.ndarray  # bool: frame is speech (within 35 dB of the loudest, above the noise)
+    noise_floor: float = -100.0  # dB: the recording's quietest frames (``NOISE_FLOOR_PERCENTILE``)
 
     @property
     def n(self) -> int:
@@ -94,14 +102,15 @@ def extract(audio: Audio) -> Features:
         time_step=HOP_S, pitch_floor=F0_FLOOR, pitch_ceiling=F0_CEILING)
     st = _f0_on_frames(pitch.xs(), pitch.selected_array["frequency"], times)
 
-    speech = energy > energy.max() - SPEECH_DB_BELOW_MAX
+    floor = float(np.percentile(energy, NOISE_FLOOR_PERCENTILE))
+    speech = energy > max(energy.max() - SPEECH_DB_BELOW_MAX, floor + ABOVE_NOISE_DB)
     if speech.any():
         first, last = np.argmax(speech), len(speech) - np.argmax(speech[::-1])
     else:
         first, last = 0, len(speech)
     mf = mfcc[first:last]
     mf = mf - mf.mean(axis=0, keepdims=True)
-    return Features(st[first:last], energy[first:last], mf, speech[first:last])
+    return Features(st[first:last], energy[first:last], mf, speech[first:last], floor)
 
 
 def _f0_on_frames(track_times: np.ndarray, track_hz: np.ndarray, times: np.ndarray
@@ -167,7 +176,8 @@ class FeatureStore:
         if file.exists():
             try:
                 with np.load(file) as z:
-                    feats = Features(z["f0"], z["energy"], z["mfcc"], z["speech"])
+                    feats = Features(z["f0"], z["energy"], z["mfcc"], z["speech"],
+                                     float(z["noise_floor"]))
             except (OSError, ValueError, KeyError):
                 feats = None  # a damaged cache entry is recomputed
         if feats is None:
@@ -177,7 +187,8 @@ class FeatureStore:
             self.audio_seconds += audio.duration
             self.directory.mkdir(parents=True, exist_ok=True)
             tmp = file.with_name(f"{file.stem}.{os.getpid()}.tmp.npz")
-            np.savez(tmp, f0=feats.f0, energy=feats.energy, mfcc=feats.mfcc, speech=feats.speech)
+            np.savez(tmp, f0=feats.f0, energy=feats.energy, mfcc=feats.mfcc, speech=feats.speech,
+                     noise_floor=feats.noise_floor)
             os.replace(tmp, file)
         self._memory[key] = feats
         return feats
@@ -404,7 +415,16 @@ MIN_PAUSE_S = 0.15  # ... and a pause is at least this long (stop closures are s
 # stretched by PSOLA or a slow rate; phrase breaks are longer)
 PAUSE_SPREAD = 8  # a pause is heard between two words: spread over +-160 ms of speech
 PAUSE_SCALE_FLOOR_S = 0.1  # candidates without pauses: a 100 ms pause is one unit
-TERMS = ("f0", "energy", "tempo", "pause")
+# Salience: where a rendition stands out from the sentence's other renditions, whatever the
+# cue - its pitch leaves its own course (a rise or a fall alike), it is louder than its own
+# average, slower, or pauses. One unit per cue (a clear accent or break), then summed:
+SALIENCE_UNITS = {"f0": 2.0, "energy": 3.0, "tempo": 0.15, "pause": 0.05}
+SALIENCE_SMOOTH = 5  # frames (100 ms): a syllable, not a frame
+# Level: a system whose renditions all have one level (a pipeline that normalises loudness per
+# file) says nothing about level; below this spread (dB, loudest minus quietest rendition) its
+# level term abstains for every candidate alike instead of favouring the flattest one.
+LEVEL_VOTE_DB = 1.5
+TERMS = ("f0", "energy", "level", "tempo", "pause", "salience")
 
 
 @dataclass(frozen=True)
@@ -415,15 +435,37 @@ class SentenceProfiles:
 
     anchor: Features
     f0: np.ndarray  # (R, N) semitones from the mean rendition; NaN where unvoiced
-    energy: np.ndarray  # (R, N) dB from the mean rendition
+    energy: np.ndarray  # (R, N) dB from the mean rendition, each rendition's own level removed
     tempo: np.ndarray  # (R, N) log local duration from the mean rendition
     length: np.ndarray  # (R,) log total duration from the mean rendition
     pause: np.ndarray  # (R, N) seconds of pause around each frame, from the mean rendition
+    level: np.ndarray  # (R,) dB: each rendition's speech level from the mean rendition
+    salience: np.ndarray  # (R, N) how much more the rendition stands out here than the others
 
     def on(self, index: np.ndarray) -> "SentenceProfiles":
         """The profiles read at anchor frames ``index`` (to move them onto another time axis)."""
         return SentenceProfiles(self.anchor, self.f0[:, index], self.energy[:, index],
-                                self.tempo[:, index], self.length, self.pause[:, index])
+                                self.tempo[:, index], self.length, self.pause[:, index],
+                                self.level, self.salience[:, index])
+
+    @property
+    def level_spread(self) -> float:
+        return float(np.ptp(self.level)) if self.level.size else 0.0
+
+
+def pitch_excursion(f: Features) -> np.ndarray:
+    """Per frame, how far the rendition's pitch is from its own course (|semitones|): the
+    straight line through its voiced pitch (register and declination), bridged across
+    unvoiced stretches. A raised accent and a falling one both leave the course; the voice's
+    register, its declination and a global pitch shift do not. (A running median was tried:
+    at the edges it follows a final fall, so a focus on the last word went unseen.)"""
+    voiced = ~np.isnan(f.f0)
+    if voiced.sum() < 3:
+        return np.zeros(f.n)
+    t = np.arange(f.n)
+    slope, intercept = np.polyfit(t[voiced], f.f0[voiced], 1)
+    filled = np.interp(t, t[voiced], f.f0[voiced])
+    return np.abs(filled - (slope * t + intercept))
 
 
 def pause_runs(feats: Features, below_max_db: float = PAUSE_BELOW_MAX_DB,
@@ -431,14 +473,15 @@ def pause_runs(feats: Features, below_max_db: float = PAUSE_BELOW_MAX_DB,
     """Silent stretches inside the utterance, as (first, past-the-end) frame indices.
 
     A frame is silent when its energy is more than ``below_max_db`` below the utterance's
-    loudest frame; a pause is a run of at least ``min_pause_s`` of silent frames that neither
+    loudest frame or less than ``ABOVE_NOISE_DB`` above its noise floor; a pause is a run of at least ``min_pause_s`` of silent frames that neither
     starts nor ends the (speech-trimmed) utterance. 150 ms is long enough to exclude stop
     closures and short enough to catch phrase breaks. (The listener's pause term and the
     graded pause figures both use this.)
     """
     if feats.n == 0:
         return []
-    silent = feats.energy < feats.energy.max() - below_max_db
+    silent = feats.energy < max(feats.energy.max() - below_max_db,
+                                feats.noise_floor + ABOVE_NOISE_DB)
     min_frames = max(1, int(np.ceil(min_pause_s / HOP_S - 1e-9)))
     edges = np.diff(np.concatenate(([0], silent.astype(np.int8), [0])))
     starts, stops = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
@@ -459,7 +502,7 @@ def speech_only(f: Features) -> tuple[Features, np.ndarray]:
         pause_after[a - 1] = (b - a) * HOP_S
     if keep.sum() < 3 or not runs:
         return f, np.zeros(f.n)
-    return (Features(f.f0[keep], f.energy[keep], f.mfcc[keep], f.speech[keep]),
+    return (Features(f.f0[keep], f.energy[keep], f.mfcc[keep], f.speech[keep], f.noise_floor),
             pause_after[keep])
 
 
@@ -485,13 +528,16 @@ def sentence_profiles(renditions: list[Features]) -> SentenceProfiles:
     anchor = cut[0][0]
     kernel = np.bartlett(2 * PAUSE_SPREAD + 3)[1:-1]
     kernel = kernel / kernel.sum()
-    f0, energy, tempo, length, pause = [], [], [], [], []
+    f0, energy, tempo, length, pause, level, excursion = [], [], [], [], [], [], []
     for i, (r, after) in enumerate(cut):
         pos = _positions(anchor, r) if i else np.arange(anchor.n, dtype=float)
         idx = np.clip(np.round(pos).astype(int), 0, r.n - 1)
         f0.append(r.f0[idx])
-        e = np.maximum(r.energy, r.energy.max() - ENERGY_FLOOR_DB)
-        energy.append(e[idx])
+        e = np.maximum(r.energy, max(r.energy.max() - ENERGY_FLOOR_DB,
+                                     r.noise_floor + ABOVE_NOISE_DB))
+        level.append(float(np.mean(e)))
+        energy.append(e[idx] - np.mean(e))
+        excursion.append(pitch_excursion(r)[idx])
         slope = np.gradient(_smooth(pos, 9)) if anchor.n > 1 else np.ones(anchor.n)
         tempo.append(np.log(np.maximum(slope, 0.1)))
         length.append(np.log(max(renditions[i].n, 1)))
@@ -500,12 +546,18 @@ def sentence_profiles(renditions: list[Features]) -> SentenceProfiles:
         for j in np.flatnonzero(after):
             on_anchor[int(np.argmin(np.abs(pos - j)))] += after[j]
         pause.append(np.convolve(on_anchor, kernel, mode="same"))
-    f0, energy, tempo, length, pause = map(np.array, (f0, energy, tempo, length, pause))
+    f0, energy, tempo, length, pause, level, excursion = map(
+        np.array, (f0, energy, tempo, length, pause, level, excursion))
     with warnings.catch_warnings():  # a frame no rendition voices has a NaN mean: intended
         warnings.simplefilter("ignore", RuntimeWarning)
         f0_mean = np.nanmean(f0, axis=0)
-    return SentenceProfiles(anchor, f0 - f0_mean, energy - energy.mean(0), tempo - tempo.mean(0),
-                            length - length.mean(), pause - pause.mean(0))
+    energy, tempo, pause = energy - energy.mean(0), tempo - tempo.mean(0), pause - pause.mean(0)
+    u = SALIENCE_UNITS
+    salience = ((excursion - excursion.mean(0)) / u["f0"] + energy / u["energy"]
+                + tempo / u["tempo"] + pause / u["pause"])
+    salience = np.array([_smooth(row, SALIENCE_SMOOTH) for row in salience])
+    return SentenceProfiles(anchor, f0 - f0_mean, energy, tempo, length - length.mean(), pause,
+                            level - level.mean(), salience)
 
 
 def onto(system: SentenceProfiles, natural: SentenceProfiles) -> SentenceProfiles:
@@ -523,18 +575,31 @@ def _discriminative_weights(natural: SentenceProfiles) -> dict[str, np.ndarray]:
             "tempo": natural.tempo.std(0) + 0.05}
 
 
-def _term_distances(sys_f0, sys_e, sys_t, sys_len, sys_p, nat_f0, nat_e, nat_t, nat_len, nat_p,
-                    w) -> dict[str, float]:
+def _correlation_distance(a: np.ndarray, b: np.ndarray) -> float:
+    """(1 - Pearson r) / 2: 0 when two profiles rise and fall together, 1 when opposed, 0.5
+    when unrelated or when either is flat. Scale-free: a weaker accent in the right place is
+    still in the right place."""
+    a, b = a - a.mean(), b - b.mean()
+    den = float(np.sqrt(np.sum(a * a) * np.sum(b * b)))
+    return 0.5 if den <= 1e-12 else float(1.0 - np.sum(a * b) / den) / 2.0
+
+
+def _term_distances(sys: SentenceProfiles, i: int, nat: SentenceProfiles, j: int, w,
+                    level_votes: bool = True) -> dict[str, float]:
+    nat_f0, sys_f0 = nat.f0[j], sys.f0[i]
     judged = ~np.isnan(nat_f0)
     f0_dev = np.where(np.isnan(sys_f0), MISSING_F0_ST, np.abs(np.nan_to_num(sys_f0 - nat_f0)))
     f0 = float(np.sum((w["f0"] * f0_dev)[judged]) / max(np.sum(w["f0"][judged]), 1e-9)) \
         if judged.any() else MISSING_F0_ST
-    energy = float(np.sum(w["energy"] * np.abs(sys_e - nat_e)) / np.sum(w["energy"]))
-    tempo = float(np.sum(w["tempo"] * np.abs(sys_t - nat_t)) / np.sum(w["tempo"])) \
-        + abs(float(sys_len - nat_len))
+    energy = float(np.sum(w["energy"] * np.abs(sys.energy[i] - nat.energy[j]))
+                   / np.sum(w["energy"]))
+    tempo = float(np.sum(w["tempo"] * np.abs(sys.tempo[i] - nat.tempo[j])) / np.sum(w["tempo"])) \
+        + abs(float(sys.length[i] - nat.length[j]))
+    level = abs(float(sys.level[i] - nat.level[j])) if level_votes else 0.0
     # pauses are events, not levels: summed (seconds), not averaged over the sentence
-    return {"f0": f0, "energy": energy, "tempo": tempo,
-            "pause": float(np.sum(np.abs(sys_p - nat_p)))}
+    return {"f0": f0, "energy": energy, "level": level, "tempo": tempo,
+            "pause": float(np.sum(np.abs(sys.pause[i] - nat.pause[j]))),
+            "salience": _correlation_distance(sys.salience[i], nat.salience[j])}
 
 
 @dataclass(frozen=True)
@@ -549,24 +614,21 @@ class Comparison:
         return sum(weights[t] * self.terms[t] / self.scale[t] for t in TERMS)
 
 
+SCALE_FLOORS = {"pause": PAUSE_SCALE_FLOOR_S, "level": 1.0, "salience": 0.05}
+
+
 def compare_sentence(system: SentenceProfiles, natural: SentenceProfiles) -> Comparison:
     """Every system rendition against every natural candidate (``system`` already ``onto``)."""
     w = _discriminative_weights(natural)
     k, s = natural.f0.shape[0], system.f0.shape[0]
-
-    def d(src, i, dst, j):
-        return _term_distances(src.f0[i], src.energy[i], src.tempo[i], src.length[i],
-                               src.pause[i], dst.f0[j], dst.energy[j], dst.tempo[j],
-                               dst.length[j], dst.pause[j], w)
-
+    level_votes = system.level_spread >= LEVEL_VOTE_DB
     terms = {t: np.zeros((s, k)) for t in TERMS}
     for i in range(s):
         for j in range(k):
-            for t, v in d(system, i, natural, j).items():
+            for t, v in _term_distances(system, i, natural, j, w, level_votes).items():
                 terms[t][i, j] = v
-    scale = {}
-    for t in TERMS:
-        pairs = [d(natural, a, natural, b)[t] for a in range(k) for b in range(k) if a != b]
-        floor = PAUSE_SCALE_FLOOR_S if t == "pause" else 1e-3
-        scale[t] = max(float(np.mean(pairs)) if pairs else 1.0, floor)
+    pairs = [_term_distances(natural, a, natural, b, w) for a in range(k) for b in range(k)
+             if a != b]
+    scale = {t: max(float(np.mean([p[t] for p in pairs])) if pairs else 1.0,
+                    SCALE_FLOORS.get(t, 1e-3)) for t in TERMS}
     return Comparison(terms, scale)

@@ -50,7 +50,8 @@ from . import Answer, Listener, Response, register_listener
 
 # Tuned on one rotation only (references festival, systems espeak-ng); every other rotation of
 # the validation benchmark (espeak-ng, festival, flite) is held out.
-TERM_WEIGHTS = {"f0": 1.0, "energy": 0.5, "tempo": 1.0, "pause": 1.0}
+TERM_WEIGHTS = {"f0": 1.0, "energy": 0.5, "level": 0.5, "tempo": 1.0, "pause": 1.0,
+                "salience": 1.0}
 TEMPERATURE = 0.5
 METHOD_VERSION = "3"
 

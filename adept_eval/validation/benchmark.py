@@ -20,6 +20,7 @@ from ..corpus import Corpus, WAV_DIR
 from ..listeners import Listener
 from ..questions import all_questions
 from ..stats import below_chance_p, binomial_p
+from .families import stimulus_path
 from .systems import NONSPEECH, SWAPS, SYSTEMS, nonspeech_systems, render_engine, system_folder
 
 
@@ -40,7 +41,7 @@ def evaluate(listener: Listener, corpus: Corpus, folder: Path, sentence_ids: int
         for q in questions:
             if int(q.sentence_id) - t.cls.id_block >= sentence_ids:
                 continue
-            a = listener.answer(q, {s: str(folder / f"{s}.wav") for s in q.stimuli})
+            a = listener.answer(q, {s: stimulus_path(folder, s) for s in q.stimuli})
             out.append(Outcome(task, q.target, a.status == "ok" and bool(a.correct(q)),
                                t.chance, a.status))
     return out
@@ -192,3 +193,145 @@ def format_rotation(reference: str, system: str, results: list[SystemResult], ti
 # the first is the rotation the listener was tuned on; the others are held out
 ROTATIONS = (("festival", "espeak"), ("espeak", "festival"), ("flite", "espeak"),
              ("espeak", "flite"), ("flite", "festival"), ("festival", "flite"))
+
+
+# --------------------------------------------------------------------------- families
+def mean_prosody_distance(listener, corpus: Corpus, folder: Path, sentence_ids: int = 5
+                          ) -> float:
+    """The mean ``prosody_distance`` of a system (each stimulus's listener distance to its own
+    reference over the mean to the other subcategories' references: 0 = at its reference, 1 =
+    no closer than to the wrong ones), over every stimulus of the first ``sentence_ids``
+    sentences per class."""
+    values = []
+    for cls, c in spec.CLASSES.items():
+        for speaker, spk in spec.SPEAKERS.items():
+            subs = c.subcategories_for(speaker)
+            for n in range(sentence_ids):
+                sid = f"{c.id_block + n:04d}"
+                key = f"{spk}_{sid}"
+                samples = {f"{cls}/{s}/{key}": stimulus_path(folder, f"{cls}/{s}/{key}")
+                           for s in subs}
+                d = listener.sentence_distances(cls, speaker, sid, samples)
+                for i in range(len(subs)):
+                    wrong = np.delete(d[i], i)
+                    if np.isfinite(d[i, i]) and np.all(np.isfinite(wrong)) and wrong.mean() > 0:
+                        values.append(d[i, i] / wrong.mean())
+    return float(np.mean(values)) if values else float("nan")
+
+
+@dataclass(frozen=True)
+class VariantResult:
+    family: str  # "realisation", "delivery" or "dose"
+    variant: str
+    results: tuple[SystemResult, ...]  # one per listener
+    prosody_distance: float = float("nan")  # the acoustic listener's mean
+    note: str = ""
+
+
+def run_families(reference: str, system: str, cache: Path, *, families=("realisation",
+                 "delivery", "dose"), variants: tuple[str, ...] | None = None,
+                 sentence_ids: int = 5, progress: bool = True) -> list[VariantResult]:
+    """Every realisation, delivery and dose variant of the copy system rendered by ``system``,
+    scored against ``reference``'s corpus by the acoustic listener and the naive baseline;
+    the untouched copy system first (``copy``, the line every variant is read against)."""
+    from ..listeners import get_listener
+    from . import families as F
+    from .baseline import GlobalBaseline
+
+    if reference == system:
+        raise ValueError("references and systems must come from different engines")
+    ref_dir = render_engine(reference, cache, progress=progress)
+    corpus = Corpus(ref_dir / "ADEPT")
+    features = str(cache / "features")
+    acoustic = get_listener("acoustic", corpus=corpus, cache_dir=features, progress=False)
+    listeners = {"acoustic": acoustic,
+                 "baseline": GlobalBaseline(corpus=corpus, cache_dir=features)}
+    jobs: list[tuple[str, str, callable, str]] = []
+    if "realisation" in families or "delivery" in families:
+        jobs.append(("copy", "copy", lambda: render_engine(system, cache, progress=progress)
+                     / "ADEPT" / WAV_DIR, ""))
+    if "realisation" in families:
+        for name, fam in F.REALISATIONS.items():
+            if system in fam.engines:
+                jobs.append(("realisation", name, lambda n=name: F.render_realisation(
+                    system, n, cache, sentence_ids=sentence_ids), fam.note))
+    if "delivery" in families:
+        for name in F.DELIVERIES:
+            jobs.append(("delivery", name, lambda n=name: F.render_delivery(
+                system, n, cache, sentence_ids=sentence_ids), ""))
+    if "dose" in families:
+        for d in F.DOSES:
+            jobs.append(("dose", f"{d:.2f}", lambda d=d: F.render_dose(
+                system, d, cache, sentence_ids=sentence_ids), ""))
+    out = []
+    for family, name, folder_of, note in jobs:
+        if variants and name not in variants and name != "copy":
+            continue
+        folder = folder_of()
+        results = []
+        for lname, listener in listeners.items():
+            t = time.perf_counter()
+            outcomes = evaluate(listener, corpus, folder, sentence_ids)
+            results.append(SystemResult(f"{family}:{name}", lname, tuple(outcomes), "",
+                                        time.perf_counter() - t))
+        pd = mean_prosody_distance(acoustic, corpus, folder, sentence_ids) \
+            if family in ("dose", "copy") else float("nan")
+        out.append(VariantResult(family, name, tuple(results), pd, note))
+    return out
+
+
+SHORT_TASKS = {t: t.removeprefix("adept_").replace("interpersonal_attitude", "inter")
+               .replace("propositional_attitude", "prop").replace("topical_emphasis", "topic")
+               .replace("syntactic_phrasing", "syntax").replace("marked_tonicity", "tonic")
+               .replace("emotion", "emo").replace("_female", "_f").replace("_male", "_m")
+               for t in spec.TASKS}
+
+
+def format_families(reference: str, system: str, rows: list[VariantResult]) -> str:
+    """One table per family: pooled accuracy of the acoustic listener and the baseline, the
+    change from the untouched copy system, and per task the acoustic listener's correct/n
+    (a task below chance-level evidence, exact one-sided p >= 0.05, is marked ``*``)."""
+    tasks = list(spec.TASKS)
+    lines = [f"=== families: references by {reference}, systems by {system} "
+             f"(* = not above chance, exact one-sided p >= 0.05) ==="]
+    copy = next((r for r in rows if r.variant == "copy"), None)
+    base_by_task = copy.results[0].by_task() if copy else {}
+    header = (f"{'variant':24} {'acoustic':>8} {'change':>7} {'baseline':>8} {'dist':>5}  "
+              + " ".join(f"{SHORT_TASKS[t]:>8}" for t in tasks) + "  worst class change")
+    for family in ("copy", "realisation", "delivery", "dose"):
+        group = [r for r in rows if r.family == family]
+        if not group:
+            continue
+        lines.append(f"--- {family}")
+        lines.append(header)
+        for r in group:
+            ac, bl = r.results[0], r.results[1]
+            by = ac.by_task()
+            cells = []
+            for t in tasks:
+                os_ = by.get(t, [])
+                if not os_:
+                    cells.append(f"{'-':>8}")
+                    continue
+                k, n = sum(o.correct for o in os_), len(os_)
+                mark = "*" if p_greater(k, n, os_[0].chance) >= 0.05 else " "
+                cells.append(f"{k:>3}/{n:<3}{mark}")
+            change = ac.pooled - copy.results[0].pooled if copy else float("nan")
+            worst = ""
+            if copy and r is not copy:
+                drops = []
+                for cls in spec.CLASSES:
+                    ts = [t for t in tasks if spec.task(t).cls.name == cls]
+                    k0 = sum(o.correct for t in ts for o in base_by_task.get(t, []))
+                    k1 = sum(o.correct for t in ts for o in by.get(t, []))
+                    n = sum(len(by.get(t, [])) for t in ts)
+                    if n:
+                        drops.append(((k1 - k0) / n, f"{cls} {k0}/{n} -> {k1}/{n}"))
+                d, text = min(drops)
+                worst = text if d < 0 else "none"
+            failed = sum(o.status != "ok" for o in ac.outcomes)
+            lines.append(f"{r.variant:24} {ac.pooled:8.3f} {change:+7.3f} {bl.pooled:8.3f} "
+                         f"{r.prosody_distance:5.2f}  " + " ".join(cells) + f"  {worst}"
+                         + (f" ({failed} failed)" if failed else "")
+                         + (f"  [{r.note}]" if r.note else ""))
+    return "\n".join(lines)

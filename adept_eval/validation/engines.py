@@ -24,7 +24,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +40,55 @@ PRE_BOUNDARY_LENGTHEN = 1.3
 
 
 @dataclass(frozen=True)
+class Realisation:
+    """How an engine realises a plan's focus and phrase break, and how much of the plan.
+
+    The default is the references' own realisation (a raised, louder, longer focused word; a
+    320 ms pause after a lengthened word). The validation families vary it one cue at a time
+    (``families.REALISATIONS``): a system that realises the same intent its own way must be
+    recognised too, and a listener that only matches the references' exact contour is not.
+
+    ``native``: the engine's own markup instead (espeak-ng ``<emphasis>``; festival's SABLE
+    ``<EMPH>``, honoured by its default diphone voice only; a comma for a phrase break, which
+    every engine phrases its own way). ``dose`` scales every prosodic effect of the plan
+    (0: none at all, 1: the whole plan)."""
+
+    accent_st: float = ACCENT_ST
+    fall: bool = False  # the accent as a fall (high at the word's onset, low at its end)
+    accent_db: float = ACCENT_DB
+    lengthen: float = ACCENT_LENGTHEN
+    post_focus_range: float = 1.0  # < 1: the melody after the focused word is compressed
+    break_s: float = BREAK_S
+    pre_boundary_lengthen: float = PRE_BOUNDARY_LENGTHEN
+    reset_st: float = 0.0  # F0 reset: the word after the boundary starts this much higher
+    comma: bool = True  # espeak-ng: a break is also written as a comma (its own boundary)
+    native: bool = False
+    dose: float = 1.0
+
+    def plan(self, plan: Plan) -> Plan:
+        """``plan`` with its global effects scaled by ``dose``."""
+        d = self.dose
+        if d == 1.0:
+            return plan
+        if d == 0.0:
+            return Plan()
+        return Plan(plan.pitch_st * d, 1 + (plan.range_ - 1) * d, 1 + (plan.rate - 1) * d,
+                    plan.gain_db * d, plan.final_st * d, plan.focus, plan.break_after,
+                    plan.question)
+
+    def scaled(self) -> "Realisation":
+        """The focus and break cues scaled by ``dose`` (so a dosed rendering is one call)."""
+        d = self.dose
+        return Realisation(self.accent_st * d, self.fall, self.accent_db * d,
+                           1 + (self.lengthen - 1) * d, 1 - (1 - self.post_focus_range) * d,
+                           self.break_s * d, 1 + (self.pre_boundary_lengthen - 1) * d,
+                           self.reset_st * d, self.comma, self.native, 1.0)
+
+
+AS_PLANNED = Realisation()
+
+
+@dataclass(frozen=True)
 class Engine:
     name: str
     voices: dict[str, str]  # ADEPT speaker ("female"/"male") -> engine voice
@@ -47,9 +96,13 @@ class Engine:
     def available(self) -> bool:
         raise NotImplementedError
 
-    def render_many(self, items: list[tuple[Sentence, Plan, str]], speaker: str
-                    ) -> list[tuple[np.ndarray, int]]:
+    def render_many(self, items: list[tuple[Sentence, Plan, str]], speaker: str,
+                    how: Realisation = AS_PLANNED) -> list[tuple[np.ndarray, int]]:
         raise NotImplementedError
+
+    def native_focus(self, speaker: str) -> bool:
+        """Whether this engine's ``speaker`` voice honours focus markup of its own."""
+        return False
 
 
 def _percent(factor: float) -> str:
@@ -62,29 +115,61 @@ class Espeak(Engine):
         return shutil.which("espeak-ng") is not None
 
     @staticmethod
-    def ssml(sentence: Sentence, plan: Plan) -> str:
+    def ssml(sentence: Sentence, plan: Plan, how: Realisation = AS_PLANNED) -> str:
+        plan, how = how.plan(plan), how.scaled()
         words = list(sentence.words)
         if plan.focus is not None:
-            # a local <prosody> only: espeak-ng realises <emphasis> as a nuclear fall from the
-            # voice's ordinary level that overrides the pitch asked for (an emphasised first
-            # word came out *lower* than unemphasised), so the plan's raised accent was lost
-            words[plan.focus] = (f'<prosody pitch="+35%" rate="-25%" volume="+4dB">'
-                                 f'{words[plan.focus]}</prosody>')
+            f = plan.focus
+            if how.native:
+                # espeak-ng's own emphasis: a nuclear fall from the voice's ordinary level on a
+                # lengthened word (an emphasised first word comes out *lower* than unemphasised)
+                words[f] = f"<emphasis>{words[f]}</emphasis>"
+            else:
+                if how.fall:
+                    raise ValueError("espeak-ng cannot realise a falling accent by markup")
+                # a local <prosody>: the plan's raised accent (sizes relative to the reference
+                # realisation's +35% pitch, -25% rate, +4 dB)
+                attrs = []
+                if how.accent_st:
+                    attrs.append(f'pitch="+{35 * how.accent_st / ACCENT_ST:.0f}%"')
+                if how.lengthen != 1.0:
+                    attrs.append(f'rate="-{25 * (how.lengthen - 1) / (ACCENT_LENGTHEN - 1):.0f}%"')
+                if how.accent_db:
+                    attrs.append(f'volume="+{how.accent_db:.0f}dB"')
+                if attrs:
+                    words[f] = f'<prosody {" ".join(attrs)}>{words[f]}</prosody>'
+            if how.post_focus_range < 1.0 and f + 1 < len(words):
+                words[f + 1] = (f'<prosody range="-{(1 - how.post_focus_range) * 100:.0f}%">'
+                                + words[f + 1])
+                words[-1] += "</prosody>"
         if plan.break_after is not None:
-            words[plan.break_after] += f', <break time="{int(BREAK_S * 1000)}ms"/>'
+            b = plan.break_after
+            if how.native:
+                words[b] += ","  # the engine's own phrase break
+            else:
+                if not how.comma and how.pre_boundary_lengthen != 1.0:
+                    words[b] = (f'<prosody rate="-{(1 - 1 / how.pre_boundary_lengthen) * 100:.0f}'
+                                f'%">{words[b]}</prosody>')
+                if how.comma:
+                    words[b] += ","
+                if how.break_s > 0:
+                    words[b] += f' <break time="{int(round(how.break_s * 1000))}ms"/>'
+                if how.reset_st and b + 1 < len(words):
+                    words[b + 1] = (f'<prosody pitch="+{(2 ** (how.reset_st / 12) - 1) * 100:.0f}'
+                                    f'%">{words[b + 1]}</prosody>')
         end = "?" if plan.question else "."
         body = " ".join(words) + end
         attrs = (f'pitch="{_percent(2 ** (plan.pitch_st / 12))}" range="{_percent(plan.range_)}" '
                  f'rate="{_percent(plan.rate)}" volume="{plan.gain_db:+.0f}dB"')
         return f"<speak><prosody {attrs}>{body}</prosody></speak>"
 
-    def render_many(self, items, speaker):
+    def render_many(self, items, speaker, how: Realisation = AS_PLANNED):
         out = []
         with tempfile.TemporaryDirectory() as tmp:
             wav = Path(tmp) / "x.wav"
             for sentence, plan, _ in items:
                 subprocess.run(["espeak-ng", "-m", "-v", self.voices[speaker], "-w", str(wav),
-                                self.ssml(sentence, plan)], check=True, capture_output=True)
+                                self.ssml(sentence, plan, how)], check=True, capture_output=True)
                 x, rate = sf.read(str(wav), dtype="float32")
                 out.append((x, rate))
         return out
@@ -94,17 +179,30 @@ class Espeak(Engine):
 class PsolaEngine(Engine):
     """An engine that speaks plain text and reports word timings; the plan is imposed after."""
 
-    def plain(self, items: list[tuple[Sentence, Plan, str]], speaker: str
+    def plain(self, items: list[tuple[Sentence, Plan, str]], speaker: str,
+              how: Realisation = AS_PLANNED
               ) -> list[tuple[np.ndarray, int, list[tuple[float, float]]]]:
-        """(samples, rate, word (start, end) seconds) of each sentence spoken from plain text."""
+        """(samples, rate, word (start, end) seconds) of each sentence spoken from plain text
+        (``text``: with a comma at a native phrase break)."""
         raise NotImplementedError
 
-    def render_many(self, items, speaker):
+    @staticmethod
+    def text(sentence: Sentence, plan: Plan, how: Realisation = AS_PLANNED) -> str:
+        words = list(sentence.words)
+        if how.native and plan.break_after is not None:
+            words[plan.break_after] += ","
+        return " ".join(words) + ("?" if plan.question else ".")
+
+    def render_many(self, items, speaker, how: Realisation = AS_PLANNED):
+        items = [(sentence, how.plan(plan), key) for sentence, plan, key in items]
+        cues = how.scaled()
         out = []
-        for (sentence, plan, _), (x, rate, words) in zip(items, self.plain(items, speaker)):
+        for (sentence, plan, _), (x, rate, words) in zip(items, self.plain(items, speaker, how)):
             if len(words) != len(sentence.words):
                 raise RuntimeError(f"{self.name} split {sentence.text!r} into {len(words)} words")
-            out.append((impose(x.astype(np.float64), rate, words, plan), rate))
+            if how.native:  # the engine phrased the break itself
+                plan = replace(plan, break_after=None)
+            out.append((impose(x.astype(np.float64), rate, words, plan, cues), rate))
         return out
 
 
@@ -113,13 +211,46 @@ class Festival(PsolaEngine):
     def available(self) -> bool:
         return shutil.which("festival") is not None
 
-    def plain(self, items, speaker):
+    #: festival's default voice, the only one here whose accents follow SABLE ``<EMPH>``
+    #: (``cmu_us_slt_arctic_hts`` ignores it, and SABLE mode resets the voice to the default)
+    SABLE_VOICE = "kal_diphone"
+
+    def native_focus(self, speaker: str) -> bool:
+        return self.voices[speaker] == self.SABLE_VOICE
+
+    def render_many(self, items, speaker, how: Realisation = AS_PLANNED):
+        if not (how.native and self.native_focus(speaker)):
+            return super().render_many(items, speaker, how)
+        out = {}
+        rest = [(i, it) for i, it in enumerate(items) if it[1].focus is None]
+        for (i, _), result in zip(rest, super().render_many([it for _, it in rest], speaker,
+                                                             how)):
+            out[i] = result
+        with tempfile.TemporaryDirectory() as tmp:
+            for i, (sentence, plan, _) in enumerate(items):
+                if plan.focus is None:
+                    continue
+                words = list(sentence.words)
+                words[plan.focus] = f"<EMPH>{words[plan.focus]}</EMPH>"
+                doc = Path(tmp) / "x.sable"
+                doc.write_text('<?xml version="1.0"?>\n<!DOCTYPE SABLE PUBLIC "-//SABLE//DTD '
+                               'SABLE speech mark up//EN" "Sable.v0_2.dtd" []>\n<SABLE>\n'
+                               + " ".join(words) + ("?" if plan.question else ".")
+                               + "\n</SABLE>\n")
+                wav = Path(tmp) / "x.wav"
+                subprocess.run(["text2wave", "-mode", "sable", str(doc), "-o", str(wav)],
+                               check=True, capture_output=True)
+                x, rate = sf.read(str(wav), dtype="float32")
+                out[i] = (x, rate)
+        return [out[i] for i in range(len(items))]
+
+    def plain(self, items, speaker, how: Realisation = AS_PLANNED):
         """One festival process per batch: plain text, then word timings."""
         voice = self.voices[speaker]
         with tempfile.TemporaryDirectory() as tmp:
             lines = [f"(voice_{voice})"]
             for i, (sentence, plan, _) in enumerate(items):
-                text = " ".join(sentence.words) + ("?" if plan.question else ".")
+                text = self.text(sentence, plan, how)
                 lines.append(f'(set! utt (SynthText "{text}"))')
                 lines.append(f"(utt.save.wave utt \"{tmp}/{i}.wav\" 'riff)")
                 lines.append(f'(format t "U {i}\\n")')
@@ -163,22 +294,23 @@ class Flite(PsolaEngine):
             out.append((name, float(end)))
         return out
 
-    def plain(self, items, speaker):
+    def plain(self, items, speaker, how: Realisation = AS_PLANNED):
         voice = self.voices[speaker]
         counts: dict[str, int] = {}
         out = []
         with tempfile.TemporaryDirectory() as tmp:
             wav = str(Path(tmp) / "x.wav")
             for sentence, plan, _ in items:
-                text = " ".join(sentence.words) + ("?" if plan.question else ".")
+                text = self.text(sentence, plan, how)
                 phones = self._segments(voice, text, wav)
                 x, rate = sf.read(wav, dtype="float32")
                 words, start, k = [], 0.0, 0
-                # skip leading pauses; each word takes as many segments as it has alone
-                while k < len(phones) and phones[k][0] == "pau":
-                    start = phones[k][1]
-                    k += 1
                 for w in sentence.words:
+                    # skip pauses before a word (leading, or at a comma); each word takes as
+                    # many segments as it has alone
+                    while k < len(phones) and phones[k][0] == "pau":
+                        start = phones[k][1]
+                        k += 1
                     bare = w.strip(".,?!;:")
                     if bare not in counts:
                         counts[bare] = sum(n != "pau" for n, _ in self._segments(voice, bare))
@@ -201,22 +333,25 @@ def _ramp_mask(t: np.ndarray, a: float, b: float, edge: float = 0.03) -> np.ndar
     return 0.5 - 0.5 * np.cos(np.pi * m)
 
 
-def impose(x: np.ndarray, rate: int, words: list[tuple[float, float]], plan: Plan) -> np.ndarray:
-    """Impose ``plan`` on plain synthetic speech with known word timings (PSOLA, gain, pauses)."""
+def impose(x: np.ndarray, rate: int, words: list[tuple[float, float]], plan: Plan,
+           how: Realisation = AS_PLANNED) -> np.ndarray:
+    """Impose ``plan`` on plain synthetic speech with known word timings (PSOLA, gain, pauses),
+    its focus and break realised as ``how`` says (already scaled: ``Realisation.scaled``)."""
     import parselmouth
     from parselmouth.praat import call
 
     words = [tuple(w) for w in words]
-    if plan.break_after is not None:  # a pause after the word, shifting what follows
+    if plan.break_after is not None and how.break_s > 0:  # a pause after the word
         cut = words[plan.break_after][1]
         k = int(cut * rate)
-        x = np.concatenate([x[:k], np.zeros(int(BREAK_S * rate)), x[k:]])
-        words = [(a + BREAK_S, b + BREAK_S) if a >= cut - 1e-6 else (a, b) for a, b in words]
+        x = np.concatenate([x[:k], np.zeros(int(how.break_s * rate)), x[k:]])
+        words = [(a + how.break_s, b + how.break_s) if a >= cut - 1e-6 else (a, b)
+                 for a, b in words]
     t = np.arange(len(x)) / rate
     gain = np.full(len(x), plan.gain_db)
-    if plan.focus is not None:
+    if plan.focus is not None and how.accent_db:
         a, b = words[plan.focus]
-        gain += ACCENT_DB * _ramp_mask(t, a, b)
+        gain += how.accent_db * _ramp_mask(t, a, b)
     x = x * 10 ** (gain / 20)
 
     snd = parselmouth.Sound(x, rate)
@@ -231,7 +366,19 @@ def impose(x: np.ndarray, rate: int, words: list[tuple[float, float]], plan: Pla
         new = med + plan.pitch_st + plan.range_ * (st - med)
         if plan.focus is not None:
             a, b = words[plan.focus]
-            new += ACCENT_ST * _ramp_mask(pt, a, b, 0.05)
+            if how.post_focus_range < 1.0:  # the melody after the focus flattened
+                after = np.clip((pt - b) / 0.05, 0, 1)
+                base = med + plan.pitch_st
+                new = new - after * (1 - how.post_focus_range) * (new - base)
+            if how.fall:  # high at the word's onset, falling below the line by its end
+                along = np.clip((pt - a) / max(b - a, 1e-3), 0, 1)
+                new += 0.6 * how.accent_st * (1 - 2 * along) * _ramp_mask(pt, a, b, 0.05)
+            else:
+                new += how.accent_st * _ramp_mask(pt, a, b, 0.05)
+        if plan.break_after is not None and how.reset_st and plan.break_after + 1 < len(words):
+            a, b = words[plan.break_after + 1]  # F0 reset: the next phrase starts high
+            along = np.clip((pt - a) / max(b - a, 1e-3), 0, 1)
+            new += how.reset_st * (1 - along) * _ramp_mask(pt, a, b, 0.03)
         if plan.final_st:
             a, b = words[-1]
             new += plan.final_st * np.clip((pt - a) / max(b - a, 1e-3), 0, 1)
@@ -243,10 +390,10 @@ def impose(x: np.ndarray, rate: int, words: list[tuple[float, float]], plan: Pla
     dur = call("Create DurationTier", "dur", 0.0, snd.duration)
     base = 1.0 / plan.rate
     stretch: list[tuple[float, float, float]] = []
-    if plan.focus is not None:
-        stretch.append((*words[plan.focus], ACCENT_LENGTHEN))
-    if plan.break_after is not None:
-        stretch.append((*words[plan.break_after], PRE_BOUNDARY_LENGTHEN))
+    if plan.focus is not None and how.lengthen != 1.0:
+        stretch.append((*words[plan.focus], how.lengthen))
+    if plan.break_after is not None and how.pre_boundary_lengthen != 1.0:
+        stretch.append((*words[plan.break_after], how.pre_boundary_lengthen))
     call(dur, "Add point", 0.0, base)
     for a, b, k in sorted(stretch):
         for ti, v in ((a - 0.001, base), (a, base * k), (b, base * k), (b + 0.001, base)):

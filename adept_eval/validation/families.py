@@ -1,0 +1,292 @@
+"""Systems that carry the references' prosody but realise or deliver it differently.
+
+The plain validation systems (``systems``) realise *exactly* the references' plan. A real
+prosody-transfer system realises the same intent its own way, and a real pipeline post-processes
+its audio. Three families of variants of the *copy* system test whether a listener measures the
+prosody that was transferred rather than how it was realised or delivered:
+
+- **realisation** (``REALISATIONS``): the focused word and the phrase break marked with the
+  engine's own markup (``native``), or by one cue at a time (F0 only, as a rise or a fall, with
+  and without post-focus compression; lengthening only; loudness only), and boundaries marked
+  by pre-boundary lengthening and an F0 reset with a short pause or none. Only the classes the
+  cue belongs to are re-rendered; the rest of the system is the copy system's.
+- **delivery** (``DELIVERIES``): the copy system's files post-processed as pipelines do:
+  per-file loudness normalisation (RMS, EBU R128), leading/trailing silence, white noise at 20
+  and 30 dB SNR, a small room's reverberation, MP3/Ogg at 16-24 kHz, 16 and 22.05 kHz PCM,
+  tempo and pitch changed globally, and one voice for both speakers.
+- **dose** (``DOSES``): every effect of every plan at a fraction of its size (0 is the flat
+  system, 1 the copy system).
+
+Every variant is rendered once into ``<cache>/<engine>-v<N>/`` and reused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import soundfile as sf
+
+from .. import spec
+from ..audio import find_audio
+from ..corpus import WAV_DIR
+from . import sentences as S
+from .engines import ENGINES, Realisation
+from .systems import render_engine, stimuli
+
+FOCUS = S.FOCUS_CLASSES
+BREAK = S.BREAK_CLASSES
+
+
+@dataclass(frozen=True)
+class RealisationFamily:
+    how: Realisation
+    classes: tuple[str, ...]  # the classes whose stimuli this realisation changes
+    engines: tuple[str, ...] = ("espeak", "festival", "flite")  # where it can be rendered
+    note: str = ""
+
+
+_F0_ONLY = Realisation(accent_db=0.0, lengthen=1.0)
+REALISATIONS: dict[str, RealisationFamily] = {
+    "native": RealisationFamily(
+        Realisation(native=True), FOCUS + BREAK,
+        note="espeak-ng <emphasis> and a comma; festival: SABLE <EMPH> on its male diphone "
+             "voice (its female HTS voice ignores markup: focus as planned) and a comma; "
+             "flite: a comma (no focus markup: focus as planned)"),
+    "f0-rise": RealisationFamily(_F0_ONLY, FOCUS),
+    "f0-rise+pfc": RealisationFamily(replace(_F0_ONLY, post_focus_range=0.4), FOCUS),
+    "f0-fall": RealisationFamily(replace(_F0_ONLY, fall=True), FOCUS, ("festival", "flite"),
+                                 note="PSOLA engines only (espeak-ng has no markup for it)"),
+    "f0-fall+pfc": RealisationFamily(replace(_F0_ONLY, fall=True, post_focus_range=0.4), FOCUS,
+                                     ("festival", "flite")),
+    "lengthening": RealisationFamily(Realisation(accent_st=0.0, accent_db=0.0), FOCUS),
+    "loudness": RealisationFamily(Realisation(accent_st=0.0, lengthen=1.0), FOCUS),
+    "boundary-short-pause": RealisationFamily(
+        Realisation(break_s=0.1, reset_st=2.0, comma=False), BREAK,
+        note="100 ms pause, pre-boundary lengthening, F0 reset"),
+    "boundary-no-pause": RealisationFamily(
+        Realisation(break_s=0.0, reset_st=2.0, comma=False), BREAK,
+        note="pre-boundary lengthening and F0 reset only"),
+}
+
+DOSES = (0.0, 1 / 3, 2 / 3, 1.0)
+
+
+def _seed(*parts: str) -> np.random.Generator:
+    return np.random.default_rng(int.from_bytes(
+        hashlib.sha256("|".join(parts).encode()).digest()[:8], "big"))
+
+
+def _copy_tree(src: Path, dst: Path) -> None:
+    for f in src.rglob("*.wav"):
+        out = dst / f.relative_to(src)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(f, out)
+
+
+def render_realisation(engine: str, family: str, cache: Path, *, sentence_ids: int = 5,
+                       progress: bool = False) -> Path:
+    """The copy system with ``family``'s classes re-rendered by ``engine`` its way (cached)."""
+    fam = REALISATIONS[family]
+    if engine not in fam.engines:
+        raise ValueError(f"realisation {family!r} cannot be rendered by {engine}")
+    base = render_engine(engine, cache, progress=progress)
+    out = base / f"realisation-{family}"
+    return _render(engine, fam.how, fam.classes, base, out, sentence_ids)
+
+
+def render_dose(engine: str, dose: float, cache: Path, *, sentence_ids: int = 5,
+                progress: bool = False) -> Path:
+    """Every plan at ``dose`` of its size (0: the flat system, 1: the copy system)."""
+    base = render_engine(engine, cache, progress=progress)
+    if dose == 0.0:
+        return base / "flat"
+    if dose == 1.0:
+        return base / "ADEPT" / WAV_DIR
+    out = base / f"dose-{dose:.3f}"
+    return _render(engine, Realisation(dose=dose), tuple(spec.CLASSES), base, out, sentence_ids)
+
+
+def render_one_voice(engine: str, cache: Path, *, sentence_ids: int = 5,
+                     progress: bool = False) -> Path:
+    """The copy system with the engine's male voice speaking for both speakers."""
+    base = render_engine(engine, cache, progress=progress)
+    eng = ENGINES[engine]
+    one = replace(eng, voices={"female": eng.voices["male"], "male": eng.voices["male"]})
+    return _render(engine, Realisation(), tuple(spec.CLASSES), base, base / "delivery-one-voice",
+                   sentence_ids, engine_obj=one)
+
+
+def _render(engine: str, how: Realisation, classes: tuple[str, ...], base: Path, out: Path,
+            sentence_ids: int, engine_obj=None) -> Path:
+    done = out / ".complete"
+    if done.exists():
+        return out
+    if out.exists():
+        shutil.rmtree(out)
+    eng = engine_obj or ENGINES[engine]
+    _copy_tree(base / "ADEPT" / WAV_DIR, out)
+    for speaker in spec.SPEAKERS:
+        jobs = [(S.sentence(c, sid), S.plan(c, sub, sid), f"{c}/{sub}/{spec.SPEAKERS[speaker]}_{sid}")
+                for sp, c, sub, sid in stimuli(sentence_ids) if sp == speaker and c in classes]
+        for start in range(0, len(jobs), 20):
+            batch = jobs[start:start + 20]
+            for (_, _, rel), (x, rate) in zip(batch, eng.render_many(batch, speaker, how)):
+                sf.write(str(out / f"{rel}.wav"), x, rate, subtype="PCM_16")
+    done.touch()
+    return out
+
+
+# --------------------------------------------------------------------------- delivery
+Transform = Callable[[np.ndarray, int, np.random.Generator], tuple[np.ndarray, int]]
+
+
+def _active_rms(x: np.ndarray, rate: int) -> float:
+    """RMS over the frames within 30 dB of the loudest 20 ms frame (the speech, not its
+    leading/trailing silence): the level a signal-to-noise ratio refers to."""
+    hop = max(1, int(0.02 * rate))
+    n = len(x) // hop
+    frames = (x[: n * hop].reshape(n, hop) ** 2).mean(axis=1)
+    db = 10 * np.log10(frames + 1e-12)
+    return float(np.sqrt(frames[db > db.max() - 30].mean()))
+
+
+def _fit(x: np.ndarray) -> np.ndarray:
+    peak = float(np.max(np.abs(x))) if x.size else 0.0
+    return x / peak * 0.98 if peak > 0.98 else x
+
+
+def _rms_normalise(x, rate, rng, target_db=-20.0):
+    rms = float(np.sqrt(np.mean(x ** 2)))
+    return _fit(x * 10 ** (target_db / 20) / max(rms, 1e-9)), rate
+
+
+def _r128_normalise(x, rate, rng, target_lufs=-23.0):
+    import pyloudnorm
+
+    meter = pyloudnorm.Meter(rate)
+    loudness = meter.integrated_loudness(x)
+    return _fit(pyloudnorm.normalize.loudness(x, loudness, target_lufs)), rate
+
+
+def _edge_silence(x, rate, rng):
+    lead, trail = rng.uniform(0.0, 1.0, 2)
+    return np.concatenate([np.zeros(int(lead * rate)), x, np.zeros(int(trail * rate))]), rate
+
+
+def _noise(snr_db: float) -> Transform:
+    def add(x, rate, rng):
+        level = _active_rms(x, rate) * 10 ** (-snr_db / 20)
+        return _fit(x + rng.normal(0.0, level, len(x))), rate
+    return add
+
+
+def _reverb(x, rate, rng, rt60=0.3, direct_to_reverberant_db=3.0):
+    """A small room: the direct sound plus exponentially decaying noise (RT60 300 ms)."""
+    from scipy.signal import fftconvolve
+
+    t = np.arange(int(rt60 * rate)) / rate
+    tail = rng.normal(0.0, 1.0, len(t)) * np.exp(-6.9 * t / rt60)
+    tail[: int(0.002 * rate)] = 0.0  # the first reflections arrive after the direct sound
+    tail *= 10 ** (-direct_to_reverberant_db / 20) / np.sqrt(np.sum(tail ** 2))
+    ir = tail
+    ir[0] = 1.0
+    return _fit(fftconvolve(x, ir)[: len(x) + len(t) // 2]), rate
+
+
+def _resample(new_rate: int) -> Transform:
+    def go(x, rate, rng):
+        from scipy.signal import resample_poly
+
+        g = np.gcd(int(rate), int(new_rate))
+        return _fit(resample_poly(x, new_rate // g, rate // g)), new_rate
+    return go
+
+
+def _tempo(factor: float) -> Transform:
+    """Faster (factor > 1) or slower speech, pitch kept (Praat's overlap-add lengthening)."""
+    def go(x, rate, rng):
+        import parselmouth
+        from parselmouth.praat import call
+
+        snd = call(parselmouth.Sound(x, rate), "Lengthen (overlap-add)", 60, 600, 1 / factor)
+        return _fit(snd.values[0]), rate
+    return go
+
+
+def _pitch(semitones: float) -> Transform:
+    """Every F0 moved by ``semitones``, duration kept (Praat's PSOLA)."""
+    def go(x, rate, rng):
+        import parselmouth
+        from parselmouth.praat import call
+
+        snd = parselmouth.Sound(x, rate)
+        manip = call(snd, "To Manipulation", 0.01, 60, 600)
+        tier = call(manip, "Extract pitch tier")
+        call(tier, "Multiply frequencies", snd.xmin, snd.xmax, 2 ** (semitones / 12))
+        call([manip, tier], "Replace pitch tier")
+        return _fit(call(manip, "Get resynthesis (overlap-add)").values[0]), rate
+    return go
+
+
+@dataclass(frozen=True)
+class Delivery:
+    transform: Transform | None  # None: a rendering of its own (``render_one_voice``)
+    format: str = "WAV"  # soundfile format of the delivered files
+    subtype: str | None = "PCM_16"
+    suffix: str = ".wav"
+
+
+DELIVERIES: dict[str, Delivery] = {
+    "rms-normalised": Delivery(_rms_normalise),
+    "r128-normalised": Delivery(_r128_normalise),
+    "edge-silence": Delivery(_edge_silence),
+    "noise-30db": Delivery(_noise(30.0)),
+    "noise-20db": Delivery(_noise(20.0)),
+    "reverb": Delivery(_reverb),
+    "mp3-24k": Delivery(_resample(24000), "MP3", "MPEG_LAYER_III", ".mp3"),
+    "mp3-16k": Delivery(_resample(16000), "MP3", "MPEG_LAYER_III", ".mp3"),
+    "ogg-22k": Delivery(_resample(22050), "OGG", "VORBIS", ".ogg"),
+    "pcm-16k": Delivery(_resample(16000)),
+    "pcm-22k": Delivery(_resample(22050)),
+    "tempo+15%": Delivery(_tempo(1.15)),
+    "tempo-15%": Delivery(_tempo(1 / 1.15)),
+    "pitch+4st": Delivery(_pitch(4.0)),
+    "pitch-4st": Delivery(_pitch(-4.0)),
+    "one-voice": Delivery(None),
+}
+
+
+def render_delivery(engine: str, name: str, cache: Path, *, sentence_ids: int = 5,
+                    progress: bool = False) -> Path:
+    """The copy system's files delivered through ``name`` (cached)."""
+    d = DELIVERIES[name]
+    if d.transform is None:
+        return render_one_voice(engine, cache, sentence_ids=sentence_ids, progress=progress)
+    base = render_engine(engine, cache, progress=progress)
+    out = base / f"delivery-{name}"
+    done = out / ".complete"
+    if done.exists():
+        return out
+    if out.exists():
+        shutil.rmtree(out)
+    src = base / "ADEPT" / WAV_DIR
+    for f in sorted(src.rglob("*.wav")):
+        rel = f.relative_to(src)
+        x, rate = sf.read(str(f), dtype="float64")
+        y, new_rate = d.transform(x, rate, _seed(name, str(rel)))
+        target = (out / rel).with_suffix(d.suffix)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        sf.write(str(target), y.astype(np.float32), new_rate, format=d.format, subtype=d.subtype)
+    done.touch()
+    return out
+
+
+def stimulus_path(folder: Path, stimulus: str) -> str:
+    """The file of ``stimulus`` in a system folder, whatever its audio format."""
+    found = find_audio(folder / stimulus)
+    return str(found) if found else str(folder / f"{stimulus}.wav")
