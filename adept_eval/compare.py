@@ -1,8 +1,11 @@
-"""Is system A better than system B? Paired comparisons of ADEPT runs.
+"""Is system A better than system B? Paired comparisons of ADEPT and VStyle runs.
 
-Two runs of the same ADEPT tasks, scored by the same listener on the same corpus, answer the
+Two runs of the same tasks, scored by the same listener (or judge) on the same corpus, answer the
 *same* questions, so their difference is judged question by question: far more sensitive than
-two separate intervals. Per task, per class and pooled over the suite:
+two separate intervals.
+
+ADEPT, machine listeners (each question answered once per system), per task, per class and
+pooled over the suite:
 
 - the accuracy difference (A minus B) with a 95% interval from a bootstrap that resamples whole
   sentences (a sentence's questions are not independent) and a p-value: for a single task the
@@ -10,14 +13,21 @@ two separate intervals. Per task, per class and pooled over the suite:
   the pool a randomisation test that flips the sign of whole sentences;
 - the ``prosody_distance`` difference, paired by stimulus, on the same two methods' second.
 
-With more than two runs every pair is compared and each family of p-values (pooled accuracy,
-pooled distance, per class, per task) is Holm-adjusted over the pairs. Runs whose identity
-differs (corpus, scorer, task set) are refused, naming the field, as the leaderboard does. The
-per-question outcomes come from the runs' logged samples (``lm_eval --log_samples``).
+ADEPT, the ``human`` listener (different participants per system, or the same people on other
+tasks): a two-way cluster bootstrap of the accuracy difference that resamples participants
+within their stratum (heard A only, B only, both) and sentences jointly for the two systems;
+p-value by inverting the same bootstrap.
 
-Machine listeners answer every question once per system, which is what pairing needs; runs of
-the ``human`` listener (different participants per system) and VStyle runs are refused with a
-message saying so (not built yet).
+VStyle: the judge-score difference paired by instruction, with VStyle's weighting (subcategory
+means; categories 0.25 each overall), a bootstrap within subcategories and a sign-flip test on
+the instructions. A failed judgement is counted (per system) and never scored: an instruction
+that failed on either side is left out of the pairing, and how many were is reported.
+
+With more than two runs every pair is compared and each family of p-values (pooled accuracy,
+pooled distance, per class, per task, VStyle overall and per category) is Holm-adjusted over
+the pairs. Runs whose identity differs (corpus, scorer, task set) are refused, naming the field,
+as the leaderboard does. The per-question outcomes come from the runs' logged samples
+(``lm_eval --log_samples``).
 """
 
 from __future__ import annotations
@@ -30,6 +40,7 @@ from itertools import combinations
 from . import spec, stats
 from .errors import UserError
 from .hub import Run, load_run
+from .suites import SUITES
 
 SEED = 0
 LEVEL = 0.05
@@ -51,14 +62,22 @@ class QuestionOutcome:
     failed: int
     listener: str
     distances: dict = field(default_factory=dict)  # stimulus id -> prosody_distance (or nan)
+    responses: tuple = ()  # (participant, 1 if right) per response, when people answered
 
 
-def outcomes(run: Run) -> dict[str, QuestionOutcome]:
-    """question id -> outcome, read from the run's logged samples of its ADEPT tasks."""
-    tasks = [t for t in run.task_names() if t in spec.TASKS]
-    if not tasks:
-        raise CompareError(f"{run.results_path}: no ADEPT task in this run (comparing VStyle "
-                           "runs is not built yet)")
+@dataclass(frozen=True)
+class JudgedItem:
+    """One VStyle instruction of one run: its judge score, or a failure (score nan)."""
+
+    record_id: str
+    task: str  # vstyle_<lang>_<category>
+    sub: str
+    weight: float
+    score: float  # nan: not judged (a counted failure, never a score)
+    failed: int
+
+
+def _read_samples(run: Run, tasks: list[str], parse) -> dict:
     missing = [t for t in tasks if t not in run.samples]
     if missing:
         raise CompareError(f"{run.results_path}: no logged samples for {', '.join(missing)}: "
@@ -71,11 +90,31 @@ def outcomes(run: Run) -> dict[str, QuestionOutcome]:
                 if not line.strip():
                     continue
                 try:
-                    out.update([_outcome(task, json.loads(line))])
+                    out.update([parse(task, json.loads(line))])
                 except (ValueError, KeyError, TypeError) as exc:
                     raise CompareError(f"{run.samples[task]}:{line_no}: not an adept-eval "
                                        f"sample record ({type(exc).__name__}: {exc})") from None
     return out
+
+
+def _suite_tasks(run: Run, suite: str) -> list[str]:
+    return [t for t in run.task_names() if t in SUITES[suite].tasks]
+
+
+def outcomes(run: Run) -> dict[str, QuestionOutcome]:
+    """question id -> outcome, read from the run's logged samples of its ADEPT tasks."""
+    tasks = _suite_tasks(run, "adept")
+    if not tasks:
+        raise CompareError(f"{run.results_path}: no ADEPT task in this run")
+    return _read_samples(run, tasks, _outcome)
+
+
+def judged_items(run: Run) -> dict[str, JudgedItem]:
+    """record id -> judged item, read from the run's logged samples of its VStyle tasks."""
+    tasks = _suite_tasks(run, "vstyle")
+    if not tasks:
+        raise CompareError(f"{run.results_path}: no VStyle task in this run")
+    return _read_samples(run, tasks, _judged)
 
 
 def _outcome(task: str, sample: dict) -> tuple[str, QuestionOutcome]:
@@ -89,19 +128,52 @@ def _outcome(task: str, sample: dict) -> tuple[str, QuestionOutcome]:
         question_id=record["question_id"], task=task, cls=doc["class"],
         sentence=f"{doc['speaker']}_{doc['sentence_id']}",
         correct=(int(record["correct"]) / n) if n else 0.0, failed=int(record["failed"]),
-        listener=str(record.get("listener", "")), distances=distances)
+        listener=str(record.get("listener", "")), distances=distances,
+        responses=tuple((str(who), int(ok)) for who, ok in record.get("responses") or ()))
     return q.question_id, q
+
+
+def _judged(task: str, sample: dict) -> tuple[str, JudgedItem]:
+    record = sample["score"][0] if isinstance(sample["score"], list) else sample["score"]
+    score = record.get("score")
+    item = JudgedItem(record_id=str(record["record_id"]), task=task, sub=str(record["sub"]),
+                      weight=float(record["weight"]),
+                      score=float(score) if score is not None else math.nan,
+                      failed=int(record.get("failed") or score is None))
+    return f"{task}/{item.record_id}", item
+
+
+def _scorer(run: Run, suite: str):
+    """The scorer identity compared between runs. People differ between the runs of a
+    listening test by design (its responses file, participants and counts), so the human
+    listener is compared by kind only."""
+    s = run.suite(suite)
+    if s is None:
+        return run.scorer(suite)
+    if suite == "adept" and s.scorer.get("listener") == "human":
+        return "human (participants may differ)"
+    from .identity import label, scorer_key
+
+    text = label(s.scorer)
+    return f"{text} [{scorer_key(s.scorer)}]" if text.endswith("...") else text
 
 
 def check_comparable(runs: list[Run]) -> None:
     """Refuse runs that are not the same evaluation, naming what differs."""
     first = runs[0]
     for other in runs[1:]:
-        for what, get in (("corpus (sha256)", lambda r: r.suite("adept") and
-                           r.suite("adept").corpus_sha256),
-                          ("scorer (listener identity)", lambda r: r.listener()),
-                          ("task set", lambda r: sorted(t for t in r.task_names()
-                                                        if t in spec.TASKS))):
+        checks = [("suites", lambda r: sorted(n for n in SUITES if _suite_tasks(r, n)))]
+        for suite in ("adept", "vstyle"):
+            if not _suite_tasks(first, suite):
+                continue
+            title = SUITES[suite].title
+            scorer = "scorer (listener identity)" if suite == "adept" else "judge identity"
+            checks += [
+                (f"{title} corpus (sha256)", lambda r, s=suite: r.suite(s) and
+                 r.suite(s).corpus_sha256),
+                (f"{title} {scorer}", lambda r, s=suite: _scorer(r, s)),
+                (f"{title} task set", lambda r, s=suite: _suite_tasks(r, s))]
+        for what, get in checks:
             a, b = get(first), get(other)
             if a != b:
                 raise CompareError(f"{first.system} and {other.system} differ in their {what}: "
@@ -114,13 +186,37 @@ def _difference(a: list[float], b: list[float], clusters: list[str], *, exact: b
             "p_value": d.p_value, "n": d.n, "sentences": d.clusters, "method": d.method}
 
 
+def is_human(data: dict[str, QuestionOutcome]) -> bool:
+    return any(q.responses or q.listener == "human" for q in data.values())
+
+
+def _trials(data: dict[str, QuestionOutcome], keys) -> list[stats.Trial]:
+    return [stats.Trial(who, k, bool(ok)) for k in keys for who, ok in data[k].responses]
+
+
+def _two_way(a, b, keys, replicates: int = 2000) -> dict:
+    d = stats.two_way_difference(_trials(a, keys), _trials(b, keys),
+                                 {k: a[k].sentence for k in keys}, replicates=replicates,
+                                 seed=SEED)
+    return {"acc_difference": d.difference, "ci_low": d.ci_low, "ci_high": d.ci_high,
+            "p_value": d.p_value, "n": d.n_a + d.n_b, "n_a": d.n_a, "n_b": d.n_b,
+            "participants_a": d.participants_a, "participants_b": d.participants_b,
+            "questions": d.questions, "sentences": d.items, "acc_a": d.acc_a, "acc_b": d.acc_b,
+            "failed_a": sum(a[k].failed for k in keys), "failed_b": sum(b[k].failed for k in keys),
+            "replicates": d.replicates, "method": d.method}
+
+
 def compare_pair(a: dict[str, QuestionOutcome], b: dict[str, QuestionOutcome]) -> dict:
-    """Accuracy and prosody-distance differences of A minus B: pooled, per class, per task."""
+    """Accuracy and prosody-distance differences of A minus B: pooled, per class, per task.
+    Runs of people get the two-way cluster bootstrap in every cell."""
     shared = sorted(set(a) & set(b))
     if not shared:
         raise CompareError("the two runs share no question: nothing to pair")
+    human = is_human(a) or is_human(b)
 
     def acc(keys, exact):
+        if human:
+            return _two_way(a, b, keys)
         out = _difference([a[k].correct for k in keys], [b[k].correct for k in keys],
                           [a[k].sentence for k in keys], exact=exact)
         return {"acc_difference": out.pop("difference"), **out,
@@ -142,6 +238,7 @@ def compare_pair(a: dict[str, QuestionOutcome], b: dict[str, QuestionOutcome]) -
     distance = _difference([dist_a[s] for s in stimuli], [dist_b[s] for s in stimuli],
                            [sentence_of[s] for s in stimuli], exact=False)
     return {
+        "listener": "human" if human else "machine",
         "pooled": acc(shared, exact=False),
         "classes": {c: acc(ks, exact=False) for c, ks in sorted(by_class.items())},
         "tasks": {t: acc(ks, exact=True) for t, ks in sorted(by_task.items())},
@@ -150,52 +247,161 @@ def compare_pair(a: dict[str, QuestionOutcome], b: dict[str, QuestionOutcome]) -
     }
 
 
-def compare(paths: list[str], run: str | None = None) -> dict:
-    """Every pair of the given runs (folders or results files), Holm-adjusted over the pairs."""
+def _vstyle_cell(a: dict[str, JudgedItem], b: dict[str, JudgedItem], keys: list[str]) -> dict:
+    strata = [f"{a[k].task}/{a[k].sub}" for k in keys]
+    weights = {f"{a[k].task}/{a[k].sub}": a[k].weight for k in keys}
+    d = stats.weighted_paired_difference([a[k].score for k in keys], [b[k].score for k in keys],
+                                         strata, weights, seed=SEED)
+    kept = [k for k in keys if not (math.isnan(a[k].score) or math.isnan(b[k].score))]
+
+    def score(items):
+        groups: dict[str, list[float]] = {}
+        for k in kept:
+            groups.setdefault(f"{items[k].task}/{items[k].sub}", []).append(items[k].score)
+        return stats.weighted_mean_of_means(groups, weights)[0] if kept else math.nan
+
+    return {"score_difference": d.difference, "ci_low": d.ci_low, "ci_high": d.ci_high,
+            "p_value": d.p_value, "n": d.n, "subcategories": d.clusters,
+            "score_a": score(a), "score_b": score(b), "instructions": len(keys),
+            "failed_a": sum(a[k].failed for k in keys), "failed_b": sum(b[k].failed for k in keys),
+            "left_out": len(keys) - len(kept), "method": d.method}
+
+
+def compare_vstyle_pair(a: dict[str, JudgedItem], b: dict[str, JudgedItem]) -> dict:
+    """Judge-score differences of A minus B per language: overall (VStyle's weighting) and per
+    category, paired by instruction; failures counted per system, never scored."""
+    shared = sorted(set(a) & set(b))
+    if not shared:
+        raise CompareError("the two runs share no VStyle instruction: nothing to pair")
+    out: dict[str, dict] = {}
+    for lang in sorted({a[k].task.split("_")[1] for k in shared}):
+        keys = [k for k in shared if a[k].task.split("_")[1] == lang]
+        tasks = sorted({a[k].task for k in keys})
+        out[lang] = {
+            "overall": _vstyle_cell(a, b, keys),
+            "categories": {t.removeprefix(f"vstyle_{lang}_"): _vstyle_cell(
+                a, b, [k for k in keys if a[k].task == t]) for t in tasks},
+            "unpaired": {"a": len(set(a) - set(b)), "b": len(set(b) - set(a))}}
+    return out
+
+
+def load_runs(paths: list[str], run: str | None = None) -> list[Run]:
     if len(paths) < 2:
         raise CompareError("compare needs at least two runs")
     runs = [load_run(p, run) for p in paths]
     check_comparable(runs)
-    listeners = {r.listener() for r in runs}
-    data = [outcomes(r) for r in runs]
-    if any(q.listener == "human" for d in data for q in d.values()):
-        raise CompareError("human-listener runs (different participants per system) need a "
-                           "two-way cluster bootstrap, which compare does not offer yet; "
-                           "compare machine-listener runs")
+    return runs
+
+
+def compare(paths: list[str], run: str | None = None) -> dict:
+    """Every pair of the given runs (folders or results files), Holm-adjusted over the pairs."""
+    runs = load_runs(paths, run)
+    has_adept, has_vstyle = bool(_suite_tasks(runs[0], "adept")), bool(_suite_tasks(runs[0],
+                                                                                    "vstyle"))
+    if not has_adept and not has_vstyle:
+        raise CompareError(f"{runs[0].results_path}: no ADEPT or VStyle task in this run")
+    adept = [outcomes(r) for r in runs] if has_adept else []
+    judged = [judged_items(r) for r in runs] if has_vstyle else []
     names = [r.system for r in runs]
     if len(set(names)) < len(names):
         names = [f"{r.system} ({r.timestamp})" for r in runs]
     pairs = []
     for i, j in combinations(range(len(runs)), 2):
-        pairs.append({"a": names[i], "b": names[j], "adept": compare_pair(data[i], data[j])})
+        pair = {"a": names[i], "b": names[j]}
+        if has_adept:
+            pair["adept"] = compare_pair(adept[i], adept[j])
+        if has_vstyle:
+            pair["vstyle"] = compare_vstyle_pair(judged[i], judged[j])
+        pairs.append(pair)
     _holm(pairs)
     return {"runs": [{"system": n, "results": str(r.results_path)} for n, r in zip(names, runs)],
-            "listener": listeners.pop(), "level": 1 - LEVEL, "pairs": pairs}
+            "listener": runs[0].listener() if has_adept else None,
+            "judge": runs[0].judge() if has_vstyle else None,
+            "level": 1 - LEVEL, "pairs": pairs}
 
 
 def _holm(pairs: list[dict]) -> None:
     """Adjust each family of p-values over the pairs (unchanged with one pair)."""
-    families = [lambda p: [p["adept"]["pooled"]], lambda p: [p["adept"]["prosody_distance"]]]
+    def cells(path):
+        def get(p):
+            node = p
+            for key in path:
+                if not isinstance(node, dict) or key not in node:
+                    return []
+                node = node[key]
+            return [node]
+        return get
+
+    families = [cells(("adept", "pooled")), cells(("adept", "prosody_distance"))]
     for key in ("classes", "tasks"):
-        names = sorted({n for p in pairs for n in p["adept"][key]})
-        families += [lambda p, key=key, n=n: [p["adept"][key][n]] if n in p["adept"][key] else []
-                     for n in names]
+        names = sorted({n for p in pairs for n in p.get("adept", {}).get(key, {})})
+        families += [cells(("adept", key, n)) for n in names]
+    langs = sorted({lang for p in pairs for lang in p.get("vstyle", {})})
+    for lang in langs:
+        families.append(cells(("vstyle", lang, "overall")))
+        cats = sorted({c for p in pairs for c in p.get("vstyle", {}).get(lang, {})
+                       .get("categories", {})})
+        families += [cells(("vstyle", lang, "categories", c)) for c in cats]
     for family in families:
-        cells = [c for p in pairs for c in family(p)]
-        for cell, adjusted in zip(cells, stats.holm([c["p_value"] for c in cells])):
+        found = [c for p in pairs for c in family(p)]
+        for cell, adjusted in zip(found, stats.holm([c["p_value"] for c in found])):
             cell["p_adjusted"] = adjusted
 
 
 def verdict(cell: dict, a: str, b: str, lower_is_better: bool = False) -> str:
     """The direction in words, at the 5% level on the (adjusted) p-value."""
     p = cell.get("p_adjusted", cell["p_value"])
-    d = cell.get("acc_difference", cell.get("difference"))
+    d = next((cell[k] for k in ("acc_difference", "score_difference", "difference")
+              if k in cell), None)
     if p is None or d is None or math.isnan(p) or p >= LEVEL or d == 0:
         return "no detectable difference"
     a_better = (d < 0) if lower_is_better else (d > 0)
     return f"{a} better" if a_better else f"{b} better"
 
 
+# ----------------------------------------------------------------------------- ties (leaderboard)
+def tie_test(a_run: Run, b_run: Run, figure: str) -> tuple[float, str]:
+    """The p-value (unadjusted) of one leaderboard pair and how it was decided: paired on the
+    runs' logged samples ("accuracy" or "prosody_distance" of ADEPT, "vstyle" score)."""
+    if figure == "vstyle":
+        a, b = _cached(a_run, judged_items), _cached(b_run, judged_items)
+        lang_cells = compare_vstyle_pair(a, b)
+        if len(lang_cells) != 1:
+            return math.nan, "several VStyle languages: not tested"
+        (cells,) = lang_cells.values()
+        return cells["overall"]["p_value"], "paired by instruction (sign-flip test)"
+    a, b = _cached(a_run, outcomes), _cached(b_run, outcomes)
+    shared = sorted(set(a) & set(b))
+    if figure == "prosody_distance":
+        stimuli = sorted({s for k in shared for s in a[k].distances} &
+                         {s for k in shared for s in b[k].distances})
+        da = {s: d for k in shared for s, d in a[k].distances.items()}
+        db = {s: d for k in shared for s, d in b[k].distances.items()}
+        diff = [da[s] - db[s] for s in stimuli]
+        keep = [i for i, x in enumerate(diff) if not math.isnan(x)]
+        p = stats.cluster_sign_flip_p([diff[i] for i in keep],
+                                      [stimuli[i].split("/")[-1] for i in keep], seed=SEED)
+        return p, "paired by stimulus (sentence sign-flip test)"
+    if is_human(a) or is_human(b):
+        d = stats.two_way_difference(_trials(a, shared), _trials(b, shared),
+                                     {k: a[k].sentence for k in shared}, seed=SEED)
+        return d.p_value, "two-way cluster bootstrap (participants, sentences)"
+    p = stats.cluster_sign_flip_p([a[k].correct - b[k].correct for k in shared],
+                                  [a[k].sentence for k in shared], seed=SEED)
+    return p, "paired by question (sentence sign-flip test)"
+
+
+_CACHE: dict = {}
+
+
+def _cached(run: Run, read):
+    key = (str(run.results_path), read.__name__)
+    if key not in _CACHE:
+        _CACHE[key] = read(run)
+    return _CACHE[key]
+
+
+# ----------------------------------------------------------------------------- output
 def to_json(result: dict) -> dict:
     """The ``--json`` document: nan written as null."""
     def clean(x):
@@ -209,45 +415,117 @@ def to_json(result: dict) -> dict:
 
     out = clean(result)
     if len(out["pairs"]) == 1:  # the issue's shape for the common case: {"adept": {...}}
-        out["adept"] = out["pairs"][0]["adept"]
+        for suite in ("adept", "vstyle"):
+            if suite in out["pairs"][0]:
+                out[suite] = out["pairs"][0][suite]
+    return out
+
+
+def _new_table(title: str, columns):
+    from rich import box
+    from rich.table import Table
+
+    t = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False)
+    for col in columns:
+        t.add_column(col, justify="left" if col in ("figure", "verdict") else "right",
+                     overflow="fold")
+    return t
+
+
+def render(result: dict) -> list:
+    """What ``compare`` prints: per pair a table per suite and a line saying what each figure
+    rests on (its n) and how it was tested."""
+    out: list = []
+    several = len(result["pairs"]) > 1
+    holm = "; p-values Holm-adjusted over the pairs" if several else ""
+    for pair in result["pairs"]:
+        a, b = pair["a"], pair["b"]
+        if "adept" in pair:
+            out += _adept_table(pair["adept"], a, b, result["listener"], holm)
+        if "vstyle" in pair:
+            out += _vstyle_tables(pair["vstyle"], a, b, result["judge"], holm)
     return out
 
 
 def table(result: dict):
-    """A rich table per pair: pooled, classes and tasks, then the distance."""
-    from rich import box
+    """The tables alone (without the lines under them)."""
     from rich.table import Table
 
-    tables = []
-    for pair in result["pairs"]:
-        a, b, adept = pair["a"], pair["b"], pair["adept"]
-        t = Table(title=f"{a} (A) vs {b} (B): ADEPT, {result['listener']} listener",
-                  box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False)
-        for col in ("figure", "n", "A", "B", "A - B", "95% CI", "p", "verdict"):
-            t.add_column(col, justify="left" if col in ("figure", "verdict") else "right",
-                         overflow="fold")
-        rows = [("accuracy, pooled", adept["pooled"])]
-        rows += [(f"  {c}", v) for c, v in adept["classes"].items()]
-        rows += [(f"    {k.removeprefix('adept_')}", v) for k, v in adept["tasks"].items()]
-        for label, cell in rows:
-            t.add_row(label, str(cell["n"]), f"{cell['acc_a']:.3f}", f"{cell['acc_b']:.3f}",
-                      f"{cell['acc_difference']:+.3f}", _ci(cell), _p(cell), verdict(cell, "A", "B"))
-        d = adept["prosody_distance"]
+    return [x for x in render(result) if isinstance(x, Table)]
+
+
+def _adept_table(adept: dict, a: str, b: str, listener: str, holm: str) -> list:
+    human = adept.get("listener") == "human"
+    t = _new_table(f"{a} (A) vs {b} (B): ADEPT, {listener} listener",
+                   ("figure", "n (A/B)" if human else "n", "A", "B", "A - B", "95% CI", "p",
+                    "verdict"))
+    rows = [("accuracy, pooled", adept["pooled"])]
+    rows += [(f"  {c}", v) for c, v in adept["classes"].items()]
+    rows += [(f"    {k.removeprefix('adept_')}", v) for k, v in adept["tasks"].items()]
+    for label, cell in rows:
+        n = f"{cell['n_a']}/{cell['n_b']}" if human else str(cell["n"])
+        t.add_row(label, n, _num(cell["acc_a"]), _num(cell["acc_b"]),
+                  _signed(cell["acc_difference"]), _ci(cell), _p(cell), verdict(cell, "A", "B"))
+    d = adept["prosody_distance"]
+    if d["n"] or not human:
         t.add_row("prosody_distance (lower better)", str(d["n"]), "", "",
                   _signed(d["difference"]), _ci(d), _p(d), verdict(d, "A", "B", True))
-        tables.append(t)
-    return tables
+    pooled = adept["pooled"]
+    if human:
+        note = (f"responses of {pooled['participants_a']} (A) and {pooled['participants_b']} (B) "
+                f"participants ({pooled['n_a']} and {pooled['n_b']} responses) to "
+                f"{pooled['questions']} questions answered for both, in {pooled['sentences']} "
+                "sentences; two-way cluster bootstrap: participants resampled within each "
+                "system, sentences jointly for both; p from the same bootstrap "
+                f"({pooled['replicates']} replicates)")
+    else:
+        note = (f"paired over {pooled['n']} questions in {pooled['sentences']} sentences; "
+                "intervals resample whole sentences; p-values: exact McNemar per task, "
+                "sentence sign-flip test for classes, pooled and prosody_distance")
+    unpaired = adept["unpaired"]
+    if unpaired["a"] or unpaired["b"]:
+        note += (f"; {unpaired['a']} questions only in A and {unpaired['b']} only in B left "
+                 "out")
+    return [t, note + holm]
 
 
-def _signed(x) -> str:
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:+.3f}"
+def _vstyle_tables(vstyle: dict, a: str, b: str, judge: str, holm: str) -> list:
+    out = []
+    for lang, cells in vstyle.items():
+        t = _new_table(f"{a} (A) vs {b} (B): VStyle {lang}, judge {judge}",
+                       ("figure", "n", "failed A/B", "A", "B", "A - B", "95% CI", "p",
+                        "verdict"))
+        rows = [("score, overall", cells["overall"])]
+        rows += [(f"  {c}", v) for c, v in cells["categories"].items()]
+        for label, cell in rows:
+            t.add_row(label, str(cell["n"]), f"{cell['failed_a']}/{cell['failed_b']}",
+                      _num(cell["score_a"], "{:.2f}"), _num(cell["score_b"], "{:.2f}"),
+                      _signed(cell["score_difference"], "{:+.2f}"), _ci(cell, "{:+.2f}"),
+                      _p(cell), verdict(cell, "A", "B"))
+        o = cells["overall"]
+        note = (f"paired over {o['n']} of {o['instructions']} instructions judged for both "
+                f"systems; failed judgements (never scored): A {o['failed_a']}, B "
+                f"{o['failed_b']}, {o['left_out']} instructions left out (failed on either "
+                "side); scores weighted as VStyle's (subcategory means; categories 0.25 each "
+                "overall); interval: bootstrap within subcategories; p: sign-flip test over "
+                "instructions")
+        out += [t, note + holm]
+    return out
 
 
-def _ci(cell) -> str:
+def _num(x, spec_="{:.3f}") -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else spec_.format(x)
+
+
+def _signed(x, spec_="{:+.3f}") -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else spec_.format(x)
+
+
+def _ci(cell, spec_="{:+.3f}") -> str:
     lo, hi = cell["ci_low"], cell["ci_high"]
     if lo is None or hi is None or math.isnan(lo) or math.isnan(hi):
         return "-"
-    return f"{lo:+.3f}..{hi:+.3f}"
+    return f"{spec_.format(lo)}..{spec_.format(hi)}"
 
 
 def _p(cell) -> str:
@@ -257,5 +535,6 @@ def _p(cell) -> str:
     return "<1e-4" if p < 1e-4 else f"{p:.2g}"
 
 
-__all__ = ["CompareError", "QuestionOutcome", "check_comparable", "compare", "compare_pair",
-           "outcomes", "table", "to_json", "verdict"]
+__all__ = ["CompareError", "JudgedItem", "QuestionOutcome", "check_comparable", "compare",
+           "compare_pair", "compare_vstyle_pair", "judged_items", "outcomes", "render", "table",
+           "tie_test", "to_json", "verdict"]

@@ -368,3 +368,347 @@ def holm(p_values: Sequence[float]) -> list[float]:
         running = max(running, min(1.0, (m - rank) * p[i]))
         out[i] = running
     return out.tolist()
+
+
+def weighted_sign_flip_p(differences, weights, *, n_resamples: int = 10_000,
+                         seed: int = 0) -> float:
+    """Two-sided randomisation test of a weighted mean of paired differences being zero: the
+    statistic is ``sum(weights * differences)``; under the null hypothesis each unit's two
+    values are exchangeable, so each difference is as likely to have the opposite sign. Exact
+    enumeration up to 16 units, else ``n_resamples`` seeded sign patterns (observed counted).
+    nan without any difference."""
+    d = np.asarray(differences, dtype=float) * np.asarray(weights, dtype=float)
+    if d.size == 0:
+        return NAN
+    # each unit its own cluster: the cluster test on the weighted terms is this test
+    return cluster_sign_flip_p(d, None, n_resamples=n_resamples, seed=seed)
+
+
+def weighted_paired_difference(a, b, strata, weights: dict, *, n_resamples: int = 2000,
+                               seed: int = 0) -> PairedDifference:
+    """A paired difference of a weighted mean of stratum means (VStyle's score: subcategory
+    means weighted by the benchmark's weights, renormalised over the subcategories present).
+
+    Units (instructions) where either side is nan (a failed judgement) are left out of the
+    pairing. The interval is a percentile bootstrap resampling units within each stratum; the
+    p-value a sign-flip randomisation test on the units (each unit's coefficient in the
+    weighted mean is its stratum's weight over the stratum's size)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    strata = np.asarray(strata, dtype=object)
+    keep = ~(np.isnan(a) | np.isnan(b))
+    diff, strata = (a - b)[keep], strata[keep]
+    if diff.size == 0:
+        return PairedDifference(NAN, NAN, NAN, NAN, 0, 0, "none")
+    names = sorted(set(strata.tolist()))
+    members = [np.flatnonzero(strata == s) for s in names]
+    w = np.array([float(weights[s]) for s in names])
+    if w.sum() <= 0:
+        raise ValueError("weights of the strata present sum to zero")
+    w = w / w.sum()
+    coef = np.empty(diff.size)
+    for wi, idx in zip(w, members):
+        coef[idx] = wi / len(idx)
+    estimate = float(coef @ diff)
+    rng = np.random.default_rng(seed)
+    means = np.zeros(n_resamples)
+    for wi, idx in zip(w, members):
+        pick = rng.integers(0, len(idx), size=(n_resamples, len(idx)))
+        means += wi * diff[idx][pick].mean(axis=1)
+    lo, hi = (np.quantile(means, [0.025, 0.975]) if diff.size > 1 else (NAN, NAN))
+    p = weighted_sign_flip_p(diff, coef, seed=seed)
+    return PairedDifference(estimate, float(lo), float(hi), p, int(diff.size), len(names),
+                            "item sign-flip test; bootstrap within subcategories")
+
+
+# ----------------------------------------------------------------------------- two systems, people
+# Human listeners: each system was heard by its own participants (or by the same people on other
+# tasks), and both systems' questions are the same. The difference of two accuracies then varies
+# with who was recruited for each system and with which questions (sentences) were asked, so a
+# two-way cluster bootstrap resamples both: participants within their stratum (those who heard
+# only A, only B, or both: nested designs reduce to "within each system"), and sentences jointly
+# for the two systems (the pairing that questions give).
+@dataclass(frozen=True)
+class TwoWayDifference:
+    difference: float  # accuracy A minus accuracy B (over their responses to shared questions)
+    acc_a: float
+    acc_b: float
+    ci_low: float
+    ci_high: float
+    p_value: float  # two-sided, by inverting the same bootstrap (p < 0.05 iff 0 is outside)
+    n_a: int  # responses
+    n_b: int
+    participants_a: int
+    participants_b: int
+    questions: int  # questions answered on both sides
+    items: int  # sentences (resampling units) they belong to
+    replicates: int
+    method: str = "two-way cluster bootstrap (participants within systems, sentences across both)"
+
+
+def _cells(trials, people: dict, items: dict) -> tuple[np.ndarray, np.ndarray]:
+    tot = np.zeros((len(people), len(items)))
+    cor = np.zeros((len(people), len(items)))
+    for participant, item, ok in trials:
+        i, j = people[participant], items[item]
+        tot[i, j] += 1
+        cor[i, j] += bool(ok)
+    return tot, cor
+
+
+def two_way_difference(a: Sequence[Trial], b: Sequence[Trial], item_of=None, *,
+                       replicates: int = 2000, seed: int = 0,
+                       level: float = 0.95) -> TwoWayDifference:
+    """Accuracy difference of two systems heard by people, with a two-way cluster-bootstrap
+    interval and p-value. ``item_of`` maps a question to its resampling unit (its sentence);
+    by default each question is its own. Only questions answered on both sides are used."""
+    item_of = item_of or {}
+    shared = {t.question for t in a} & {t.question for t in b}
+    a = [(t.participant, item_of.get(t.question, t.question), t.correct) for t in a
+         if t.question in shared]
+    b = [(t.participant, item_of.get(t.question, t.question), t.correct) for t in b
+         if t.question in shared]
+    if not a or not b:
+        return TwoWayDifference(NAN, NAN, NAN, NAN, NAN, NAN, len(a), len(b), 0, 0, 0, 0, 0)
+    pa, pb = {t[0] for t in a}, {t[0] for t in b}
+    people = {p: i for i, p in enumerate(sorted(pa | pb))}
+    items = {q: i for i, q in enumerate(sorted({t[1] for t in a}))}
+    tot_a, cor_a = _cells(a, people, items)
+    tot_b, cor_b = _cells(b, people, items)
+    acc_a, acc_b = cor_a.sum() / tot_a.sum(), cor_b.sum() / tot_b.sum()
+    # strata of participants: heard A only, B only, both
+    strata = {}
+    for p, i in people.items():
+        strata.setdefault((p in pa, p in pb), []).append(i)
+    rng = np.random.default_rng(seed)
+    diffs = np.empty(replicates)
+    block = max(1, 4_000_000 // max(1, len(people) * len(items)))
+    for s in range(0, replicates, block):
+        m = min(block, replicates - s)
+        wp = np.zeros((m, len(people)))
+        for idx in strata.values():
+            wp[:, idx] = rng.multinomial(len(idx), np.full(len(idx), 1 / len(idx)), size=m)
+        wq = rng.multinomial(len(items), np.full(len(items), 1 / len(items)), size=m)
+        num_a, den_a = ((wp @ cor_a) * wq).sum(1), ((wp @ tot_a) * wq).sum(1)
+        num_b, den_b = ((wp @ cor_b) * wq).sum(1), ((wp @ tot_b) * wq).sum(1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            diffs[s:s + m] = num_a / den_a - num_b / den_b
+    diffs = diffs[~np.isnan(diffs)]
+    alpha = (1 - level) / 2
+    lo, hi = np.quantile(diffs, [alpha, 1 - alpha]) if diffs.size else (NAN, NAN)
+    below, above = int(np.sum(diffs <= 0)), int(np.sum(diffs >= 0))
+    p = min(1.0, 2 * (min(below, above) + 1) / (diffs.size + 1)) if diffs.size else NAN
+    return TwoWayDifference(float(acc_a - acc_b), float(acc_a), float(acc_b), float(lo),
+                            float(hi), p, len(a), len(b), len(pa), len(pb), len(shared),
+                            len(items), int(diffs.size))
+
+
+# ----------------------------------------------------------------------------- ties in a ranking
+def rank_ranges(scores: Sequence[float], different, higher_is_better: bool = True
+                ) -> list[tuple[int, int]]:
+    """The ranks each system could hold given pairwise tests: ``different[i][j]`` is True when
+    systems i and j differ significantly. A system's best rank is one more than the number of
+    systems significantly better than it, its worst the number of systems minus those
+    significantly worse, so its range spans every system it is not significantly different
+    from. Systems that differ from every other get one rank."""
+    k = len(scores)
+    sign = 1 if higher_is_better else -1
+    out = []
+    for i in range(k):
+        better = sum(1 for j in range(k) if j != i and different[i][j]
+                     and sign * scores[j] > sign * scores[i])
+        worse = sum(1 for j in range(k) if j != i and different[i][j]
+                    and sign * scores[j] < sign * scores[i])
+        out.append((1 + better, k - worse))
+    return out
+
+
+def format_rank_range(low: int, high: int) -> str:
+    return str(low) if low == high else f"{low}-{high}"
+
+
+def two_proportion_p(k1: int, n1: int, k2: int, n2: int) -> float:
+    """Two-sided test of two independent proportions (pooled z test); for runs whose
+    per-question outcomes are unknown, so the pairing cannot be used (conservative when the two
+    systems' outcomes on a question are positively correlated, as they are). nan without n."""
+    if not n1 or not n2:
+        return NAN
+    pooled = (k1 + k2) / (n1 + n2)
+    se = math.sqrt(pooled * (1 - pooled) * (1 / n1 + 1 / n2))
+    if se == 0:
+        return 1.0
+    z = (k1 / n1 - k2 / n2) / se
+    return math.erfc(abs(z) / math.sqrt(2))
+
+
+def interval_difference_p(m1: float, lo1: float, hi1: float, m2: float, lo2: float,
+                          hi2: float) -> float:
+    """Two-sided z test of two independent estimates from their 95% intervals (standard error
+    = interval width / 3.92); nan when an interval is missing."""
+    values = (m1, lo1, hi1, m2, lo2, hi2)
+    if any(v is None or math.isnan(float(v)) for v in values):
+        return NAN
+    se = math.hypot((hi1 - lo1) / 3.92, (hi2 - lo2) / 3.92)
+    if se == 0:
+        return 1.0 if m1 == m2 else 0.0
+    return math.erfc(abs(m1 - m2) / se / math.sqrt(2))
+
+
+# ----------------------------------------------------------------------------- planning a test
+# How many participants does a listening test need to detect an accuracy difference between two
+# systems? Simulated from the two-way cluster model on the logit scale:
+#     logit P(participant p of system s answers question q right)
+#         = mu + shift[s] + u_p + v_q + w_(q,s),
+# u_p ~ N(0, participant_sd^2) (some people hear prosody better), v_q ~ N(0, question_sd^2) (some
+# questions are easier, for both systems), w_(q,s) ~ N(0, interaction_sd^2) (a question's
+# rendition by one system comes across better than the other's). Participants are nested in
+# systems and every participant answers the same questions; each simulated test is analysed with
+# the two-way variance that compare's bootstrap estimates (participants within each system,
+# questions jointly) and a two-sided z test.
+@dataclass(frozen=True)
+class ClusterModel:
+    accuracy: float  # system B's (the baseline's) expected accuracy
+    participant_sd: float
+    question_sd: float
+    interaction_sd: float
+    source: str = "defaults"
+
+
+DEFAULT_MODEL = ClusterModel(accuracy=0.5, participant_sd=1.0, question_sd=1.5,
+                             interaction_sd=1.0)
+
+_GH_X, _GH_W = np.polynomial.hermite_e.hermegauss(60)
+_GH_W = _GH_W / _GH_W.sum()
+
+
+def _expit(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def marginal_accuracy(mu: float, sd: float) -> float:
+    """E[expit(mu + Z)], Z ~ N(0, sd^2), by Gauss-Hermite quadrature."""
+    return float(_GH_W @ _expit(mu + sd * _GH_X))
+
+
+def _solve_mu(target: float, sd: float) -> float:
+    lo, hi = -30.0, 30.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if marginal_accuracy(mid, sd) < target:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def logit_locations(model: ClusterModel, difference: float) -> tuple[float, float]:
+    """(mu_A, mu_B): the logit locations whose marginal accuracies are the baseline's accuracy
+    plus ``difference`` (system A) and the baseline's (system B)."""
+    target = model.accuracy + difference
+    if not 0 < model.accuracy < 1 or not 0 < target < 1:
+        raise ValueError(f"accuracy {model.accuracy:.3f} + difference {difference:.3f} must "
+                         "stay between 0 and 1")
+    sd = math.sqrt(model.participant_sd ** 2 + model.question_sd ** 2 +
+                   model.interaction_sd ** 2)
+    return _solve_mu(target, sd), _solve_mu(model.accuracy, sd)
+
+
+def _z_critical(alpha: float) -> float:
+    from statistics import NormalDist
+
+    return NormalDist().inv_cdf(1 - alpha / 2)
+
+
+def simulated_power(model: ClusterModel, participants: int, questions: int, difference: float,
+                    *, alpha: float = 0.05, simulations: int = 1000,
+                    seed: int = 0) -> tuple[float, float]:
+    """(power, its Monte-Carlo standard error): the share of ``simulations`` simulated tests
+    (``participants`` per system, each answering the same ``questions``) whose two-way z test
+    rejects "no difference" at ``alpha``."""
+    if participants < 2 or questions < 2:
+        raise ValueError("the two-way test needs at least 2 participants per system and 2 "
+                         "questions")
+    mu_a, mu_b = logit_locations(model, difference)
+    rng = np.random.default_rng(seed)
+    z = _z_critical(alpha)
+    rejected = 0
+    n, q = int(participants), int(questions)
+    chunk = max(1, 3_000_000 // (n * q))
+    for start in range(0, simulations, chunk):
+        m = min(chunk, simulations - start)
+        v = rng.normal(0, model.question_sd, (m, 1, q)).astype(np.float32)
+        rows, cols = [], []
+        for mu in (mu_a, mu_b):
+            u = rng.normal(0, model.participant_sd, (m, n, 1)).astype(np.float32)
+            w = rng.normal(0, model.interaction_sd, (m, 1, q)).astype(np.float32)
+            y = rng.random((m, n, q), dtype=np.float32) < _expit(mu + u + v + w)
+            rows.append(y.mean(axis=2))
+            cols.append(y.mean(axis=1))
+        d = rows[0].mean(axis=1) - rows[1].mean(axis=1)
+        var = (rows[0].var(axis=1, ddof=1) / n + rows[1].var(axis=1, ddof=1) / n +
+               (cols[0] - cols[1]).var(axis=1, ddof=1) / q)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rejected += int(np.sum(np.abs(d) > z * np.sqrt(var)))
+    power = rejected / simulations
+    return power, math.sqrt(power * (1 - power) / simulations)
+
+
+def two_way_z_p(rows_a, rows_b, cols_a, cols_b) -> float:
+    """The two-sided p of the two-way z test the planner simulates, for one balanced test:
+    participants' accuracies per system (rows) and questions' accuracies per system (cols,
+    the same questions in the same order)."""
+    rows_a, rows_b = np.asarray(rows_a, float), np.asarray(rows_b, float)
+    cols = np.asarray(cols_a, float) - np.asarray(cols_b, float)
+    d = rows_a.mean() - rows_b.mean()
+    var = rows_a.var(ddof=1) / rows_a.size + rows_b.var(ddof=1) / rows_b.size + \
+        cols.var(ddof=1) / cols.size
+    if var <= 0:
+        return 1.0 if d == 0 else 0.0
+    return math.erfc(abs(d) / math.sqrt(var) / math.sqrt(2))
+
+
+def estimate_model(trials: Sequence[Trial], *, interaction_sd: float | None = None,
+                   source: str = "pilot", iterations: int = 12, simulations: int = 200,
+                   seed: int = 0) -> ClusterModel:
+    """The baseline accuracy and the participant and question standard deviations (logit
+    scale) of a pilot test's answers, by matching moments: the simulated spread of participants'
+    and questions' accuracies over the pilot's own design (who answered what) is brought to the
+    observed spread, which separates the random effects from binomial noise. The system x
+    question interaction cannot be seen in one system's answers: ``interaction_sd`` or the
+    default."""
+    if not trials:
+        raise ValueError("the pilot has no answers")
+    people = {p: i for i, p in enumerate(sorted({t.participant for t in trials}))}
+    items = {q: i for i, q in enumerate(sorted({t.question for t in trials}))}
+    if len(people) < 2 or len(items) < 2:
+        raise ValueError(f"the pilot has {len(people)} participant(s) and {len(items)} "
+                         "question(s); estimating their spread needs at least 2 of each")
+    tot, cor = _cells([(t.participant, t.question, t.correct) for t in trials], people, items)
+    mask = tot > 0
+
+    def moments(c, t):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            r = c.sum(-1) / t.sum(-1)
+            q = c.sum(-2) / t.sum(-2)
+        return (c.sum((-1, -2)) / t.sum((-1, -2)), np.nanvar(r, axis=-1, ddof=1),
+                np.nanvar(q, axis=-1, ddof=1))
+
+    acc, var_p, var_q = (float(x) for x in moments(cor, tot))
+    acc_c = min(max(acc, 0.5 / tot.sum()), 1 - 0.5 / tot.sum())
+    mu, sp, sq = math.log(acc_c / (1 - acc_c)), 0.5, 0.5
+    rng = np.random.default_rng(seed)
+    z_p = rng.normal(size=(simulations, len(people), 1))
+    z_q = rng.normal(size=(simulations, 1, len(items)))
+    uniform = rng.random((simulations, len(people), len(items)))
+    counts = np.broadcast_to(tot, uniform.shape)
+    for _ in range(iterations):
+        p = _expit(mu + sp * z_p + sq * z_q)
+        # responses per cell: tot of them (almost always 0 or 1), as Bernoulli(p) each
+        c = np.where(mask, np.minimum(counts, (uniform < p) * counts), 0.0)
+        sim_acc, sim_p, sim_q = (np.nanmean(x) for x in moments(c, np.where(mask, counts, 0)))
+        mu += math.log(acc_c / (1 - acc_c)) - math.log(sim_acc / (1 - sim_acc))
+        sp = max(sp, 0.05) * math.sqrt(var_p / sim_p) if sim_p > 0 else 0.0
+        sq = max(sq, 0.05) * math.sqrt(var_q / sim_q) if sim_q > 0 else 0.0
+        sp, sq = min(sp, 5.0), min(sq, 5.0)
+    return ClusterModel(accuracy=acc, participant_sd=sp, question_sd=sq,
+                        interaction_sd=(DEFAULT_MODEL.interaction_sd if interaction_sd is None
+                                        else interaction_sd), source=source)
