@@ -390,7 +390,7 @@ def cmd_publish(args) -> int:
 
 
 def cmd_leaderboard(args) -> int:
-    from .leaderboard import _heading, leaderboard, sections
+    from .leaderboard import heading, leaderboard, sections
 
     rows, paths = leaderboard(args.sources, args.output, hub_repo=args.from_hub,
                               push_repo=args.push, sort=args.sort)
@@ -399,7 +399,7 @@ def cmd_leaderboard(args) -> int:
     # one table per corpus and scorer: rows are ranked only among equals
     ranked, apart = sections(rows, "adept")
     for members in ranked:
-        table = Table(title=_heading(members, "adept"), box=box.SIMPLE_HEAD, padding=(0, 1),
+        table = Table(title=heading(members, "adept"), box=box.SIMPLE_HEAD, padding=(0, 1),
                       pad_edge=False)
         name_width = min(24, max(len(r.system) for r in members))
         for col, width in (("rank", 4), ("system", name_width), ("acc", 5), ("95% CI", 9),
@@ -427,7 +427,7 @@ def cmd_leaderboard(args) -> int:
         console.print(table)
     ranked, apart = sections(rows, "vstyle")
     for members in ranked:
-        table = Table(title=_heading(members, "vstyle"), box=box.SIMPLE_HEAD)
+        table = Table(title=heading(members, "vstyle"), box=box.SIMPLE_HEAD)
         for col in ("rank", "system", "overall", "n", "failure rate"):
             table.add_column(col, justify="left" if col == "system" else "right", overflow="fold")
         for r in members:

@@ -44,11 +44,6 @@ def _corpus(path: str | None):
     return load_corpus(path or None)
 
 
-def listener_options(listener: str, metadata: dict) -> dict:
-    """The ``--metadata`` entries owned by the chosen listener (``settings.split``'s rule)."""
-    return settings.split(metadata, suite="adept", listener=listener).listener
-
-
 def load_questions(task: str, corpus: str | None = None, listener: str = DEFAULT_LISTENER,
                    **metadata):
     """lm-eval ``custom_dataset``: the task's questions as a one-split DatasetDict."""
@@ -56,7 +51,9 @@ def load_questions(task: str, corpus: str | None = None, listener: str = DEFAULT
 
     from . import __version__
 
-    opts = listener_options(listener, {"corpus": corpus, "listener": listener, **metadata})
+    # the --metadata entries owned by the chosen listener (an unknown or secret key is an error)
+    opts = settings.split({"corpus": corpus, "listener": listener, **metadata}, suite="adept",
+                          listener=listener).listener
     c = _corpus(str(corpus) if corpus else None)
     options_json = json.dumps(opts, sort_keys=True)
     scorer = _listener(listener, options_json, str(c.root)).identity()

@@ -57,7 +57,7 @@ def _endpoint() -> str | None:
     return os.environ.get("HF_ENDPOINT") or None
 
 
-def _api():
+def hub_api():
     from huggingface_hub import HfApi
 
     return HfApi(endpoint=_endpoint())
@@ -257,7 +257,7 @@ def _details_table(samples_file: Path) -> pa.Table:
     return pa.Table.from_pylist([{c: r.get(c) for c in columns} for r in rows])
 
 
-def _audio_files(run: Run) -> dict[str, Path]:
+def audio_files(run: Run) -> dict[str, Path]:
     """stimulus id -> the system's audio file, from the logged model outputs."""
     out = {}
     for samples_file in run.samples.values():
@@ -300,7 +300,7 @@ def stage_run(run: Run, staging: Path, *, samples: bool = True, audio: bool = Fa
             (target / "details").mkdir(exist_ok=True)
             pq.write_table(_details_table(path), target / "details" / f"{task}.parquet")
     if audio:
-        for sid, path in _audio_files(run).items():
+        for sid, path in audio_files(run).items():
             if path.exists():
                 dest = target / "audio" / f"{sid}{path.suffix}"
                 dest.parent.mkdir(parents=True, exist_ok=True)
@@ -324,7 +324,7 @@ def publish(results: str | Path, repo_id: str, *, samples: bool = True, audio: b
     leaks = find_secrets(staged)
     if leaks:
         raise PublishError("refusing to upload: secret values found in " + "; ".join(leaks))
-    api = _api()
+    api = hub_api()
     path_in_repo = f"runs/{_safe(run.system)}/{run.timestamp}"
     try:
         with_retries(lambda: api.create_repo(repo_id, repo_type="dataset", private=private,
@@ -375,7 +375,7 @@ def write_model_results(run: Run, model_repo: str, *, results_repo: str, path_in
     from huggingface_hub import EvalResult, EvalResultEntry, ModelCardData, \
         eval_result_entries_to_yaml, metadata_update
 
-    api = _api()
+    api = hub_api()
     who = with_retries(lambda: api.whoami(), "who am I")
     owners = {who.get("name")} | {o.get("name") for o in who.get("orgs", [])}
     if model_repo.split("/")[0] not in owners:
@@ -470,7 +470,7 @@ def push_space(folder: Path, repo: str, message: str) -> None:
     leaks = find_secrets(folder)
     if leaks:
         raise SystemExit("refusing to upload: secret values in " + "; ".join(leaks))
-    api = _api()
+    api = hub_api()
     with_retries(lambda: api.create_repo(repo, repo_type="space", space_sdk="gradio",
                                          exist_ok=True), f"creating {repo}")
     with_retries(lambda: api.upload_folder(repo_id=repo, repo_type="space", folder_path=folder,

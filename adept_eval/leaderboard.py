@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import spec, stats, vstyle
-from .hub import PublishError, Run, _api, find_runs, with_retries
+from .hub import PublishError, Run, hub_api, find_runs, with_retries
 from .report import csv_safe, pooled
 
 
@@ -203,7 +203,7 @@ def build(runs: list[Run], sort: str = "accuracy") -> list[Row]:
                                        r.adept_rank or 1e9, r.system))
 
 
-def _heading(rows: list[Row], suite: str) -> str:
+def heading(rows: list[Row], suite: str) -> str:
     r = rows[0]
     if suite == "adept":
         corpus = f"ADEPT {r.adept_corpus[:12]}" if r.adept_corpus else "ADEPT (unrecorded copy)"
@@ -244,7 +244,7 @@ def markdown(rows: list[Row]) -> str:
     ranked, apart = sections(rows, "adept")
     for members in ranked:
         classes = [c for c in spec.CLASS_ORDER if any(c in r.classes for r in members)]
-        out += [f"## {_heading(members, 'adept')}", "",
+        out += [f"## {heading(members, 'adept')}", "",
                 "Recognition accuracy over all questions (n) with its exact 95% interval, chance "
                 "weighted over the tasks run; per-class accuracy over both speakers.", "",
                 "Prosody distance (graded, lower is better: 0 = the references' prosody, 1 = as "
@@ -282,7 +282,7 @@ def markdown(rows: list[Row]) -> str:
     ranked, apart = sections(rows, "vstyle")
     for members in ranked:
         cats = sorted({c for r in members for c in r.vstyle_categories})
-        out += [f"## {_heading(members, 'vstyle')}", "",
+        out += [f"## {heading(members, 'vstyle')}", "",
                 "Overall score 1-5 (each category 0.25, VStyle's weighting); n judged answers.",
                 "", "| rank | system | overall | n | failure rate | " + " | ".join(cats) + " |",
                 "|---:|---|---:|---:|---:|" + "---:|" * len(cats)]
@@ -403,7 +403,7 @@ def from_hub(repo_id: str, workdir: Path) -> list[Run]:
 
 
 def push(out: Path, repo_id: str, rows: list[Row], *, private: bool = False) -> None:
-    api = _api()
+    api = hub_api()
     card = ["---", "tags:", "- adept-eval", "- leaderboard", "configs:", "- config_name: default",
             "  data_files:", "  - split: train", "    path: leaderboard.parquet", "---", "",
             markdown(rows), "", "![leaderboard](leaderboard.png)", "",

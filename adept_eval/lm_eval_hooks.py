@@ -19,9 +19,9 @@ from .names import EVALUATE_MODULES, MODELS, task_dir
 
 def _register_models(registry_module) -> None:
     reg = registry_module.model_registry
-    for name, target in MODELS.items():
+    for name in MODELS.names():
         if name not in reg:
-            reg.register(name, target=target)
+            reg.register(name, target=MODELS.target(name))
     from .errors import install_excepthook
 
     install_excepthook()  # our user errors reach the lm_eval console as one message
@@ -235,7 +235,7 @@ def _patch_evaluator(evaluator_module) -> None:
             _REQUESTED.reset(requested)
             if ours:
                 try:
-                    settings._SOURCES.model_keys = None
+                    settings.forget_run()
                 except Exception:
                     pass
 

@@ -1,5 +1,5 @@
-"""The names every layer of the lm-eval glue shares, and nothing else: adept-eval's models (as
-lazy ``"module:attr"`` targets), where its task YAMLs and evaluate modules are.
+"""The names every layer of the lm-eval glue shares, and nothing else: adept-eval's models (a
+``Registry`` of lazy ``"module:attr"`` targets), where its task YAMLs and evaluate modules are.
 
 Standard library only, and the bottom of the glue's layers (``names`` <- ``settings`` <- the two
 harnesses <- ``lm_eval_hooks`` <- ``lm_eval_plugin``): the start-up hook imports it at every
@@ -8,12 +8,16 @@ interpreter start-up, so it must stay this small.
 
 from __future__ import annotations
 
-MODELS = {
+from .registry import Registry
+
+#: the systems under test, as lm-eval models (``--model NAME``): lm-eval's registry gets these
+#: same lazy targets from the start-up hook, so no model module is imported before it is used
+MODELS = Registry("model", {
     "adept-natural": "adept_eval.models.natural:NaturalSystem",
     "audio-dir": "adept_eval.models.audio_dir:AudioDirSystem",
     "tts-command": "adept_eval.models.tts_command:TTSCommandSystem",
     "openai-speech": "adept_eval.models.openai_speech:OpenAISpeechSystem",
-}
+})
 
 
 def task_dir():

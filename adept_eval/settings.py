@@ -22,12 +22,12 @@ logged; name the environment variable instead (``*_api_key_env=OPENAI_API_KEY``)
 
 from __future__ import annotations
 
-import inspect
 import os
 import re
 from dataclasses import dataclass, field
 
 from .errors import UserError
+from .options import parse_model_args
 
 # lm-eval's own task metadata, always present
 LM_EVAL_KEYS = frozenset({"version", "config_source"})
@@ -95,70 +95,47 @@ def refuse_secrets(options: dict, where: str = "--model_args/--metadata") -> Non
 
 # ----------------------------------------------------------------------------- who owns a key
 @dataclass
-class _RunSources:
+class RunSources:
     """What the start-up hook saw when ``simple_evaluate`` started (None: not known)."""
 
     model: str | None = None
     model_keys: frozenset[str] | None = None
 
 
-_SOURCES = _RunSources()
+#: the current run's sources, set by ``note_run`` and cleared by ``forget_run``
+SOURCES = RunSources()
 
 
 def note_run(model, model_args) -> None:
     """Called by the start-up hook: which keys of the merged metadata came from --model_args."""
-    from lm_eval.utils import simple_parse_args_string
-
-    if isinstance(model_args, str):
-        args = simple_parse_args_string(model_args) if model_args.strip() else {}
-    else:
-        args = dict(model_args or {})
-    _SOURCES.model = model if isinstance(model, str) else type(model).__name__
-    _SOURCES.model_keys = frozenset(args)
+    SOURCES.model = model if isinstance(model, str) else type(model).__name__
+    SOURCES.model_keys = frozenset(parse_model_args(model_args))
 
 
-def _params(cls) -> set[str]:
-    out: set[str] = set()
-    for klass in inspect.getmro(cls):
-        init = klass.__dict__.get("__init__")
-        if init is None:
-            continue
-        try:
-            sig = inspect.signature(init)
-        except (TypeError, ValueError):
-            continue
-        out |= {n for n, p in sig.parameters.items() if n != "self"
-                and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
-    return out
+def forget_run() -> None:
+    """The run is over: later task loads fall back to every key a model declares."""
+    SOURCES.model_keys = None
 
 
 def model_options() -> set[str]:
     """Every option one of adept-eval's own models declares (plus lm-eval's generic ones)."""
-    import importlib
-
+    from .models.base import LM_EVAL_GENERIC
     from .names import MODELS
-    from .models.base import _LM_EVAL_GENERIC
 
-    out = set(_LM_EVAL_GENERIC)
-    for target in MODELS.values():
-        module, _, name = target.partition(":")
+    out = set(LM_EVAL_GENERIC)
+    for name in MODELS.names():
         try:
-            out |= _params(getattr(importlib.import_module(module), name))
+            out |= MODELS.options(name)
         except Exception:  # a model whose optional dependency is absent declares nothing
             continue
     return out
 
 
-def listener_options() -> dict[str, set[str]]:
-    """listener name -> the options its constructor declares (``corpus`` is the run's)."""
-    from .listeners import _REGISTRY, _load_builtin
+def listener_keys() -> dict[str, set[str]]:
+    """listener name -> the ``--metadata`` keys it declares (``corpus`` is the run's)."""
+    from .listeners import LISTENERS
 
-    _load_builtin()
-    out = {}
-    for name, cls in _REGISTRY.items():
-        params = set(inspect.signature(cls).parameters) - {"corpus"}
-        out[name] = {p for p in params if not p.startswith("_")}
-    return out
+    return {name: LISTENERS.options(name) - {"corpus"} for name in LISTENERS.names()}
 
 
 def judge_options() -> set[str]:
@@ -183,13 +160,13 @@ def split(metadata: dict, *, suite: str, listener: str | None = None) -> Setting
     """Assign every key of lm-eval's merged metadata to its owner (see the module docstring)."""
     metadata = dict(metadata or {})
     refuse_secrets(metadata)
-    listeners = listener_options()
+    listeners = listener_keys()
     if listener is not None and listener not in listeners:
         raise SettingsError(f"unknown listener {listener!r} (--metadata listener=...); "
                             f"available: {', '.join(sorted(listeners))}")
     # only a run that names a judge setting loads the judge (and aiohttp with it)
     judge = judge_options() if any(k.startswith(JUDGE_PREFIX) for k in metadata) else set()
-    known_model = _SOURCES.model_keys
+    known_model = SOURCES.model_keys
     model = set(known_model) if known_model is not None else model_options()
     own_run = RUN_KEYS[suite] | LM_EVAL_KEYS
     other_run = set().union(*(v for k, v in RUN_KEYS.items() if k != suite))
@@ -227,7 +204,7 @@ def split(metadata: dict, *, suite: str, listener: str | None = None) -> Setting
         if suite == "vstyle":
             valid.append(f"judge: {', '.join(sorted(judge or judge_options()))}")
         if known_model is not None:
-            valid.append(f"model {_SOURCES.model!r}: its --model_args")
+            valid.append(f"model {SOURCES.model!r}: its --model_args")
         raise SettingsError("; ".join(problems) + ". Valid --metadata keys for " + suite +
                             " tasks: " + "; ".join(valid))
     return out

@@ -46,7 +46,8 @@ def test_metric_names_follow_tutorial():
 def test_secrets_are_refused_as_listener_options():
     import pytest
 
-    from adept_eval.listeners import _REGISTRY, Listener, register_listener
+    from adept_eval import settings
+    from adept_eval.listeners import LISTENERS, Listener, register_listener
 
     @register_listener("test-keyed")
     class Keyed(Listener):
@@ -54,11 +55,13 @@ def test_secrets_are_refused_as_listener_options():
             pass
 
     try:
-        assert harness.listener_options("test-keyed", {"path": "x"}) == {}
-        with pytest.raises(ValueError, match="secrets"):
-            harness.listener_options("test-keyed", {"api_key": "abc"})
+        assert "api_key" in LISTENERS.options("test-keyed")  # declared, hence its key...
+        share = settings.split({"path": "x"}, suite="adept", listener="test-keyed")
+        assert share.listener == {}
+        with pytest.raises(ValueError, match="secrets"):  # ...but refused as an option
+            settings.split({"api_key": "abc"}, suite="adept", listener="test-keyed")
     finally:
-        _REGISTRY.pop("test-keyed")
+        LISTENERS.unregister("test-keyed")
 
 
 def test_human_responses_get_intervals_clustered_by_participant_and_question():

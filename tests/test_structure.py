@@ -19,13 +19,13 @@ from adept_eval.settings import SettingsError
 # ----------------------------------------------------------------------------- settings
 @pytest.fixture
 def no_model_record(monkeypatch):
-    monkeypatch.setattr(settings._SOURCES, "model_keys", None)
+    monkeypatch.setattr(settings.SOURCES, "model_keys", None)
 
 
 def test_cache_dir_in_metadata_reaches_the_acoustic_listener(no_model_record, monkeypatch):
     # with the model's keys recorded (as the start-up hook does), cache_dir from --metadata is
     # the listener's, even though openai-speech also declares a cache_dir
-    monkeypatch.setattr(settings._SOURCES, "model_keys", frozenset({"path", "name"}))
+    monkeypatch.setattr(settings.SOURCES, "model_keys", frozenset({"path", "name"}))
     share = settings.split({"path": "/x", "name": "s", "cache_dir": "/feat", "listener": "acoustic",
                             "version": 1.0}, suite="adept", listener="acoustic")
     assert share.listener == {"cache_dir": "/feat"}
@@ -247,7 +247,7 @@ def test_the_startup_hook_stays_cheap():
                             env={**env, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
                             check=True).stdout
     assert eval(loaded) == ["__future__", "adept_eval", "adept_eval.lm_eval_plugin",
-                            "adept_eval.names"], loaded
+                            "adept_eval.names", "adept_eval.registry"], loaded
 
 
 # ----------------------------------------------------------------------------- through lm-eval

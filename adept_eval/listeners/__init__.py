@@ -7,10 +7,10 @@ A registry of interchangeable listeners, chosen per run with ``--metadata listen
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..questions import Question
+from ..registry import Registry
 
 
 @dataclass(frozen=True)
@@ -53,28 +53,26 @@ class Listener:
         return [self.answer(q, samples) for q, samples in asked]
 
 
-_REGISTRY: dict[str, Callable[..., Listener]] = {}
+#: every listener, lazily: a module is imported only when its listener is used (or its options
+#: are read). A listener defined elsewhere registers itself with ``@register_listener(name)``.
+LISTENERS = Registry("listener", {
+    "acoustic": "adept_eval.listeners.acoustic:AcousticListener",
+    "audio-llm": "adept_eval.listeners.audio_llm:AudioLLMListener",
+    "human": "adept_eval.listeners.human:HumanListener",
+})
 
 
 def register_listener(name: str):
+    """Class decorator: register a ``Listener`` under ``name`` (its ``name`` attribute too)."""
     def wrap(cls):
         cls.name = name
-        _REGISTRY[name] = cls
-        return cls
+        return LISTENERS.register(name)(cls)
     return wrap
 
 
 def available() -> list[str]:
-    _load_builtin()
-    return sorted(_REGISTRY)
+    return LISTENERS.names()
 
 
 def get_listener(name: str, **options) -> Listener:
-    _load_builtin()
-    if name not in _REGISTRY:
-        raise ValueError(f"unknown listener {name!r}; available: {', '.join(available())}")
-    return _REGISTRY[name](**options)
-
-
-def _load_builtin() -> None:
-    from . import acoustic, audio_llm, human  # noqa: F401  (registration side effect)
+    return LISTENERS.create(name, **options)

@@ -90,7 +90,7 @@ class AcousticListener(Listener):
         return [self.store.get(self.corpus.get(f"{cls}/{s}/{key}").audio_path) for s in subs]
 
     @staticmethod
-    def _siblings(path: str, cls: str, subs: tuple[str, ...]) -> list[str] | None:
+    def siblings(path: str, cls: str, subs: tuple[str, ...]) -> list[str] | None:
         """The system's renditions of the same sentence in ``subs``, found next to ``path``."""
         p = Path(path)
         if p.parent.parent.name != cls:
@@ -128,7 +128,7 @@ class AcousticListener(Listener):
         return w / w.sum(axis=-1, keepdims=True)
 
     @staticmethod
-    def _choose(question: Question, scores: np.ndarray) -> int:
+    def choose(question: Question, scores: np.ndarray) -> int:
         """argmax; a tie (to 1e-9) is a guess among the tied, seeded by the question id."""
         best = np.flatnonzero(scores >= scores.max() - 1e-9)
         if len(best) == 1:
@@ -156,7 +156,7 @@ class AcousticListener(Listener):
             subs = tuple(question.choice_subcategories)
             own = samples[question.stimuli[0]]
             paths = tuple(self._given_siblings(samples, question.cls, key, subs)
-                          or self._siblings(own, question.cls, subs) or ())
+                          or self.siblings(own, question.cls, subs) or ())
             candidates = subs
         heard = paths or (samples[question.stimuli[0]],)
         problem = self._no_speech(heard)
@@ -188,7 +188,7 @@ class AcousticListener(Listener):
             row = subs.index(question.target) if paths else 0
             scores = post[row]
             rows = [row]
-        choice = self._choose(question, scores)
+        choice = self.choose(question, scores)
         detail = {
             "method": method,
             "candidates": list(candidates),

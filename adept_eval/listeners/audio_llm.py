@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from ..corpus import Corpus, load_corpus
 from ..llm import (AudioPolicy, BackendError, BadInput, Connection, LLMClient, Part, cache_key,
                    default_cache, inspect, payload, run_sync)
+from ..options import yes_no
 from ..questions import LETTERS, Question
 from . import Answer, Listener, Response, register_listener
 
@@ -89,7 +90,7 @@ class AudioLLMListener(Listener):
         self.policy = AudioPolicy(max_seconds=60.0)
         # a missing key or model fails here; an unreachable server fails the preflight
         self.connection.open()
-        if str(self.llm_preflight).lower() not in ("0", "false", "no"):
+        if yes_no(self.llm_preflight, "llm_preflight", "--metadata"):
             run_sync(self._preflight())
         self._client = LLMClient(self.connection,
                                  default_cache("listener_cache.sqlite", self.llm_cache))

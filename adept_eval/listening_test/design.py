@@ -229,10 +229,10 @@ def _run_files(corpus: Corpus, name: str, folder: Path, stimuli: list[str]) -> d
     """The audio an lm-eval run of any system logged (``--output_path`` with ``--log_samples``),
     checked like a samples folder."""
     from ..audio import check_audio
-    from ..hub import PublishError, _audio_files, load_run
+    from ..hub import PublishError, audio_files, load_run
 
     try:
-        files = _audio_files(load_run(folder))
+        files = audio_files(load_run(folder))
     except PublishError as exc:
         raise DesignError(f"system {name!r}: {exc}") from None
     bad = []

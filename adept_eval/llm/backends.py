@@ -34,7 +34,6 @@ import contextvars
 import json
 import os
 import random
-from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from urllib.parse import urlparse
@@ -42,6 +41,7 @@ from urllib.parse import urlparse
 import pybase64
 
 from ..errors import UserError
+from ..registry import Registry
 from .audio import ORIGINAL_FORMATS, AudioPayload
 
 
@@ -99,22 +99,19 @@ class Backend:
         pass
 
 
-_BACKENDS: dict[str, Callable[..., Backend]] = {}
+#: the backends, one factory each (this module's own are registered below with the decorator)
+BACKENDS = Registry("LLM backend", error=BackendSetupError)
 DEFAULT_MODELS = {"gemini": "gemini-2.5-pro"}  # VStyle's reference judge
 
 
 def register_backend(name: str):
-    def wrap(factory):
-        _BACKENDS[name] = factory
-        return factory
-    return wrap
+    """Decorator: register a factory returning a ``Backend`` (its keyword options are the
+    ``judge_*``/``llm_*`` settings passed through)."""
+    return BACKENDS.register(name)
 
 
 def get_backend(name: str, **options) -> Backend:
-    if name not in _BACKENDS:
-        raise BackendSetupError(f"unknown LLM backend {name!r}; "
-                                f"available: {', '.join(sorted(_BACKENDS))}")
-    return _BACKENDS[name](**options)
+    return BACKENDS.create(name, **options)
 
 
 # ----------------------------------------------------------------------------- counting

@@ -18,11 +18,12 @@ from lm_eval.api.model import LM
 from tqdm.auto import tqdm
 
 from ..audio import check_audio
+from ..options import yes_no
 
 log = logging.getLogger(__name__)
 
 # keyword arguments lm-eval passes to every model that a speech system has no use for
-_LM_EVAL_GENERIC = {"batch_size", "max_batch_size", "device"}
+LM_EVAL_GENERIC = {"batch_size", "max_batch_size", "device"}
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ class SpeechSystem(LM):
     def __init__(self, name: str | None = None, on_missing: str | None = None,
                  check_samples: bool = True, **kwargs):
         super().__init__()
-        unknown = set(kwargs) - _LM_EVAL_GENERIC
+        unknown = set(kwargs) - LM_EVAL_GENERIC
         if unknown:
             raise SystemSetupError(f"{type(self).__name__}: unknown model_args "
                                    f"{', '.join(sorted(unknown))}")
@@ -73,7 +74,7 @@ class SpeechSystem(LM):
         self.on_missing = str(on_missing or self.default_on_missing)
         if self.on_missing not in ("error", "wrong"):
             raise SystemSetupError(f"on_missing must be 'error' or 'wrong', not {on_missing!r}")
-        self.check_samples = _as_bool(check_samples)
+        self.check_samples = yes_no(check_samples, "check_samples", "--model_args")
 
     @classmethod
     def name_from_args(cls, args: dict) -> str:
@@ -163,9 +164,3 @@ def stimuli_of(doc: dict) -> list[Stimulus]:
     return [Stimulus(sid, text, ref, doc.get("speaker", ""), compare)
             for sid, text, ref in zip(doc["stimuli"], doc["stimulus_texts"],
                                       doc["stimulus_references"])]
-
-
-def _as_bool(value) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "true", "yes", "on")
-    return bool(value)

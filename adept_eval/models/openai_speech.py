@@ -24,6 +24,7 @@ from pathlib import Path
 from ..llm import (AudioPolicy, BackendError, BadInput, Connection, LLMClient, Part,
                    count_requests, inspect, payload, run_sync)
 from ..llm.audio import sniff_format
+from ..options import yes_no
 from .base import Produced, SpeechSystem, Stimulus, SystemSetupError
 
 
@@ -40,7 +41,7 @@ class OpenAISpeechSystem(SpeechSystem):
         super().__init__(name=name or model, **kwargs)
         self.model, self.base_url, self.api_key_env = model, base_url, api_key_env
         self.voice, self.system_prompt = voice, system_prompt
-        self.send_text = str(send_text).lower() in ("1", "true", "yes")
+        self.send_text = yes_no(send_text, "send_text", "--model_args")
         self.connection = Connection("openai", model, base_url, api_key_env, float(timeout),
                                      int(max_retries), max(1, int(concurrency)),
                                      float(rpm) if rpm else None)

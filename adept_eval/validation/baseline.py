@@ -47,7 +47,7 @@ class GlobalBaseline(Listener):
             paths = [samples[f"{question.cls}/{s}/{key}"] for s in subs]
         else:
             subs = tuple(question.choice_subcategories)
-            paths = AcousticListener._siblings(samples[question.stimuli[0]], question.cls, subs) \
+            paths = AcousticListener.siblings(samples[question.stimuli[0]], question.cls, subs) \
                 or [samples[question.stimuli[0]]]
         nat = np.array([global_features(self.store.get(self.corpus.get(
             f"{question.cls}/{s}/{key}").audio_path)) for s in subs])
@@ -65,5 +65,5 @@ class GlobalBaseline(Listener):
         else:
             row = subs.index(question.target) if len(paths) > 1 else 0
             scores = -d[row]
-        return Answer((Response(AcousticListener._choose(question, scores)),), "ok",
+        return Answer((Response(AcousticListener.choose(question, scores)),), "ok",
                       tuple(float(x) for x in scores))

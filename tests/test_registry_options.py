@@ -1,0 +1,86 @@
+"""The one registry shape (listeners, LLM backends, models) and the one rule for option text."""
+
+import subprocess
+import sys
+
+import pytest
+
+from adept_eval.options import OptionError, parse_model_args, yes_no
+from adept_eval.registry import Registry
+
+
+# ----------------------------------------------------------------------------- yes/no options
+@pytest.mark.parametrize("text, value", [
+    ("1", True), ("true", True), ("Yes", True), (" ON ", True), (True, True), (1, True),
+    ("0", False), ("false", False), ("NO", False), ("off", False), (False, False), (0, False),
+])
+def test_yes_no_reads_every_spelling_alike(text, value):
+    assert yes_no(text, "x") is value
+
+
+@pytest.mark.parametrize("text", ["flase", "", "2", "y", None, 2])
+def test_unknown_yes_no_text_is_an_error_naming_the_option(text):
+    with pytest.raises(OptionError, match=r"--metadata graded= must be true or false"):
+        yes_no(text, "graded", "--metadata")
+
+
+def test_models_and_listeners_share_the_yes_no_rule(tmp_path):
+    from adept_eval.models.audio_dir import AudioDirSystem
+
+    # a misspelt value used to switch the check off without a word
+    with pytest.raises(OptionError, match="check_samples="):
+        AudioDirSystem(path=str(tmp_path), check_samples="flase")
+    assert AudioDirSystem(path=str(tmp_path), check_samples="off").check_samples is False
+    assert AudioDirSystem(path=str(tmp_path), check_samples="on").check_samples is True
+
+
+def test_model_args_have_one_parser():
+    assert parse_model_args("path=/x,name=s") == {"path": "/x", "name": "s"}
+    assert parse_model_args("  ") == {} and parse_model_args(None) == {}
+    given = {"path": "/x"}
+    assert parse_model_args(given) == given and parse_model_args(given) is not given
+
+
+# ----------------------------------------------------------------------------- registry
+def test_registry_loads_lazily_and_names_the_unknown():
+    reg = Registry("part", {"ordered": "collections:OrderedDict"}, error=KeyError)
+    reg.register("fixed", "textwrap:TextWrapper", width=4)
+    assert reg.names() == ["fixed", "ordered"] and "ordered" in reg
+    assert reg.target("ordered") == "collections:OrderedDict"  # not imported by listing
+    made = reg.create("fixed", tabsize=2)  # the entry's option under the caller's
+    assert (made.width, made.tabsize) == (4, 2)
+    assert reg.create("fixed", width=8).width == 8
+    assert "tabsize" in reg.options("fixed") and "width" not in reg.options("fixed")
+    with pytest.raises(KeyError, match="unknown part 'nope'; available: fixed, ordered"):
+        reg.get("nope")
+
+    @reg.register("mine")
+    class Mine:
+        def __init__(self, colour: str = "", _private=None):
+            pass
+
+    assert reg.get("mine") is Mine and reg.options("mine") == {"colour"}
+    reg.unregister("mine")
+    assert "mine" not in reg
+
+
+def test_listeners_backends_and_models_use_the_registry_without_importing_early():
+    """Naming the built-in parts imports none of them; each loads when it is asked for."""
+    code = ("import sys\n"
+            "from adept_eval.listeners import LISTENERS\n"
+            "from adept_eval.names import MODELS\n"
+            "assert LISTENERS.names() == ['acoustic', 'audio-llm', 'human'], LISTENERS.names()\n"
+            "assert 'tts-command' in MODELS\n"
+            "assert not [m for m in sys.modules if m.startswith(('adept_eval.listeners.',"
+            " 'adept_eval.models'))], sorted(sys.modules)\n"
+            "LISTENERS.options('human')\n"
+            "assert 'adept_eval.listeners.human' in sys.modules\n"
+            "assert 'adept_eval.listeners.acoustic' not in sys.modules\n"
+            "print('ok')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stdout.strip() == "ok", done.stderr[-2000:]
+    from adept_eval.llm.backends import BACKENDS, BackendSetupError, get_backend
+
+    assert BACKENDS.names() == ["gemini", "openai"]
+    with pytest.raises(BackendSetupError, match="unknown LLM backend 'nope'"):
+        get_backend("nope")
