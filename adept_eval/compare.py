@@ -248,17 +248,25 @@ def compare_pair(a: dict[str, QuestionOutcome], b: dict[str, QuestionOutcome]) -
 
 
 def _vstyle_cell(a: dict[str, JudgedItem], b: dict[str, JudgedItem], keys: list[str]) -> dict:
+    """VStyle's score over the given instructions (subcategory means weighted within their
+    category, categories 0.25 each over those present), A minus B, paired by instruction."""
+    from .vstyle import CATEGORIES, subcategory_weights
+
+    table = subcategory_weights()
     strata = [f"{a[k].task}/{a[k].sub}" for k in keys]
     weights = {f"{a[k].task}/{a[k].sub}": a[k].weight for k in keys}
+    groups = {s: s.split("/")[0] for s in weights}
+    category = {t: t.split("_", 2)[2] for t in groups.values()}
+    group_weights = {t: sum(table[(category[t], sub)] for sub in CATEGORIES[category[t]])
+                     if category[t] in CATEGORIES else 1.0 for t in category}
     d = stats.weighted_paired_difference([a[k].score for k in keys], [b[k].score for k in keys],
-                                         strata, weights, seed=SEED)
+                                         strata, weights, groups, group_weights, seed=SEED)
     kept = [k for k in keys if not (math.isnan(a[k].score) or math.isnan(b[k].score))]
+    coef = stats.stratum_coefficients([f"{a[k].task}/{a[k].sub}" for k in kept], weights,
+                                      groups, group_weights) if kept else []
 
     def score(items):
-        groups: dict[str, list[float]] = {}
-        for k in kept:
-            groups.setdefault(f"{items[k].task}/{items[k].sub}", []).append(items[k].score)
-        return stats.weighted_mean_of_means(groups, weights)[0] if kept else math.nan
+        return float(sum(c * items[k].score for c, k in zip(coef, kept))) if kept else math.nan
 
     return {"score_difference": d.difference, "ci_low": d.ci_low, "ci_high": d.ci_high,
             "p_value": d.p_value, "n": d.n, "subcategories": d.clusters,
@@ -315,7 +323,8 @@ def compare(paths: list[str], run: str | None = None) -> dict:
         pairs.append(pair)
     _holm(pairs)
     return {"runs": [{"system": n, "results": str(r.results_path)} for n, r in zip(names, runs)],
-            "listener": runs[0].listener() if has_adept else None,
+            "listener": (("human (other participants per system)" if any(map(is_human, adept))
+                          else runs[0].listener()) if has_adept else None),
             "judge": runs[0].judge() if has_vstyle else None,
             "level": 1 - LEVEL, "pairs": pairs}
 

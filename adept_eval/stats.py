@@ -384,10 +384,36 @@ def weighted_sign_flip_p(differences, weights, *, n_resamples: int = 10_000,
     return cluster_sign_flip_p(d, None, n_resamples=n_resamples, seed=seed)
 
 
-def weighted_paired_difference(a, b, strata, weights: dict, *, n_resamples: int = 2000,
-                               seed: int = 0) -> PairedDifference:
-    """A paired difference of a weighted mean of stratum means (VStyle's score: subcategory
-    means weighted by the benchmark's weights, renormalised over the subcategories present).
+def stratum_coefficients(strata, weights: dict, groups: dict | None = None,
+                         group_weights: dict | None = None) -> np.ndarray:
+    """Each unit's coefficient in a weighted mean of stratum means, renormalised over the
+    strata present (VStyle's score: subcategory means weighted within their category, and the
+    categories present weighted by ``group_weights``, 0.25 each, renormalised too). Without
+    ``groups`` all strata form one group."""
+    strata = np.asarray(strata, dtype=object)
+    groups = groups or {s: "" for s in set(strata.tolist())}
+    group_weights = group_weights or {g: 1.0 for g in set(groups.values())}
+    present = sorted(set(strata.tolist()))
+    in_group: dict = {}
+    for s in present:
+        in_group.setdefault(groups[s], []).append(s)
+    total_g = sum(float(group_weights[g]) for g in in_group)
+    coef = np.zeros(strata.size)
+    for g, members in in_group.items():
+        total_s = sum(float(weights[s]) for s in members)
+        if total_s <= 0 or total_g <= 0:
+            raise ValueError(f"weights of group {g!r} present sum to zero")
+        for s in members:
+            idx = np.flatnonzero(strata == s)
+            coef[idx] = (float(group_weights[g]) / total_g) * (float(weights[s]) / total_s) \
+                / len(idx)
+    return coef
+
+
+def weighted_paired_difference(a, b, strata, weights: dict, groups: dict | None = None,
+                               group_weights: dict | None = None, *, n_resamples: int = 2000,
+                               n_flips: int = 10_000, seed: int = 0) -> PairedDifference:
+    """A paired difference of a weighted mean of stratum means (see ``stratum_coefficients``).
 
     Units (instructions) where either side is nan (a failed judgement) are left out of the
     pairing. The interval is a percentile bootstrap resampling units within each stratum; the
@@ -399,23 +425,17 @@ def weighted_paired_difference(a, b, strata, weights: dict, *, n_resamples: int 
     diff, strata = (a - b)[keep], strata[keep]
     if diff.size == 0:
         return PairedDifference(NAN, NAN, NAN, NAN, 0, 0, "none")
-    names = sorted(set(strata.tolist()))
-    members = [np.flatnonzero(strata == s) for s in names]
-    w = np.array([float(weights[s]) for s in names])
-    if w.sum() <= 0:
-        raise ValueError("weights of the strata present sum to zero")
-    w = w / w.sum()
-    coef = np.empty(diff.size)
-    for wi, idx in zip(w, members):
-        coef[idx] = wi / len(idx)
+    coef = stratum_coefficients(strata, weights, groups, group_weights)
     estimate = float(coef @ diff)
     rng = np.random.default_rng(seed)
     means = np.zeros(n_resamples)
-    for wi, idx in zip(w, members):
+    names = sorted(set(strata.tolist()))
+    for s in names:
+        idx = np.flatnonzero(strata == s)
         pick = rng.integers(0, len(idx), size=(n_resamples, len(idx)))
-        means += wi * diff[idx][pick].mean(axis=1)
+        means += coef[idx].sum() * diff[idx][pick].mean(axis=1)
     lo, hi = (np.quantile(means, [0.025, 0.975]) if diff.size > 1 else (NAN, NAN))
-    p = weighted_sign_flip_p(diff, coef, seed=seed)
+    p = weighted_sign_flip_p(diff, coef, n_resamples=n_flips, seed=seed)
     return PairedDifference(estimate, float(lo), float(hi), p, int(diff.size), len(names),
                             "item sign-flip test; bootstrap within subcategories")
 

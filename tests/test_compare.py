@@ -85,6 +85,169 @@ def test_sign_flip_detects_a_real_difference():
     assert stats.cluster_sign_flip_p(better - b, clusters) < 0.01
 
 
+# ----------------------------------------------------------------------------- people, VStyle, ties
+def test_two_way_difference_by_hand():
+    T = stats.Trial
+    # A: a1 right on q1 and q2, a2 right on q1 only; B: b1 wrong on both, b2 right on q1 only;
+    # q3 was answered for A only and is left out: 3/4 - 1/4
+    a = [T("a1", "q1", True), T("a1", "q2", True), T("a2", "q1", True), T("a2", "q2", False),
+         T("a1", "q3", True)]
+    b = [T("b1", "q1", False), T("b1", "q2", False), T("b2", "q1", True), T("b2", "q2", False)]
+    d = stats.two_way_difference(a, b, replicates=999)
+    assert d.difference == pytest.approx(0.5) and (d.acc_a, d.acc_b) == (0.75, 0.25)
+    assert (d.n_a, d.n_b, d.participants_a, d.participants_b, d.questions) == (4, 4, 2, 2, 2)
+    assert d.ci_low <= 0.5 <= d.ci_high
+    # every response of A right, every one of B wrong: every replicate is exactly +1, so the
+    # interval is 1..1 and p is the smallest the bootstrap can give, 2 / (B + 1)
+    a = [T(f"a{i}", f"q{j}", True) for i in range(3) for j in range(4)]
+    b = [T(f"b{i}", f"q{j}", False) for i in range(3) for j in range(4)]
+    d = stats.two_way_difference(a, b, replicates=999)
+    assert (d.difference, d.ci_low, d.ci_high) == (1.0, 1.0, 1.0)
+    assert d.p_value == pytest.approx(2 / 1000)
+
+
+def test_two_way_bootstrap_spread_matches_the_two_way_variance():
+    """On a balanced test (every participant answers every question) the bootstrap's variance
+    of the difference is, to first order, var(participants' accuracies)/P for each system plus
+    var(questions' accuracy differences)/Q, written here from that formula."""
+    rng = np.random.default_rng(11)
+    P, Q = 25, 40
+    v = rng.normal(0, 1.2, Q)
+    ya = rng.random((P, Q)) < 1 / (1 + np.exp(-(0.4 + rng.normal(0, 1, (P, 1)) + v)))
+    yb = rng.random((P, Q)) < 1 / (1 + np.exp(-(0.0 + rng.normal(0, 1, (P, 1)) + v)))
+    T = stats.Trial
+    a = [T(f"a{i}", f"q{j}", bool(ya[i, j])) for i in range(P) for j in range(Q)]
+    b = [T(f"b{i}", f"q{j}", bool(yb[i, j])) for i in range(P) for j in range(Q)]
+    d = stats.two_way_difference(a, b, replicates=4000)
+    formula = (ya.mean(1).var(ddof=1) / P + yb.mean(1).var(ddof=1) / P +
+               (ya.mean(0) - yb.mean(0)).var(ddof=1) / Q)
+    width = d.ci_high - d.ci_low  # a 95% interval is about 3.92 standard errors wide
+    assert (width / 3.92) ** 2 == pytest.approx(formula, rel=0.2)
+    assert d.difference == pytest.approx(ya.mean() - yb.mean())
+    # the planner's z test uses the same variance
+    p = stats.two_way_z_p(ya.mean(1), yb.mean(1), ya.mean(0), yb.mean(0))
+    z = abs(ya.mean() - yb.mean()) / np.sqrt(formula)
+    assert p == pytest.approx(float(__import__("math").erfc(z / np.sqrt(2))))
+
+
+def _people_null(rng, P=12, S=15, per=2):
+    Q = S * per
+    v = np.repeat(rng.normal(0, 1.0, S), per) + rng.normal(0, 0.5, Q)
+    out = []
+    for side in "ab":
+        u = rng.normal(0, 1.0, (P, 1))
+        w = rng.normal(0, 0.5, Q)
+        y = rng.random((P, Q)) < 1 / (1 + np.exp(-(0.3 + u + v + w)))
+        out.append([stats.Trial(f"{side}{i}", f"q{j}", bool(y[i, j]))
+                    for i in range(P) for j in range(Q)])
+    return out[0], out[1], {f"q{j}": f"s{j // per}" for j in range(Q)}
+
+
+def test_two_way_difference_holds_its_level_under_the_null():
+    """1,000 simulated pairs of systems with the same accuracy, heard by different people:
+    participant, sentence, question and system-by-question effects, none for the system."""
+    rng = np.random.default_rng(24)
+    rejected = 0
+    for i in range(1000):
+        a, b, item_of = _people_null(rng)
+        rejected += stats.two_way_difference(a, b, item_of, replicates=400, seed=i).p_value < 0.05
+    assert 0.03 <= rejected / 1000 <= 0.07, rejected
+
+
+def test_weighted_paired_difference_by_hand():
+    # stratum x (weight 0.5): differences 1 and 0; y (0.25): 2; z: failed on one side (nan)
+    # weights over the strata present: x 2/3, y 1/3 -> 2/3 * 0.5 + 1/3 * 2 = 1
+    a = [4, 3, 5, float("nan")]
+    b = [3, 3, 3, 2]
+    d = stats.weighted_paired_difference(a, b, ["x", "x", "y", "z"],
+                                         {"x": 0.5, "y": 0.25, "z": 0.25})
+    assert d.difference == pytest.approx(1.0) and d.n == 3 and d.clusters == 2
+    # each unit's term (1/3 * difference): 1/3, 0, 2/3; of the 8 sign patterns those keeping
+    # the 1/3 and 2/3 terms' signs together reach |1|: 4 of 8
+    assert d.p_value == pytest.approx(0.5)
+    assert stats.weighted_sign_flip_p([1, 0, 2], [1 / 3, 1 / 3, 1 / 3]) == pytest.approx(0.5)
+    # two categories of equal weight (VStyle's 0.25 each): category g1 holds x (0.5, diffs 1, 0)
+    # and y (0.25, diff 2): 2/3 * 0.5 + 1/3 * 2 = 1; category g2 holds z (diff -1): the two
+    # categories' scores averaged, (1 + -1) / 2 = 0
+    d = stats.weighted_paired_difference([4, 3, 5, 1], [3, 3, 3, 2], ["x", "x", "y", "z"],
+                                         {"x": 0.5, "y": 0.25, "z": 0.25},
+                                         {"x": "g1", "y": "g1", "z": "g2"},
+                                         {"g1": 0.25, "g2": 0.25})
+    assert d.difference == pytest.approx(0.0) and d.n == 4
+
+
+def test_weighted_paired_difference_holds_its_level_under_the_null():
+    """1,000 pairs of exchangeable judged systems: 1-5 scores sharing each instruction's
+    difficulty, VStyle-like strata of unequal weights and sizes."""
+    rng = np.random.default_rng(5)
+    strata = np.repeat(["a", "b", "c", "d"], [4, 8, 12, 9])
+    weights = {"a": 0.125, "b": 0.125 / 6, "c": 0.25, "d": 0.5}
+    rejected = 0
+    for i in range(1000):
+        level = rng.normal(3, 1, strata.size)
+        a = np.clip(np.rint(level + rng.normal(0, 0.8, strata.size)), 1, 5)
+        b = np.clip(np.rint(level + rng.normal(0, 0.8, strata.size)), 1, 5)
+        d = stats.weighted_paired_difference(a, b, strata, weights, n_resamples=100,
+                                             n_flips=1000, seed=i)
+        rejected += d.p_value < 0.05
+    assert 0.03 <= rejected / 1000 <= 0.07, rejected
+
+
+def test_rank_ranges_by_hand():
+    # 0 and 1 tied, 1 and 2 tied; every other pair differs
+    different = [[False, False, True, True], [False, False, False, True],
+                 [True, False, False, True], [True, True, True, False]]
+    ranges = stats.rank_ranges([0.9, 0.85, 0.6, 0.3], different)
+    assert [stats.format_rank_range(*r) for r in ranges] == ["1-2", "1-3", "2-3", "4"]
+    # lower is better (a distance): the same ties, ranks from the other end
+    ranges = stats.rank_ranges([0.1, 0.15, 0.4, 0.7], different, higher_is_better=False)
+    assert [stats.format_rank_range(*r) for r in ranges] == ["1-2", "1-3", "2-3", "4"]
+    # 50/100 vs 30/100: pooled 0.4, se = sqrt(0.24 * 0.02), z = 0.2 / se = 2.887
+    assert stats.two_proportion_p(50, 100, 30, 100) == pytest.approx(0.00389, abs=2e-5)
+
+
+# ----------------------------------------------------------------------------- planning
+def test_planner_holds_its_level_and_matches_the_no_effects_case_by_hand():
+    from statistics import NormalDist
+
+    model = stats.ClusterModel(accuracy=0.5, participant_sd=1.0, question_sd=1.5,
+                               interaction_sd=1.0)
+    power, se = stats.simulated_power(model, 20, 30, 0.0, simulations=1000, seed=1)
+    assert 0.03 <= power <= 0.07 and se == pytest.approx((power * (1 - power) / 1000) ** 0.5)
+    # no random effects: every response Bernoulli(0.6) for A and (0.5) for B. The difference's
+    # true variance is (0.24 + 0.25) / (n q); the two-way variance counts that noise once per
+    # way (twice), as the pigeonhole bootstrap does, so the test rejects when
+    # |d| > 1.96 * sqrt(2) * sd: power = Phi(delta / sd - 1.96 sqrt 2) + Phi(-delta/sd - ...)
+    flat = stats.ClusterModel(0.5, 0.0, 0.0, 0.0)
+    n, q = 10, 20
+    sd = ((0.24 + 0.25) / (n * q)) ** 0.5
+    z = NormalDist().inv_cdf(0.975) * 2 ** 0.5
+    expected = NormalDist().cdf(0.1 / sd - z) + NormalDist().cdf(-0.1 / sd - z)
+    power, _ = stats.simulated_power(flat, n, q, 0.10, simulations=4000, seed=2)
+    assert power == pytest.approx(expected, abs=0.03)
+    # more participants, more power (same seed)
+    p10 = stats.simulated_power(model, 10, 40, 0.15, simulations=1000, seed=3)[0]
+    p60 = stats.simulated_power(model, 60, 40, 0.15, simulations=1000, seed=3)[0]
+    assert p60 > p10 + 0.2
+
+
+def test_pilot_variance_components_recovered():
+    rng = np.random.default_rng(8)
+    sds = {"participant": [], "question": [], "acc": []}
+    for _ in range(6):
+        u, v = rng.normal(0, 0.8, 30), rng.normal(0, 1.5, 60)
+        y = rng.random((30, 60)) < 1 / (1 + np.exp(-(0.5 + u[:, None] + v[None, :])))
+        trials = [stats.Trial(f"p{i}", f"q{j}", bool(y[i, j])) for i in range(30)
+                  for j in range(60)]
+        m = stats.estimate_model(trials)
+        sds["participant"].append(m.participant_sd)
+        sds["question"].append(m.question_sd)
+        sds["acc"].append(m.accuracy - y.mean())
+    assert np.mean(sds["participant"]) == pytest.approx(0.8, abs=0.2)
+    assert np.mean(sds["question"]) == pytest.approx(1.5, abs=0.3)
+    assert np.allclose(sds["acc"], 0)
+
+
 # ----------------------------------------------------------------------------- through the shell
 def _lm_eval(system, name, tasks, out, env):
     done = subprocess.run([shutil.which("lm_eval") or "lm_eval", "--model", "audio-dir",
