@@ -314,16 +314,11 @@ def cmd_compare(args) -> int:
     """Paired comparison of runs: every pair, Holm-adjusted, with the direction in words."""
     import json
 
-    from .compare import compare, table, to_json
+    from .compare import compare, render, to_json
 
     result = compare(args.runs, args.run)
-    for t in table(result):
-        _print_whole(t)
-    pooled = result["pairs"][0]["adept"]["pooled"]
-    console.print(f"paired over {pooled['n']} questions in {pooled['sentences']} sentences; "
-                  "intervals resample whole sentences; p-values: exact McNemar per task, "
-                  "sentence sign-flip test for classes, pooled and prosody_distance"
-                  + ("; Holm-adjusted over the pairs" if len(result["pairs"]) > 1 else ""))
+    for part in render(result):  # per pair: a table per suite, then what it rests on
+        _print_whole(part) if isinstance(part, Table) else console.print(part + "\n")
     if args.json:
         from pathlib import Path
 
