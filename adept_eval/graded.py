@@ -193,6 +193,14 @@ class StimulusScores:
         return {k: (None if isinstance(v, float) and math.isnan(v) else v)
                 for k, v in asdict(self).items()}
 
+    @classmethod
+    def from_dict(cls, data: dict) -> StimulusScores:
+        """``to_dict``'s inverse (None is NaN again; keys of another version are ignored), for
+        the records read back from lm-eval's aggregation items and logged samples."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: (math.nan if v is None and k in METRIC_BY_NAME else v)
+                      for k, v in data.items() if k in names})
+
 
 def failed(id: str, detail: str) -> StimulusScores:
     return StimulusScores(id=id, status="failed", detail=detail)

@@ -29,7 +29,8 @@ from functools import lru_cache
 
 from . import identity, settings, spec, stats
 from .questions import LETTERS, Question, build_questions
-from .metric_items import HEADLINE, SameRecord, record_of
+from .metric_items import SameRecord, record_of
+from .suites import ADEPT
 
 log = logging.getLogger(__name__)
 
@@ -286,24 +287,15 @@ def process_results(doc: dict, results: list[str]) -> dict:
 
 def _metrics(doc: dict, record: QuestionRecord) -> dict:
     data = record.to_json()
-    same = SameRecord(data)
-    return {name: data if name == HEADLINE else same for name in metric_names(doc["task"])}
+    same = SameRecord(data, ADEPT.headline)
+    return {name: data if name == ADEPT.headline else same for name in metric_names(doc["task"])}
 
 
 def metric_names(task: str) -> list[str]:
-    """The task's metrics, headline first (the order lm-eval prints them in)."""
-    t = spec.task(task)
-    names = ["acc", "acc_ci_low", "acc_ci_high", "p_chance", "chance", "n", "failed",
-             "order_agreement"]
-    if t.cls.has_subcategory_scores:
-        names += [f"acc_{s}" for s in t.cls.answer_subcategories(t.speaker)]
-    return names + list(GRADED_METRICS)
-
-
-# the graded figures lm-eval's table shows (headline accuracy first, then these few); every
-# figure is in the logged samples and in ``adept-eval report``
-GRADED_METRICS = ("prosody_distance", "prosody_distance_ci_low", "prosody_distance_ci_high",
-                  "graded_n", "graded_failed")
+    """The task's metrics, headline first (the order lm-eval prints them in): ADEPT's metric
+    table (``suites.ADEPT_METRICS``); every graded figure beyond the few there is in the logged
+    samples and in ``adept-eval report``."""
+    return [m.name for m in ADEPT.task_metrics(task)]
 
 
 # ----------------------------------------------------------------------------- aggregation
@@ -395,14 +387,8 @@ def graded_records(items) -> list:
     ``graded.aggregate`` counts a stimulus shared by several questions once)."""
     from . import graded
 
-    names = {f.name for f in fields(graded.StimulusScores)}
-    out = []
-    for it in map(record_of, items):
-        for g in it.get("graded") or ():
-            values = {k: (float("nan") if v is None and k in graded.METRIC_BY_NAME else v)
-                      for k, v in g.items() if k in names}
-            out.append(graded.StimulusScores(**values))
-    return out
+    return [graded.StimulusScores.from_dict(g)
+            for it in map(record_of, items) for g in it.get("graded") or ()]
 
 
 def graded_summary(items) -> dict:

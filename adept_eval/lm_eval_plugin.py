@@ -15,8 +15,8 @@ imports lm-eval is untouched, and when lm-eval is imported:
   a ``task_manager`` likewise);
 - after ``lm_eval.loggers.evaluation_tracker`` loads: runs of our models are named after the
   system (``name=``), which is what results folders and Hub uploads then carry;
-- after ``evaluate.loading`` loads: the bare names ``speech_judge`` and ``prosody_transfer`` resolve to
-  our installed evaluate modules (see ``_patch_evaluate``);
+- after ``evaluate.loading`` loads: the bare names ``speech_judge`` and ``prosody_transfer``
+  resolve to our installed evaluate modules (see ``integration.registration``);
 - after ``lm_eval.evaluator`` loads: ``simple_evaluate`` refuses secret-looking options before
   lm-eval logs them, records which keys came from ``--model_args`` (``settings``), and adds the
   run's identity (``identity``) to the results lm-eval then writes;
@@ -27,15 +27,16 @@ imports lm-eval is untouched, and when lm-eval is imported:
   checkout stays quiet; lm-eval's "Custom kwargs" hint is not repeated for each of our tasks.
 - after ``lm_eval._cli.utils`` loads: ``--model_args``/``--metadata`` in ``key=value`` form may
   contain ``{...}`` (``command=... {text} ...``, ``pattern={id}-Kimi``), and a malformed JSON
-  object is reported without echoing it (see ``_patch_cli_args``).
+  object is reported without echoing it (see ``integration.arguments``).
 
 Every wrapper falls back to lm-eval's own behaviour on any unexpected error of ours: a change in
 lm-eval can cost adept-eval a feature, never break ``lm_eval`` for the environment. (Deliberate
 refusals, ``settings.SettingsError``, are not errors of ours and do propagate.)
 
 lm-eval 0.4.x reads no entry points, so this hook is the only way our models and tasks are
-found. A run whose tasks are all ours skips indexing lm-eval's own task folder (``lm_eval_hooks.
-_patch_config``). Set ``ADEPT_EVAL_NO_LM_EVAL_HOOK=1`` to switch the hook off (``--include_path``
+found. A run whose tasks are all ours skips indexing lm-eval's own task folder
+(``integration.task_index``). The patches live in ``adept_eval/integration/``, one module per
+purpose, each naming the lm-eval version it was written against (0.4.13). Set ``ADEPT_EVAL_NO_LM_EVAL_HOOK=1`` to switch the hook off (``--include_path``
 with ``adept_eval.lm_eval_plugin.task_dir()`` then still works), or call ``register()`` to
 apply it by hand (e.g. from an editable install, where the .pth is not installed).
 """
@@ -49,29 +50,30 @@ import sys
 
 from .names import (EVALUATE_MODULES, MODELS, prosody_transfer_path,  # noqa: F401
                     speech_judge_path, task_dir)
+from .registry import Registry
 
 
-_HOOKS = {
-    "lm_eval._cli.utils": "_patch_cli_args",
-    "evaluate.loading": "_patch_evaluate",
-    "lm_eval.api.registry": "_register_models",
-    "lm_eval.tasks.manager": "_patch_task_manager",
-    "lm_eval.config.evaluate_config": "_patch_config",
-    "lm_eval.loggers.evaluation_tracker": "_patch_tracker",
-    "lm_eval.evaluator": "_patch_evaluator",
-    "lm_eval.api.group": "_patch_group",
-    "lm_eval.utils": "_patch_table",
-    "lm_eval.loggers.utils": "_patch_git",
-    "lm_eval.api.task": "_patch_task_logging",
-    "lm_eval._cli.run": "_patch_cli",
-}
+#: lm-eval (or evaluate) module -> the patch run once it is imported: lazy ``"module:attr"``
+#: targets in ``integration/`` (nothing of it is imported before lm-eval is)
+HOOKS = Registry("lm-eval hook", {
+    "lm_eval._cli.utils": "adept_eval.integration.arguments:patch_cli_args",
+    "evaluate.loading": "adept_eval.integration.registration:patch_evaluate",
+    "lm_eval.api.registry": "adept_eval.integration.registration:register_models",
+    "lm_eval.tasks.manager": "adept_eval.integration.task_index:patch_task_manager",
+    "lm_eval.config.evaluate_config": "adept_eval.integration.task_index:patch_config",
+    "lm_eval.loggers.evaluation_tracker": "adept_eval.integration.results:patch_tracker",
+    "lm_eval.evaluator": "adept_eval.integration.run:patch_evaluator",
+    "lm_eval.api.group": "adept_eval.integration.groups:patch_group",
+    "lm_eval.utils": "adept_eval.integration.display:patch_table",
+    "lm_eval.loggers.utils": "adept_eval.integration.display:patch_git",
+    "lm_eval.api.task": "adept_eval.integration.display:patch_task_logging",
+    "lm_eval._cli.run": "adept_eval.integration.arguments:patch_cli",
+})
 
 
 def _apply(name: str, module) -> None:
-    """Run the wrapper for ``module`` (from ``lm_eval_hooks``, imported only now)."""
-    from . import lm_eval_hooks
-
-    getattr(lm_eval_hooks, _HOOKS[name])(module)
+    """Run the patch for ``module`` (its ``integration`` module is imported only now)."""
+    HOOKS.get(name)(module)
 
 
 class _HookedLoader:
@@ -95,10 +97,10 @@ class _HookedLoader:
 
 
 class _PostImportFinder:
-    """A meta-path finder that only wraps the loaders of the few modules in ``_HOOKS``."""
+    """A meta-path finder that only wraps the loaders of the few modules in ``HOOKS``."""
 
     def find_spec(self, fullname, path, target=None):
-        if fullname not in _HOOKS:
+        if fullname not in HOOKS:
             return None
         for finder in sys.meta_path:
             if finder is self or not hasattr(finder, "find_spec"):
@@ -117,7 +119,7 @@ def install() -> None:
         return
     if any(isinstance(f, _PostImportFinder) for f in sys.meta_path):
         return
-    for name in _HOOKS:
+    for name in HOOKS.names():
         if name in sys.modules:  # lm-eval already imported: apply right away
             try:
                 _apply(name, sys.modules[name])
@@ -130,7 +132,7 @@ def register() -> None:
     """Apply the registration now (imports lm-eval)."""
     import importlib
 
-    for name in _HOOKS:
+    for name in HOOKS.names():
         try:
             module = importlib.import_module(name)
         except ImportError:

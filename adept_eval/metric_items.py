@@ -9,16 +9,13 @@ in the logged samples, the whole record in every aggregation. Shared by ``harnes
 
 from __future__ import annotations
 
-HEADLINE = "acc"  # ADEPT's headline metric; VStyle passes its own
-
-
 class SameRecord:
     """What the other metrics of a question receive: the record itself for aggregation, but
     logged by lm-eval as a short pointer, so ``--log_samples`` holds one copy per question."""
 
     __slots__ = ("record", "headline")
 
-    def __init__(self, record, headline: str = HEADLINE):
+    def __init__(self, record, headline: str):
         self.record, self.headline = record, headline
 
     def __str__(self) -> str:

@@ -1,4 +1,8 @@
-"""Tables of lm-eval results for people: n, accuracy, its interval and the test against chance."""
+"""Tables of lm-eval results for people: n, accuracy, its interval and the test against chance.
+
+What a figure is (its result key, whether it is a count, which way is better, what a group
+pools it by) is read from ADEPT's metric table (``suites.ADEPT``); only the layout is here.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from rich import box
 from rich.table import Table
 
 from . import spec, stats
+from .suites import ADEPT
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -26,6 +31,16 @@ def _f(x, fmt="{:.3f}") -> str:
     return fmt.format(x)
 
 
+def _figure(r: dict, metric: str, fmt: str = "{:.3f}") -> str:
+    """A task's figure from its results: an integer for a count metric."""
+    m = ADEPT.metric(metric)
+    return _f(r.get(ADEPT.key(metric)), "{:.0f}" if m is not None and m.count else fmt)
+
+
+def _better(metric: str) -> str:
+    return "higher" if ADEPT.metric(metric).higher_is_better else "lower"
+
+
 def _p(p) -> str:
     if p is None or (isinstance(p, float) and math.isnan(p)):
         return "-"
@@ -35,7 +50,7 @@ def _p(p) -> str:
 def adept_table(results: dict, title: str = "ADEPT") -> Table:
     """One row per ADEPT task found in an lm-eval ``results`` dict."""
     present = [t for t in spec.TASKS if results.get(t)]
-    agree = any((results[t].get("order_agreement,none") or 1.0) < 1.0 for t in present)
+    agree = any((results[t].get(ADEPT.key("order_agreement")) or 1.0) < 1.0 for t in present)
     table = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False)
     cols = ["task", "n", "acc", "95% CI", "chance", "p", "fail"] + (["agree"] if agree else [])
     for col in cols:
@@ -43,27 +58,26 @@ def adept_table(results: dict, title: str = "ADEPT") -> Table:
                          min_width=len(col))
     for name in present:
         r = results[name]
-        get = lambda m: r.get(f"{m},none")  # noqa: E731
-        row = [name.removeprefix("adept_"), _f(get("n"), "{:.0f}"), _f(get("acc")),
-               f"{_f(get('acc_ci_low'), '{:.2f}')}-{_f(get('acc_ci_high'), '{:.2f}')}",
-               _f(get("chance"), "{:.2f}"), _p(get("p_chance")), _f(get("failed"), "{:.0f}")]
+        row = [name.removeprefix("adept_"), _figure(r, "n"), _figure(r, "acc"),
+               f"{_figure(r, 'acc_ci_low', '{:.2f}')}-{_figure(r, 'acc_ci_high', '{:.2f}')}",
+               _figure(r, "chance", "{:.2f}"), _p(r.get(ADEPT.key("p_chance"))),
+               _figure(r, "failed")]
         if agree:
-            row.append(_f(get("order_agreement"), "{:.2f}"))
+            row.append(_figure(r, "order_agreement", "{:.2f}"))
         table.add_row(*row)
     return table
 
 
 def pooled(results: dict, tasks: list[str]) -> tuple[int, int]:
     """(correct, n) over the given tasks' responses, from their accuracies and n."""
-    return stats.pooled_counts(((results.get(t) or {}).get("acc,none"),
-                                (results.get(t) or {}).get("n,none")) for t in tasks)
+    key, weight = ADEPT.key(ADEPT.headline), ADEPT.key(ADEPT.pooled[ADEPT.headline])
+    return stats.pooled_counts(((results.get(t) or {}).get(key),
+                                (results.get(t) or {}).get(weight)) for t in tasks)
 
 
 def group_table(results: dict) -> Table | None:
     """ADEPT groups pooled over their tasks' responses: n and an exact 95% interval, which
     lm-eval's own group rows (a weighted mean) do not carry."""
-    from .suites import ADEPT
-
     groups = ADEPT.groups
     table = Table(title="ADEPT groups (pooled over all their questions)", box=box.SIMPLE_HEAD)
     for col in ("group", "tasks", "n", "acc", "95% CI"):
@@ -83,25 +97,25 @@ def group_table(results: dict) -> Table | None:
 # ----------------------------------------------------------------------------- graded figures
 def graded_records(samples: dict) -> dict[str, list]:
     """task -> its stimuli's ``graded.StimulusScores``, read from lm-eval's logged samples
-    (``samples_<task>_<time>.jsonl``; each question's record under ``acc`` holds them)."""
+    (``samples_<task>_<time>.jsonl``; each question's record under the headline, ``acc``,
+    holds them)."""
     import json
     from pathlib import Path
 
-    from .harness import HEADLINE, graded_records as of_items
+    from .graded import StimulusScores
 
     out = {}
     for task, path in samples.items():
         if task not in spec.TASKS:
             continue
-        items = []
+        records = []
         for line in Path(path).read_text(encoding="utf-8").splitlines():
             if not line.strip():
                 continue
-            rec = json.loads(line).get(HEADLINE)
+            rec = json.loads(line).get(ADEPT.headline)
             rec = rec[0] if isinstance(rec, list) and rec else rec
             if isinstance(rec, dict):
-                items.append(rec)
-        records = of_items(items)
+                records += [StimulusScores.from_dict(g) for g in rec.get("graded") or ()]
         if records:
             out[task] = records
     return out
@@ -140,13 +154,13 @@ def graded_table(results: dict, samples: dict | None = None) -> Table | None:
         rows += 1
     for name in spec.TASKS:
         r = results.get(name) or {}
-        if r.get("graded_n,none") in (None, 0) and not r.get("graded_failed,none"):
+        if r.get(ADEPT.key("graded_n")) in (None, 0) and not r.get(ADEPT.key("graded_failed")):
             continue
-        get = lambda m: r.get(f"{m},none")  # noqa: E731
         table.add_row("prosody_distance", name.removeprefix("adept_"),
-                      _f(get("prosody_distance")),
-                      f"{_f(get('prosody_distance_ci_low'))}-{_f(get('prosody_distance_ci_high'))}",
-                      _f(get("graded_n"), "{:.0f}"), _f(get("graded_failed"), "{:.0f}"), "-",
-                      "lower")
+                      _figure(r, "prosody_distance"),
+                      f"{_figure(r, 'prosody_distance_ci_low')}-"
+                      f"{_figure(r, 'prosody_distance_ci_high')}",
+                      _figure(r, "graded_n"), _figure(r, "graded_failed"), "-",
+                      _better("prosody_distance"))
         rows += 1
     return table if rows else None

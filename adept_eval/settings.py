@@ -28,11 +28,10 @@ from dataclasses import dataclass, field
 
 from .errors import UserError
 from .options import parse_model_args
+from .suites import SUITES
 
 # lm-eval's own task metadata, always present
 LM_EVAL_KEYS = frozenset({"version", "config_source"})
-RUN_KEYS = {"adept": frozenset({"corpus", "listener"}),
-            "vstyle": frozenset({"language", "vstyle_dir"})}
 JUDGE_PREFIX = "judge_"
 
 _SECRET_WORDS = {"key", "apikey", "token", "secret", "password", "passwd", "passphrase",
@@ -168,8 +167,8 @@ def split(metadata: dict, *, suite: str, listener: str | None = None) -> Setting
     judge = judge_options() if any(k.startswith(JUDGE_PREFIX) for k in metadata) else set()
     known_model = SOURCES.model_keys
     model = set(known_model) if known_model is not None else model_options()
-    own_run = RUN_KEYS[suite] | LM_EVAL_KEYS
-    other_run = set().union(*(v for k, v in RUN_KEYS.items() if k != suite))
+    own_run = SUITES[suite].run_keys | LM_EVAL_KEYS
+    other_run = set().union(*(s.run_keys for k, s in SUITES.items() if k != suite))
     out = Settings()
     problems = []
     for key, value in metadata.items():
@@ -198,7 +197,7 @@ def split(metadata: dict, *, suite: str, listener: str | None = None) -> Setting
             else:
                 problems.append(f"unknown option {key!r}")
     if problems:
-        valid = [f"run: {', '.join(sorted(RUN_KEYS[suite]))}"]
+        valid = [f"run: {', '.join(sorted(SUITES[suite].run_keys))}"]
         if listener is not None:
             valid.append(f"listener {listener!r}: {', '.join(sorted(listeners[listener])) or '-'}")
         if suite == "vstyle":

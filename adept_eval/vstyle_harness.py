@@ -22,24 +22,20 @@ from . import identity, settings, stats
 from .judge import JudgeConfig, JudgeItem, judge
 from .judge.runner import judge_option_names
 from .metric_items import SameRecord, record_of
+from .suites import VSTYLE
 from .vstyle import CATEGORIES, load_records, locate, subcategory_weights
 
-HEADLINE = "score"  # the metric whose logged value carries the whole per-instruction record
+HEADLINE = VSTYLE.headline  # the metric whose logged value carries the whole record
 
 # --metadata key -> JudgeConfig field. Keys are never secrets: a key is named by the environment
 # variable that holds it (judge_api_key_env).
 JUDGE_KEYS = judge_option_names()
 
 
-def judge_config(metadata: dict) -> dict:
-    """JudgeConfig keyword arguments from ``--metadata judge_*=...`` (JSON-able)."""
-    cfg = {}
-    for key, value in metadata.items():
-        if not key.startswith("judge_"):
-            continue
-        if key not in JUDGE_KEYS:
-            raise settings.SettingsError(f"unknown judge setting {key!r}; known: {', '.join(sorted(JUDGE_KEYS))}")
-        cfg[JUDGE_KEYS[key]] = value
+def judge_config(judge_share: dict) -> dict:
+    """JudgeConfig keyword arguments (JSON-able) from the run's judge settings: the ``judge``
+    share of ``settings.split``, which has already refused an unknown ``judge_*`` key."""
+    cfg = {JUDGE_KEYS[key]: value for key, value in judge_share.items()}
     prompts = cfg.get("prompts")
     if isinstance(prompts, str):
         path = Path(prompts).expanduser()
@@ -191,13 +187,14 @@ def process_results(doc: dict, results: list[str]) -> dict:
                           prompt=rec.get("prompt"), prompt_sha256=rec.get("prompt_sha256"),
                           system=rec.get("system", "") or "").to_json()
     same = SameRecord(record, HEADLINE)
-    return {name: record if name == HEADLINE else same for name in metric_names(doc["category"])}
+    return {name: record if name == HEADLINE else same
+            for name in metric_names(f"vstyle_{doc['language']}_{doc['category']}")}
 
 
-def metric_names(category: str) -> list[str]:
-    """The category's metrics, headline first (the order lm-eval prints them in)."""
-    return ["score", "score_mean", "score_ci_low", "score_ci_high", "n", "n_failed",
-            "failure_rate"] + [f"score_{s}" for s in CATEGORIES[category]]
+def metric_names(task: str) -> list[str]:
+    """The task's metrics, headline first (the order lm-eval prints them in): VStyle's metric
+    table (``suites.VSTYLE_METRICS``)."""
+    return [m.name for m in VSTYLE.task_metrics(task)]
 
 
 # ----------------------------------------------------------------------------- aggregation

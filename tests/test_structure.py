@@ -291,9 +291,8 @@ def test_lm_eval_cli_refuses_secret_options_before_logging_them(corpus, tmp_path
         assert not (tmp_path / "out").exists()
 
 
-def test_no_import_cycle_in_the_package():
-    """Imports run one way (in-function imports count): checked with the project's own tool
-    where ../shared is there, and with this module's reading of the same rule everywhere."""
+def _import_edges() -> dict[str, set[str]]:
+    """module -> the package's modules it imports (module-level and in-function alike)."""
     import ast
 
     root = Path(__file__).resolve().parents[1] / "adept_eval"
@@ -320,6 +319,14 @@ def test_no_import_cycle_in_the_package():
                     t = t.rpartition(".")[0]
                 if t and t != name:
                     edges[name].add(t)
+    return edges
+
+
+def test_no_import_cycle_in_the_package():
+    """Imports run one way (in-function imports count): checked with the project's own tool
+    where ../shared is there, and with this module's reading of the same rule everywhere."""
+    edges = _import_edges()
+    modules = edges
     seen, stack, on_stack, cycles = {}, [], set(), []
 
     def visit(m):
@@ -340,6 +347,48 @@ def test_no_import_cycle_in_the_package():
     # a package's __init__ importing its own submodules is not a cycle of the layers
     real = [c for c in cycles if not all(x.startswith(c[0] + ".") or x == c[0] for x in c)]
     assert not real, real
+
+
+GLUE_LAYERS = {"adept_eval.registry": 0, "adept_eval.names": 1, "adept_eval.suites": 1,
+               "adept_eval.settings": 2, "adept_eval.harness": 3, "adept_eval.vstyle_harness": 3,
+               "adept_eval.integration": 4, "adept_eval.lm_eval_plugin": 5}
+
+
+def _layer(module: str):
+    for prefix, layer in GLUE_LAYERS.items():
+        if module == prefix or module.startswith(prefix + "."):
+            return layer
+    return None
+
+
+def test_the_glue_is_layered():
+    """Lower layers never import higher ones (docs/contributing.md): the domain <- registry <-
+    names, suites <- settings <- the two harnesses (never each other) <- integration <- lm_eval_plugin; the
+    domain may read the suites and settings but never a harness, a patch or the hook (only the
+    ``adept-eval`` command applies the hook by hand); ``registry`` and ``names`` stay standard
+    library only, since the hook loads them at every interpreter start-up."""
+    import ast
+
+    edges = _import_edges()
+    wrong = []
+    for module, targets in edges.items():
+        mine = _layer(module)
+        for target in targets:
+            theirs = _layer(target)
+            if theirs is None:  # the domain sits below every layer of the glue
+                continue
+            if mine is None:
+                if theirs > 2 and module != "adept_eval.cli":
+                    wrong.append((module, target))
+            elif theirs > mine or (mine == theirs == 3 and module != target):
+                wrong.append((module, target))
+    assert not wrong, wrong
+    root = Path(__file__).resolve().parents[1] / "adept_eval"
+    for name in ("registry.py", "names.py"):
+        tree = ast.parse((root / name).read_text(encoding="utf-8"))
+        top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+        assert all(isinstance(n, ast.ImportFrom) and n.module in ("__future__", "registry")
+                   for n in top), name
 
 
 def test_an_acoustic_adept_run_imports_nothing_of_the_judge(use_corpus, tmp_path):

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from adept_eval.lm_eval_hooks import _only_ours, own_task_names
+from adept_eval.integration.task_index import only_ours, own_task_names
 
 
 def test_own_names_are_read_from_the_task_folder():
@@ -28,7 +28,7 @@ def test_own_names_are_read_from_the_task_folder():
     ("tasks/adept/adept_emotion_female.yaml", False),
 ])
 def test_only_ours(tasks, ours):
-    assert _only_ours(tasks) is ours
+    assert only_ours(tasks) is ours
 
 
 def _built_indexes(argv: list[str], monkeypatch) -> list[int]:
@@ -109,7 +109,7 @@ def test_our_markdown_table_matches_pytablewriters():
     from pytablewriter import MarkdownTableWriter
     from typepy import String
 
-    from adept_eval.lm_eval_hooks import markdown_table
+    from adept_eval.integration.display import markdown_table
 
     headers = ["Tasks", "Version", "Filter", "n-shot", "Metric", "", "Value", "", "Stderr"]
     rows = [["adept_emotion_female", "1", "none", "0", "acc", "↑", "1.0000", "", ""],

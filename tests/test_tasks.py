@@ -30,3 +30,20 @@ def test_questions_command_writes_the_plan(corpus, tmp_path, monkeypatch):
     first = rows[0]
     assert first["question_id"].startswith(first["task"] + "/")
     assert first["answer"] in "ABCDE" and " | " in first["stimuli"]
+
+
+def test_every_metric_of_the_tables_is_aggregated_by_its_task_folder():
+    """The metric tables name each metric's aggregation; the task folders' utils must have it
+    (a table entry without its function would only fail when lm-eval loads the task)."""
+    from adept_eval.suites import SUITES
+
+    for suite in SUITES.values():
+        path = ROOT / "tasks" / suite.name / "utils.py"
+        loader = importlib.util.spec_from_file_location(f"{suite.name}_utils", path)
+        utils = importlib.util.module_from_spec(loader)
+        loader.loader.exec_module(utils)
+        for metric in suite.all_metrics():
+            assert callable(getattr(utils, metric.aggregation, None)), (suite.name, metric)
+        for task in suite.tasks:  # every task's metrics come from the table, headline first
+            names = [m.name for m in suite.task_metrics(task)]
+            assert names[0] == suite.headline and len(set(names)) == len(names)

@@ -135,11 +135,13 @@ def test_missing_responses_are_failures(examples, replay, tmp_path):
 
 
 def test_judge_settings_from_metadata(tmp_path):
+    from adept_eval import settings
     from adept_eval.judge.prompt import PromptError
     from adept_eval.vstyle_harness import judge_config
 
-    with pytest.raises(ValueError, match="unknown judge setting"):
-        judge_config({"judge_api_key": "secret"})
+    # settings is the one place an unknown judge setting is refused (before judge_config)
+    with pytest.raises(settings.SettingsError, match="unknown judge setting 'judge_colour'"):
+        settings.split({"judge_colour": "x"}, suite="vstyle")
     for cat in ("role_play", "empathy"):
         (tmp_path / f"{cat}.txt").write_text(f"{cat}: {{instruction_type}} {{input_instruction}}")
     cfg = judge_config({"judge_prompts": str(tmp_path), "judge_model": "m", "judge_cache": ""})

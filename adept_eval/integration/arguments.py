@@ -1,0 +1,74 @@
+"""lm-eval's command line for our runs: ``key=value`` arguments that contain braces, malformed
+JSON reported without echoing it, and a deliberate refusal shown as one line (exit status 2)."""
+
+from __future__ import annotations
+
+import sys
+
+from .fallback import mark, patched
+
+
+def patch_cli_args(utils_module) -> None:
+    """``key=value`` arguments may contain braces; malformed JSON is not echoed.
+
+    lm-eval 0.4.13 (``lm_eval._cli.utils.try_parse_json``) parses ``--model_args``/``--metadata``
+    as JSON whenever the text contains ``{``, and refuses it otherwise, so ``command=my_tts
+    --text {text}`` or ``pattern={id}-Kimi`` never reach the ``key=value`` parser (which itself
+    splits only at top-level commas, braces respected). A JSON object starts with ``{``:
+    anything else falls back to ``key=value``. A text that does start with ``{`` and is not
+    valid JSON is an error whose message says where it is broken but does not repeat the text,
+    which may hold a secret.
+    """
+    original = utils_module.try_parse_json
+    if patched(original):
+        return
+
+    def try_parse_json(value):
+        try:
+            return original(value)
+        except ValueError:
+            if not isinstance(value, str) or not value.lstrip().startswith("{"):
+                return value  # the key=value form, placeholders and all
+            import json
+
+            try:
+                json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"not a valid JSON object ({exc}; the {len(value)}-character "
+                                 "value is not shown, in case it holds a secret). Use "
+                                 "key=value,key2=value2 or a JSON object with double quotes"
+                                 ) from None
+            raise
+
+    utils_module.try_parse_json = mark(try_parse_json, original)
+
+    action = getattr(utils_module, "MergeDictAction", None)
+    call = getattr(action, "__call__", None)
+    if call is not None and not patched(call):
+        def __call__(self, parser, namespace, values, option_string=None):
+            try:
+                return call(self, parser, namespace, values, option_string)
+            except ValueError as exc:  # one line from argparse, not a traceback
+                parser.error(f"argument {option_string or self.dest}: {exc}")
+
+        action.__call__ = mark(__call__)
+
+
+def patch_cli(run_module) -> None:
+    """A deliberate refusal (``SettingsError``) is one line on stderr, exit status 2. Wraps
+    lm-eval 0.4.13's ``lm_eval._cli.run.Run._execute``; without it nothing changes."""
+    cls = getattr(run_module, "Run", None)
+    original = getattr(cls, "_execute", None) if cls is not None else None
+    if original is None or patched(original):
+        return
+
+    def _execute(args):
+        from ..settings import SettingsError
+
+        try:
+            return original(args)
+        except SettingsError as exc:
+            print(f"adept-eval: error: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
+
+    cls._execute = staticmethod(mark(_execute))
