@@ -38,6 +38,10 @@ class Row:
     adept_tasks: int = 0
     adept_failed: int | None = None
     adept_rank: int | None = None
+    # the ranks the row could hold given the section's pairwise tests ("1-3": not significantly
+    # different from the systems ranked 1 to 3), and how those tests were made
+    adept_rank_range: str | None = None
+    adept_tie_method: str | None = None
     adept_corpus: str | None = None  # sha256
     adept_synthetic: bool | None = None
     adept_complete: bool | None = None
@@ -54,6 +58,8 @@ class Row:
     vstyle_n: int | None = None
     vstyle_failure_rate: float | None = None
     vstyle_rank: int | None = None
+    vstyle_rank_range: str | None = None
+    vstyle_tie_method: str | None = None
     vstyle_corpus: str | None = None
     vstyle_complete: bool | None = None
     vstyle_unranked: str | None = None
@@ -91,6 +97,7 @@ def row_of(run: Run) -> Row:
     date = datetime.fromtimestamp(run.when, tz=timezone.utc).strftime("%Y-%m-%d %H:%M") \
         if run.when else None
     row = Row(run.system, run.timestamp, run.listener(), judge=run.judge(), date=date)
+    row._run = run  # not a field: the tie tests read its logged samples
     failed = 0
     by_class: dict[str, list[tuple[float, int]]] = {}
     chance_parts = []
@@ -199,8 +206,61 @@ def build(runs: list[Run], sort: str = "accuracy") -> list[Row]:
             ranks = stats.competition_ranks([getattr(r, attr) for r in members], better)
             for row, r in zip(members, ranks):
                 setattr(row, rank, r)
+            _ties(members, suite, attr, better)
     return sorted(rows, key=lambda r: (r.listener or "", r.adept_unranked is not None,
                                        r.adept_rank or 1e9, r.system))
+
+
+TIE_LEVEL = 0.05
+
+
+def _pair_p(a: Row, b: Row, suite: str, attr: str) -> tuple[float, str]:
+    """The p-value of a difference between two rows of a section, paired on their runs' logged
+    samples when both have them, else from their recorded figures (unpaired)."""
+    from .compare import CompareError, tie_test
+    from .suites import SUITES
+
+    figure = "vstyle" if suite == "vstyle" else \
+        ("accuracy" if attr == "adept_acc" else "prosody_distance")
+    runs = [getattr(r, "_run", None) for r in (a, b)]
+    if all(run is not None and all(t in run.samples for t in run.task_names()
+                                   if t in SUITES[suite].tasks) for run in runs):
+        try:
+            return tie_test(runs[0], runs[1], figure)
+        except CompareError:
+            pass
+    if figure == "accuracy":
+        return (stats.two_proportion_p(round(a.adept_acc * a.adept_n), a.adept_n,
+                                       round(b.adept_acc * b.adept_n), b.adept_n),
+                "unpaired two-proportion test (no logged samples)")
+    if figure == "prosody_distance":
+        return (stats.interval_difference_p(
+            a.adept_prosody_distance, a.adept_prosody_distance_ci_low,
+            a.adept_prosody_distance_ci_high, b.adept_prosody_distance,
+            b.adept_prosody_distance_ci_low, b.adept_prosody_distance_ci_high),
+            "unpaired z test from the intervals (no logged samples)")
+    return math.nan, "not tested (no logged samples): counted as tied"
+
+
+def _ties(members: list[Row], suite: str, attr: str, higher: bool) -> None:
+    """Rank ranges within one section from its pairwise tests, Holm-adjusted over the pairs: a
+    row's range spans every row it is not significantly different from (at 5%). An untestable
+    pair counts as tied."""
+    k = len(members)
+    pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
+    tests = [_pair_p(members[i], members[j], suite, attr) for i, j in pairs]
+    adjusted = stats.holm([p for p, _ in tests])
+    different = [[False] * k for _ in range(k)]
+    for (i, j), p in zip(pairs, adjusted):
+        different[i][j] = different[j][i] = not math.isnan(p) and p < TIE_LEVEL
+    ranges = stats.rank_ranges([getattr(r, attr) for r in members], different, higher)
+    methods = sorted({how for _, how in tests})
+    method = ("; ".join(methods) + f"; Holm-adjusted over {len(pairs)} pairs at 5%") \
+        if pairs else "the only row of its section"
+    for i, (row, (low, high)) in enumerate(zip(members, ranges)):
+        setattr(row, f"{suite}_rank_range", stats.format_rank_range(low, high))
+        setattr(row, f"{suite}_tie_method", method)
+        row._tied = {members[j].system for j in range(k) if j != i and not different[i][j]}
 
 
 def heading(rows: list[Row], suite: str) -> str:
@@ -239,8 +299,8 @@ def _fmt(x, spec_="{:.3f}") -> str:
 def markdown(rows: list[Row]) -> str:
     out = ["# Leaderboard", "",
            "Rows are ranked only against rows with the same corpus, the same scorer and a "
-           "complete task set; equal scores share a rank. Other rows are listed apart with "
-           "the reason.", ""]
+           "complete task set; equal scores share a rank, and a rank range shows which "
+           "systems are statistically tied. Other rows are listed apart with the reason.", ""]
     ranked, apart = sections(rows, "adept")
     for members in ranked:
         classes = [c for c in spec.CLASS_ORDER if any(c in r.classes for r in members)]
@@ -250,12 +310,17 @@ def markdown(rows: list[Row]) -> str:
                 "Prosody distance (graded, lower is better: 0 = the references' prosody, 1 = as "
                 "far as the wrong subcategories) over the stimuli scored (n), 95% bootstrap "
                 "interval over sentences.", "",
-                "| rank | system | accuracy | 95% CI | chance | n | failed | prosody distance | "
-                "95% CI | graded n | date | " +
+                f"Rank range: the ranks a system could hold given the paired tests between the "
+                f"section's systems ({members[0].adept_tie_method}): a system's range spans "
+                "every system it is not significantly different from.", "",
+                "| rank | rank range | system | accuracy | 95% CI | chance | n | failed | "
+                "prosody distance | 95% CI | graded n | date | " +
                 " | ".join(c.replace("_", " ") for c in classes) + " |",
-                "|---:|---|---:|---|---:|---:|---:|---:|---|---:|---|" + "---:|" * len(classes)]
+                "|---:|---:|---|---:|---|---:|---:|---:|---:|---|---:|---|" +
+                "---:|" * len(classes)]
         for r in members:
-            out.append(f"| {r.adept_rank} | {r.system} | {_fmt(r.adept_acc)} | "
+            out.append(f"| {r.adept_rank} | {r.adept_rank_range} | {r.system} | "
+                       f"{_fmt(r.adept_acc)} | "
                        f"{_fmt(r.adept_ci_low, '{:.2f}')}-{_fmt(r.adept_ci_high, '{:.2f}')} | "
                        f"{_fmt(r.adept_chance, '{:.2f}')} | {r.adept_n} | {r.adept_failed} | "
                        f"{_fmt(r.adept_prosody_distance)} | "
@@ -284,10 +349,14 @@ def markdown(rows: list[Row]) -> str:
         cats = sorted({c for r in members for c in r.vstyle_categories})
         out += [f"## {heading(members, 'vstyle')}", "",
                 "Overall score 1-5 (each category 0.25, VStyle's weighting); n judged answers.",
-                "", "| rank | system | overall | n | failure rate | " + " | ".join(cats) + " |",
-                "|---:|---|---:|---:|---:|" + "---:|" * len(cats)]
+                "", f"Rank range: from the paired tests between the section's systems "
+                f"({members[0].vstyle_tie_method}).", "",
+                "| rank | rank range | system | overall | n | failure rate | " +
+                " | ".join(cats) + " |",
+                "|---:|---:|---|---:|---:|---:|" + "---:|" * len(cats)]
         for r in members:
-            out.append(f"| {r.vstyle_rank} | {r.system} | {_fmt(r.vstyle_score, '{:.2f}')} | "
+            out.append(f"| {r.vstyle_rank} | {r.vstyle_rank_range} | {r.system} | "
+                       f"{_fmt(r.vstyle_score, '{:.2f}')} | "
                        f"{r.vstyle_n} | {_fmt(r.vstyle_failure_rate, '{:.1%}')} | " +
                        " | ".join(_fmt(r.vstyle_categories.get(c), '{:.2f}') for c in cats) + " |")
         out.append("")
@@ -332,10 +401,12 @@ def chart(rows: list[Row], path: Path) -> Path | None:
     height = sum(max(1.9, 0.45 * len(m) + 1.4) for _, m, _ in panels)
     fig, axes = plt.subplots(len(panels), 1, figsize=(9, height), squeeze=False)
     for ax, (title, members, kind) in zip(axes[:, 0], panels):
+        ranks = [getattr(r, f"{kind}_rank_range") for r in members]
         names = [f"{r.system} (n={r.adept_n if kind == 'adept' else r.vstyle_n})"
+                 + (f" rank {rr}" if rr and len(members) > 1 else "")
                  + (f" [{r.listener.split()[0]}]" if kind == "adept" and r.adept_unranked else "")
                  + (" SYNTHETIC" if kind == "adept" and r.adept_unranked and r.adept_synthetic
-                    else "") for r in members]
+                    else "") for r, rr in zip(members, ranks)]
         if kind == "adept":
             values = [r.adept_acc for r in members]
             err = [[r.adept_acc - r.adept_ci_low for r in members],
@@ -360,10 +431,39 @@ def chart(rows: list[Row], path: Path) -> Path | None:
             ax.set_xlim(1, 5)
             ax.set_xlabel("speech-judge score (1-5)")
         ax.set_title(title, fontsize=10)
+        if any(ranks) and len(members) > 1:
+            _brackets(ax, members)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def tie_brackets(members: list[Row]) -> list[tuple[int, int]]:
+    """Spans (first, last position in ``members``' order) of systems not significantly
+    different from the system at the span's start, dropping spans inside another: the
+    brackets the chart draws."""
+    spans = []
+    for i, r in enumerate(members):
+        tied = getattr(r, "_tied", set())
+        j = max((j for j, m in enumerate(members) if m.system in tied and j > i), default=i)
+        if j > i:
+            spans.append((i, j))
+    return [s for s in spans if not any(o != s and o[0] <= s[0] and s[1] <= o[1]
+                                        for o in spans)]
+
+
+def _brackets(ax, members: list[Row]) -> None:
+    """Brackets right of the bars joining systems that are statistically tied."""
+    from matplotlib.transforms import blended_transform_factory
+
+    where = blended_transform_factory(ax.transAxes, ax.transData)
+    for depth, (i, j) in enumerate(tie_brackets(members)):
+        x = 1.01 + 0.025 * depth
+        ax.plot([x - 0.008, x, x, x - 0.008], [i - 0.3, i - 0.3, j + 0.3, j + 0.3],
+                color="#333333", linewidth=1, transform=where, clip_on=False)
+    if tie_brackets(members):
+        ax.set_xlabel(ax.get_xlabel() + "; bracketed: no significant difference")
 
 
 def write(rows: list[Row], out: Path) -> list[Path]:
@@ -408,7 +508,9 @@ def push(out: Path, repo_id: str, rows: list[Row], *, private: bool = False) -> 
             "  data_files:", "  - split: train", "    path: leaderboard.parquet", "---", "",
             markdown(rows), "", "![leaderboard](leaderboard.png)", "",
             "Built by [adept-eval](https://pypi.org/project/adept-eval/) `leaderboard`. Rows are "
-            "ranked only among runs with the same corpus, scorer and complete task set.", ""]
+            "ranked only among runs with the same corpus, scorer and complete task set; the "
+            "rank range (`adept_rank_range`, `vstyle_rank_range`) spans the systems a row is not "
+            "significantly different from (paired tests, Holm-adjusted).", ""]
     (out / "README.md").write_text("\n".join(card), encoding="utf-8")
     from .hub import find_secrets
 
