@@ -35,6 +35,16 @@ SPEECH_DB_BELOW_MAX = 35.0
 # pause would ever be found. Clean audio (digital silence, room noise 50+ dB down) is unaffected.
 NOISE_FLOOR_PERCENTILE = 5.0
 ABOVE_NOISE_DB = 6.0
+NOISE_RULE_MAX_DB = 10.0  # ... but never closer than this to the loudest frame (a steady tone
+# has its floor at its peak: it must stay "active" for the speech check to say what it is)
+
+
+def above_noise(loudest: float, noise_floor: float, below_max_db: float) -> float:
+    """The level (dB) a frame must exceed to count as sound: ``below_max_db`` under the
+    loudest frame, or ``ABOVE_NOISE_DB`` over the noise floor where that is higher (capped
+    at ``NOISE_RULE_MAX_DB`` under the loudest)."""
+    return max(loudest - below_max_db,
+               min(noise_floor + ABOVE_NOISE_DB, loudest - NOISE_RULE_MAX_DB))
 
 # Just-noticeable differences: smaller deviations count as no deviation at all, as for a
 # listener (F0 ~1 semitone for intonation, ~2 dB loudness, ~8% duration).
@@ -103,7 +113,7 @@ def extract(audio: Audio) -> Features:
     st = _f0_on_frames(pitch.xs(), pitch.selected_array["frequency"], times)
 
     floor = float(np.percentile(energy, NOISE_FLOOR_PERCENTILE))
-    speech = energy > max(energy.max() - SPEECH_DB_BELOW_MAX, floor + ABOVE_NOISE_DB)
+    speech = energy > above_noise(float(energy.max()), floor, SPEECH_DB_BELOW_MAX)
     if speech.any():
         first, last = np.argmax(speech), len(speech) - np.argmax(speech[::-1])
     else:
@@ -453,19 +463,31 @@ class SentenceProfiles:
         return float(np.ptp(self.level)) if self.level.size else 0.0
 
 
+PITCH_MOVEMENT_HALF_WINDOW = 5  # frames either side (+-100 ms: about a syllable)
+
+
 def pitch_excursion(f: Features) -> np.ndarray:
-    """Per frame, how far the rendition's pitch is from its own course (|semitones|): the
-    straight line through its voiced pitch (register and declination), bridged across
-    unvoiced stretches. A raised accent and a falling one both leave the course; the voice's
-    register, its declination and a global pitch shift do not. (A running median was tried:
-    at the edges it follows a final fall, so a focus on the last word went unseen.)"""
+    """Per frame, how much the rendition's pitch stands out there (semitones, >= 0): the
+    larger of its distance from the rendition's own course (the straight line through its
+    voiced pitch: register and declination) and how far it moves within about a syllable
+    (the range of the pitch, bridged across unvoiced stretches, within +-100 ms).
+
+    A raised accent, a falling one and a rise-fall all stand out; the voice's register, its
+    declination and a global pitch shift do not. The distance from the course alone missed
+    accents realised as a fall through the course (high at the word's onset, low at its end:
+    at the word's middle it is *on* the line), which the movement within the syllable
+    catches. (A running median as the course was tried: at the edges it follows a final
+    fall, so a focus on the last word went unseen.)"""
     voiced = ~np.isnan(f.f0)
     if voiced.sum() < 3:
         return np.zeros(f.n)
     t = np.arange(f.n)
     slope, intercept = np.polyfit(t[voiced], f.f0[voiced], 1)
     filled = np.interp(t, t[voiced], f.f0[voiced])
-    return np.abs(filled - (slope * t + intercept))
+    w = PITCH_MOVEMENT_HALF_WINDOW
+    windows = np.lib.stride_tricks.sliding_window_view(np.pad(filled, w, mode="edge"), 2 * w + 1)
+    movement = windows.max(axis=1) - windows.min(axis=1)
+    return np.maximum(np.abs(filled - (slope * t + intercept)), movement)
 
 
 def pause_runs(feats: Features, below_max_db: float = PAUSE_BELOW_MAX_DB,
@@ -480,8 +502,7 @@ def pause_runs(feats: Features, below_max_db: float = PAUSE_BELOW_MAX_DB,
     """
     if feats.n == 0:
         return []
-    silent = feats.energy < max(feats.energy.max() - below_max_db,
-                                feats.noise_floor + ABOVE_NOISE_DB)
+    silent = feats.energy < above_noise(float(feats.energy.max()), feats.noise_floor, below_max_db)
     min_frames = max(1, int(np.ceil(min_pause_s / HOP_S - 1e-9)))
     edges = np.diff(np.concatenate(([0], silent.astype(np.int8), [0])))
     starts, stops = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
@@ -489,12 +510,13 @@ def pause_runs(feats: Features, below_max_db: float = PAUSE_BELOW_MAX_DB,
             if b - a >= min_frames and a > 0 and b < feats.n]
 
 
-def speech_only(f: Features) -> tuple[Features, np.ndarray]:
-    """The rendition with its pauses cut out, and the pause (seconds) that follows each kept
-    frame. Aligning spectra across a pause lets dynamic time warping match one rendition's
-    pause with another's pause elsewhere, hiding *where* the phrase break is; words aligned
-    to words, with the breaks between them as a feature of their own, keep it."""
-    runs = pause_runs(f)
+def speech_only(f: Features, min_pause_s: float = MIN_PAUSE_S) -> tuple[Features, np.ndarray]:
+    """The rendition with its pauses (silent runs of at least ``min_pause_s``) cut out, and
+    the pause (seconds) that follows each kept frame. Aligning spectra across a pause lets
+    dynamic time warping match one rendition's pause with another's pause elsewhere, hiding
+    *where* the phrase break is; words aligned to words, with the breaks between them as a
+    feature of their own, keep it."""
+    runs = pause_runs(f, min_pause_s=min_pause_s)
     keep = np.ones(f.n, dtype=bool)
     pause_after = np.zeros(f.n)
     for a, b in runs:
@@ -533,8 +555,8 @@ def sentence_profiles(renditions: list[Features]) -> SentenceProfiles:
         pos = _positions(anchor, r) if i else np.arange(anchor.n, dtype=float)
         idx = np.clip(np.round(pos).astype(int), 0, r.n - 1)
         f0.append(r.f0[idx])
-        e = np.maximum(r.energy, max(r.energy.max() - ENERGY_FLOOR_DB,
-                                     r.noise_floor + ABOVE_NOISE_DB))
+        e = np.maximum(r.energy, above_noise(float(r.energy.max()), r.noise_floor,
+                                             ENERGY_FLOOR_DB))
         level.append(float(np.mean(e)))
         energy.append(e[idx] - np.mean(e))
         excursion.append(pitch_excursion(r)[idx])

@@ -16,6 +16,14 @@ are cached (``--cache``, default ``$ADEPT_EVAL_HOME/validation``).
 
     python benchmarks/realistic_validation.py [--rotation festival:espeak] [--system copy]
         [--sentences 5] [--no-nonspeech] [--cache DIR]
+
+With ``--family realisation|delivery|dose`` (repeatable) it scores variants of the copy system
+instead (``adept_eval.validation.families``): the same prosody realised the system engine's own
+way or one cue at a time, the copy system's audio post-processed as pipelines do, and every
+effect at a fraction of its size; per rotation a table per family (per task, the naive baseline
+beside), then one summary table over the rotations. The listener was tuned on
+espeak:flite, espeak:festival and festival:espeak (``benchmark.CALIBRATION_ROTATIONS``); the
+three other rotations are held out.
 """
 
 from __future__ import annotations
@@ -41,6 +49,11 @@ def main() -> int:
     parser.add_argument("--no-nonspeech", action="store_true", help="skip the non-speech systems")
     parser.add_argument("--system", action="append", choices=systems.ALL_SYSTEMS,
                         help="evaluate only this system (repeatable; default: all)")
+    parser.add_argument("--family", action="append", choices=("realisation", "delivery", "dose"),
+                        help="score realisation / delivery / dose variants of the copy system "
+                             "instead (repeatable)")
+    parser.add_argument("--variant", action="append",
+                        help="with --family: only this variant (repeatable)")
     args = parser.parse_args()
     rotations = [tuple(r.split(":")) for r in args.rotation] if args.rotation \
         else list(benchmark.ROTATIONS)
@@ -52,6 +65,20 @@ def main() -> int:
     if missing:
         parser.error(f"TTS engine(s) not installed: {', '.join(sorted(missing))}")
     cache = args.cache or systems.default_cache()
+    if args.family:
+        by_rotation = {}
+        for ref, sys in rotations:
+            rows = benchmark.run_families(ref, sys, cache, families=tuple(args.family),
+                                          variants=tuple(args.variant or ()) or None,
+                                          sentence_ids=args.sentences)
+            by_rotation[(ref, sys)] = rows
+            print(benchmark.format_families(ref, sys, rows), flush=True)
+            print()
+        print(benchmark.format_family_summary(by_rotation, benchmark.CALIBRATION_ROTATIONS))
+        print()
+        print(benchmark.format_targets(benchmark.check_targets(
+            by_rotation, benchmark.CALIBRATION_ROTATIONS)))
+        return 0
     for ref, sys in rotations:
         results, timing = benchmark.run_rotation(
             ref, sys, cache, sentence_ids=args.sentences, nonspeech=not args.no_nonspeech,

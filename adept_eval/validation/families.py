@@ -95,7 +95,7 @@ def render_realisation(engine: str, family: str, cache: Path, *, sentence_ids: i
     if engine not in fam.engines:
         raise ValueError(f"realisation {family!r} cannot be rendered by {engine}")
     base = render_engine(engine, cache, progress=progress)
-    out = base / f"realisation-{family}"
+    out = base / f"realisation-{family}{_part(sentence_ids)}"
     return _render(engine, fam.how, fam.classes, base, out, sentence_ids)
 
 
@@ -107,7 +107,7 @@ def render_dose(engine: str, dose: float, cache: Path, *, sentence_ids: int = 5,
         return base / "flat"
     if dose == 1.0:
         return base / "ADEPT" / WAV_DIR
-    out = base / f"dose-{dose:.3f}"
+    out = base / f"dose-{dose:.3f}{_part(sentence_ids)}"
     return _render(engine, Realisation(dose=dose), tuple(spec.CLASSES), base, out, sentence_ids)
 
 
@@ -117,8 +117,14 @@ def render_one_voice(engine: str, cache: Path, *, sentence_ids: int = 5,
     base = render_engine(engine, cache, progress=progress)
     eng = ENGINES[engine]
     one = replace(eng, voices={"female": eng.voices["male"], "male": eng.voices["male"]})
-    return _render(engine, Realisation(), tuple(spec.CLASSES), base, base / "delivery-one-voice",
+    return _render(engine, Realisation(), tuple(spec.CLASSES), base, base / f"delivery-one-voice{_part(sentence_ids)}",
                    sentence_ids, engine_obj=one)
+
+
+def _part(sentence_ids: int) -> str:
+    """Folder suffix of a variant rendered for fewer sentences than the whole set (the rest of
+    such a folder is the copy system's, so it must not pass for a complete rendering)."""
+    return "" if sentence_ids >= 5 else f"-first{sentence_ids}"
 
 
 def _render(engine: str, how: Realisation, classes: tuple[str, ...], base: Path, out: Path,
