@@ -101,6 +101,25 @@ def add_parser(sub, common) -> None:
     p.add_argument("--include-incomplete", action="store_true")
     p.set_defaults(func=cmd_report)
 
+    p = lsub.add_parser("plan", help="how many participants per system give the power to "
+                        "detect an accuracy difference between two systems (simulated from "
+                        "the two-way cluster model, a pilot's variance components if given)")
+    p.add_argument("--difference", type=float, required=True,
+                   help="the accuracy difference to detect, e.g. 0.10")
+    p.add_argument("--pilot", metavar="RESULTS", help="a pilot: a listening-test folder, or an "
+                   "lm-eval run of the human listener made with --log_samples")
+    p.add_argument("--power", type=float, default=0.8, help="the power wanted (default 0.8)")
+    p.add_argument("--alpha", type=float, default=0.05,
+                   help="two-sided significance level (default 0.05)")
+    p.add_argument("--simulations", type=int, default=1000,
+                   help="simulated tests per number of participants (default 1000)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--questions", type=int, help="questions each participant answers for a "
+                   "system (default: the pilot's, else the 165 of all 12 tasks)")
+    p.add_argument("--accuracy", type=float, help="the baseline system's expected accuracy "
+                   "(default: the pilot's, else 0.5, where answers vary most)")
+    p.set_defaults(func=cmd_plan)
+
 
 def _systems(args) -> dict:
     systems: dict = {}
@@ -343,3 +362,24 @@ def cmd_report(args):
     _report(args.test, args.output, args.replicates, args.include_incomplete)
     return 0
 
+
+def cmd_plan(args):
+    """``listening-test plan``: participants per system -> power, and the recommendation."""
+    from .plan import describe_model, plan, recommendation
+
+    result = plan(args.difference, pilot=args.pilot, power=args.power, alpha=args.alpha,
+                  simulations=args.simulations, seed=args.seed, questions=args.questions,
+                  accuracy=args.accuracy)
+    table = Table(title=f"Power to detect an accuracy difference of {result.difference:g} "
+                  "between two systems", box=box.SIMPLE_HEAD, pad_edge=False,
+                  title_justify="left")
+    for col in ("participants per system", "responses per system", "power", "+- (MC s.e.)",
+                "simulated tests"):
+        table.add_column(col, justify="right")
+    for n, p, se in result.rows:
+        table.add_row(str(n), str(n * result.questions), f"{p:.3f}", f"{se:.3f}",
+                      str(result.simulations))
+    console.print(table)
+    console.print(describe_model(result))
+    console.print(recommendation(result))
+    return 0
