@@ -112,13 +112,19 @@ def test_compare_human_runs_same_skill_no_detectable_difference(human_runs):
     assert pooled["participants_a"] == pooled["participants_b"] == 10
 
 
-def test_compare_refuses_a_human_run_against_a_machine_run(human_runs, systems):
+@pytest.fixture(scope="module")
+def machine_run(human_runs, systems):
     tmp, env, _, _ = human_runs
     done = _run(_lm_eval("--model", "audio-dir", "--model_args",
                          f"path={systems['copy']},name=machine", "--tasks", ",".join(TASKS),
                          "--output_path", str(tmp / "out"), "--log_samples"), env, tmp)
     assert done.returncode == 0, done.stderr[-3000:]
-    done = _run(_compare(tmp / "out" / "people-A", tmp / "out" / "machine"), env, tmp)
+    return tmp / "out" / "machine"
+
+
+def test_compare_refuses_a_human_run_against_a_machine_run(human_runs, machine_run):
+    tmp, env, _, _ = human_runs
+    done = _run(_compare(tmp / "out" / "people-A", machine_run), env, tmp)
     assert done.returncode == 2 and "scorer (listener identity)" in done.stderr
     assert "Traceback" not in done.stderr
 
@@ -226,3 +232,60 @@ def test_compare_vstyle_runs_through_the_shell(vstyle_runs):
     # GPT-4o audio is far ahead of Qwen2.5-Omni in VStyle's published table (4.05 vs 2.46)
     assert overall["score_difference"] > 0.5 and overall["p_value"] < 0.05
     assert "A better" in done.stdout
+
+
+# ----------------------------------------------------------------------------- planning
+def _plan(*args):
+    return [shutil.which("adept-eval") or "adept-eval", "listening-test", "plan", *map(str, args)]
+
+
+def _power_rows(stdout: str) -> list[tuple[int, float]]:
+    import re
+
+    return [(int(m.group(1)), float(m.group(2)))
+            for m in re.finditer(r"^\s*(\d+)\s+\d+\s+([01]\.\d{3})\s+0\.\d{3}\s+\d+\s*$",
+                                 stdout, re.M)]
+
+
+def test_plan_through_the_shell_with_defaults(tmp_path):
+    env = {**os.environ, "ADEPT_EVAL_HOME": str(tmp_path / "home")}
+    done = _run(_plan("--difference", "0.15", "--simulations", "400", "--questions", "60"),
+                env, tmp_path)
+    assert done.returncode == 0, done.stderr
+    rows = _power_rows(done.stdout)
+    assert len(rows) >= 3, done.stdout
+    recommended = int(__import__("re").search(r"recommended: (\d+) participants per system",
+                                              done.stdout).group(1))
+    power = dict(rows)
+    # the recommendation is the smallest number shown that reaches the power asked for
+    assert power[recommended] >= 0.8
+    assert all(p < 0.8 for n, p in rows if n < recommended)
+    assert "conservative defaults" in done.stdout and "tutorial's 30 participants" in done.stdout
+    assert "60 questions per participant" in done.stdout
+
+
+def test_plan_with_a_pilot_run_of_people(human_runs):
+    tmp, env, counts, n_questions = human_runs
+    done = _run(_plan("--difference", "0.10", "--pilot", tmp / "out" / "people-A",
+                      "--simulations", "300"), env, tmp)
+    assert done.returncode == 0, done.stderr
+    right, n = counts["A"]
+    assert f"baseline accuracy {right / n:.3f}" in done.stdout
+    assert f"10 participants, {n_questions} questions, {n} answers" in done.stdout
+    assert f"{n_questions} questions per participant" in done.stdout
+
+
+def test_plan_refuses_bad_options_naming_them(tmp_path, human_runs, machine_run):
+    env = {**os.environ, "ADEPT_EVAL_HOME": str(tmp_path / "home")}
+    for args, named in ((("--difference", "1.5"), "--difference"),
+                        (("--difference", "0.1", "--power", "2"), "--power"),
+                        (("--difference", "0.1", "--simulations", "5"), "--simulations"),
+                        (("--difference", "0.1", "--pilot", tmp_path / "none"), "--pilot"),
+                        (("--difference", "0.6", "--accuracy", "0.5"), "--difference")):
+        done = _run(_plan(*args), env, tmp_path)
+        assert done.returncode == 2 and named in done.stderr, (args, done.stderr)
+        assert "Traceback" not in done.stderr
+    # a machine-listener run is no pilot: it has no participants
+    tmp, env2, _, _ = human_runs
+    done = _run(_plan("--difference", "0.1", "--pilot", machine_run), env2, tmp)
+    assert done.returncode == 2 and "human listener" in done.stderr
