@@ -57,7 +57,7 @@ def load_questions(task: str, corpus: str | None = None, listener: str = DEFAULT
                           listener=listener).listener
     c = _corpus(str(corpus) if corpus else None)
     options_json = json.dumps(opts, sort_keys=True)
-    scorer = _listener(listener, options_json, str(c.root)).identity()
+    scorer = listener_for(listener, options_json, str(c.root)).identity()
     corpus_id = identity.adept_corpus(c)
     identity.note(task, scorer=scorer, corpus=corpus_id)
     ident = {"corpus_sha256": c.fingerprint, "adept_eval_version": __version__}
@@ -102,10 +102,20 @@ def doc_to_target(doc: dict) -> str:
 
 # ----------------------------------------------------------------------------- scoring
 @lru_cache(maxsize=8)
-def _listener(name: str, options_json: str, corpus_root: str):
+def listener_for(name: str, options_json: str, corpus_root: str):
+    """The listener a task's documents name (``listener``, ``listener_options`` as JSON,
+    ``corpus_root``), made once per process: its feature cache and memoised comparisons
+    are shared by every task of a run."""
     from .listeners import get_listener
 
     return get_listener(name, corpus=_corpus(corpus_root), **json.loads(options_json))
+
+
+def clear_caches() -> None:
+    """Forget the corpora and listeners this process has made (a test or benchmark that
+    changes ``ADEPT_EVAL_CORPUS`` or the features on disk between runs needs fresh ones)."""
+    _corpus.cache_clear()
+    listener_for.cache_clear()
 
 
 @dataclass(frozen=True)
@@ -173,7 +183,7 @@ def score_task(resps, docs) -> list[str]:
     if not docs:
         return []
     first = docs[0]
-    listener = _listener(first["listener"], first["listener_options"], first["corpus_root"])
+    listener = listener_for(first["listener"], first["listener_options"], first["corpus_root"])
     needs_audio = getattr(listener, "needs_audio", True)
     questions = [question_of(d) for d in docs]
     records: list[QuestionRecord | None] = [None] * len(docs)

@@ -133,8 +133,7 @@ def in_process(system: Path, corpus: str, home: Path) -> dict:
         else:
             _forget_system_features(system, home)
         spent.clear()
-        harness._listener.cache_clear()
-        harness._corpus.cache_clear()
+        harness.clear_caches()
         stats = {"seconds": 0.0}
         original = AcousticListener.__post_init__
 

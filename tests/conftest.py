@@ -74,8 +74,7 @@ def use_corpus(corpus, monkeypatch):
     monkeypatch.setenv("ADEPT_EVAL_CORPUS", str(corpus.root))
     from adept_eval import harness
 
-    harness._corpus.cache_clear()
-    harness._listener.cache_clear()
+    harness.clear_caches()
     return corpus
 
 

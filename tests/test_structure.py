@@ -256,7 +256,7 @@ def test_metadata_cache_dir_reaches_the_acoustic_listener_in_a_run(use_corpus, t
 
     from adept_eval import harness
 
-    harness._listener.cache_clear()
+    harness.clear_caches()
     feat = tmp_path / "features"
     res = run_lm_eval("adept-natural", ["adept_marked_tonicity_female"],
                       metadata={"cache_dir": str(feat)}, limit=2)

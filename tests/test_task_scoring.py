@@ -90,7 +90,7 @@ def _docs_and_outputs(task, system, corpus):
 def test_one_bad_question_is_a_counted_failure(use_corpus, systems, monkeypatch):
     docs, resps = _docs_and_outputs(TASK, systems["copy"], use_corpus)
     resps[0] = ["not json"]
-    listener = harness._listener(docs[0]["listener"], docs[0]["listener_options"],
+    listener = harness.listener_for(docs[0]["listener"], docs[0]["listener_options"],
                                  docs[0]["corpus_root"])
     real = type(listener).answer
     target = docs[1]["question_id"]
@@ -114,7 +114,7 @@ def test_one_bad_question_is_a_counted_failure(use_corpus, systems, monkeypatch)
 
 def test_a_broken_batch_falls_back_to_one_question_at_a_time(use_corpus, systems, monkeypatch):
     docs, resps = _docs_and_outputs(TASK, systems["copy"], use_corpus)
-    listener = harness._listener(docs[0]["listener"], docs[0]["listener_options"],
+    listener = harness.listener_for(docs[0]["listener"], docs[0]["listener_options"],
                                  docs[0]["corpus_root"])
 
     def broken(self, asked):

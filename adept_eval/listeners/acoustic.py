@@ -46,6 +46,7 @@ import numpy as np
 from .. import spec
 from ..audio import find_audio
 from ..corpus import Corpus, load_corpus
+from ..options import yes_no
 from ..prosody import (TERMS, FeatureStore, VoiceNorm, compare_sentence, distance_terms, onto,
                        sentence_profiles)
 from ..questions import Question
@@ -77,8 +78,8 @@ class AcousticListener(Listener):
         self.corpus = self.corpus or load_corpus()
         self.store = FeatureStore(self.cache_dir)
         self.temperature = float(self.temperature)
-        self.graded = _flag(self.graded, "graded")
-        self.progress = _flag(self.progress, "progress")
+        self.graded = yes_no(self.graded, "graded", "--metadata")
+        self.progress = yes_no(self.progress, "progress", "--metadata")
         self.workers = _workers(self.workers)
         self._scorer = None
 
@@ -124,6 +125,11 @@ class AcousticListener(Listener):
             system = onto(sentence_profiles([self.store.get(p) for p in paths]), natural)
             self._memo[memo_key] = compare_sentence(system, natural)
         return self._memo[memo_key]
+
+    def forget_comparisons(self) -> None:
+        """Drop the memoised sentence comparisons (a benchmark timing the listener from
+        scratch needs them recomputed; the features stay cached)."""
+        self._memo.clear()
 
     def _posterior(self, total: np.ndarray) -> np.ndarray:
         logits = -total / max(self.temperature, 1e-6)
@@ -285,18 +291,6 @@ class AcousticListener(Listener):
             for s, record in scores.items():
                 out[f"{cls}/{s}/{key}"] = record
         return {s: out[s] for s in dict.fromkeys(stimuli)}
-
-
-def _flag(value, name: str) -> bool:
-    """A boolean listener option, also as lm-eval's ``--metadata`` text (true/false/1/0)."""
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(f"--metadata {name}= must be true or false, not {value!r}")
 
 
 def _workers(value) -> int | None:

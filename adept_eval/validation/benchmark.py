@@ -140,7 +140,7 @@ def run_rotation(reference: str, system: str, cache: Path, *, listeners: dict[st
         (cache / "features-rtf" / f"{FeatureStore.key(p)}.npz").unlink(missing_ok=True)
     for nat in (ref_dir / "ADEPT" / WAV_DIR).rglob("*.wav"):
         fresh.store.get(nat)
-    fresh._memo.clear()
+    fresh.forget_comparisons()
     t, cpu = time.perf_counter(), time.process_time()
     evaluate(fresh, corpus, copy, sentence_ids)
     wall, cpu = time.perf_counter() - t, time.process_time() - cpu
