@@ -2,6 +2,7 @@
 
     python benchmarks/listening_test_load.py [--participants 100] [--think 3 0] [--ramp 0]
                                              [--client-processes 2] [--by-call]
+                                             [--baseline REV] [--repeats N]
 
 Builds a two-task test of a synthetic ADEPT's natural recordings, starts
 `adept-eval listening-test serve` in its own process, and lets N participants (httpx, asyncio,
@@ -21,28 +22,54 @@ row's wall time: a client near 100% is itself the bottleneck), the time they wer
 but waited for a CPU taken by other work (Linux schedstat, % of wall time), the load average
 before and after (other work on the machine inflates every figure), and a check that every
 acknowledged answer is stored exactly once. ``--by-call`` adds the same figures per kind of call.
+
+``--baseline REV`` compares the server of git revision REV (say, the commit before a change)
+with the current code in the same run: REV's ``adept_eval`` is taken from git (``git archive``,
+nothing in the working tree changes), builds its own test with its own code, and serves it from
+its own process, while the clients are the current ones for both (so only the server differs).
+Rows alternate between the two (baseline, current, current, baseline... for ``--repeats N``
+rows each), since the load from other work on a shared machine drifts over minutes, and a
+summary gives each figure's median over the repeats, side by side, with current/baseline
+ratios.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import io
 import json
 import os
 import resource
+import shutil
 import sqlite3
+import statistics
+import subprocess
+import sys
+import tarfile
 import tempfile
 import time
 from collections import Counter, defaultdict
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from adept_eval.corpus import Corpus
-from adept_eval.listening_test.design import build_test, load_test
-from adept_eval.listening_test.simulate import CROWD_ARGS, ServerProcess, crowd
-from adept_eval.synthetic import build_corpus
+from adept_eval.listening_test.design import load_test
+from adept_eval.listening_test.simulate import ServerProcess, crowd
 
 TASKS = ["adept_propositional_attitude_female", "adept_syntactic_phrasing_female"]
+REPO = Path(__file__).resolve().parent.parent
+#: what a version's own code runs to build its test (corpus and test, as ``build_test`` of
+#: that version makes them: the test's format changes between versions)
+BUILD = """
+import sys
+from pathlib import Path
+from adept_eval.corpus import Corpus
+from adept_eval.listening_test.design import build_test
+from adept_eval.synthetic import build_corpus
+out = Path(sys.argv[1])
+corpus = Corpus(build_corpus(out.parent / "adept"))
+build_test(corpus, out, {"natural": None}, tasks=sys.argv[2].split(","), seed=1)
+"""
 
 
 def pct(xs, q):
@@ -140,6 +167,123 @@ def run_row(url: str, test_dir: Path, n: int, think: float, ramp: float, process
     return outcomes, cpu, wait, time.time() - start_at
 
 
+class Version:
+    """One server's code: the current tree (``root`` None, the installed package) or a git
+    revision's ``adept_eval`` unpacked under ``root``; its test is built once by its own code
+    and copied fresh for every row (a row's participants must be new to the server)."""
+
+    def __init__(self, name: str, work: Path, root: Path | None = None):
+        self.name, self.root = name, root
+        self.env = None if root is None else {
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(root),
+                                                        os.environ.get("PYTHONPATH")]))}
+        self.built = work / f"built-{name}" / "test"
+        self.built.parent.mkdir(parents=True)
+        subprocess.run([sys.executable, "-c", BUILD, str(self.built), ",".join(TASKS)],
+                       env={**os.environ, **(self.env or {})}, check=True)
+        # a simulated crowd comes from one address: lift the per-address limit on new sessions
+        # where the server has one (older servers have neither the limit nor the option)
+        usage = subprocess.run([sys.executable, "-m", "adept_eval.cli", "listening-test",
+                                "serve", "--help"], env={**os.environ, **(self.env or {})},
+                               capture_output=True, text=True, check=True).stdout
+        self.args = (("--new-sessions-per-minute", "1000000")
+                     if "--new-sessions-per-minute" in usage else ())
+
+    def fresh_test(self, dest: Path) -> Path:
+        shutil.copytree(self.built, dest)
+        return dest
+
+
+def unpack_revision(rev: str, dest: Path) -> Path:
+    """The ``adept_eval`` package of git revision ``rev``, written under ``dest``."""
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", rev,
+                              "adept_eval"], capture_output=True, check=True).stdout
+    dest.mkdir(parents=True)
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(dest)
+    return dest
+
+
+def measure(version: Version, test_dir: Path, args, think: float) -> dict:
+    """One row: the crowd against ``version``'s server; its figures, by name."""
+    before = load_average()
+    with ServerProcess(test_dir, args=version.args, env=version.env) as server:
+        pid = server.proc.pid
+        s0, sw0 = process_cpu_seconds(pid), run_queue_wait(pid)
+        outcomes, client_cpu, client_wait, wall = run_row(
+            server.url, test_dir, args.participants, think, args.ramp, args.client_processes)
+        server_cpu = process_cpu_seconds(pid) - s0
+        server_wait = run_queue_wait(pid) - sw0
+    calls = [c for o in outcomes.values() for c in o.calls]
+    api = [c[2] for c in calls if c[1] != "audio"]
+    srv = [c[3] for c in calls if c[1] != "audio" and c[3] is not None]
+    audio = [c[2] for c in calls if c[1] == "audio"]
+    lost, dup, _ = lost_and_duplicated(test_dir, outcomes)
+    by = defaultdict(list)
+    for _, what, took, server_took in calls:
+        by[what].append((took, server_took))
+    return {"code": version.name, "think": think,
+            "people": sum(o.stage == "done" for o in outcomes.values()),
+            "answers": sum(len(o.acknowledged) for o in outcomes.values()), "api": len(api),
+            **{f"client p{q}": pct(api, q) for q in (50, 95, 99)},
+            **{f"server p{q}": pct(srv, q) for q in (50, 95, 99)},
+            "audio": len(audio), "audio p95": pct(audio, 95),
+            "client cpu": 100 * client_cpu / wall, "server cpu": 100 * server_cpu / wall,
+            "client wait": 100 * client_wait / wall, "server wait": 100 * server_wait / wall,
+            "wall": wall, "lost": lost, "dup": dup, "load": f"{before} -> {load_average()}",
+            "by": by}
+
+
+def ms(x: float) -> str:
+    return f"{x:.0f}" if x >= 10 else f"{x:.1f}"
+
+
+def three(row: dict, side: str) -> str:
+    return "/".join(ms(row[f"{side} p{q}"]) for q in (50, 95, 99))
+
+
+def print_row(row: dict, width: int) -> None:
+    cpu = f"{row['client cpu']:.0f}%/{row['server cpu']:.0f}%"
+    waits = f"{row['client wait']:.0f}%/{row['server wait']:.0f}%"
+    print(f"{row['code']:<{width}} {row['think']:>5.1f} {row['people']:>6} {row['answers']:>7} "
+          f"{row['api']:>5} {three(row, 'client'):>18} {three(row, 'server'):>18} "
+          f"{row['audio']:>5} {row['audio p95']:>9.1f} {cpu:>10} {waits:>9} "
+          f"{row['wall']:>6.1f} {row['lost']:>4} {row['dup']:>3}  {row['load']}", flush=True)
+
+
+FIGURES = ["client p50", "client p95", "client p99", "server p50", "server p95", "server p99",
+           "audio p95", "server cpu", "wall"]
+
+
+def print_summary(rows: list[dict], names: list[str]) -> None:
+    """Each figure's median over the repeats, per version, and current/baseline."""
+    base, cur = names
+    print(f"\nmedians over the repeats (ms; server CPU % of a core; wall s) and {cur}/{base}")
+    print(f"{'think':>5} {'figure':<11} {base:>10} {cur:>10} {'ratio':>6}")
+    for think in dict.fromkeys(r["think"] for r in rows):
+        for figure in FIGURES:
+            med = {name: statistics.median(r[figure] for r in rows
+                                           if r["think"] == think and r["code"] == name)
+                   for name in names}
+            ratio = med[cur] / med[base] if med[base] else float("nan")
+            print(f"{think:>5.1f} {figure:<11} {med[base]:>10.2f} {med[cur]:>10.2f} "
+                  f"{ratio:>6.2f}")
+
+
+def print_by_call(rows: list[dict]) -> None:
+    print("\nper kind of call: n, client p50/p95/p99, server p50/p95/p99 (ms)")
+    for row in rows:
+        for what in ("/api/session", "/api/consent", "/api/headphone", "/api/answer",
+                     "/api/state", "audio"):
+            if what not in row["by"]:
+                continue
+            c = [x[0] for x in row["by"][what]]
+            s = [x[1] for x in row["by"][what] if x[1] is not None]
+            print(f"{row['code']} think {row['think']:>3.1f} {what:<15} {len(c):>5} "
+                  f"{pct(c, 50):7.1f} {pct(c, 95):7.1f} {pct(c, 99):7.1f}   "
+                  f"{pct(s, 50):6.1f} {pct(s, 95):6.1f} {pct(s, 99):6.1f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--participants", type=int, default=100)
@@ -150,63 +294,45 @@ def main() -> None:
                     help="split the participants over this many client processes (at think 0 "
                          "one httpx process needs a whole core)")
     ap.add_argument("--by-call", action="store_true", help="figures per kind of call too")
+    ap.add_argument("--baseline", metavar="REV",
+                    help="also run the server of this git revision, alternating rows with the "
+                         "current code, and print both side by side with ratios")
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="rows per think time and version (medians are printed with "
+                         "--baseline)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        corpus = Corpus(build_corpus(tmp / "adept"))
+        versions = [Version("current", tmp)]
+        if args.baseline:
+            rev = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short",
+                                  args.baseline], capture_output=True, text=True,
+                                 check=True).stdout.strip()
+            versions.insert(0, Version(rev, tmp, unpack_revision(args.baseline, tmp / "base")))
+        names = [v.name for v in versions]
+        width = max(4, *map(len, names))
         print(f"{os.cpu_count()} CPUs; {args.participants} participants, arrivals "
               + (f"spread over {args.ramp:g} s" if args.ramp else "all in the same instant")
               + f", {args.client_processes} client process(es); times in ms")
-        print(f"{'think':>5} {'people':>6} {'answers':>7} {'API':>5} "
+        print(f"{'code':<{width}} {'think':>5} {'people':>6} {'answers':>7} {'API':>5} "
               f"{'client p50/p95/p99':>18} {'server p50/p95/p99':>18} {'audio':>5} "
               f"{'audio p95':>9} {'CPU cl/srv':>10} {'CPU wait':>9} {'wall s':>6} "
               f"{'lost':>4} {'dup':>3}  load avg before -> after")
-        details = []
+        rows = []
         for think in args.think:
-            test_dir = tmp / f"test-{think}"
-            build_test(corpus, test_dir, {"natural": None}, tasks=TASKS, seed=1)
-            before = load_average()
-            with ServerProcess(test_dir, args=CROWD_ARGS) as server:
-                pid = server.proc.pid
-                s0, sw0 = process_cpu_seconds(pid), run_queue_wait(pid)
-                outcomes, client_cpu, client_wait, wall = run_row(
-                    server.url, test_dir, args.participants, think, args.ramp,
-                    args.client_processes)
-                server_cpu = process_cpu_seconds(pid) - s0
-                server_wait = run_queue_wait(pid) - sw0
-            calls = [c for o in outcomes.values() for c in o.calls]
-            api = [c[2] for c in calls if c[1] != "audio"]
-            srv = [c[3] for c in calls if c[1] != "audio" and c[3] is not None]
-            audio = [c[2] for c in calls if c[1] == "audio"]
-            lost, dup, _ = lost_and_duplicated(test_dir, outcomes)
-            answers = sum(len(o.acknowledged) for o in outcomes.values())
-            done = sum(o.stage == "done" for o in outcomes.values())
-            three = "/".join(f"{pct(api, q):.0f}" if pct(api, q) >= 10 else f"{pct(api, q):.1f}"
-                             for q in (50, 95, 99))
-            three_srv = "/".join(f"{pct(srv, q):.0f}" if pct(srv, q) >= 10
-                                 else f"{pct(srv, q):.1f}" for q in (50, 95, 99))
-            cpu = f"{100 * client_cpu / wall:.0f}%/{100 * server_cpu / wall:.0f}%"
-            waits = f"{100 * client_wait / wall:.0f}%/{100 * server_wait / wall:.0f}%"
-            print(f"{think:>5.1f} {done:>6} {answers:>7} {len(api):>5} {three:>18} "
-                  f"{three_srv:>18} {len(audio):>5} {pct(audio, 95):>9.1f} {cpu:>10} "
-                  f"{waits:>9} {wall:>6.1f} {lost:>4} {dup:>3}  {before} -> {load_average()}",
-                  flush=True)
-            by = defaultdict(list)
-            for _, what, took, server_took in calls:
-                by[what].append((took, server_took))
-            details.append((think, by))
+            for repeat in range(args.repeats):
+                # ABBA: whichever ran second in one repeat runs first in the next
+                order = versions if repeat % 2 == 0 else versions[::-1]
+                for version in order:
+                    test_dir = version.fresh_test(tmp / f"test-{version.name}-{think}-{repeat}")
+                    row = measure(version, test_dir, args, think)
+                    print_row(row, width)
+                    rows.append(row)
+                    shutil.rmtree(test_dir, ignore_errors=True)
+        if len(versions) == 2:
+            print_summary(rows, names)
         if args.by_call:
-            print("\nper kind of call: n, client p50/p95/p99, server p50/p95/p99 (ms)")
-            for think, by in details:
-                for what in ("/api/session", "/api/consent", "/api/headphone", "/api/answer",
-                             "/api/state", "audio"):
-                    if what not in by:
-                        continue
-                    c = [x[0] for x in by[what]]
-                    s = [x[1] for x in by[what] if x[1] is not None]
-                    print(f"think {think:>3.1f} {what:<15} {len(c):>5} "
-                          f"{pct(c, 50):7.1f} {pct(c, 95):7.1f} {pct(c, 99):7.1f}   "
-                          f"{pct(s, 50):6.1f} {pct(s, 95):6.1f} {pct(s, 99):6.1f}")
+            print_by_call(rows)
 
 
 if __name__ == "__main__":

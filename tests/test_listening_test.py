@@ -407,7 +407,7 @@ def test_server_timing_does_not_count_a_client_slow_to_send_its_body(monkeypatch
     import types
 
     from adept_eval.listening_test import app as app_module
-    from adept_eval.listening_test.app import ServerTiming
+    from adept_eval.listening_test.app import Edge
 
     now = [100.0]
     monkeypatch.setattr(app_module, "time", types.SimpleNamespace(perf_counter=lambda: now[0]))
@@ -427,10 +427,119 @@ def test_server_timing_does_not_count_a_client_slow_to_send_its_body(monkeypatch
     async def send(message):
         sent.append(message)
 
-    asyncio.run(ServerTiming(app)({"type": "http", "method": "POST", "headers": []},
-                                  late_body, send))
+    asyncio.run(Edge(app)({"type": "http", "method": "POST", "headers": []}, late_body, send))
     timing = dict(sent[0]["headers"])[b"server-timing"].decode()
     assert timing == "app;dur=20.00"
+
+
+def _edge_call(edge, chunks, *, gap: float = 0.0):
+    """Run ``edge`` on one POST whose body comes as ``chunks``, ``gap`` seconds apart (the first
+    at once); the messages it sent."""
+    sent = []
+
+    async def run():
+        queue = list(chunks)
+
+        async def receive():
+            first = len(queue) == len(chunks)
+            if not first and gap:
+                await asyncio.sleep(gap)
+            body = queue.pop(0)
+            return {"type": "http.request", "body": body, "more_body": bool(queue)}
+
+        async def send(message):
+            sent.append(message)
+
+        await edge({"type": "http", "method": "POST", "headers": []}, receive, send)
+
+    asyncio.run(run())
+    return sent
+
+
+def _read_body_app():
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+
+    async def app(scope, receive, send):
+        body = await Request(scope, receive).body()
+        await JSONResponse({"n": len(body)})(scope, receive, send)
+
+    return app
+
+
+def test_a_body_trickling_in_is_cut_off_by_one_deadline_for_the_whole_body():
+    """The read deadline is for the whole body: each chunk coming well within it (as a client
+    sending a byte every few seconds does) must not reset it, or a trickle holds a connection
+    for up to MAX_BODY times the deadline. Raised as _TooSlow (the app's handler answers 408)."""
+    from adept_eval.listening_test.app import Edge, _TooSlow
+
+    edge = Edge(_read_body_app(), deadline=0.3)
+    with pytest.raises(_TooSlow):
+        _edge_call(edge, [b"x"] * 10, gap=0.1)  # 0.9 s in all, 0.1 s per chunk
+    sent = _edge_call(edge, [b"x"] * 2, gap=0.1)  # in time
+    assert sent[0]["status"] == 200 and json.loads(sent[1]["body"]) == {"n": 2}
+    with pytest.raises(Exception) as too_large:
+        _edge_call(Edge(_read_body_app(), limit=5), [b"abc"] * 3)
+    assert type(too_large.value).__name__ == "_TooLarge"
+
+
+def test_a_body_already_in_is_answered_without_yielding_to_other_requests():
+    """Under a crowd, a request that suspends between its body and its response waits for
+    everyone else's work first: the read deadline once wrapped each read in
+    ``asyncio.wait_for`` (a task per read, and a suspension even with the body in), and the
+    server's own p95 tripled. A callback scheduled before the request must still be pending
+    when its response starts."""
+    from adept_eval.listening_test.app import Edge
+
+    order = []
+
+    async def run():
+        loop = asyncio.get_running_loop()
+
+        async def receive():
+            return {"type": "http.request", "body": b"{}", "more_body": False}
+
+        async def send(message):
+            if message["type"] == "http.response.start":
+                order.append("response")
+
+        loop.call_soon(order.append, "other work")
+        await Edge(_read_body_app())({"type": "http", "method": "POST", "headers": []},
+                                     receive, send)
+        await asyncio.sleep(0)
+
+    asyncio.run(run())
+    assert order == ["response", "other work"]
+
+
+def test_an_error_response_carries_the_security_headers_too(test_dir):
+    """Starlette answers an unhandled error (500) from its outermost layer: the headers are
+    added outside it, so even that response cannot be framed or sniffed."""
+    from starlette.routing import Route
+    from starlette.testclient import TestClient
+
+    from adept_eval.listening_test.app import create_app
+
+    def boom(request):
+        raise RuntimeError("a bug")
+
+    app = create_app(test_dir, admin_token="")
+    app.router.routes.append(Route("/boom", boom))
+    with TestClient(app, raise_server_exceptions=False) as c:
+        r = c.get("/boom")
+        assert r.status_code == 500
+        assert "frame-ancestors 'none'" in r.headers["content-security-policy"]
+        assert r.headers["x-content-type-options"] == "nosniff"
+        assert r.headers["x-frame-options"] == "DENY"
+        assert r.headers["referrer-policy"] == "no-referrer"
+        assert r.headers["server-timing"].startswith("app;dur=")
+        big = c.post("/api/session", content=b"[" * 9000, headers={
+            "content-type": "application/json"})
+        assert big.status_code == 413 and "content-security-policy" in big.headers
+        # no Content-Length (chunked): refused once more than the limit came in, a 413 too
+        chunked = c.post("/api/session", content=iter([b"[" * 5000, b"[" * 5000]),
+                         headers={"content-type": "application/json"})
+        assert chunked.status_code == 413 and "content-security-policy" in chunked.headers
 
 
 def test_readers_of_finished_threads_are_closed(tmp_path):

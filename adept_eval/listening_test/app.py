@@ -65,26 +65,6 @@ SECURITY_HEADERS = [
 ]
 
 
-class SecurityHeaders:
-    """ASGI middleware: the security headers on every HTTP response, errors included."""
-
-    def __init__(self, app):
-        self.app = app
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-
-        async def with_headers(message):
-            if message["type"] == "http.response.start":
-                names = {k.lower() for k, _ in message.get("headers", [])}
-                extra = [(k, v) for k, v in SECURITY_HEADERS if k not in names]
-                message = {**message, "headers": [*message.get("headers", []), *extra]}
-            await send(message)
-
-        await self.app(scope, receive, with_headers)
-
-
 class RateLimit:
     """At most ``n`` events per ``window`` seconds per key (a sliding window), remembering at
     most ``keys`` keys (the least recently seen are forgotten): bounded memory under a flood."""
@@ -128,6 +108,13 @@ def json_depth(text: bytes) -> int:
     return deepest
 
 
+def nests_deeper(text: bytes, limit: int = MAX_DEPTH) -> bool:
+    """Whether a JSON text nests deeper than ``limit``. A text with no more opening brackets
+    than that cannot (every API body: two C counts), so only the others pay for ``json_depth``,
+    a Python loop over every byte that cost each request more than the rest of its checks."""
+    return text.count(b"[") + text.count(b"{") > limit and json_depth(text) > limit
+
+
 def check_writable(folder: Path) -> None:
     """Refuse to serve a test whose folder (or database) cannot be written, before anyone
     arrives: otherwise every new participant would get an error."""
@@ -148,83 +135,128 @@ def check_writable(folder: Path) -> None:
                           "serve a copy of the test in a folder you can write") from None
 
 
-class BodyLimit:
-    """ASGI middleware: refuse request bodies larger than ``limit`` bytes with 413."""
+class Edge:
+    """ASGI middleware, the app's outermost layer (outside Starlette's own error handler, so an
+    error's 500 gets it too): on every HTTP response the security headers and a
+    ``Server-Timing: app;dur=MS`` header; on every request the body limits.
 
-    def __init__(self, app, limit: int = MAX_BODY):
-        self.app, self.limit = app, limit
+    - Server-Timing is the time from the whole request being in (its last body chunk read, or
+      its arrival when it has no body) to the response's start, so load tests can tell the
+      server's own time from time spent queueing in the client, the kernel or the network (a
+      client that sends its body after its headers would otherwise have its own delays counted
+      as the server's).
+    - A body over ``limit`` bytes is refused (413), by its Content-Length before it is read, or
+      as soon as more than that has arrived; a body not in full within ``deadline`` seconds of
+      the app asking for it (a client sending a byte at a time) is cut off (408, connection
+      closed).
 
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        headers = dict(scope.get("headers") or [])
-        length = headers.get(b"content-length")
-        if length is not None and (not length.isdigit() or int(length) > self.limit):
-            return await JSONResponse({"error": "request too large"}, 413)(scope, receive, send)
-        seen = 0
+    One layer rather than one per concern, because this runs for every request, audio included:
+    each layer costs a coroutine and a wrapper per message. The deadline is one timer per body,
+    armed once and never a task: ``asyncio.wait_for`` around each read made a task per read and
+    suspended the request even when its body was already in, so under a crowd every API call
+    queued behind everyone else's work before it was answered (server p95 0.4 -> 1.2 ms at
+    think 3 s; ``docs/listening-test-security.md``). The app's routes never set the security
+    headers themselves, so they are appended without looking for duplicates.
+    """
 
-        async def limited():
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise _TooLarge()
-            return message
-
-        async def in_time():
-            try:
-                return await asyncio.wait_for(limited(), READ_DEADLINE)
-            except asyncio.TimeoutError:
-                raise _TooSlow() from None
-
-        try:
-            await self.app(scope, in_time, send)
-        except _TooLarge:
-            await JSONResponse({"error": "request too large"}, 413)(scope, receive, send)
-        except _TooSlow:
-            await JSONResponse({"error": "request body too slow"}, 408,
-                               headers={"Connection": "close"})(scope, receive, send)
-
-
-class _TooLarge(Exception):
-    pass
-
-
-class _TooSlow(Exception):
-    pass
-
-
-class ServerTiming:
-    """ASGI middleware: a ``Server-Timing: app;dur=MS`` header on every response: the time from
-    the whole request being in (its last body chunk read, or its arrival when it has no body)
-    to the response's start, so load tests can tell the server's own time from time spent
-    queueing in the client, the kernel or the network (a client that sends a body after its
-    headers would otherwise have its own delays counted as the server's)."""
-
-    def __init__(self, app):
-        self.app = app
+    def __init__(self, app, *, limit: int = MAX_BODY, deadline: float = READ_DEADLINE):
+        self.app, self.limit, self.deadline = app, limit, deadline
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         t0 = time.perf_counter()
+        started = False
 
-        async def received():
-            nonlocal t0
-            message = await receive()
-            if message["type"] == "http.request" and not message.get("more_body", False):
-                t0 = time.perf_counter()
-            return message
-
-        async def timed(message):
+        async def sending(message):
+            nonlocal started
             if message["type"] == "http.response.start":
+                started = True
                 dur = f"app;dur={(time.perf_counter() - t0) * 1000:.2f}".encode()
-                message = {**message, "headers": [*message.get("headers", []),
-                                                  (b"server-timing", dur)]}
+                message = {**message, "headers": [*message.get("headers", ()),
+                                                  *SECURITY_HEADERS, (b"server-timing", dur)]}
             await send(message)
 
-        await self.app(scope, received, timed)
+        for name, value in scope["headers"]:
+            if name == b"content-length":
+                if not value.isdigit() or int(value) > self.limit:
+                    return await _too_large(scope, receive, sending)
+                break
+        limit, seen, done = self.limit, 0, False
+        timer = task = None
+        waiting = expired = False
+
+        def expire():
+            nonlocal expired
+            expired = True
+            if waiting:  # only a read is interrupted, never the app's own work
+                task.cancel()
+
+        async def received():
+            nonlocal t0, seen, done, timer, task, waiting
+            if done:  # the body is in: later reads wait for a disconnect, for as long as it takes
+                return await receive()
+            if expired:
+                raise _TooSlow()
+            if timer is None:
+                task = asyncio.current_task()
+                timer = asyncio.get_running_loop().call_later(self.deadline, expire)
+            waiting = True
+            try:
+                message = await receive()
+            except asyncio.CancelledError:
+                if not expired:
+                    raise
+                if hasattr(task, "uncancel"):  # Python >= 3.11: this cancel was ours, handled
+                    task.uncancel()
+                raise _TooSlow() from None
+            finally:
+                waiting = False
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > limit:
+                    done = True
+                    timer.cancel()
+                    raise _TooLarge()
+                if message.get("more_body", False):
+                    return message
+                t0 = time.perf_counter()
+            done = True
+            timer.cancel()
+            return message
+
+        try:
+            await self.app(scope, received, sending)
+        finally:
+            if timer is not None:
+                timer.cancel()
+
+
+class _TooLarge(Exception):
+    """A request body over the limit (raised from ``Edge``'s receive, answered 413 by the app's
+    exception handler, inside the error handler that would otherwise make it a 500)."""
+
+
+class _TooSlow(Exception):
+    """A request body not in within the deadline (answered 408, connection closed)."""
+
+
+async def _too_large(scope, receive, send):
+    await JSONResponse({"error": "request too large"}, 413)(scope, receive, send)
+
+
+def _body_refused(request: Request, exc: Exception) -> JSONResponse:
+    if isinstance(exc, _TooSlow):
+        return JSONResponse({"error": "request body too slow"}, 408,
+                            headers={"Connection": "close"})
+    return JSONResponse({"error": "request too large"}, 413)
+
+
+class _App(Starlette):
+    """Starlette with ``Edge`` outside its whole middleware stack, error handler included."""
+
+    def build_middleware_stack(self):
+        return Edge(super().build_middleware_stack())
 
 
 def create_app(folder: str | Path, *, admin_token: str | None = None,
@@ -262,7 +294,7 @@ def create_app(folder: str | Path, *, admin_token: str | None = None,
         if request.headers.get("sec-fetch-site") == "cross-site":
             raise Refused("cross-site request refused", 403)
         raw = await request.body()
-        if json_depth(raw) > MAX_DEPTH:
+        if nests_deeper(raw):
             raise Refused(f"the request body nests deeper than {MAX_DEPTH} levels")
         try:
             data = json.loads(raw)
@@ -382,12 +414,10 @@ def create_app(folder: str | Path, *, admin_token: str | None = None,
             mirror.stop()
         store.close()
 
-    app = Starlette(routes=routes, lifespan=lifespan)
+    app = _App(routes=routes, lifespan=lifespan,
+               exception_handlers={_TooLarge: _body_refused, _TooSlow: _body_refused})
     app.router.redirect_slashes = False  # its redirects are built from the Host header
     app.state.config, app.state.store, app.state.audio = config, store, audio_files
-    app.add_middleware(BodyLimit)
-    app.add_middleware(ServerTiming)
-    app.add_middleware(SecurityHeaders)
     return app
 
 

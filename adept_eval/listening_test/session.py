@@ -10,6 +10,7 @@ nothing is stored.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import re
@@ -70,10 +71,11 @@ class Live:
     fetched: set[str] = field(default_factory=set)  # audio tokens the server sent in full
     partial: dict = field(default_factory=dict)  # audio token -> bytes sent so far
 
-    @property
+    @functools.cached_property
     def audio_key(self) -> str:
         """What this session's audio URLs carry (``?s=``): derived from its secret token, so
-        only the session's own page can make a fetch count as this session's."""
+        only the session's own page can make a fetch count as this session's. Computed once (a
+        session's token never changes): every state with audio and every audio fetch needs it."""
         return hashlib.sha256(b"audio|" + self.row.token.encode()).hexdigest()[:20]
 
     @property
