@@ -121,3 +121,43 @@ def test_our_markdown_table_matches_pytablewriters():
     writer.type_hints = [String] * len(headers)
     writer.value_matrix = rows
     assert markdown_table(headers, rows) == writer.dumps()
+
+
+def test_a_table_of_our_tasks_is_lm_evals_table_without_pytablewriter(use_corpus):
+    """A results table of nothing but our tasks is written directly (pytablewriter's cell
+    type inference cost ~0.5 s a run); it must hold what lm-eval's own ``make_table`` and
+    our tidying print - the same rows and columns, every cell the same text or the same
+    number (pytablewriter re-formats numbers column by column) - for the task rows and the
+    group rows. A table with another task in it goes through lm-eval's ``make_table``."""
+    import lm_eval.utils as lm_utils
+    from conftest import run_lm_eval
+
+    from adept_eval.integration import display
+
+    res = run_lm_eval("adept-natural", ["adept_marked_tonicity", "adept_emotion_female"],
+                      limit=2, log_samples=False)
+    lm_make_table = lm_utils.make_table.__wrapped__
+    for column in ("results", "groups"):
+        if column == "groups" and not res.get("groups"):
+            continue
+        direct = display.our_rows(lm_utils, res, column)
+        assert direct is not None and len(direct) >= 5
+        expected = _cells(display.tidy_table(lm_make_table(res, column), res, column))
+        printed = lm_utils.make_table(res, column)
+        assert printed == display.tidy_rows(display.table_headers(column), direct, res, column)
+        got = _cells(printed)
+        assert len(got) == len(expected) >= 5 and all(len(a) == len(b) == 9
+                                                     for a, b in zip(got, expected)), column
+        for a, b in zip(got, expected):
+            for x, y in zip(a, b):
+                assert x == y or float(x) == pytest.approx(float(y), abs=0), (column, a, b)
+    foreign = {**res, "results": {**res["results"], "hellaswag": {"alias": "hellaswag",
+                                                                  "acc,none": 0.5}}}
+    assert display.our_rows(lm_utils, foreign, "results") is None
+    text = lm_utils.make_table(foreign, "results")
+    assert "hellaswag" in text and "adept_marked_tonicity_male" in text
+
+
+def _cells(table: str) -> list[list[str]]:
+    return [[c.strip() for c in line.strip().strip("|").split("|")]
+            for line in table.strip().splitlines()[2:]]

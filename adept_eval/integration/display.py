@@ -17,6 +17,12 @@ def patch_table(utils_module) -> None:
         return
 
     def make_table(result_dict, column="results", *args, **kwargs):
+        try:  # a table of nothing but our tasks: written directly, lm-eval's layout
+            rows = our_rows(utils_module, result_dict, column, *args, **kwargs)
+            if rows is not None:
+                return tidy_rows(table_headers(column), rows, result_dict, column)
+        except Exception as exc:
+            fell_back("table", exc)
         text = original(result_dict, column, *args, **kwargs)
         try:
             return tidy_table(text, result_dict, column)
@@ -24,19 +30,98 @@ def patch_table(utils_module) -> None:
             fell_back("table", exc)
             return text
 
-    utils_module.make_table = mark(make_table)
+    utils_module.make_table = mark(make_table, original)
+
+
+def table_headers(column: str) -> list[str]:
+    """lm-eval 0.4.13's table columns."""
+    return ["Groups" if column == "groups" else "Tasks", "Version", "Filter", "n-shot",
+            "Metric", "", "Value", "", "Stderr"]
+
+
+def our_rows(utils_module, result_dict: dict, column: str = "results",
+             sort_results: bool = False) -> list[list[str]] | None:
+    """The rows lm-eval 0.4.13's ``make_table`` would print (cells as text, stripped), or
+    None when the table holds a task that is not ours (lm-eval then prints it itself).
+
+    Why not let lm-eval print it: its ``make_table`` hands the rows to pytablewriter, whose
+    per-cell type inference (a multi-byte string decoder per cell) cost ~0.5 s of a ~4 s
+    ADEPT run for cells that are already text. The rows are built as lm-eval builds them
+    (hierarchy from ``group_subtasks``, metrics sorted by name, stderr beside its metric) and
+    printed as lm-eval formatted them (4 decimals), without pytablewriter's column-wide
+    re-formatting of numbers (which printed a count of 165 as ``165.0000`` in a column of
+    rates). ``tests/test_task_index.py`` checks it against lm-eval's own table on real runs.
+    """
+    from ..suites import suite_of
+
+    entries = result_dict.get(column) or {}
+    if not entries or any(suite_of(k) is None for k in entries):
+        return None
+    symbols = utils_module.HIGHER_IS_BETTER_SYMBOLS
+    n_shot = result_dict.get("n-shot", {})
+    depth_map, ordered = utils_module._build_hierarchy_info(
+        result_dict.get("group_subtasks", {}), set(entries))
+    rows = []
+    for key in (sorted(entries) if sort_results else ordered):
+        metrics = dict(entries[key])
+        version = result_dict["versions"].get(key, "    N/A")
+        shots = str(n_shot.get(key, " "))
+        higher = result_dict.get("higher_is_better", {}).get(key, {})
+        name = metrics.pop("alias", key)
+        for dropped in ("name", "sample_len", "sample_count"):
+            metrics.pop(dropped, None)
+        depth = depth_map.get(key, 0)
+        name = (" " * depth + "- " + name) if depth > 0 else name
+        for metric_filter, value in sorted(metrics.items()):
+            metric, _, filt = metric_filter.partition(",")
+            if metric.endswith("_stderr"):
+                continue
+            shown = f"{value:.4f}" if isinstance(value, float) else value
+            stderr_key = f"{metric}_stderr,{filt}"
+            if stderr_key in metrics:
+                se = metrics[stderr_key]
+                se = "N/A" if se == "N/A" else f"{se:.4f}"
+                row = [name, version, filt, shots, metric, symbols.get(higher.get(metric), ""),
+                       shown, "±", se]
+            else:
+                row = [name, version, filt, shots, metric, symbols.get(higher.get(metric), ""),
+                       shown, "", ""]
+            rows.append([str(row[0]).strip(), _version_text(row[1]),
+                         *(_NAN_SHOWN.get(str(c).strip(), str(c).strip()) for c in row[2:])])
+            name, version = "", ""
+    return rows
+
+
+_NAN_SHOWN = {"nan": "NaN", "-nan": "NaN"}  # as lm-eval's table (pytablewriter) shows it
+
+
+def _version_text(version) -> str:
+    """A task version as lm-eval's table shows it: ``1.0`` (float or text) as ``1``."""
+    text = str(version).strip()
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return str(int(number)) if number.is_integer() else text
 
 
 def tidy_table(text: str, result_dict: dict, column: str = "results") -> str:
     """lm-eval's Markdown table with our rows in their suite's order and display (columns of
     lm-eval 0.4.13: Tasks, Version, Filter, n-shot, Metric, arrow, Value, +-, Stderr)."""
-    from ..suites import suite_of
-
     lines = text.strip("\n").splitlines()
     if len(lines) < 3:
         return text
     headers = [c.strip() for c in lines[0].strip().strip("|").split("|")]
     rows = [[c.strip() for c in ln.strip().strip("|").split("|")] for ln in lines[2:]]
+    return tidy_rows(headers, rows, result_dict, column) or text
+
+
+def tidy_rows(headers: list[str], rows: list[list[str]], result_dict: dict,
+              column: str = "results") -> str | None:
+    """The table of ``rows`` with our tasks' rows in their suite's order and display; None
+    when no row is ours."""
+    from ..suites import suite_of
+
     by_display = {}
     for k, v in (result_dict.get(column) or {}).items():
         by_display[str((v or {}).get("alias", k)).strip()] = k
@@ -61,7 +146,7 @@ def tidy_table(text: str, result_dict: dict, column: str = "results") -> str:
         for i, r in enumerate(body):
             out.append(_shown(suite, list(r), head if i == 0 else ["", "", "", ""]))
     if not touched:
-        return text
+        return None
     return markdown_table(headers, out)
 
 
