@@ -384,6 +384,14 @@ def cmd_publish(args) -> int:
     return 0
 
 
+def _print_tie_method(method: str | None, systems: int) -> None:
+    """What a section's rank ranges mean and how its pairwise tests were made."""
+    if method and systems > 1:
+        console.print(f"rank range: the ranks a system could hold given the paired tests "
+                      f"between these {systems} systems ({method}): a system's range spans "
+                      "every system it is not significantly different from", highlight=False)
+
+
 def cmd_leaderboard(args) -> int:
     from .leaderboard import heading, leaderboard, sections
 
@@ -397,13 +405,15 @@ def cmd_leaderboard(args) -> int:
         table = Table(title=heading(members, "adept"), box=box.SIMPLE_HEAD, padding=(0, 1),
                       pad_edge=False)
         name_width = min(24, max(len(r.system) for r in members))
-        for col, width in (("rank", 4), ("system", name_width), ("acc", 5), ("95% CI", 9),
+        for col, width in (("rank", 4), ("rank range", 5), ("system", name_width), ("acc", 5),
+                           ("95% CI", 9),
                            ("chance", 6), ("n", 3), ("failed", 6), ("distance", 8),
                            ("95% CI ", 9), ("graded n", 8)):
             table.add_column(col, justify="left" if col == "system" else "right",
                              overflow="fold", min_width=width)
         for r in members:
-            table.add_row(str(r.adept_rank), r.system, f(r.adept_acc),
+            table.add_row(str(r.adept_rank), str(r.adept_rank_range or "-"), r.system,
+                          f(r.adept_acc),
                           f"{f(r.adept_ci_low, '{:.2f}')}-{f(r.adept_ci_high, '{:.2f}')}",
                           f(r.adept_chance, "{:.2f}"), str(r.adept_n), str(r.adept_failed),
                           f(r.adept_prosody_distance),
@@ -411,6 +421,7 @@ def cmd_leaderboard(args) -> int:
                           f"{f(r.adept_prosody_distance_ci_high, '{:.2f}')}",
                           f(r.adept_graded_n, "{}"))
         console.print(table)
+        _print_tie_method(members[0].adept_tie_method, len(members))
     if apart:
         table = Table(title="ADEPT runs not ranked", box=box.SIMPLE_HEAD)
         for col in ("system", "listener", "accuracy", "n", "why not ranked"):
@@ -423,12 +434,15 @@ def cmd_leaderboard(args) -> int:
     ranked, apart = sections(rows, "vstyle")
     for members in ranked:
         table = Table(title=heading(members, "vstyle"), box=box.SIMPLE_HEAD)
-        for col in ("rank", "system", "overall", "n", "failure rate"):
-            table.add_column(col, justify="left" if col == "system" else "right", overflow="fold")
+        for col in ("rank", "rank range", "system", "overall", "n", "failure rate"):
+            table.add_column(col, justify="left" if col == "system" else "right", overflow="fold",
+                             min_width=5 if col == "rank range" else None)
         for r in members:
-            table.add_row(str(r.vstyle_rank), r.system, f(r.vstyle_score, "{:.2f}"),
-                          str(r.vstyle_n), f(r.vstyle_failure_rate, "{:.1%}"))
+            table.add_row(str(r.vstyle_rank), str(r.vstyle_rank_range or "-"), r.system,
+                          f(r.vstyle_score, "{:.2f}"), str(r.vstyle_n),
+                          f(r.vstyle_failure_rate, "{:.1%}"))
         console.print(table)
+        _print_tie_method(members[0].vstyle_tie_method, len(members))
     if apart:
         table = Table(title="VStyle runs not ranked", box=box.SIMPLE_HEAD)
         for col in ("system", "judge", "overall", "n", "why not ranked"):

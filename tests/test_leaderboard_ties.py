@@ -96,6 +96,41 @@ def test_rank_ranges_in_every_output_and_on_the_hub(full_runs):
     assert b"rank range" in pushed["README.md"] and b"| 1 | 1-2 | copy |" in pushed["README.md"]
 
 
+def _console_ranks(stdout: str) -> dict[str, tuple[str, str]]:
+    """(rank, rank range) per system from the console table's rows: rank, range, system, acc."""
+    import re
+
+    shown = re.sub(r"\x1b\[[0-9;]*m", "", stdout)
+    return {m.group(3): (m.group(1), m.group(2)) for m in re.finditer(
+        r"^\s*(\d+)\s+(\d+(?:-\d+)?)\s+(\S+)\s+[01]\.\d{3}\s", shown, re.M)}
+
+
+def test_console_table_shows_the_rank_ranges(full_runs):
+    """`adept-eval leaderboard` prints each system's rank range beside its rank: the two runs of
+    the very same samples share "1-2", as in the CSV; on an 80-column terminal nothing is cut."""
+    import re
+
+    tmp, env = full_runs
+    done = _run([_exe("adept-eval"), "leaderboard", str(tmp / "out"), "-o",
+                 str(tmp / "lb-console")], env, tmp)
+    shown = _console_ranks(done.stdout)
+    rows = {r["system"]: r for r in csv.DictReader(open(tmp / "lb-console" / "leaderboard.csv"))}
+    assert set(shown) == {"copy", "copy-again", "partial", "flat"}, done.stdout
+    assert shown["copy"] == shown["copy-again"] == ("1", "1-2"), done.stdout
+    assert {s: shown[s] for s in rows} == {
+        s: (r["adept_rank"], r["adept_rank_range"]) for s, r in rows.items()}
+    assert shown["flat"][1] == "4", done.stdout  # flat prosody: worse than every other
+    assert "rank range" in done.stdout and "Holm-adjusted over 6 pairs" in done.stdout
+    tty = subprocess.run([_exe("adept-eval"), "leaderboard", str(tmp / "out"), "-o",
+                          str(tmp / "lb-console80")], capture_output=True, text=True, cwd=tmp,
+                         env={**env, "COLUMNS": "80", "FORCE_COLOR": "1", "TTY_COMPATIBLE": "1"},
+                         timeout=900)
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", tty.stdout)
+    assert tty.returncode == 0 and "…" not in plain, plain
+    assert _console_ranks(tty.stdout) == shown, plain
+    assert re.search(r"\brank\s*\n?.*\brange\b", plain), plain  # the header, maybe folded
+
+
 def test_rank_ranges_without_samples_say_how_they_were_decided(full_runs):
     tmp, env = full_runs
     bare = tmp / "bare"
