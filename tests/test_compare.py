@@ -231,6 +231,125 @@ def test_planner_holds_its_level_and_matches_the_no_effects_case_by_hand():
     assert p60 > p10 + 0.2
 
 
+# the planner's simulated tests follow the listening test's real design: every participant
+# answers every task, each task in one system, systems rotating over tasks and participants
+def test_crossed_two_way_z_by_hand():
+    """Two participants, two tasks of two questions: p0 hears task 0 in A and task 1 in B,
+    p1 the other way round (the design's rotation)."""
+    from adept_eval.listening_test.plan import crossed_z_p, rotation
+
+    heard = rotation(2, [2, 2], 2)
+    assert heard.tolist() == [[0, 0, 1, 1], [1, 1, 0, 0]]
+    correct = [[1, 1, 0, 1],   # p0: A 1 1, B 0 1
+               [1, 0, 1, 0]]   # p1: B 1 0, A 1 0
+    # A: 3 of 4 right (0.75), B: 2 of 4 (0.5); difference 0.25. Influences on it (over 4 A and
+    # 4 B responses): p0 (2 - 0.75*2)/4 - (1 - 0.5*2)/4 = 0.125, p1 -0.125; questions
+    # q0 (1-.75)/4 - (1-.5)/4 = -0.0625, q1 0.0625 + 0.125 = 0.1875, q2 0.1875,
+    # q3 -0.1875 - 0.125 = -0.3125; responses: A right (1-.75)/4 = 0.0625 (three of them),
+    # A wrong -0.1875, B right -(1-.5)/4 = -0.125 (two), B wrong 0.125 (two).
+    # Variance: 2/1 * (2 * 0.125^2) + 4/3 * (questions' squares) + responses' squares
+    participants = 2 / 1 * (0.125 ** 2 + 0.125 ** 2)
+    questions = 4 / 3 * (0.0625 ** 2 + 0.1875 ** 2 + 0.1875 ** 2 + 0.3125 ** 2)
+    responses = 3 * 0.0625 ** 2 + 0.1875 ** 2 + 4 * 0.125 ** 2
+    assert responses == pytest.approx(0.75 * 0.25 / 4 + 0.5 * 0.5 / 4)  # acc (1 - acc) / n
+    d, var, p = crossed_z_p(correct, heard)
+    assert d == pytest.approx(0.25)
+    assert var == pytest.approx(participants + questions + responses)
+    assert var == pytest.approx(0.0625 + 0.2291667 + 0.109375)
+    z = 0.25 / var ** 0.5
+    assert p == pytest.approx(__import__("math").erfc(z / 2 ** 0.5)) and p == pytest.approx(
+        0.6930, abs=1e-4)
+
+
+def test_crossed_z_is_the_two_way_z_when_each_participant_hears_one_system():
+    """When every participant hears one system, the variance is the nested planner's
+    (``stats.two_way_z_p``) plus the responses' own term, acc (1 - acc) / n per system."""
+    from adept_eval.listening_test.plan import crossed_z_p
+
+    rng = np.random.default_rng(4)
+    ya, yb = rng.random((6, 9)) < 0.7, rng.random((5, 9)) < 0.4
+    heard = np.vstack([np.zeros((6, 9), int), np.ones((5, 9), int)])
+    d, var, p = crossed_z_p(np.vstack([ya, yb]), heard)
+    nested = (ya.mean(1).var(ddof=1) / 6 + yb.mean(1).var(ddof=1) / 5 +
+              (ya.mean(0) - yb.mean(0)).var(ddof=1) / 9)
+    responses = ya.mean() * (1 - ya.mean()) / ya.size + yb.mean() * (1 - yb.mean()) / yb.size
+    assert d == pytest.approx(ya.mean() - yb.mean())
+    assert var == pytest.approx(nested + responses)
+    assert p > stats.two_way_z_p(ya.mean(1), yb.mean(1), ya.mean(0), yb.mean(0))
+
+
+def test_rotation_is_the_listening_tests_own():
+    """``rotation`` assigns systems as ``design.plan_for`` does, participant by participant."""
+    from adept_eval.listening_test.design import TestConfig, plan_for
+    from adept_eval.listening_test.plan import rotation
+
+    tasks, sizes = ("t0", "t1", "t2", "t3", "t4"), [2, 3, 1, 2, 2]
+    for systems in (("A", "B"), ("A", "B", "C")):
+        config = TestConfig("t", 7, tasks, systems, {}, {}, {}, 0, (), (), (), "", "", "")
+        heard = rotation(9, sizes, len(systems))
+        first = np.cumsum([0] + sizes[:-1])  # each task's first question
+        for i in range(9):
+            drawn = plan_for(config, f"p{i}", i)["systems"]
+            assert [drawn[t] for t in tasks] == [systems[heard[i, q]] for q in first]
+
+
+def test_crossed_variance_is_what_compares_bootstrap_estimates():
+    """On a test of the real design (the same people hear both systems, on different tasks) the
+    bootstrap that `compare` runs on people's runs spreads the difference as the planner's
+    variance says (to first order)."""
+    from adept_eval.listening_test.plan import crossed_z_p, rotation
+
+    rng = np.random.default_rng(12)
+    sizes = [5] * 8
+    heard = rotation(16, sizes, 2)
+    q = sum(sizes)
+    logit = (0.3 * (heard == 0) + rng.normal(0, 1, (16, 1)) + rng.normal(0, 1.2, q) +
+             np.where(heard == 0, rng.normal(0, 0.8, q), rng.normal(0, 0.8, q)))
+    y = rng.random((16, q)) < 1 / (1 + np.exp(-logit))
+    a, b = ([stats.Trial(f"p{i}", f"q{j}", bool(y[i, j])) for i in range(16) for j in range(q)
+             if heard[i, j] == s] for s in (0, 1))
+    d = stats.two_way_difference(a, b, replicates=4000)
+    assert d.participants_a == d.participants_b == 16  # everyone heard both
+    diff, var, _ = crossed_z_p(y, heard)
+    assert diff == pytest.approx(d.difference)
+    assert ((d.ci_high - d.ci_low) / 3.92) ** 2 == pytest.approx(var, rel=0.2)
+
+
+def test_design_power_level_under_the_null():
+    """1,000 simulated tests with no difference. One task (each participant hears one system):
+    5% +- 2%, as the nested planner. Twelve tasks rotated over the systems: compare's two-way
+    bootstrap counts the responses' own noise in each way and in their cross term, which no
+    longer hides under the participant spread (that cancels within people), so its test is
+    conservative there: below 5%, never above."""
+    from adept_eval.listening_test.plan import design_power
+
+    model = stats.DEFAULT_MODEL
+    one_task, _ = design_power(model, 20, [165], 0.0, simulations=1000, seed=1)
+    assert 0.03 <= one_task <= 0.07, one_task
+    sizes = [t.n_questions for t in __import__("adept_eval.spec").spec.TASKS.values()]
+    for n, seed in ((5, 2), (20, 3), (50, 4)):
+        crossed, _ = design_power(model, n, sizes, 0.0, simulations=1000, seed=seed)
+        assert crossed <= 0.05, (n, crossed)
+
+
+def test_design_power_one_task_is_the_nested_planner_and_rotation_gains():
+    from adept_eval.listening_test.plan import design_power
+
+    model = stats.DEFAULT_MODEL
+    new, se_new = design_power(model, 20, [60], 0.15, simulations=2000, seed=5)
+    old, se_old = stats.simulated_power(model, 20, 60, 0.15, simulations=2000, seed=6)
+    assert abs(new - old) < 4 * (se_new ** 2 + se_old ** 2) ** 0.5, (new, old)
+    # the same 60 questions in 12 tasks rotated over the systems: each person hears both, the
+    # participant spread cancels in part, the power rises
+    crossed, _ = design_power(model, 20, [5] * 12, 0.15, simulations=1000, seed=5)
+    assert crossed > new + 0.1, (crossed, new)
+    # and with no random effects at all the two designs are the same test of 0.10
+    flat = stats.ClusterModel(0.5, 0.0, 0.0, 0.0)
+    a = design_power(flat, 10, [20], 0.10, simulations=2000, seed=7)
+    b = design_power(flat, 10, [5] * 4, 0.10, simulations=2000, seed=8)
+    assert abs(a[0] - b[0]) < 4 * (a[1] ** 2 + b[1] ** 2) ** 0.5, (a, b)
+
+
 def test_pilot_variance_components_recovered():
     rng = np.random.default_rng(8)
     sds = {"participant": [], "question": [], "acc": []}

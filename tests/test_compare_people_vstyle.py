@@ -239,29 +239,56 @@ def _plan(*args):
     return [shutil.which("adept-eval") or "adept-eval", "listening-test", "plan", *map(str, args)]
 
 
-def _power_rows(stdout: str) -> list[tuple[int, float]]:
+def _power_rows(stdout: str) -> list[tuple[int, int, float]]:
+    """(participants per system on each task, participants in all, power) per printed row."""
     import re
 
-    return [(int(m.group(1)), float(m.group(2)))
-            for m in re.finditer(r"^\s*(\d+)\s+\d+\s+([01]\.\d{3})\s+0\.\d{3}\s+\d+\s*$",
+    return [(int(m.group(1)), int(m.group(2)), float(m.group(3)))
+            for m in re.finditer(r"^\s*(\d+)\s+(\d+)\s+\d+\s+([01]\.\d{3})\s+0\.\d{3}\s+\d+\s*$",
                                  stdout, re.M)]
 
 
 def test_plan_through_the_shell_with_defaults(tmp_path):
     env = {**os.environ, "ADEPT_EVAL_HOME": str(tmp_path / "home")}
-    done = _run(_plan("--difference", "0.15", "--simulations", "400", "--questions", "60"),
+    done = _run(_plan("--difference", "0.10", "--simulations", "400", "--questions", "60"),
                 env, tmp_path)
     assert done.returncode == 0, done.stderr
     rows = _power_rows(done.stdout)
     assert len(rows) >= 3, done.stdout
+    assert all(total == 2 * n for n, total, _ in rows)  # two systems: each task, n in each
     recommended = int(__import__("re").search(r"recommended: (\d+) participants per system",
                                               done.stdout).group(1))
-    power = dict(rows)
+    power = {n: p for n, _, p in rows}
     # the recommendation is the smallest number shown that reaches the power asked for
     assert power[recommended] >= 0.8
-    assert all(p < 0.8 for n, p in rows if n < recommended)
+    assert all(p < 0.8 for n, _, p in rows if n < recommended)
+    assert f"({2 * recommended} participants in all)" in done.stdout
     assert "conservative defaults" in done.stdout and "tutorial's 30 participants" in done.stdout
-    assert "60 questions per participant" in done.stdout
+    assert "60 questions per participant in 12 tasks" in done.stdout
+    assert "each participant hears both compared systems on some tasks" in done.stdout
+
+
+def test_plan_simulates_the_tests_rotation(tmp_path):
+    """The same 60 questions as one task (each participant hears one system) and in 12 tasks
+    rotated over the systems (each hears both): rotation gives more power at 30 per system;
+    with three systems the test needs three times the participants per system in all."""
+    env = {**os.environ, "ADEPT_EVAL_HOME": str(tmp_path / "home")}
+    common = ("--difference", "0.10", "--simulations", "400", "--questions", "60")
+    one = _run(_plan(*common, "--tasks", "1"), env, tmp_path)
+    rotated = _run(_plan(*common), env, tmp_path)
+    assert one.returncode == rotated.returncode == 0, one.stderr + rotated.stderr
+    assert "each participant hears one system (one task)" in one.stdout
+    at30 = [{n: p for n, _, p in _power_rows(d.stdout)}[30] for d in (one, rotated)]
+    assert at30[1] > at30[0] + 0.2, (at30, one.stdout, rotated.stdout)
+    three = _run(_plan(*common, "--systems", "3"), env, tmp_path)
+    assert three.returncode == 0, three.stderr
+    assert all(total == 3 * n for n, total, _ in _power_rows(three.stdout)), three.stdout
+    assert "3 systems in the test" in three.stdout
+    bad = _run(_plan(*common, "--systems", "1"), env, tmp_path)
+    assert bad.returncode == 2 and "--systems" in bad.stderr and "Traceback" not in bad.stderr
+    # --help says which design is simulated
+    helped = _run(_plan("--help"), env, tmp_path)
+    assert "rotating over tasks and participants" in " ".join(helped.stdout.split())
 
 
 def test_plan_with_a_pilot_run_of_people(human_runs):
@@ -272,7 +299,7 @@ def test_plan_with_a_pilot_run_of_people(human_runs):
     right, n = counts["A"]
     assert f"baseline accuracy {right / n:.3f}" in done.stdout
     assert f"10 participants, {n_questions} questions, {n} answers" in done.stdout
-    assert f"{n_questions} questions per participant" in done.stdout
+    assert f"{n_questions} questions per participant in 2 tasks" in done.stdout  # the pilot's
 
 
 def test_plan_refuses_bad_options_naming_them(tmp_path, human_runs, machine_run):

@@ -101,9 +101,19 @@ def add_parser(sub, common) -> None:
     p.add_argument("--include-incomplete", action="store_true")
     p.set_defaults(func=cmd_report)
 
-    p = lsub.add_parser("plan", help="how many participants per system give the power to "
-                        "detect an accuracy difference between two systems (simulated from "
-                        "the two-way cluster model, a pilot's variance components if given)")
+    p = lsub.add_parser(
+        "plan", help="how many participants per system give the power to detect an accuracy "
+        "difference between two systems (simulated from the two-way cluster model, a pilot's "
+        "variance components if given)",
+        description="Power to detect an accuracy difference between two systems, by "
+        "simulation. The simulated tests follow the design `listening-test build` makes: every "
+        "participant answers every task, each task in one system, the systems rotating over "
+        "tasks and participants, so each participant hears both compared systems on some tasks "
+        "and the comparison is partly within participants. Each is analysed with the two-way "
+        "variance of `compare`'s bootstrap (which counts response noise once per way: on this "
+        "design it rejects a true null less than 5% of the time, so the power shown is what "
+        "`compare` gives, not more). 'Participants per system' is per task: with k systems "
+        "the test has k times as many participants in all.")
     p.add_argument("--difference", type=float, required=True,
                    help="the accuracy difference to detect, e.g. 0.10")
     p.add_argument("--pilot", metavar="RESULTS", help="a pilot: a listening-test folder, or an "
@@ -114,8 +124,13 @@ def add_parser(sub, common) -> None:
     p.add_argument("--simulations", type=int, default=1000,
                    help="simulated tests per number of participants (default 1000)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--questions", type=int, help="questions each participant answers for a "
-                   "system (default: the pilot's, else the 165 of all 12 tasks)")
+    p.add_argument("--questions", type=int, help="questions of the test, all answered by every "
+                   "participant (default: the pilot's, else the 165 of all 12 tasks)")
+    p.add_argument("--tasks", type=int, help="tasks the questions are spread over, each heard "
+                   "in one system by a participant (default: the pilot's, else ADEPT's 12; "
+                   "--tasks 1: each participant hears one system)")
+    p.add_argument("--systems", type=int, default=2, help="systems in the test, rotated over "
+                   "its tasks (default 2); the power is for a difference between two of them")
     p.add_argument("--accuracy", type=float, help="the baseline system's expected accuracy "
                    "(default: the pilot's, else 0.5, where answers vary most)")
     p.set_defaults(func=cmd_plan)
@@ -365,21 +380,24 @@ def cmd_report(args):
 
 def cmd_plan(args):
     """``listening-test plan``: participants per system -> power, and the recommendation."""
-    from .plan import describe_model, plan, recommendation
+    from .plan import describe_design, describe_model, plan, recommendation
 
     result = plan(args.difference, pilot=args.pilot, power=args.power, alpha=args.alpha,
                   simulations=args.simulations, seed=args.seed, questions=args.questions,
-                  accuracy=args.accuracy)
+                  accuracy=args.accuracy, tasks=args.tasks, systems=args.systems)
     table = Table(title=f"Power to detect an accuracy difference of {result.difference:g} "
                   "between two systems", box=box.SIMPLE_HEAD, pad_edge=False,
                   title_justify="left")
-    for col in ("participants per system", "responses per system", "power", "+- (MC s.e.)",
-                "simulated tests"):
-        table.add_column(col, justify="right")
+    for col in ("participants per system (each task)", "participants in all",
+                "responses per system", "power", "+- (MC s.e.)", "simulated tests"):
+        # never narrower than its longest word: headers wrap between words, never inside one
+        table.add_column(col, justify="right", overflow="fold",
+                         min_width=max(len(w) for w in col.split()))
     for n, p, se in result.rows:
-        table.add_row(str(n), str(n * result.questions), f"{p:.3f}", f"{se:.3f}",
-                      str(result.simulations))
+        table.add_row(str(n), str(n * result.systems), str(n * result.questions), f"{p:.3f}",
+                      f"{se:.3f}", str(result.simulations))
     console.print(table)
+    console.print(describe_design(result))
     console.print(describe_model(result))
     console.print(recommendation(result))
     return 0

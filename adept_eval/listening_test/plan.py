@@ -1,18 +1,34 @@
 """How many participants does a listening test need? ``adept-eval listening-test plan``.
 
-Estimates, by simulation from the two-way cluster model of ``adept_eval.stats``
-(``simulated_power``: participant and question random effects on the logit scale, and a
-system-by-question interaction), the power to detect an accuracy difference between two
-systems heard by different participants, for a range of participants per system. The variance
-components come from a pilot test's answers when one is given (``stats.estimate_model``),
-else from conservative defaults (``stats.DEFAULT_MODEL``).
+Estimates, by simulation from the two-way cluster model of ``adept_eval.stats`` (participant and
+question random effects on the logit scale, and a system-by-question interaction), the power to
+detect an accuracy difference between two systems, for a range of participants per system.
+
+The simulated tests follow the design ``listening-test build`` makes (``design.plan_for``):
+every participant answers every task, each task in one system, the systems rotating over the
+tasks and over participants in arrival order (participant i hears task j in system
+(i + j) mod k). So with n participants per system, each task is heard by n participants in
+each system, the test has k * n participants in all, and each participant hears both compared
+systems on some tasks: the comparison is partly within participants, and how well a person
+hears prosody cancels from it in part. Each simulated test is analysed with the variance that
+``compare``'s two-way bootstrap of people's runs gives (``crossed_z_p``: to the delta method's
+order, participants resampled within the groups that heard A, B or both, questions jointly) and
+a two-sided z test. That bootstrap counts each answer's own noise in both ways and in their
+cross term, which on this design (where the participant spread cancels) makes it conservative:
+the power shown is what ``compare`` gives, its level under no difference below 5%.
+
+The variance components come from a pilot test's answers when one is given
+(``stats.estimate_model``), else from conservative defaults (``stats.DEFAULT_MODEL``).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from statistics import NormalDist
+
+import numpy as np
 
 from .. import spec, stats
 from ..errors import UserError
@@ -33,6 +49,9 @@ class Pilot:
     participants: int
     questions: int
     responses: int
+    #: questions per task (each question once, whichever system it was heard in), in the
+    #: ADEPT tasks' order: the task structure the simulated tests rotate systems over
+    task_questions: dict = field(default_factory=dict)
 
 
 def load_pilot(path: str | Path) -> Pilot:
@@ -51,8 +70,10 @@ def load_pilot(path: str | Path) -> Pilot:
         if not (path / DB_FILE).exists():
             raise PlanError(f"--pilot {path}: the listening test has no responses yet")
         a = analyse(load_test(path), Store(path / DB_FILE), replicates=0)
+        kept = [r for r in a.included_responses if r.kind == "question"]
         trials = [stats.Trial(r.participant, f"{r.system}/{r.question_id}", bool(r.correct))
-                  for r in a.included_responses if r.kind == "question"]
+                  for r in kept]
+        tasks = {(r.task, r.question_id) for r in kept}
         what = f"listening test {path} (included participants)"
     else:
         from ..compare import outcomes
@@ -62,8 +83,10 @@ def load_pilot(path: str | Path) -> Pilot:
             run = load_run(path)
         except (OSError, ValueError, RuntimeError) as exc:
             raise PlanError(f"--pilot {path}: {exc}") from None
+        answered = [q for q in outcomes(run).values() if q.responses]
         trials = [stats.Trial(who, q.question_id, bool(ok))
-                  for q in outcomes(run).values() for who, ok in q.responses]
+                  for q in answered for who, ok in q.responses]
+        tasks = {(q.task, q.question_id) for q in answered}
         if not trials:
             raise PlanError(f"--pilot {path}: no participant's answers in this run (a pilot is "
                             "a run of the human listener, --metadata listener=human)")
@@ -72,7 +95,133 @@ def load_pilot(path: str | Path) -> Pilot:
         raise PlanError(f"--pilot {path}: no answers of included participants")
     people = {t.participant for t in trials}
     questions = {t.question for t in trials}
-    return Pilot(trials, what, len(people), len(questions), len(trials))
+    order = {t: i for i, t in enumerate(spec.TASKS)}
+    per_task: dict[str, int] = {}
+    for task, _ in sorted(tasks, key=lambda tq: (order.get(tq[0], len(order)), tq)):
+        per_task[task] = per_task.get(task, 0) + 1
+    return Pilot(trials, what, len(people), len(questions), len(trials), per_task)
+
+
+# ----------------------------------------------------------------------------- the design
+def rotation(participants: int, task_sizes, systems: int) -> np.ndarray:
+    """The system (0 .. systems - 1) each participant hears each question in, as
+    ``design.plan_for`` assigns them: participant i hears task j in system (i + j) mod k.
+    Shape (participants, questions); the questions are the tasks' in order."""
+    task_of = np.repeat(np.arange(len(task_sizes)), task_sizes)
+    return (np.arange(participants)[:, None] + task_of[None, :]) % systems
+
+
+def _strata(in_a: np.ndarray, in_b: np.ndarray) -> list[np.ndarray]:
+    """Participants grouped as compare's bootstrap resamples them: those who heard A only, B
+    only, both (those who heard neither take no part)."""
+    keys = in_a.astype(int) * 2 + in_b.astype(int)
+    return [np.flatnonzero(keys == k) for k in (1, 2, 3) if np.any(keys == k)]
+
+
+def _difference_and_variance(y: np.ndarray, heard_a: np.ndarray, heard_b: np.ndarray):
+    """The accuracy difference A - B of responses ``y`` (..., participants, questions; 1 right,
+    0 wrong) where ``heard_a``/``heard_b`` (participants, questions) say who heard which
+    question in which system, and its variance as ``compare``'s two-way cluster bootstrap
+    (``stats.two_way_difference``: participants resampled within their stratum, questions
+    jointly, a response weighted by the product of its participant's and its question's
+    weights) spreads it, to the delta method's order: the participants' influences (with the
+    n / (n - 1) factor), the questions' (q / (q - 1)) and the responses' own (the product
+    weights' cross term). Without that cross term, on a design where every participant hears
+    one system, it is ``stats.two_way_z_p``'s variance."""
+    a, b = heard_a.astype(y.dtype), heard_b.astype(y.dtype)
+    tot_a, tot_b = a.sum(), b.sum()
+    ya, yb = y * a, y * b
+    acc_a, acc_b = ya.sum((-1, -2)) / tot_a, yb.sum((-1, -2)) / tot_b
+    # each response's influence on the difference, and each participant's and question's
+    cells = ((ya - acc_a[..., None, None] * a) / tot_a -
+             (yb - acc_b[..., None, None] * b) / tot_b)
+    rows, cols = cells.sum(-1), cells.sum(-2)
+    var = (cells ** 2).sum((-1, -2))
+    for idx in _strata(a.sum(1) > 0, b.sum(1) > 0):
+        if idx.size > 1:
+            r = rows[..., idx]
+            var = var + idx.size / (idx.size - 1) * (
+                (r - r.mean(-1, keepdims=True)) ** 2).sum(-1)
+    q = cols.shape[-1]
+    var = var + q / (q - 1) * ((cols - cols.mean(-1, keepdims=True)) ** 2).sum(-1)
+    return acc_a - acc_b, var
+
+
+def crossed_z_p(correct, system_of, a=0, b=1) -> tuple[float, float, float]:
+    """(difference A - B, its two-way variance, two-sided p) of one listening test:
+    ``correct[i][q]`` whether participant i answered question q right, ``system_of[i][q]`` the
+    system they heard it in (any other value: not asked). The test the planner simulates."""
+    system_of = np.asarray(system_of)
+    heard_a, heard_b = system_of == a, system_of == b
+    y = np.asarray(correct, dtype=float) * (heard_a | heard_b)
+    if heard_a.sum() == 0 or heard_b.sum() == 0 or y.shape[1] < 2:
+        raise ValueError("both systems need answers, and the test at least 2 questions")
+    d, var = _difference_and_variance(y, heard_a, heard_b)
+    d, var = float(d), float(var)
+    if var <= 0:
+        return d, var, 1.0 if d == 0 else 0.0
+    return d, var, math.erfc(abs(d) / math.sqrt(var) / math.sqrt(2))
+
+
+def _expit(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def design_power(model: stats.ClusterModel, per_system: int, task_sizes, difference: float, *,
+                 systems: int = 2, alpha: float = 0.05, simulations: int = 1000,
+                 seed: int = 0) -> tuple[float, float]:
+    """(power, its Monte-Carlo standard error): the share of ``simulations`` simulated
+    listening tests of the real design (``systems`` * ``per_system`` participants, every one
+    answering every task of ``task_sizes``, tasks rotated over the systems) whose two-way z test
+    of system A (accuracy ``model.accuracy + difference``) against system B (the baseline)
+    rejects "no difference" at ``alpha``. The participant effect u_p is one per person, shared
+    by every system they hear; the question effect v_q is shared by the systems; the
+    system-by-question effect w_qs is drawn for each system's rendition of the question."""
+    task_sizes = [int(t) for t in task_sizes if t > 0]
+    if per_system < 2 or sum(task_sizes) < 2 or systems < 2:
+        raise ValueError("the two-way test needs at least 2 participants per system, 2 "
+                         "questions and 2 systems")
+    mu_a, mu_b = stats.logit_locations(model, difference)
+    n_people, q = systems * int(per_system), sum(task_sizes)
+    heard = rotation(n_people, task_sizes, systems)
+    heard_a, heard_b = heard == 0, heard == 1
+    used = heard_a | heard_b
+    location = np.where(heard_a, mu_a, mu_b).astype(np.float32)
+    rng = np.random.default_rng(seed)
+    z = NormalDist().inv_cdf(1 - alpha / 2)
+    rejected = 0
+    chunk = max(1, 3_000_000 // (n_people * q))
+    for start in range(0, simulations, chunk):
+        m = min(chunk, simulations - start)
+        u = rng.normal(0, model.participant_sd, (m, n_people, 1)).astype(np.float32)
+        v = rng.normal(0, model.question_sd, (m, 1, q)).astype(np.float32)
+        w_a = rng.normal(0, model.interaction_sd, (m, 1, q)).astype(np.float32)
+        w_b = rng.normal(0, model.interaction_sd, (m, 1, q)).astype(np.float32)
+        logit = location + u + v + np.where(heard_a, w_a, w_b)
+        y = ((rng.random((m, n_people, q), dtype=np.float32) < _expit(logit)) & used
+             ).astype(np.float32)
+        d, var = _difference_and_variance(y, heard_a, heard_b)
+        with np.errstate(invalid="ignore"):
+            rejected += int(np.sum(np.abs(d) > z * np.sqrt(var)))
+    power = rejected / simulations
+    return power, math.sqrt(power * (1 - power) / simulations)
+
+
+def default_tasks(questions: int | None, tasks: int | None, pilot: Pilot | None) -> list[int]:
+    """Questions per task of the simulated test: the pilot's tasks, else ADEPT's 12 with the
+    tutorial's numbers of questions; ``questions`` and ``tasks`` replace the total and the
+    number of tasks (questions spread as evenly as they go)."""
+    base = list(pilot.task_questions.values()) if pilot and pilot.task_questions else \
+        [t.n_questions for t in spec.TASKS.values()]
+    if questions is None and tasks is None:
+        return base
+    total = sum(base) if questions is None else questions
+    count = len(base) if tasks is None else tasks
+    if count < 1:
+        raise PlanError(f"--tasks {count}: at least 1")
+    if total < count:
+        raise PlanError(f"--questions {total}: at least one per task ({count} tasks)")
+    return [total // count + (i < total % count) for i in range(count)]
 
 
 @dataclass(frozen=True)
@@ -81,11 +230,13 @@ class Plan:
     power: float
     alpha: float
     simulations: int
-    questions: int
+    questions: int  # every participant answers them all, each task in one system
     model: stats.ClusterModel
     pilot: Pilot | None
     rows: list  # (participants per system, power, Monte-Carlo standard error)
     recommended: int | None
+    task_sizes: tuple = ()  # questions per task of the simulated test
+    systems: int = 2  # systems in the test, rotated over its tasks
 
     @property
     def at_tutorial(self) -> tuple[float, float] | None:
@@ -94,7 +245,8 @@ class Plan:
 
 def plan(difference: float, *, pilot: str | Path | None = None, power: float = 0.8,
          alpha: float = 0.05, simulations: int = 1000, seed: int = 0,
-         questions: int | None = None, accuracy: float | None = None) -> Plan:
+         questions: int | None = None, accuracy: float | None = None,
+         tasks: int | None = None, systems: int = 2) -> Plan:
     if not 0 < difference < 1:
         raise PlanError(f"--difference {difference}: an accuracy difference between 0 and 1, "
                         "e.g. 0.10")
@@ -105,6 +257,10 @@ def plan(difference: float, *, pilot: str | Path | None = None, power: float = 0
     if simulations < 100:
         raise PlanError(f"--simulations {simulations}: at least 100 (1000 gives power to "
                         "about +-0.013)")
+    if systems < 2:
+        raise PlanError(f"--systems {systems}: a comparison needs at least 2 systems in the test")
+    if questions is not None and questions < 2:
+        raise PlanError(f"--questions {questions}: at least 2")
     found = load_pilot(pilot) if pilot else None
     model = stats.estimate_model(found.trials, source=found.source, seed=seed) if found \
         else stats.DEFAULT_MODEL
@@ -118,14 +274,13 @@ def plan(difference: float, *, pilot: str | Path | None = None, power: float = 0
                         f"{model.accuracy:.3f}, so the better system would need "
                         f"{model.accuracy + difference:.3f} (at most 1); ask for a smaller "
                         "difference or set --accuracy")
-    if questions is None:
-        questions = found.questions if found else sum(t.n_questions for t in spec.TASKS.values())
-    if questions < 2:
-        raise PlanError(f"--questions {questions}: at least 2")
+    sizes = default_tasks(questions, tasks, found)
+    if sum(sizes) < 2:
+        raise PlanError(f"--questions {sum(sizes)}: at least 2")
 
     def simulate(n):
-        return stats.simulated_power(model, n, questions, difference, alpha=alpha,
-                                     simulations=simulations, seed=seed)
+        return design_power(model, n, sizes, difference, systems=systems, alpha=alpha,
+                            simulations=simulations, seed=seed)
 
     rows, previous, reached = [], None, None
     for n in GRID:
@@ -146,7 +301,26 @@ def plan(difference: float, *, pilot: str | Path | None = None, power: float = 0
             lo, hi = (mid, hi) if p < power else (lo, mid)
         reached = hi
     rows.sort()
-    return Plan(difference, power, alpha, simulations, questions, model, found, rows, reached)
+    return Plan(difference, power, alpha, simulations, sum(sizes), model, found, rows, reached,
+                tuple(sizes), systems)
+
+
+def describe_design(result: Plan) -> str:
+    """One line: the design the tests were simulated in."""
+    k, t = result.systems, len(result.task_sizes)
+    if t == 1:
+        within = "each participant hears one system (one task)"
+    elif t < k:
+        within = (f"a participant hears at most {t} of the {k} systems (only {t} tasks), so "
+                  "the comparison is partly within participants")
+    else:
+        within = ("each participant hears both compared systems on some tasks, so the "
+                  "comparison is partly within participants")
+    return (f"design simulated (as listening-test build makes it): {k} systems in the test, "
+            f"every participant answers all {result.questions} questions of its {t} "
+            f"task{'s' if t != 1 else ''}, "
+            f"each task in one system, the systems rotating over tasks and participants; "
+            f"{within}")
 
 
 def describe_model(result: Plan) -> str:
@@ -161,21 +335,28 @@ def describe_model(result: Plan) -> str:
 
 
 def recommendation(result: Plan) -> str:
-    where = (f"{result.questions} questions per participant, two-sided alpha {result.alpha:g}, "
-             f"{result.simulations} simulated tests per row")
+    t = len(result.task_sizes)
+    where = (f"{result.questions} questions per participant in {t} task{'s' if t != 1 else ''}"
+             f", two-sided alpha {result.alpha:g}, {result.simulations} simulated tests "
+             "per row")
     if result.recommended is None:
         return (f"not reached with up to {GRID[-1]} participants per system ({where}): with "
                 f"{result.questions} questions, how differently the two systems' renditions "
                 "of each question come across limits the comparison; ask more questions or "
                 "plan for a larger difference")
-    text = (f"recommended: {result.recommended} participants per system for power "
+    text = (f"recommended: {result.recommended} participants per system on each task "
+            f"({result.systems * result.recommended} participants in all) for power "
             f"{result.power:g} to detect a difference of {result.difference:g} ({where})")
+    if result.recommended == GRID[0]:
+        text += f" (the fewest tried: {GRID[0]} per system already reach it)"
     tut = result.at_tutorial
     if tut is not None and not math.isnan(tut[0]):
-        text += (f"; with the tutorial's {TUTORIAL_PARTICIPANTS} participants the power is "
-                 f"{tut[0]:.2f} (+-{tut[1]:.2f})")
+        text += (f"; with the tutorial's {TUTORIAL_PARTICIPANTS} participants per task and "
+                 f"system ({result.systems * TUTORIAL_PARTICIPANTS} in all) the power is "
+                 f"{tut[0]:.3f} (+-{tut[1]:.3f})")
     return text
 
 
-__all__ = ["GRID", "Pilot", "Plan", "PlanError", "describe_model", "load_pilot", "plan",
-           "recommendation"]
+__all__ = ["GRID", "Pilot", "Plan", "PlanError", "crossed_z_p", "default_tasks",
+           "describe_design", "describe_model", "design_power", "load_pilot", "plan",
+           "recommendation", "rotation"]
