@@ -140,7 +140,8 @@ def test_answers_explain_distances_and_posteriors(corpus, systems, tmp_path):
         detail = json.loads(answer.detail)
         assert detail["candidates"]
         for sample in detail["samples"]:
-            assert set(sample["distance"]) == {"f0", "energy", "tempo", "pause"}
+            assert set(sample["distance"]) == {"f0", "energy", "level", "tempo", "pause",
+                                               "salience"}
             assert len(sample["posterior"]) == len(detail["candidates"])
             assert sum(sample["posterior"]) == pytest.approx(1.0, abs=0.01)
 
