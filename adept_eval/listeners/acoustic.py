@@ -58,7 +58,7 @@ from . import Answer, Listener, Response, register_listener
 TERM_WEIGHTS = {"f0": 1.0, "energy": 0.5, "level": 0.5, "tempo": 1.0, "pause": 1.0,
                 "salience": 1.0}
 TEMPERATURE = 0.5
-METHOD_VERSION = "5"
+METHOD_VERSION = "6"
 
 
 @register_listener("acoustic")
