@@ -362,7 +362,7 @@ def create_app(folder: str | Path, *, admin_token: str | None = None,
 
     async def audio(request: Request):
         token = request.path_params["token"]
-        participant, key = request.query_params.get("p", ""), request.query_params.get("s", "")
+        participant, key = _audio_session(request.scope["query_string"])
 
         def served(nbytes: int, size: int) -> None:
             sessions.served(participant, key, token, nbytes, size)
@@ -419,6 +419,22 @@ def create_app(folder: str | Path, *, admin_token: str | None = None,
     app.router.redirect_slashes = False  # its redirects are built from the Host header
     app.state.config, app.state.store, app.state.audio = config, store, audio_files
     return app
+
+
+def _audio_session(query: bytes) -> tuple[str, str]:
+    """The participant and audio key an audio URL's query carries (``p=...&s=...``), split as
+    the page writes them, undecoded: both are plain letters, digits, '-' and '_', so a value
+    that would need decoding cannot be a session's and its fetch is not counted anyway. (Every
+    audio request pays for this: with Starlette's query parser, which decodes, an audio response
+    took 35 us of the server's time in-process instead of 27.)"""
+    participant = key = ""
+    for pair in query.decode("latin-1").split("&"):
+        name, _, value = pair.partition("=")
+        if name == "p":
+            participant = value
+        elif name == "s":
+            key = value
+    return participant, key
 
 
 def _json(data) -> JSONResponse:

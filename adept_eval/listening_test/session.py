@@ -119,13 +119,15 @@ class Sessions:
 
     def _load(self, participant: str) -> Live | None:
         live = self._live.get(participant)
-        if live is None:
-            row = self.store.participant(participant)
-            if row is None:
-                return None
-            live = Live(row, tuple(item_from(d) for d in row.plan["items"]),
-                        self.store.answered_items(participant), self.store.fetched(participant))
-        return self._remember(live)
+        if live is not None:  # every request and audio fetch: only mark it recently used
+            self._live.move_to_end(participant)
+            return live
+        row = self.store.participant(participant)
+        if row is None:
+            return None
+        return self._remember(Live(row, tuple(item_from(d) for d in row.plan["items"]),
+                                   self.store.answered_items(participant),
+                                   self.store.fetched(participant)))
 
     def start(self, participant, token=None, resume=None) -> tuple[Live, bool]:
         """(the participant's session, whether it was created now). A new id gets a session
