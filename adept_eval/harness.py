@@ -38,11 +38,21 @@ DEFAULT_LISTENER = "acoustic"
 
 
 # ----------------------------------------------------------------------------- documents
+_BY_ROOT: dict = {}  # corpora already opened, by their root folder
+
+
 @lru_cache(maxsize=4)
 def _corpus(path: str | None):
+    """The corpus at ``path`` (None: the default), opened once per process; a task's documents
+    name it by its root folder, which finds the same object rather than opening (and hashing)
+    the corpus a second time."""
     from .corpus import load_corpus
 
-    return load_corpus(path or None)
+    if path and path in _BY_ROOT:
+        return _BY_ROOT[path]
+    corpus = load_corpus(path or None)
+    _BY_ROOT[str(corpus.root)] = corpus
+    return corpus
 
 
 def load_questions(task: str, corpus: str | None = None, listener: str = DEFAULT_LISTENER,
@@ -115,6 +125,7 @@ def clear_caches() -> None:
     """Forget the corpora and listeners this process has made (a test or benchmark that
     changes ``ADEPT_EVAL_CORPUS`` or the features on disk between runs needs fresh ones)."""
     _corpus.cache_clear()
+    _BY_ROOT.clear()
     listener_for.cache_clear()
 
 

@@ -96,3 +96,38 @@ def test_unwrapped_zip_is_found_too(synthetic_root, tmp_path):
 def test_no_download_without_cache_is_a_clear_error():
     with pytest.raises(CorpusError, match="ADEPT_EVAL_CORPUS"):
         load_corpus(download=False)
+
+
+def test_the_corpus_digest_is_remembered_until_a_file_changes(corpus, tmp_path, monkeypatch):
+    """The corpus sha256 is computed once per machine for unchanged files, and again as soon
+    as one recording changes; the remembered value is the one hashing gives."""
+    import os
+
+    from adept_eval import corpus as corpus_module
+
+    monkeypatch.setenv("ADEPT_EVAL_HOME", str(tmp_path / "home"))
+    root = _copy(corpus.root, tmp_path)
+    hashed = []
+    real = Corpus._content_sha256
+
+    def counting(self):
+        hashed.append(1)
+        return real(self)
+
+    monkeypatch.setattr(Corpus, "_content_sha256", counting)
+    first = Corpus(root).fingerprint
+    assert first == real(Corpus(root)) and len(hashed) == 1
+    assert Corpus(root).fingerprint == first and len(hashed) == 1  # remembered
+    victim = Corpus(root).recordings[0].audio_path
+    with open(victim, "r+b") as fh:  # one byte of one recording changes (and its mtime)
+        fh.seek(-1, os.SEEK_END)
+        last = fh.read(1)
+        fh.seek(-1, os.SEEK_END)
+        fh.write(bytes([last[0] ^ 1]))
+    os.utime(victim, ns=(os.stat(victim).st_atime_ns, os.stat(victim).st_mtime_ns + 10**9))
+    changed = Corpus(root).fingerprint
+    assert changed != first and len(hashed) == 2
+    # a cache that cannot be written: hashed every time, same value
+    monkeypatch.setattr(corpus_module, "cache_home", lambda: tmp_path / "file-not-folder")
+    (tmp_path / "file-not-folder").write_text("x")
+    assert Corpus(root).fingerprint == changed and len(hashed) == 3
