@@ -14,9 +14,11 @@ pooled over the suite:
 - the ``prosody_distance`` difference, paired by stimulus, on the same two methods' second.
 
 ADEPT, the ``human`` listener (different participants per system, or the same people on other
-tasks): a two-way cluster bootstrap of the accuracy difference that resamples participants
-within their stratum (heard A only, B only, both) and sentences jointly for the two systems;
-p-value by inverting the same bootstrap.
+tasks): the accuracy difference with a two-way cluster-robust variance over participants
+(within their stratum: heard A only, B only, both) and sentences (jointly for the two systems),
+Cameron, Gelbach & Miller's, and a t interval and test on min(participants - strata,
+sentences - 1) degrees of freedom (``stats.two_way_variance``, which says why: the pigeonhole
+bootstrap used before was conservative, most of all on the listening test's rotated design).
 
 VStyle: the judge-score difference paired by instruction, with VStyle's weighting (subcategory
 means; categories 0.25 each overall), a bootstrap within subcategories and a sign-flip test on
@@ -194,21 +196,20 @@ def _trials(data: dict[str, QuestionOutcome], keys) -> list[stats.Trial]:
     return [stats.Trial(who, k, bool(ok)) for k in keys for who, ok in data[k].responses]
 
 
-def _two_way(a, b, keys, replicates: int = 2000) -> dict:
+def _two_way(a, b, keys) -> dict:
     d = stats.two_way_difference(_trials(a, keys), _trials(b, keys),
-                                 {k: a[k].sentence for k in keys}, replicates=replicates,
-                                 seed=SEED)
+                                 {k: a[k].sentence for k in keys})
     return {"acc_difference": d.difference, "ci_low": d.ci_low, "ci_high": d.ci_high,
             "p_value": d.p_value, "n": d.n_a + d.n_b, "n_a": d.n_a, "n_b": d.n_b,
             "participants_a": d.participants_a, "participants_b": d.participants_b,
             "questions": d.questions, "sentences": d.items, "acc_a": d.acc_a, "acc_b": d.acc_b,
             "failed_a": sum(a[k].failed for k in keys), "failed_b": sum(b[k].failed for k in keys),
-            "replicates": d.replicates, "method": d.method}
+            "df": d.df, "se": d.se, "method": d.method}
 
 
 def compare_pair(a: dict[str, QuestionOutcome], b: dict[str, QuestionOutcome]) -> dict:
     """Accuracy and prosody-distance differences of A minus B: pooled, per class, per task.
-    Runs of people get the two-way cluster bootstrap in every cell."""
+    Runs of people get the two-way (participants x sentences) test in every cell."""
     shared = sorted(set(a) & set(b))
     if not shared:
         raise CompareError("the two runs share no question: nothing to pair")
@@ -393,8 +394,8 @@ def tie_test(a_run: Run, b_run: Run, figure: str) -> tuple[float, str]:
         return p, "paired by stimulus (sentence sign-flip test)"
     if is_human(a) or is_human(b):
         d = stats.two_way_difference(_trials(a, shared), _trials(b, shared),
-                                     {k: a[k].sentence for k in shared}, seed=SEED)
-        return d.p_value, "two-way cluster bootstrap (participants, sentences)"
+                                     {k: a[k].sentence for k in shared})
+        return d.p_value, "two-way cluster-robust t test (participants, sentences)"
     p = stats.cluster_sign_flip_p([a[k].correct - b[k].correct for k in shared],
                                   [a[k].sentence for k in shared], seed=SEED)
     return p, "paired by question (sentence sign-flip test)"
@@ -484,9 +485,10 @@ def _adept_table(adept: dict, a: str, b: str, listener: str, holm: str) -> list:
         note = (f"responses of {pooled['participants_a']} (A) and {pooled['participants_b']} (B) "
                 f"participants ({pooled['n_a']} and {pooled['n_b']} responses) to "
                 f"{pooled['questions']} questions answered for both, in {pooled['sentences']} "
-                "sentences; two-way cluster bootstrap: participants resampled within each "
-                "system, sentences jointly for both; p from the same bootstrap "
-                f"({pooled['replicates']} replicates)")
+                "sentences; two-way cluster-robust variance (Cameron-Gelbach-Miller): the "
+                "spread with participants resampled within each system plus that with "
+                "sentences resampled jointly for both, less the responses' own (counted in "
+                f"both); t interval and test ({pooled['df']} df pooled)")
     else:
         note = (f"paired over {pooled['n']} questions in {pooled['sentences']} sentences; "
                 "intervals resample whole sentences; p-values: exact McNemar per task, "

@@ -441,12 +441,10 @@ def weighted_paired_difference(a, b, strata, weights: dict, groups: dict | None 
 
 
 # ----------------------------------------------------------------------------- two systems, people
-# Human listeners: each system was heard by its own participants (or by the same people on other
-# tasks), and both systems' questions are the same. The difference of two accuracies then varies
-# with who was recruited for each system and with which questions (sentences) were asked, so a
-# two-way cluster bootstrap resamples both: participants within their stratum (those who heard
-# only A, only B, or both: nested designs reduce to "within each system"), and sentences jointly
-# for the two systems (the pairing that questions give).
+# Human listeners: each system was heard by its own participants, or (the listening test's
+# rotation) by the same people on other tasks, and both systems' questions are the same. The
+# difference of two accuracies then varies with who was recruited and with which questions
+# (sentences) were asked: a two-way clustering, participants crossed with sentences.
 @dataclass(frozen=True)
 class TwoWayDifference:
     difference: float  # accuracy A minus accuracy B (over their responses to shared questions)
@@ -454,15 +452,17 @@ class TwoWayDifference:
     acc_b: float
     ci_low: float
     ci_high: float
-    p_value: float  # two-sided, by inverting the same bootstrap (p < 0.05 iff 0 is outside)
+    p_value: float  # two-sided t test; p < 1 - level iff 0 is outside the interval
     n_a: int  # responses
     n_b: int
     participants_a: int
     participants_b: int
     questions: int  # questions answered on both sides
-    items: int  # sentences (resampling units) they belong to
-    replicates: int
-    method: str = "two-way cluster bootstrap (participants within systems, sentences across both)"
+    items: int  # sentences (clusters) they belong to
+    df: int  # degrees of freedom of the t reference: min(participants - strata, sentences - 1)
+    se: float = NAN  # the two-way standard error
+    method: str = ("two-way cluster-robust variance (participants within systems, sentences "
+                   "across both; Cameron-Gelbach-Miller), t reference")
 
 
 def _cells(trials, people: dict, items: dict) -> tuple[np.ndarray, np.ndarray]:
@@ -475,12 +475,101 @@ def _cells(trials, people: dict, items: dict) -> tuple[np.ndarray, np.ndarray]:
     return tot, cor
 
 
+def participant_strata(tot_a, tot_b) -> list[np.ndarray]:
+    """Indices of the participants (rows) who answered for A only, B only, and both (in that
+    order, the empty groups left out; rows with no answer take no part)."""
+    in_a, in_b = np.asarray(tot_a).sum(-1) > 0, np.asarray(tot_b).sum(-1) > 0
+    keys = in_a.astype(int) * 2 + in_b.astype(int)
+    return [np.flatnonzero(keys == k) for k in (2, 1, 3) if np.any(keys == k)]
+
+
+def two_way_variance(cor_a, tot_a, cor_b, tot_b):
+    """(difference A - B, its two-way variance, degrees of freedom) of two systems' accuracies
+    over participants (rows) x sentences (columns): ``tot_a[p, s]`` responses participant p gave
+    to sentence s's questions in system A, ``cor_a`` how many were right (likewise for B).
+    ``cor_a``/``cor_b`` may carry leading axes (many simulated tests of one design, ``tot``
+    shared); the difference and variance then have those axes, the df is the design's.
+
+    The variance is Cameron, Gelbach & Miller's two-way cluster-robust variance (2011, "Robust
+    inference with multiway clustering", J. Business & Economic Statistics 29(2):238-249),
+    V = V_participants + V_sentences - V_cells, on the difference's linearisation: each
+    response's influence e = (right - acc_A) / n_A for A's responses, -(right - acc_B) / n_B for
+    B's, summed per participant (r_p), per sentence (c_s) and per participant-sentence cell
+    (e_ps), then
+
+        V_participants = sum over strata h of G_h / (G_h - 1) * sum_(p in h) (r_p - mean_h r)^2
+        V_sentences    = G_S / (G_S - 1) * sum_s c_s^2
+        V_cells        = G_C / (G_C - 1) * sum_ps e_ps^2
+
+    (strata: the participants who answered for A only, B only, both, whose numbers the design
+    fixes; G_h/(G_h - 1) etc. CGM's small-sample factors). A response's own noise lies in both
+    its participant's and its sentence's sum; subtracting the cells counts it once. The
+    pigeonhole bootstrap this replaces (Owen 2007, "The pigeonhole bootstrap", Annals of Applied
+    Statistics 1(2):386-411) spreads the difference by about V_participants + V_sentences +
+    V_cells, the noise three times: Owen shows that upward bias. When every participant hears
+    one system the participant spread dominates and it hardly mattered (measured 3.5% false
+    rejections); in the listening test's rotation (each participant hears both systems, on
+    different tasks) the spread of people cancels from the difference, the noise is most of
+    the variance, and the bootstrap rejected a true null in 0-3% of tests instead of 5%.
+
+    With few participants V is itself noisy (CGM report over-rejection with few clusters, as a
+    scratch check did: 10.7% at 5 per system with a normal reference), so the test and interval
+    use Student's t with min(participants - strata, sentences - 1) degrees of freedom (CGM's
+    G/(G - 1) factors with a t reference on min(G) - 1 df, their recommended small-G practice;
+    one df per stratum mean here). Measured on the two-way logit model of the planner (participant
+    sd 1.0, question sd 1.5, system-by-question sd 1.0, 165 questions over 12 tasks), this
+    rejected a true null in 4.0-5.8% of 1,000 tests at 5, 10, 20 and 50 participants per
+    system in both designs, where the bootstrap gave 0.0-2.7% on the rotation and 9.6% at 5 per
+    system with one system each (``benchmarks/human_comparison_level.py``). On one task's
+    10-15 sentences alone (compare's per-task rows) the sentence df is small and it measured
+    4-7%. Should V come out non-positive (it can, being a
+    difference), the larger one-way variance is used instead."""
+    tot_a, tot_b = np.asarray(tot_a, float), np.asarray(tot_b, float)
+    cor_a, cor_b = np.asarray(cor_a, float), np.asarray(cor_b, float)
+    n_a, n_b = tot_a.sum(), tot_b.sum()
+    acc_a, acc_b = cor_a.sum((-1, -2)) / n_a, cor_b.sum((-1, -2)) / n_b
+    e = ((cor_a - np.multiply.outer(acc_a, tot_a)) / n_a -
+         (cor_b - np.multiply.outer(acc_b, tot_b)) / n_b)
+    rows, cols = e.sum(-1), e.sum(-2)
+    strata = participant_strata(tot_a, tot_b)
+    var_p = np.zeros(np.shape(acc_a))
+    for idx in strata:
+        if idx.size > 1:
+            r = rows[..., idx]
+            var_p = var_p + idx.size / (idx.size - 1) * (
+                (r - r.mean(-1, keepdims=True)) ** 2).sum(-1)
+    answered = (tot_a + tot_b) > 0
+    g_s, g_c = int(answered.any(0).sum()), int(answered.sum())
+    var_s = g_s / (g_s - 1) * (cols ** 2).sum(-1) if g_s > 1 else np.full(np.shape(acc_a), NAN)
+    var_c = g_c / (g_c - 1) * (e ** 2).sum((-1, -2))
+    var = var_p + var_s - var_c
+    var = np.where(var > 0, var, np.maximum(var_p, var_s))
+    people = sum(idx.size for idx in strata)
+    df = min(people - len(strata), g_s - 1)
+    return acc_a - acc_b, var, df
+
+
+def t_test_and_interval(d: float, var: float, df: int, level: float = 0.95
+                        ) -> tuple[float, float, float]:
+    """(two-sided p, interval low, high) of an estimate ``d`` with variance ``var`` on Student's
+    t with ``df`` degrees of freedom; the interval clipped to -1..1 (a difference of two
+    accuracies). nan without a degree of freedom."""
+    if df < 1 or math.isnan(var) or math.isnan(d):
+        return NAN, NAN, NAN
+    if var <= 0:
+        return (1.0 if d == 0 else 0.0), d, d
+    se = math.sqrt(var)
+    half = t_quantile(level, df) * se
+    p = max(0.0, 1.0 - _t_central(abs(d) / se, df))
+    return p, max(-1.0, d - half), min(1.0, d + half)
+
+
 def two_way_difference(a: Sequence[Trial], b: Sequence[Trial], item_of=None, *,
-                       replicates: int = 2000, seed: int = 0,
                        level: float = 0.95) -> TwoWayDifference:
-    """Accuracy difference of two systems heard by people, with a two-way cluster-bootstrap
-    interval and p-value. ``item_of`` maps a question to its resampling unit (its sentence);
-    by default each question is its own. Only questions answered on both sides are used."""
+    """Accuracy difference of two systems heard by people, with its two-way (participants x
+    sentences) cluster-robust interval and p-value (``two_way_variance``: why this variance
+    and this reference). ``item_of`` maps a question to its cluster (its sentence); by default
+    each question is its own. Only questions answered on both sides are used."""
     item_of = item_of or {}
     shared = {t.question for t in a} & {t.question for t in b}
     a = [(t.participant, item_of.get(t.question, t.question), t.correct) for t in a
@@ -494,32 +583,12 @@ def two_way_difference(a: Sequence[Trial], b: Sequence[Trial], item_of=None, *,
     items = {q: i for i, q in enumerate(sorted({t[1] for t in a}))}
     tot_a, cor_a = _cells(a, people, items)
     tot_b, cor_b = _cells(b, people, items)
-    acc_a, acc_b = cor_a.sum() / tot_a.sum(), cor_b.sum() / tot_b.sum()
-    # strata of participants: heard A only, B only, both
-    strata = {}
-    for p, i in people.items():
-        strata.setdefault((p in pa, p in pb), []).append(i)
-    rng = np.random.default_rng(seed)
-    diffs = np.empty(replicates)
-    block = max(1, 4_000_000 // max(1, len(people) * len(items)))
-    for s in range(0, replicates, block):
-        m = min(block, replicates - s)
-        wp = np.zeros((m, len(people)))
-        for idx in strata.values():
-            wp[:, idx] = rng.multinomial(len(idx), np.full(len(idx), 1 / len(idx)), size=m)
-        wq = rng.multinomial(len(items), np.full(len(items), 1 / len(items)), size=m)
-        num_a, den_a = ((wp @ cor_a) * wq).sum(1), ((wp @ tot_a) * wq).sum(1)
-        num_b, den_b = ((wp @ cor_b) * wq).sum(1), ((wp @ tot_b) * wq).sum(1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            diffs[s:s + m] = num_a / den_a - num_b / den_b
-    diffs = diffs[~np.isnan(diffs)]
-    alpha = (1 - level) / 2
-    lo, hi = np.quantile(diffs, [alpha, 1 - alpha]) if diffs.size else (NAN, NAN)
-    below, above = int(np.sum(diffs <= 0)), int(np.sum(diffs >= 0))
-    p = min(1.0, 2 * (min(below, above) + 1) / (diffs.size + 1)) if diffs.size else NAN
-    return TwoWayDifference(float(acc_a - acc_b), float(acc_a), float(acc_b), float(lo),
-                            float(hi), p, len(a), len(b), len(pa), len(pb), len(shared),
-                            len(items), int(diffs.size))
+    d, var, df = two_way_variance(cor_a, tot_a, cor_b, tot_b)
+    d, var = float(d), float(var)
+    p, lo, hi = t_test_and_interval(d, var, df, level)
+    return TwoWayDifference(d, float(cor_a.sum() / tot_a.sum()), float(cor_b.sum() / tot_b.sum()),
+                            lo, hi, p, len(a), len(b), len(pa), len(pb), len(shared), len(items),
+                            int(df), math.sqrt(var) if var >= 0 else NAN)
 
 
 # ----------------------------------------------------------------------------- ties in a ranking
@@ -581,9 +650,9 @@ def interval_difference_p(m1: float, lo1: float, hi1: float, m2: float, lo2: flo
 # u_p ~ N(0, participant_sd^2) (some people hear prosody better), v_q ~ N(0, question_sd^2) (some
 # questions are easier, for both systems), w_(q,s) ~ N(0, interaction_sd^2) (a question's
 # rendition by one system comes across better than the other's). Participants are nested in
-# systems and every participant answers the same questions; each simulated test is analysed with
-# the two-way variance that compare's bootstrap estimates (participants within each system,
-# questions jointly) and a two-sided z test.
+# systems and every participant answers the same questions; each simulated test is analysed as
+# compare analyses people's runs (``two_way_variance``, its t reference). The listening test's
+# own design (systems rotated over tasks) is simulated by ``listening_test.plan``.
 @dataclass(frozen=True)
 class ClusterModel:
     accuracy: float  # system B's (the baseline's) expected accuracy
@@ -632,58 +701,37 @@ def logit_locations(model: ClusterModel, difference: float) -> tuple[float, floa
     return _solve_mu(target, sd), _solve_mu(model.accuracy, sd)
 
 
-def _z_critical(alpha: float) -> float:
-    from statistics import NormalDist
-
-    return NormalDist().inv_cdf(1 - alpha / 2)
-
-
 def simulated_power(model: ClusterModel, participants: int, questions: int, difference: float,
                     *, alpha: float = 0.05, simulations: int = 1000,
                     seed: int = 0) -> tuple[float, float]:
     """(power, its Monte-Carlo standard error): the share of ``simulations`` simulated tests
-    (``participants`` per system, each answering the same ``questions``) whose two-way z test
-    rejects "no difference" at ``alpha``."""
+    (``participants`` per system, each hearing one system and answering the same ``questions``)
+    whose two-way t test (``two_way_variance``) rejects "no difference" at ``alpha``."""
     if participants < 2 or questions < 2:
         raise ValueError("the two-way test needs at least 2 participants per system and 2 "
                          "questions")
     mu_a, mu_b = logit_locations(model, difference)
     rng = np.random.default_rng(seed)
-    z = _z_critical(alpha)
-    rejected = 0
     n, q = int(participants), int(questions)
-    chunk = max(1, 3_000_000 // (n * q))
+    tot_a = np.repeat([[1.0], [0.0]], n, axis=0) * np.ones(q)
+    tot_b = 1.0 - tot_a
+    rejected, critical = 0, None
+    chunk = max(1, 3_000_000 // (2 * n * q))
     for start in range(0, simulations, chunk):
         m = min(chunk, simulations - start)
         v = rng.normal(0, model.question_sd, (m, 1, q)).astype(np.float32)
-        rows, cols = [], []
+        ys = []
         for mu in (mu_a, mu_b):
             u = rng.normal(0, model.participant_sd, (m, n, 1)).astype(np.float32)
             w = rng.normal(0, model.interaction_sd, (m, 1, q)).astype(np.float32)
-            y = rng.random((m, n, q), dtype=np.float32) < _expit(mu + u + v + w)
-            rows.append(y.mean(axis=2))
-            cols.append(y.mean(axis=1))
-        d = rows[0].mean(axis=1) - rows[1].mean(axis=1)
-        var = (rows[0].var(axis=1, ddof=1) / n + rows[1].var(axis=1, ddof=1) / n +
-               (cols[0] - cols[1]).var(axis=1, ddof=1) / q)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            rejected += int(np.sum(np.abs(d) > z * np.sqrt(var)))
+            ys.append(rng.random((m, n, q), dtype=np.float32) < _expit(mu + u + v + w))
+        y = np.concatenate(ys, axis=1).astype(np.float32)
+        d, var, df = two_way_variance(y * tot_a, tot_a, y * tot_b, tot_b)
+        critical = critical or t_quantile(1 - alpha, df)
+        with np.errstate(invalid="ignore"):
+            rejected += int(np.sum(np.abs(d) > critical * np.sqrt(var)))
     power = rejected / simulations
     return power, math.sqrt(power * (1 - power) / simulations)
-
-
-def two_way_z_p(rows_a, rows_b, cols_a, cols_b) -> float:
-    """The two-sided p of the two-way z test the planner simulates, for one balanced test:
-    participants' accuracies per system (rows) and questions' accuracies per system (cols,
-    the same questions in the same order)."""
-    rows_a, rows_b = np.asarray(rows_a, float), np.asarray(rows_b, float)
-    cols = np.asarray(cols_a, float) - np.asarray(cols_b, float)
-    d = rows_a.mean() - rows_b.mean()
-    var = rows_a.var(ddof=1) / rows_a.size + rows_b.var(ddof=1) / rows_b.size + \
-        cols.var(ddof=1) / cols.size
-    if var <= 0:
-        return 1.0 if d == 0 else 0.0
-    return math.erfc(abs(d) / math.sqrt(var) / math.sqrt(2))
 
 
 def estimate_model(trials: Sequence[Trial], *, interaction_sd: float | None = None,

@@ -95,6 +95,15 @@ def test_compare_human_runs_through_the_shell(human_runs):
     assert pooled["ci_low"] > 0.2  # 0.85 vs 0.45 with 10 people each
     assert data["adept"]["listener"] == "human"
     assert set(data["adept"]["tasks"]) == set(TASKS)
+    # the two-way cluster-robust variance with its t reference: df = min(20 participants - 2
+    # strata, sentences - 1), the interval d -+ t * se, and p < 0.05 iff 0 lies outside it
+    assert "Cameron-Gelbach-Miller" in pooled["method"]
+    assert pooled["df"] == min(20 - 2, pooled["sentences"] - 1)
+    half = __import__("adept_eval.stats").stats.t_quantile(0.95, pooled["df"]) * pooled["se"]
+    assert pooled["ci_high"] == pytest.approx(min(1.0, pooled["acc_difference"] + half))
+    assert f"t interval and test ({pooled['df']} df pooled)" in " ".join(done.stdout.split())
+    for cell in data["adept"]["tasks"].values():  # each task: its own sentences
+        assert (cell["p_value"] < 0.05) == (cell["ci_low"] > 0 or cell["ci_high"] < 0)
     assert "prosody_distance (lower better)" not in done.stdout  # people give no distance
 
 

@@ -10,12 +10,11 @@ tasks and over participants in arrival order (participant i hears task j in syst
 (i + j) mod k). So with n participants per system, each task is heard by n participants in
 each system, the test has k * n participants in all, and each participant hears both compared
 systems on some tasks: the comparison is partly within participants, and how well a person
-hears prosody cancels from it in part. Each simulated test is analysed with the variance that
-``compare``'s two-way bootstrap of people's runs gives (``crossed_z_p``: to the delta method's
-order, participants resampled within the groups that heard A, B or both, questions jointly) and
-a two-sided z test. That bootstrap counts each answer's own noise in both ways and in their
-cross term, which on this design (where the participant spread cancels) makes it conservative:
-the power shown is what ``compare`` gives, its level under no difference below 5%.
+hears prosody cancels from it in part. Each simulated test is analysed as ``compare`` analyses
+people's runs (``crossed_z_p``: ``stats.two_way_variance``, the Cameron-Gelbach-Miller two-way
+cluster-robust variance with a Student's t reference), which holds its 5% level on this design
+and on the one-system-per-participant one (``benchmarks/human_comparison_level.py``), so the
+power shown is what ``compare`` gives.
 
 The variance components come from a pilot test's answers when one is given
 (``stats.estimate_model``), else from conservative defaults (``stats.DEFAULT_MODEL``).
@@ -26,7 +25,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from statistics import NormalDist
 
 import numpy as np
 
@@ -111,56 +109,29 @@ def rotation(participants: int, task_sizes, systems: int) -> np.ndarray:
     return (np.arange(participants)[:, None] + task_of[None, :]) % systems
 
 
-def _strata(in_a: np.ndarray, in_b: np.ndarray) -> list[np.ndarray]:
-    """Participants grouped as compare's bootstrap resamples them: those who heard A only, B
-    only, both (those who heard neither take no part)."""
-    keys = in_a.astype(int) * 2 + in_b.astype(int)
-    return [np.flatnonzero(keys == k) for k in (1, 2, 3) if np.any(keys == k)]
-
-
 def _difference_and_variance(y: np.ndarray, heard_a: np.ndarray, heard_b: np.ndarray):
-    """The accuracy difference A - B of responses ``y`` (..., participants, questions; 1 right,
-    0 wrong) where ``heard_a``/``heard_b`` (participants, questions) say who heard which
-    question in which system, and its variance as ``compare``'s two-way cluster bootstrap
-    (``stats.two_way_difference``: participants resampled within their stratum, questions
-    jointly, a response weighted by the product of its participant's and its question's
-    weights) spreads it, to the delta method's order: the participants' influences (with the
-    n / (n - 1) factor), the questions' (q / (q - 1)) and the responses' own (the product
-    weights' cross term). Without that cross term, on a design where every participant hears
-    one system, it is ``stats.two_way_z_p``'s variance."""
+    """(difference A - B, variance, df) of responses ``y`` (..., participants, questions; 1
+    right, 0 wrong) where ``heard_a``/``heard_b`` (participants, questions) say who heard which
+    question in which system: ``compare``'s own statistic (``stats.two_way_variance``), each
+    question its own cluster."""
     a, b = heard_a.astype(y.dtype), heard_b.astype(y.dtype)
-    tot_a, tot_b = a.sum(), b.sum()
-    ya, yb = y * a, y * b
-    acc_a, acc_b = ya.sum((-1, -2)) / tot_a, yb.sum((-1, -2)) / tot_b
-    # each response's influence on the difference, and each participant's and question's
-    cells = ((ya - acc_a[..., None, None] * a) / tot_a -
-             (yb - acc_b[..., None, None] * b) / tot_b)
-    rows, cols = cells.sum(-1), cells.sum(-2)
-    var = (cells ** 2).sum((-1, -2))
-    for idx in _strata(a.sum(1) > 0, b.sum(1) > 0):
-        if idx.size > 1:
-            r = rows[..., idx]
-            var = var + idx.size / (idx.size - 1) * (
-                (r - r.mean(-1, keepdims=True)) ** 2).sum(-1)
-    q = cols.shape[-1]
-    var = var + q / (q - 1) * ((cols - cols.mean(-1, keepdims=True)) ** 2).sum(-1)
-    return acc_a - acc_b, var
+    return stats.two_way_variance(y * a, a, y * b, b)
 
 
 def crossed_z_p(correct, system_of, a=0, b=1) -> tuple[float, float, float]:
     """(difference A - B, its two-way variance, two-sided p) of one listening test:
     ``correct[i][q]`` whether participant i answered question q right, ``system_of[i][q]`` the
-    system they heard it in (any other value: not asked). The test the planner simulates."""
+    system they heard it in (any other value: not asked). The test the planner simulates and
+    ``compare`` runs (``stats.two_way_variance``, Student's t reference)."""
     system_of = np.asarray(system_of)
     heard_a, heard_b = system_of == a, system_of == b
     y = np.asarray(correct, dtype=float) * (heard_a | heard_b)
     if heard_a.sum() == 0 or heard_b.sum() == 0 or y.shape[1] < 2:
         raise ValueError("both systems need answers, and the test at least 2 questions")
-    d, var = _difference_and_variance(y, heard_a, heard_b)
+    d, var, df = _difference_and_variance(y, heard_a, heard_b)
     d, var = float(d), float(var)
-    if var <= 0:
-        return d, var, 1.0 if d == 0 else 0.0
-    return d, var, math.erfc(abs(d) / math.sqrt(var) / math.sqrt(2))
+    p, _, _ = stats.t_test_and_interval(d, var, df)
+    return d, var, p
 
 
 def _expit(x):
@@ -172,7 +143,7 @@ def design_power(model: stats.ClusterModel, per_system: int, task_sizes, differe
                  seed: int = 0) -> tuple[float, float]:
     """(power, its Monte-Carlo standard error): the share of ``simulations`` simulated
     listening tests of the real design (``systems`` * ``per_system`` participants, every one
-    answering every task of ``task_sizes``, tasks rotated over the systems) whose two-way z test
+    answering every task of ``task_sizes``, tasks rotated over the systems) whose two-way t test
     of system A (accuracy ``model.accuracy + difference``) against system B (the baseline)
     rejects "no difference" at ``alpha``. The participant effect u_p is one per person, shared
     by every system they hear; the question effect v_q is shared by the systems; the
@@ -188,8 +159,7 @@ def design_power(model: stats.ClusterModel, per_system: int, task_sizes, differe
     used = heard_a | heard_b
     location = np.where(heard_a, mu_a, mu_b).astype(np.float32)
     rng = np.random.default_rng(seed)
-    z = NormalDist().inv_cdf(1 - alpha / 2)
-    rejected = 0
+    rejected, critical = 0, None
     chunk = max(1, 3_000_000 // (n_people * q))
     for start in range(0, simulations, chunk):
         m = min(chunk, simulations - start)
@@ -200,9 +170,10 @@ def design_power(model: stats.ClusterModel, per_system: int, task_sizes, differe
         logit = location + u + v + np.where(heard_a, w_a, w_b)
         y = ((rng.random((m, n_people, q), dtype=np.float32) < _expit(logit)) & used
              ).astype(np.float32)
-        d, var = _difference_and_variance(y, heard_a, heard_b)
+        d, var, df = _difference_and_variance(y, heard_a, heard_b)
+        critical = critical or (stats.t_quantile(1 - alpha, df) if df >= 1 else math.inf)
         with np.errstate(invalid="ignore"):
-            rejected += int(np.sum(np.abs(d) > z * np.sqrt(var)))
+            rejected += int(np.sum(np.abs(d) > critical * np.sqrt(var)))
     power = rejected / simulations
     return power, math.sqrt(power * (1 - power) / simulations)
 
