@@ -160,7 +160,7 @@ def _forget_system_features(system: Path, home: Path) -> None:
     from adept_eval.prosody import FeatureStore
 
     for wav in system.rglob("*.wav"):
-        (home / "features" / f"{FeatureStore.key(wav)}.npz").unlink(missing_ok=True)
+        FeatureStore(home / "features").path_of(wav).unlink(missing_ok=True)
 
 
 def main() -> int:

@@ -77,7 +77,7 @@ def main() -> int:
     for r in range(args.rounds):
         for mode in ("off", "on"):
             for wav in system.rglob("*.wav"):
-                (feature_dir / f"{FeatureStore.key(wav)}.npz").unlink(missing_ok=True)
+                FeatureStore(feature_dir).path_of(wav).unlink(missing_ok=True)
             print(f"round {r + 1}: full ADEPT evaluation, graded figures {mode} ...", flush=True)
             t, c, res = evaluate(system, mode == "on")
             times[mode].append((t, c))

@@ -2,6 +2,7 @@
 
 from collections import defaultdict
 
+import numpy as np
 import pytest
 from scipy.stats import binomtest
 
@@ -73,5 +74,16 @@ def test_features_of_natural_recordings_are_cached(corpus, systems, tmp_path):
     rec = corpus.recordings[0].audio_path
     first = store.get(rec)
     assert store.computed == 1
-    again = FeatureStore(tmp_path).get(rec)  # a new process would read the .npz
+    again = FeatureStore(tmp_path).get(rec)  # a new process would read the .npy
     assert (again.energy == first.energy).all()
+    # read back bit for bit: every array, its dtype and the noise floor
+    for name in ("f0", "energy", "mfcc", "speech"):
+        a, b = getattr(again, name), getattr(first, name)
+        assert a.dtype == b.dtype and a.shape == b.shape, name
+        assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), name
+    assert again.noise_floor == first.noise_floor
+    # a damaged cache file is recomputed, not trusted
+    path = store.path_of(rec)
+    path.write_bytes(b"not a feature file")
+    fresh = FeatureStore(tmp_path)
+    assert np.array_equal(fresh.get(rec).f0, first.f0, equal_nan=True) and fresh.computed == 1

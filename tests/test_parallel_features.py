@@ -19,7 +19,7 @@ def test_pool_features_equal_single_process(corpus, tmp_path):
     pooled = FeatureStore(tmp_path / "pooled")
     assert pooled.prefetch(paths, workers=2, progress=False) == len(paths)
     assert pooled.computed == len(paths) and pooled.audio_seconds > 0
-    assert len(list((tmp_path / "pooled").glob("*.npz"))) == len(paths)  # cached on disk too
+    assert len(list((tmp_path / "pooled").glob("*.npy"))) == len(paths)  # cached on disk too
     for p in paths:
         assert _same(single.get(p), pooled.get(p)), p
     assert pooled.computed == len(paths)  # every later get was a hit

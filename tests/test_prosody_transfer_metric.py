@@ -85,7 +85,7 @@ def test_paths_give_per_item_and_mean_figures(metric, wavs, tmp_path):
             assert lo <= out[m] <= hi
     assert (out["n"], out["n_scored"], out["n_failed"]) == (3, 3, 0)
     assert {m["name"] for m in out["metrics"]} == set(graded.METRIC_NAMES)
-    assert any((tmp_path / "features").glob("*.npz"))  # file inputs go through the cache
+    assert any((tmp_path / "features").glob("*.npy"))  # file inputs go through the cache
 
 
 def test_arrays_and_paths_agree(metric, wavs):

@@ -137,7 +137,7 @@ def run_rotation(reference: str, system: str, cache: Path, *, listeners: dict[st
     fresh = AcousticListener(corpus=corpus, cache_dir=str(features))
     fresh.store = FeatureStore(cache / "features-rtf")
     for p in copy.rglob("*.wav"):  # only the natural features stay cached (the normal case)
-        (cache / "features-rtf" / f"{FeatureStore.key(p)}.npz").unlink(missing_ok=True)
+        fresh.store.path_of(p).unlink(missing_ok=True)
     for nat in (ref_dir / "ADEPT" / WAV_DIR).rglob("*.wav"):
         fresh.store.get(nat)
     fresh.forget_comparisons()
