@@ -109,11 +109,11 @@ def add_parser(sub, common) -> None:
         "simulation. The simulated tests follow the design `listening-test build` makes: every "
         "participant answers every task, each task in one system, the systems rotating over "
         "tasks and participants, so each participant hears both compared systems on some tasks "
-        "and the comparison is partly within participants. Each is analysed with the two-way "
-        "variance of `compare`'s bootstrap (which counts response noise once per way: on this "
-        "design it rejects a true null less than 5% of the time, so the power shown is what "
-        "`compare` gives, not more). 'Participants per system' is per task: with k systems "
-        "the test has k times as many participants in all.")
+        "and the comparison is partly within participants. Each is analysed as `compare` "
+        "analyses a real test (two-way cluster-robust variance over participants and "
+        "sentences, Student's t reference), so the power shown is what `compare` gives. "
+        "'Participants per system' is per task: with k systems the test has k times as many "
+        "participants in all.")
     p.add_argument("--difference", type=float, required=True,
                    help="the accuracy difference to detect, e.g. 0.10")
     p.add_argument("--pilot", metavar="RESULTS", help="a pilot: a listening-test folder, or an "
