@@ -166,12 +166,9 @@ class Edge:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         t0 = time.perf_counter()
-        started = False
 
         async def sending(message):
-            nonlocal started
             if message["type"] == "http.response.start":
-                started = True
                 dur = f"app;dur={(time.perf_counter() - t0) * 1000:.2f}".encode()
                 message = {**message, "headers": [*message.get("headers", ()),
                                                   *SECURITY_HEADERS, (b"server-timing", dur)]}
