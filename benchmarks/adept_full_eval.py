@@ -6,8 +6,9 @@ Two measurements, printed side by side:
    --tasks adept``, wall time beside the time of ``python -c "import lm_eval.evaluator"`` (the
    floor any lm-eval command pays), for a *cold* run (no features cached at all) and *warm* runs
    (ADEPT's natural references cached, the system's samples not: the normal case). Feature
-   extraction runs on every core (``workers=auto``, the default) and, for comparison, on one
-   (``--metadata workers=1``). CPU seconds and peak memory are those of the whole process tree
+   extraction runs with the default number of worker processes (``workers=auto``: one per two
+   cores, none on a 2-core machine) and, for comparison, on two workers and on one process
+   (``--metadata workers=2`` / ``workers=1``). CPU seconds and peak memory are those of the whole process tree
    (the lm_eval process and its feature workers), sampled from /proc every 20 ms.
 2. **In-process, one core** (BLAS threads pinned to 1, ``workers=1``): the acoustic listener's
    own CPU per second of audio it analyses (x real time per core), split into producing samples,
@@ -196,9 +197,10 @@ def main() -> int:
     base = [lm_eval_exe, "--model", "audio-dir", "--model_args", f"path={system},name=bench",
             "--tasks", "adept"]
     rows = []
-    for label, extra, cold in (("cold, all cores", [], True),
-                               ("warm, all cores", [], False),
-                               ("warm, one core", ["--metadata", "workers=1"], False)):
+    for label, extra, cold in (("cold, default", [], True),
+                               ("warm, default", [], False),
+                               ("warm, workers=2", ["--metadata", "workers=2"], False),
+                               ("warm, workers=1", ["--metadata", "workers=1"], False)):
         runs = []
         for _ in range(1 if cold else args.repeat):
             if cold:

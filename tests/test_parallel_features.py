@@ -70,3 +70,13 @@ def test_workers_option_rejects_nonsense(corpus, value):
 
     with pytest.raises(ValueError, match="workers="):
         AcousticListener(corpus=corpus, workers=value)
+
+
+def test_default_workers_leave_two_cores_to_each_extraction(monkeypatch):
+    """One extraction keeps two cores busy (Praat's pitch tracker, the BLAS product): by
+    default a worker per two cores, and no pool at all on a 2-core machine."""
+    from adept_eval import prosody
+
+    for cores, expected in ((1, 1), (2, 1), (3, 1), (4, 2), (8, 4)):
+        monkeypatch.setattr(prosody, "available_cores", lambda c=cores: c)
+        assert prosody.default_workers() == expected, cores

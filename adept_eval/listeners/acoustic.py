@@ -69,7 +69,7 @@ class AcousticListener(Listener):
     temperature: float = TEMPERATURE
     graded: bool = True
     progress: bool = True
-    workers: int | None = None  # feature-extraction processes; None: every core we may use
+    workers: int | None = None  # feature-extraction processes; None: prosody.default_workers()
     store: FeatureStore = field(init=False)
     _memo: dict = field(init=False, default_factory=dict)
     _speech: dict = field(init=False, default_factory=dict)
@@ -294,7 +294,8 @@ class AcousticListener(Listener):
 
 
 def _workers(value) -> int | None:
-    """``workers=``: a positive number of processes, or empty/``auto`` for every core."""
+    """``workers=``: a positive number of processes, or empty/``auto`` for one per two cores
+    (``prosody.default_workers``)."""
     if value is None or str(value).strip().lower() in ("", "auto"):
         return None
     try:
