@@ -377,13 +377,16 @@ def _extracted_dir_for(zip_path: Path) -> Path:
 
 def remembered_digest(kind: str, files: list[Path], compute) -> str:
     """``compute()`` (a hex digest of ``files``' contents), remembered in the cache under the
-    files' resolved paths, sizes and modification times: an unchanged corpus is hashed once
-    per machine rather than on every run, and any change to a file (a new size or mtime)
-    hashes it again. A cache that cannot be written only means hashing every time."""
+    files' resolved paths, inodes, sizes, modification and change times: an unchanged corpus
+    is hashed once per machine rather than on every run, and any change to a file hashes it
+    again - a file rewritten or replaced in place gets a new change time even when a tool
+    restores its size and modification time (an archive extracted over it, ``cp -p``). A
+    cache that cannot be written only means hashing every time."""
     signature = hashlib.sha256(kind.encode())
     for f in files:
         st = os.stat(f)
-        signature.update(f"{Path(f).resolve()}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        signature.update(f"{Path(f).resolve()}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}"
+                         f"\0{st.st_ctime_ns}\n".encode())
     note = cache_home() / "digests" / f"{kind}-{signature.hexdigest()[:32]}"
     try:
         value = note.read_text(encoding="ascii").strip()

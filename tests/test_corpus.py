@@ -127,7 +127,20 @@ def test_the_corpus_digest_is_remembered_until_a_file_changes(corpus, tmp_path, 
     os.utime(victim, ns=(os.stat(victim).st_atime_ns, os.stat(victim).st_mtime_ns + 10**9))
     changed = Corpus(root).fingerprint
     assert changed != first and len(hashed) == 2
+    # rewritten in place with its size and modification time restored (as an archive
+    # extracted over it would): still noticed, by the change time
+    stat = os.stat(victim)
+    with open(victim, "r+b") as fh:
+        fh.seek(-1, os.SEEK_END)
+        fh.write(last)
+    os.utime(victim, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert os.stat(victim).st_size == stat.st_size
+    assert Corpus(root).fingerprint == first and len(hashed) == 3
+    with open(victim, "r+b") as fh:  # and back to the changed bytes, mtime kept again
+        fh.seek(-1, os.SEEK_END)
+        fh.write(bytes([last[0] ^ 1]))
+    os.utime(victim, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     # a cache that cannot be written: hashed every time, same value
     monkeypatch.setattr(corpus_module, "cache_home", lambda: tmp_path / "file-not-folder")
     (tmp_path / "file-not-folder").write_text("x")
-    assert Corpus(root).fingerprint == changed and len(hashed) == 3
+    assert Corpus(root).fingerprint == changed and len(hashed) == 4
