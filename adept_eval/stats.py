@@ -86,16 +86,23 @@ def t_quantile(central: float, df: int) -> float:
     """The t with P(|T| <= t) = ``central`` (e.g. 0.95 -> the two-sided 95% critical value).
     Computed here rather than by scipy: importing scipy's distributions costs about a second,
     paid by every judge run for one number."""
-    lo, hi = 0.0, 1.0
+    hi = 1.0
     while _t_central(hi, df) < central:
         hi *= 2
-    for _ in range(200):
+    return bisect_increasing(lambda t: _t_central(t, df), central, 0.0, hi, rel_tol=1e-12)
+
+
+def bisect_increasing(fn, target: float, lo: float, hi: float, rel_tol: float = 0.0,
+                      iterations: int = 200) -> float:
+    """The x in [lo, hi] where the increasing ``fn`` reaches ``target``, by bisection (stops
+    when the bracket is narrower than ``rel_tol`` of its top, or after ``iterations``)."""
+    for _ in range(iterations):
         mid = (lo + hi) / 2
-        if _t_central(mid, df) < central:
+        if fn(mid) < target:
             lo = mid
         else:
             hi = mid
-        if hi - lo < 1e-12 * hi:
+        if hi - lo < rel_tol * hi:
             break
     return (lo + hi) / 2
 
@@ -679,14 +686,7 @@ def marginal_accuracy(mu: float, sd: float) -> float:
 
 
 def _solve_mu(target: float, sd: float) -> float:
-    lo, hi = -30.0, 30.0
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        if marginal_accuracy(mid, sd) < target:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
+    return bisect_increasing(lambda mu: marginal_accuracy(mu, sd), target, -30.0, 30.0)
 
 
 def logit_locations(model: ClusterModel, difference: float) -> tuple[float, float]:
