@@ -231,9 +231,10 @@ class AcousticListener(Listener):
         return out
 
     def _prefetch(self, asked: list[tuple[Question, dict[str, str]]]) -> None:
-        """Extract every feature the questions will need on all cores first (the answers
-        then read them from the store, so they are the single-process answers). Best effort:
-        a file that cannot be read is left for its own question to fail on."""
+        """Extract every feature the questions will need first, in worker processes where the
+        machine has the cores (``prosody.default_workers``); the answers then read them from
+        the store, so they are the single-process answers. Best effort: a file that cannot be
+        read is left for its own question to fail on."""
         import logging
 
         paths = dict.fromkeys(p for _, samples in asked for p in samples.values() if p)
