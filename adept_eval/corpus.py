@@ -225,8 +225,8 @@ class Corpus:
     def fingerprint(self) -> str:
         """sha256 over the prompts file and every recording's bytes and text: the corpus identity
         that travels with results, so scores from different corpus copies are never mixed.
-        Remembered per machine for files whose paths, sizes and modification times are
-        unchanged (``remembered_digest``): hashing the corpus cost ~0.1 s of every run."""
+        Remembered per machine while no file changes (``remembered_digest``): hashing the
+        corpus cost ~0.1 s of every run."""
         files = [self.root / PROMPTS_FILE, *(Path(r.audio_path) for r in self.recordings)]
         texts = hashlib.sha256("\0".join(f"{r.stimulus_id}\0{r.text}"
                                           for r in self.recordings).encode()).hexdigest()

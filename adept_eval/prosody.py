@@ -207,9 +207,8 @@ class FeatureStore:
 
     def prefetch(self, paths, workers: int | None = None, progress: bool = True) -> int:
         """Extract the features of every file in ``paths`` that is neither in memory nor on
-        disk, on ``workers`` processes (default: the cores this process may use), so that later
-        ``get`` calls are cache hits. Returns how many files were extracted. ``workers=None``:
-        ``default_workers()``.
+        disk, on ``workers`` processes (default: ``default_workers()``), so that later ``get``
+        calls are cache hits. Returns how many files were extracted.
 
         Each worker runs this same ``get`` on its files, so the features are the ones a single
         process computes, bit for bit (``extract`` is deterministic), and land in the same disk
@@ -249,11 +248,11 @@ _FIXED_COLUMNS = 3
 
 
 def _pack(f: Features) -> np.ndarray:
-    n, k = f.n, f.mfcc.shape[1] if f.mfcc.ndim == 2 else 0
+    n, k = f.mfcc.shape  # (frames, coefficients)
     out = np.zeros((n + 1, _FIXED_COLUMNS + k))
     out[0, :3] = (f.noise_floor, n, k)
     out[1:, 0], out[1:, 1], out[1:, 2] = f.f0, f.energy, f.speech
-    out[1:, _FIXED_COLUMNS:] = f.mfcc.reshape(n, k)
+    out[1:, _FIXED_COLUMNS:] = f.mfcc
     return out
 
 

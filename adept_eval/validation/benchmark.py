@@ -440,8 +440,8 @@ def check_targets(by_rotation: dict[tuple[str, str], list[VariantResult]],
             for cls in FOCUS_TASK_CLASSES:
                 os_ = [o for o in r.results[0].outcomes if spec.task(o.task).cls.name == cls]
                 k = sum(o.correct for o in os_)
-                if os_ and binomial_p(k, len(os_), float(np.mean([o.chance for o in os_])),
-                                      alternative="greater") >= 0.05:
+                if os_ and p_greater(k, len(os_), float(np.mean([o.chance for o in os_]))) \
+                        >= 0.05:
                     fails.append(f"{named(rot)} {r.variant}: {cls} {k}/{len(os_)}")
     checks.append(TargetCheck("F0-only and lengthening-only focus above chance on topical "
                               "emphasis and marked tonicity", tuple(fails), n))
