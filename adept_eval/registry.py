@@ -33,17 +33,12 @@ class Registry:
         """``register(name, "module:attr", **options)`` adds an entry; ``@register(name)``
         registers the decorated object (replacing a lazy entry of the same name, which is what
         happens when a built-in part's module is loaded and registers itself)."""
-        if target is not None:
-            self._targets[name] = target
-            self._fixed[name] = dict(options)
-            return target
-
-        def wrap(obj):
+        def add(obj):
             self._targets[name] = obj
             self._fixed[name] = dict(options)
             return obj
 
-        return wrap
+        return add(target) if target is not None else add
 
     def unregister(self, name: str) -> None:
         self._targets.pop(name, None)

@@ -676,13 +676,14 @@ _GH_X, _GH_W = np.polynomial.hermite_e.hermegauss(60)
 _GH_W = _GH_W / _GH_W.sum()
 
 
-def _expit(x):
+def expit(x):
+    """The logistic function (log-odds to probability)."""
     return 1.0 / (1.0 + np.exp(-x))
 
 
 def marginal_accuracy(mu: float, sd: float) -> float:
     """E[expit(mu + Z)], Z ~ N(0, sd^2), by Gauss-Hermite quadrature."""
-    return float(_GH_W @ _expit(mu + sd * _GH_X))
+    return float(_GH_W @ expit(mu + sd * _GH_X))
 
 
 def _solve_mu(target: float, sd: float) -> float:
@@ -724,7 +725,7 @@ def simulated_power(model: ClusterModel, participants: int, questions: int, diff
         for mu in (mu_a, mu_b):
             u = rng.normal(0, model.participant_sd, (m, n, 1)).astype(np.float32)
             w = rng.normal(0, model.interaction_sd, (m, 1, q)).astype(np.float32)
-            ys.append(rng.random((m, n, q), dtype=np.float32) < _expit(mu + u + v + w))
+            ys.append(rng.random((m, n, q), dtype=np.float32) < expit(mu + u + v + w))
         y = np.concatenate(ys, axis=1).astype(np.float32)
         d, var, df = two_way_variance(y * tot_a, tot_a, y * tot_b, tot_b)
         critical = critical or t_quantile(1 - alpha, df)
@@ -769,7 +770,7 @@ def estimate_model(trials: Sequence[Trial], *, interaction_sd: float | None = No
     uniform = rng.random((simulations, len(people), len(items)))
     counts = np.broadcast_to(tot, uniform.shape)
     for _ in range(iterations):
-        p = _expit(mu + sp * z_p + sq * z_q)
+        p = expit(mu + sp * z_p + sq * z_q)
         # responses per cell: tot of them (almost always 0 or 1), as Bernoulli(p) each
         c = np.where(mask, np.minimum(counts, (uniform < p) * counts), 0.0)
         sim_acc, sim_p, sim_q = (np.nanmean(x) for x in moments(c, np.where(mask, counts, 0)))

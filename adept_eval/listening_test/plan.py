@@ -134,10 +134,6 @@ def crossed_z_p(correct, system_of, a=0, b=1) -> tuple[float, float, float]:
     return d, var, p
 
 
-def _expit(x):
-    return 1.0 / (1.0 + np.exp(-x))
-
-
 def design_power(model: stats.ClusterModel, per_system: int, task_sizes, difference: float, *,
                  systems: int = 2, alpha: float = 0.05, simulations: int = 1000,
                  seed: int = 0) -> tuple[float, float]:
@@ -168,7 +164,7 @@ def design_power(model: stats.ClusterModel, per_system: int, task_sizes, differe
         w_a = rng.normal(0, model.interaction_sd, (m, 1, q)).astype(np.float32)
         w_b = rng.normal(0, model.interaction_sd, (m, 1, q)).astype(np.float32)
         logit = location + u + v + np.where(heard_a, w_a, w_b)
-        y = ((rng.random((m, n_people, q), dtype=np.float32) < _expit(logit)) & used
+        y = ((rng.random((m, n_people, q), dtype=np.float32) < stats.expit(logit)) & used
              ).astype(np.float32)
         d, var, df = _difference_and_variance(y, heard_a, heard_b)
         critical = critical or (stats.t_quantile(1 - alpha, df) if df >= 1 else math.inf)
