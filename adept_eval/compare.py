@@ -486,9 +486,10 @@ def _adept_table(adept: dict, a: str, b: str, listener: str, holm: str) -> list:
                 f"participants ({pooled['n_a']} and {pooled['n_b']} responses) to "
                 f"{pooled['questions']} questions answered for both, in {pooled['sentences']} "
                 "sentences; two-way cluster-robust variance (Cameron-Gelbach-Miller): the "
-                "spread with participants resampled within each system plus that with "
-                "sentences resampled jointly for both, less the responses' own (counted in "
-                f"both); t interval and test ({pooled['df']} df pooled)")
+                "variance clustered by participant within each system plus that clustered by "
+                "sentence jointly for both, less that of participant-sentence cells (the "
+                f"responses' own, counted in both); t interval and test ({pooled['df']} df "
+                "pooled)")
     else:
         note = (f"paired over {pooled['n']} questions in {pooled['sentences']} sentences; "
                 "intervals resample whole sentences; p-values: exact McNemar per task, "

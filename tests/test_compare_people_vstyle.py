@@ -81,7 +81,7 @@ def test_compare_human_runs_through_the_shell(human_runs):
     done = _run(_compare(out / "people-A", out / "people-B", "--json", tmp / "people.json"),
                 env, tmp)
     assert done.returncode == 0, done.stderr
-    assert "participants resampled within each system" in done.stdout
+    assert "clustered by participant within each system" in done.stdout
     assert "A better" in done.stdout and "Traceback" not in done.stderr
     data = json.loads((tmp / "people.json").read_text())
     pooled = data["adept"]["pooled"]
