@@ -249,6 +249,39 @@ def score_task(resps, docs) -> list[str]:
     return [json.dumps(r.to_json(), ensure_ascii=False) for r in records]
 
 
+def samples_produced(requests, produced: dict) -> None:
+    """A run's samples exist (``SpeechSystem.generate_until``, before any task is scored):
+    tell each listener the run uses (``expect``, where it has one) every file it will hear -
+    each question's samples and natural references, in the order lm-eval will score them - so
+    it can start its work on them in the background. Best effort and silent: a run scores the
+    same whether or not this happens."""
+    try:
+        wanted: dict[tuple, dict] = {}
+        for req in requests:
+            doc = getattr(req, "doc", None)
+            if not isinstance(doc, dict) or "listener_options" not in doc:
+                continue
+            files = wanted.setdefault(
+                (doc["listener"], doc["listener_options"], doc["corpus_root"]), {})
+            for sid in doc["stimuli"]:
+                p = produced.get(sid)
+                if p is not None and p.status == "ok" and p.path:
+                    files[str(p.path)] = None
+            files.update(dict.fromkeys(str(r) for r in doc["stimulus_references"] if r))
+        queued = 0
+        for (name, options, root), files in wanted.items():
+            expect = getattr(listener_for(name, options, root), "expect", None)
+            if expect is not None:
+                queued += expect(list(files)) or 0
+        if queued:
+            # The aggregations' interval needs scipy.stats (~0.5 s to import), and this process
+            # would otherwise only wait for the background's first files (the worker is
+            # importing scipy.signal meanwhile): import it now, off the run's critical path.
+            import scipy.stats  # noqa: F401
+    except Exception as exc:  # noqa: BLE001 - only a head start is lost
+        log.debug("could not hand the run's samples to the listener early: %s", exc)
+
+
 def _graded_on(listener) -> bool:
     return bool(getattr(listener, "graded", False)) and hasattr(listener, "graded_scores")
 
