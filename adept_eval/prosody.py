@@ -87,8 +87,9 @@ def _frames(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if len(x) < win:
         x = np.pad(x, (0, win - len(x)))
     n = 1 + (len(x) - win) // hop
-    idx = np.arange(n)[:, None] * hop + np.arange(win)[None, :]
-    return x[idx], (np.arange(n) * hop + win / 2) / ANALYSIS_RATE
+    # a strided view, not a copy: every use makes a new (contiguous) array of it
+    frames = np.lib.stride_tricks.sliding_window_view(x, win)[::hop]
+    return frames, (np.arange(n) * hop + win / 2) / ANALYSIS_RATE
 
 
 def extract(audio: Audio) -> Features:
@@ -468,13 +469,21 @@ def dtw_path(a: np.ndarray, b: np.ndarray, diagonal_penalty: float = 0.0
     if diagonal_penalty and n > 1 and m > 1:
         off = np.abs(np.arange(n)[:, None] / (n - 1) - np.arange(m)[None, :] / (m - 1))
         cost = cost + diagonal_penalty * float(np.median(cost)) * off
+    # the running sums of every row at once (an accumulation adds in order, row by row: the
+    # same sums as row by row), and the rows computed into preallocated buffers
+    csum = np.cumsum(cost, axis=1)
+    before = csum - cost  # C_{k-1}
     acc = np.empty((n, m))
-    acc[0] = np.cumsum(cost[0])
+    acc[0] = csum[0]
+    a_j = np.empty(m)
     for i in range(1, n):
         prev = acc[i - 1]
-        a_j = np.minimum(prev, np.concatenate(([np.inf], prev[:-1])))
-        c = np.cumsum(cost[i])
-        acc[i] = c + np.minimum.accumulate(a_j - (c - cost[i]))
+        a_j[0] = prev[0]  # min(prev[0], inf)
+        np.minimum(prev[1:], prev[:-1], out=a_j[1:])
+        row = acc[i]
+        np.subtract(a_j, before[i], out=row)
+        np.minimum.accumulate(row, out=row)
+        np.add(csum[i], row, out=row)
     # backtrack on plain floats (numpy scalar access would dominate the run time)
     rows = acc.tolist()
     i, j = n - 1, m - 1
