@@ -268,16 +268,15 @@ def samples_produced(requests, produced: dict) -> None:
                 if p is not None and p.status == "ok" and p.path:
                     files[str(p.path)] = None
             files.update(dict.fromkeys(str(r) for r in doc["stimulus_references"] if r))
-        queued = 0
+        if wanted:
+            # The aggregations' interval needs scipy.stats (~0.5 s to import), and so does a
+            # feature worker (scipy.signal imports it): imported once, here, before a worker
+            # is forked, it is imported once for both.
+            import scipy.stats  # noqa: F401
         for (name, options, root), files in wanted.items():
             expect = getattr(listener_for(name, options, root), "expect", None)
             if expect is not None:
-                queued += expect(list(files)) or 0
-        if queued:
-            # The aggregations' interval needs scipy.stats (~0.5 s to import), and this process
-            # would otherwise only wait for the background's first files (the worker is
-            # importing scipy.signal meanwhile): import it now, off the run's critical path.
-            import scipy.stats  # noqa: F401
+                expect(list(files))
     except Exception as exc:  # noqa: BLE001 - only a head start is lost
         log.debug("could not hand the run's samples to the listener early: %s", exc)
 
