@@ -281,6 +281,17 @@ def samples_produced(requests, produced: dict) -> None:
         log.debug("could not hand the run's samples to the listener early: %s", exc)
 
 
+def samples_abandoned() -> None:
+    """The run stops before scoring (``SpeechSystem.generate_until`` raised): drop the
+    background work ``samples_produced`` started, so the process exits at once."""
+    from .prosody import stop_background
+
+    try:
+        stop_background()
+    except Exception as exc:  # noqa: BLE001 - exit then waits for the queue, no more
+        log.debug("could not cancel the background feature extraction: %s", exc)
+
+
 def _graded_on(listener) -> bool:
     return bool(getattr(listener, "graded", False)) and hasattr(listener, "graded_scores")
 

@@ -287,6 +287,7 @@ class FeatureStore:
         except Exception:  # noqa: BLE001 - a broken or unstartable pool: extract here instead
             _POOLS.pop(workers, None)
             return 0
+        _BACKGROUND.add(workers)
         return len(todo)
 
     def _share(self, ahead: dict[str, str], progress: bool) -> None:
@@ -368,22 +369,29 @@ def _unpack(a: np.ndarray) -> Features:
 MIN_PARALLEL_FILES = 8
 
 
-THREADS_PER_EXTRACTION = 2  # Praat's pitch tracker and the BLAS product each use two threads
+# Praat's pitch tracker splits a sound's frames over as many threads as the machine has cores
+# (std::thread::hardware_concurrency; Praat 6.1.38 has no setting for it): on 2 cores about
+# 1.7 cores are busy during it. (Its threads cost no extra CPU: 80 files take 0.33 s of CPU on
+# one core or two.)
+THREADS_PER_EXTRACTION = 2
 
 
 def default_workers() -> int:
-    """Feature-extraction processes when none are asked for: one per two cores this process
-    may use, since one extraction already keeps two cores busy. On a 2-core machine two
-    workers ran slower than one process (6.3 s against 5.0 s for a full evaluation: four
-    busy threads on two cores), so there the pool is not started."""
+    """Processes of a pool this process waits for (``prefetch``), when none are asked for:
+    one per two cores this process may use, since one extraction keeps about two cores busy;
+    none on a 2-core machine. (A run's own extraction is in the background instead:
+    ``background_workers``. Such a pool ran slower on 2 cores than one process - 6.3 s against
+    5.0 s for a full evaluation - because this process idled while it worked and each worker
+    imported scipy.signal, and scipy.stats with it, itself: ~0.5 s of CPU each.)"""
     return max(1, available_cores() // THREADS_PER_EXTRACTION)
 
 
 def background_workers() -> int:
     """Processes that extract a run's features in the background beside the process that
     listens (``FeatureStore.extract_ahead``), when none are asked for: one per two cores
-    (one extraction keeps about two cores busy: Praat's pitch tracker runs two threads), and
-    one on a 2-core machine, where the listening process takes the other core."""
+    (one extraction keeps about two cores busy), and one on a 2-core machine, where the
+    listening process takes the other core (two there ran slower: 5.9 s against 5.2 s, with
+    more CPU)."""
     return max(1, available_cores() // THREADS_PER_EXTRACTION)
 
 
@@ -428,6 +436,20 @@ def _pool(workers: int, background: bool = False):
         atexit.register(pool.shutdown, wait=False, cancel_futures=True)
         _POOLS[workers] = pool
     return _POOLS[workers]
+
+
+_BACKGROUND: set[int] = set()  # worker counts of the pools ``extract_ahead`` queued work on
+
+
+def stop_background() -> None:
+    """Cancel the background extractions not started yet (a run that stops before it scores:
+    at exit, Python would first let the pool finish its whole queue). A file still wanted is
+    then extracted by ``get`` in this process; the next ``extract_ahead`` starts a new pool."""
+    for workers in list(_BACKGROUND):
+        pool = _POOLS.pop(workers, None)
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+    _BACKGROUND.clear()
 
 
 def _load_libraries() -> None:

@@ -201,3 +201,52 @@ def test_listener_results_identical_with_background_extraction(use_corpus, syste
     assert [(a.responses, a.scores, a.detail) for a in answers[1][:-1]] == \
         [(a.responses, a.scores, a.detail) for a in answers[None][:-1]]
     assert answers[1][-1] == answers[None][-1]
+
+
+def test_stopping_the_background_cancels_its_queue(corpus, tmp_path):
+    """A run that stops before scoring cancels what the worker has not started (at exit,
+    Python would otherwise let the pool finish its whole queue); what is still wanted is
+    extracted here, the same features."""
+    from adept_eval import prosody
+
+    paths = [r.audio_path for r in corpus.recordings[:20]]
+    store = FeatureStore(tmp_path / "f")
+    assert store.extract_ahead(paths, workers=1) == len(paths)
+    prosody.stop_background()
+    assert any(f.cancelled() for f in store._ahead.values())
+    assert 1 not in prosody._POOLS and not prosody._BACKGROUND
+    single = FeatureStore(tmp_path / "single")
+    for p in paths:
+        assert _same(store.get(p), single.get(p)), p
+    assert store.computed == len(paths) and not store._ahead
+    # a later run starts a new pool
+    again = FeatureStore(tmp_path / "again")
+    assert again.extract_ahead(paths[:3], workers=1) == 3 and 1 in prosody._POOLS
+    again.prefetch(paths[:3], progress=False)
+    assert again.computed == 3
+
+
+def test_a_run_that_fails_before_scoring_stops_the_background(use_corpus, tmp_path,
+                                                              monkeypatch):
+    from types import SimpleNamespace
+
+    from adept_eval import harness
+    from adept_eval.models.base import Produced, SpeechSystem, SystemSetupError
+
+    calls = []
+    monkeypatch.setattr(harness, "samples_produced", lambda *a: calls.append("produced"))
+    monkeypatch.setattr(harness, "samples_abandoned", lambda: calls.append("abandoned"))
+    doc = dict(harness.load_questions("adept_topical_emphasis_female",
+                                      str(use_corpus.root))["test"][0])
+
+    class Nothing(SpeechSystem):
+        def produce(self, stimuli):
+            return [Produced(s.stimulus_id, None, "failed", "not made") for s in stimuli]
+
+    with pytest.raises(SystemSetupError):
+        Nothing(check_samples=False).generate_until([SimpleNamespace(doc=doc)])
+    assert calls == ["produced", "abandoned"]
+    calls.clear()
+    out = Nothing(check_samples=False, on_missing="wrong").generate_until(
+        [SimpleNamespace(doc=doc)])
+    assert len(out) == 1 and calls == ["produced"]
