@@ -390,8 +390,9 @@ def background_workers() -> int:
     """Processes that extract a run's features in the background beside the process that
     listens (``FeatureStore.extract_ahead``), when none are asked for: one per two cores
     (one extraction keeps about two cores busy), and one on a 2-core machine, where the
-    listening process takes the other core (two there ran slower: 5.9 s against 5.2 s, with
-    more CPU)."""
+    listening process takes the other core (two there were no faster with the machine quiet,
+    4.0 s against 4.1 s for a full evaluation, with 240 MiB more memory, and slower with
+    another program busy on a core: 5.9 s against 5.2 s)."""
     return max(1, available_cores() // THREADS_PER_EXTRACTION)
 
 
