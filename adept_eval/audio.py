@@ -11,6 +11,7 @@ import io
 import os
 import struct
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -170,8 +171,27 @@ def resample(audio: Audio, rate: int) -> Audio:
     from scipy.signal import resample_poly
 
     g = gcd(audio.rate, rate)
-    out = resample_poly(audio.samples, rate // g, audio.rate // g).astype(np.float32)
+    up, down = rate // g, audio.rate // g
+    x = audio.samples
+    # resample_poly's own default filter, designed once per rate pair rather than per file
+    window = _lowpass(up, down, x.dtype.str) if x.dtype.kind == "f" else ("kaiser", 5.0)
+    out = resample_poly(x, up, down, window=window).astype(np.float32)
     return replace(audio, samples=out, rate=rate)
+
+
+@lru_cache(maxsize=16)
+def _lowpass(up: int, down: int, dtype: str) -> np.ndarray:
+    """The FIR filter ``scipy.signal.resample_poly(x, up, down)`` designs for floating ``x``
+    of ``dtype`` with its default window (Kaiser, beta 5), coefficient for coefficient: handed
+    back to it as ``window=``, the resampled samples are the same bits, without a filter
+    design (``firwin``) per file."""
+    from scipy.signal import firwin
+
+    max_rate = max(up, down)
+    h = np.asarray(firwin(2 * 10 * max_rate + 1, 1.0 / max_rate, window=("kaiser", 5.0)),
+                   dtype=np.dtype(dtype))
+    h.flags.writeable = False  # resample_poly copies a window before scaling it
+    return h
 
 
 def write_wav(path: str | Path, audio: Audio) -> None:

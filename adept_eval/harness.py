@@ -249,6 +249,38 @@ def score_task(resps, docs) -> list[str]:
     return [json.dumps(r.to_json(), ensure_ascii=False) for r in records]
 
 
+def samples_produced(requests, produced: dict) -> None:
+    """A run's samples exist (``SpeechSystem.generate_until``, before any task is scored):
+    tell each listener the run uses (``expect``, where it has one) every file it will hear -
+    each question's samples and natural references, in the order lm-eval will score them - so
+    it can start its work on them in the background. Best effort and silent: a run scores the
+    same whether or not this happens."""
+    try:
+        wanted: dict[tuple, dict] = {}
+        for req in requests:
+            doc = getattr(req, "doc", None)
+            if not isinstance(doc, dict) or "listener_options" not in doc:
+                continue
+            files = wanted.setdefault(
+                (doc["listener"], doc["listener_options"], doc["corpus_root"]), {})
+            for sid in doc["stimuli"]:
+                p = produced.get(sid)
+                if p is not None and p.status == "ok" and p.path:
+                    files[str(p.path)] = None
+            files.update(dict.fromkeys(str(r) for r in doc["stimulus_references"] if r))
+        if wanted:
+            # The aggregations' interval needs scipy.stats (~0.5 s to import), and so does a
+            # feature worker (scipy.signal imports it): imported once, here, before a worker
+            # is forked, it is imported once for both.
+            import scipy.stats  # noqa: F401
+        for (name, options, root), files in wanted.items():
+            expect = getattr(listener_for(name, options, root), "expect", None)
+            if expect is not None:
+                expect(list(files))
+    except Exception as exc:  # noqa: BLE001 - only a head start is lost
+        log.debug("could not hand the run's samples to the listener early: %s", exc)
+
+
 def _graded_on(listener) -> bool:
     return bool(getattr(listener, "graded", False)) and hasattr(listener, "graded_scores")
 
@@ -414,13 +446,25 @@ def graded_records(items) -> list:
 
 def graded_summary(items) -> dict:
     """Every graded figure's ``graded.Summary`` over the items' stimuli: mean, 95% bootstrap
-    interval resampling whole sentences, n and n_failed (empty when no figures were given)."""
+    interval resampling whole sentences, n and n_failed (empty when no figures were given).
+
+    lm-eval asks once per graded metric of a task (five), each time with the same questions'
+    records: the summary (a seeded bootstrap, the same every time) is computed once for them."""
     from . import graded
 
+    recs = [record_of(it) for it in items]
+    if _LAST_SUMMARY and _LAST_SUMMARY[0] == recs:  # the same records as the last call
+        return _LAST_SUMMARY[1]
     records = graded_records(items)
-    if not records:
-        return {}
-    return graded.aggregate(records, clusters=graded.adept_sentence_clusters(records))
+    out = graded.aggregate(records, clusters=graded.adept_sentence_clusters(records)) \
+        if records else {}
+    # one task's metrics are aggregated one after another: the last records (copies, compared
+    # by content) and their summary are all there is to remember
+    _LAST_SUMMARY[:] = [[dict(r) for r in recs], out]
+    return out
+
+
+_LAST_SUMMARY: list = []
 
 
 def _graded_part(field_name: str, figure: str = "prosody_distance"):

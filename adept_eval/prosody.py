@@ -87,8 +87,9 @@ def _frames(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if len(x) < win:
         x = np.pad(x, (0, win - len(x)))
     n = 1 + (len(x) - win) // hop
-    idx = np.arange(n)[:, None] * hop + np.arange(win)[None, :]
-    return x[idx], (np.arange(n) * hop + win / 2) / ANALYSIS_RATE
+    # a strided view, not a copy: every use makes a new (contiguous) array of it
+    frames = np.lib.stride_tricks.sliding_window_view(x, win)[::hop]
+    return frames, (np.arange(n) * hop + win / 2) / ANALYSIS_RATE
 
 
 def extract(audio: Audio) -> Features:
@@ -163,6 +164,7 @@ class FeatureStore:
             directory = cache_home() / "features"
         self.directory = Path(directory)
         self._memory: dict[str, Features] = {}
+        self._ahead: dict = {}  # key -> Future of a background extraction (``extract_ahead``)
         self.computed = 0
         self.audio_seconds = 0.0
 
@@ -186,6 +188,10 @@ class FeatureStore:
         key = self.key(path)
         if key in self._memory:
             return self._memory[key]
+        if key in self._ahead:  # being extracted in the background: wait for it
+            feats = self._collect(key)
+            if feats is not None:
+                return feats
         file = self.directory / f"{key}.npy"
         feats = None
         if file.exists():
@@ -215,12 +221,16 @@ class FeatureStore:
         cache. Below ``MIN_PARALLEL_FILES`` files, or with one worker, nothing is started: a
         pool costs ~0.5 s of start-up (each worker imports numpy, scipy and parselmouth).
         """
-        todo = {}
+        todo, ahead = {}, {}
         for path in paths:
             key = self.key(path)
-            if key not in self._memory and key not in todo \
+            if key in self._ahead:
+                ahead[key] = str(path)
+            elif key not in self._memory and key not in todo \
                     and not (self.directory / f"{key}.npy").exists():
                 todo[key] = str(path)
+        if ahead:
+            self._share(ahead, progress)
         workers = default_workers() if workers is None else max(1, int(workers))
         if len(todo) < MIN_PARALLEL_FILES or workers < 2:
             return 0
@@ -238,6 +248,92 @@ class FeatureStore:
                     self.audio_seconds += seconds
                     bar.update(1)
         return len(todo)
+
+
+    def extract_ahead(self, paths, workers: int | None = None) -> int:
+        """Start extracting, in the background, the features of every file in ``paths`` that is
+        neither in memory nor on disk, in the order given, on ``workers`` forked processes
+        (default: ``background_workers()``), and return at once how many were queued.
+
+        A run calls this when its samples exist, before anything is scored, so extraction
+        overlaps the rest of the run in this process (checking the samples, listening to the
+        first task while the next tasks' files are extracted). ``get`` (and ``prefetch``) of a
+        queued file waits for its result; a file whose extraction failed, or every file when
+        the pool breaks, is extracted by ``get`` in this process, so what a run computes never
+        depends on the workers: a worker runs the same ``get`` on the same file, and its
+        features are the single-process ones, bit for bit. Where the platform cannot fork, or
+        with ``workers=1``, nothing is queued and ``get`` extracts as it always did.
+        """
+        import multiprocessing
+
+        workers = background_workers() if workers is None else int(workers)
+        if workers < 1 or "fork" not in multiprocessing.get_all_start_methods():
+            return 0
+        todo = {}
+        for path in paths:
+            try:
+                key = self.key(path)
+            except OSError:  # missing or unreadable: its question says so itself
+                continue
+            if key not in self._memory and key not in self._ahead and key not in todo \
+                    and not (self.directory / f"{key}.npy").exists():
+                todo[key] = str(path)
+        if not todo:
+            return 0
+        try:
+            pool = _pool(workers, background=True)
+            for key, path in todo.items():
+                self._ahead[key] = pool.submit(_extract_files, str(self.directory), [path])
+        except Exception:  # noqa: BLE001 - a broken or unstartable pool: extract here instead
+            _POOLS.pop(workers, None)
+            return 0
+        return len(todo)
+
+    def _share(self, ahead: dict[str, str], progress: bool) -> None:
+        """Have every file of ``ahead`` (key -> path, queued by ``extract_ahead``) in memory,
+        sharing the work with the background: this process takes the worker's results from
+        the front as they come, and, while the next one is not ready, extracts the last file
+        the worker has not started yet itself (so the two meet in the middle, and this
+        process never sits idle while files it needs wait in the queue)."""
+        from tqdm.auto import tqdm
+
+        order = list(ahead)
+        lo, hi = 0, len(order)
+        quiet = {} if progress and len(order) > 1 else {"disable": True}
+        with tqdm(total=len(order), desc="features", unit="file", **quiet) as bar:
+            while lo < hi:
+                front = self._ahead.get(order[lo])
+                back = self._ahead.get(order[hi - 1])
+                if front is not None and not front.done() and hi - 1 > lo \
+                        and back is not None and back.cancel():
+                    del self._ahead[order[hi - 1]]
+                    hi -= 1
+                    try:
+                        self.get(ahead[order[hi]])
+                    except Exception:  # noqa: BLE001 - its question reports it
+                        pass
+                elif front is not None:
+                    self._collect(order[lo])
+                    lo += 1
+                else:
+                    lo += 1
+                bar.update(1)
+
+    def _collect(self, key: str) -> Features | None:
+        """The background result of ``key`` (waiting for it), or None when the worker could
+        not extract it (the caller then does, in this process)."""
+        future = self._ahead.pop(key)
+        try:
+            done = future.result()
+        except Exception:  # noqa: BLE001 - a broken pool, a cancelled or failed extraction
+            return None
+        if not done:
+            return None
+        _, feats, seconds = done[0]
+        self._memory[key] = feats
+        self.computed += 1
+        self.audio_seconds += seconds
+        return feats
 
 
 # One float64 array per recording: a header row (noise floor, frame count, column count), then
@@ -283,6 +379,14 @@ def default_workers() -> int:
     return max(1, available_cores() // THREADS_PER_EXTRACTION)
 
 
+def background_workers() -> int:
+    """Processes that extract a run's features in the background beside the process that
+    listens (``FeatureStore.extract_ahead``), when none are asked for: one per two cores
+    (one extraction keeps about two cores busy: Praat's pitch tracker runs two threads), and
+    one on a 2-core machine, where the listening process takes the other core."""
+    return max(1, available_cores() // THREADS_PER_EXTRACTION)
+
+
 def available_cores() -> int:
     """The cores this process may run on (its affinity mask, not the machine's total)."""
     try:
@@ -294,28 +398,43 @@ def available_cores() -> int:
 _POOLS: dict = {}
 
 
-def _pool(workers: int):
+def _pool(workers: int, background: bool = False):
     """One process pool per worker count for the life of the process (a run asks once per
     task: 12 pools would cost more than the extraction). Workers are forked where the platform
     can (they start in a millisecond with numpy, scipy and parselmouth loaded, and never
     re-import the caller's main script as spawn/forkserver do: a user's unguarded script would
     run again). Workers keep their numeric libraries' thread settings: a BLAS product summed
     in another thread split rounds differently, and the features must be the single-process
-    ones bit for bit. A worker touches no lock another thread may hold (no logging, no tqdm)."""
+    ones bit for bit. A worker touches no lock another thread may hold (no logging, no tqdm).
+
+    A ``background`` pool (``FeatureStore.extract_ahead``) is forked only, and its workers
+    import the extraction's libraries themselves, at once (~0.3 s: scipy.fft, parselmouth,
+    scipy.signal), while this process goes on with its own work; a pool this process waits
+    for has them imported here first, once for all its workers."""
     if workers not in _POOLS:
         import atexit
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        import parselmouth  # noqa: F401 - loaded once here, inherited by every worker
-        import scipy.fft  # noqa: F401
-
         methods = multiprocessing.get_all_start_methods()
+        if background and "fork" not in methods:
+            raise RuntimeError("this platform cannot fork")
+        if not background:
+            import parselmouth  # noqa: F401 - loaded once here, inherited by every worker
+            import scipy.fft  # noqa: F401
         context = multiprocessing.get_context("fork" if "fork" in methods else None)
-        pool = ProcessPoolExecutor(workers, mp_context=context)
+        pool = ProcessPoolExecutor(workers, mp_context=context,
+                                   initializer=_load_libraries if background else None)
         atexit.register(pool.shutdown, wait=False, cancel_futures=True)
         _POOLS[workers] = pool
     return _POOLS[workers]
+
+
+def _load_libraries() -> None:
+    """A background worker's start: the libraries ``extract`` needs, before its first file."""
+    import parselmouth  # noqa: F401
+    import scipy.fft  # noqa: F401
+    import scipy.signal  # noqa: F401
 
 
 def _extract_files(directory: str, paths: list[str]) -> list[tuple[str, Features, float]]:
@@ -350,13 +469,21 @@ def dtw_path(a: np.ndarray, b: np.ndarray, diagonal_penalty: float = 0.0
     if diagonal_penalty and n > 1 and m > 1:
         off = np.abs(np.arange(n)[:, None] / (n - 1) - np.arange(m)[None, :] / (m - 1))
         cost = cost + diagonal_penalty * float(np.median(cost)) * off
+    # the running sums of every row at once (an accumulation adds in order, row by row: the
+    # same sums as row by row), and the rows computed into preallocated buffers
+    csum = np.cumsum(cost, axis=1)
+    before = csum - cost  # C_{k-1}
     acc = np.empty((n, m))
-    acc[0] = np.cumsum(cost[0])
+    acc[0] = csum[0]
+    a_j = np.empty(m)
     for i in range(1, n):
         prev = acc[i - 1]
-        a_j = np.minimum(prev, np.concatenate(([np.inf], prev[:-1])))
-        c = np.cumsum(cost[i])
-        acc[i] = c + np.minimum.accumulate(a_j - (c - cost[i]))
+        a_j[0] = prev[0]  # min(prev[0], inf)
+        np.minimum(prev[1:], prev[:-1], out=a_j[1:])
+        row = acc[i]
+        np.subtract(a_j, before[i], out=row)
+        np.minimum.accumulate(row, out=row)
+        np.add(csum[i], row, out=row)
     # backtrack on plain floats (numpy scalar access would dominate the run time)
     rows = acc.tolist()
     i, j = n - 1, m - 1

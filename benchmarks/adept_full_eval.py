@@ -5,11 +5,13 @@ Two measurements, printed side by side:
 1. **From the shell**, as a user runs it: ``lm_eval --model audio-dir --model_args path=SYSTEM
    --tasks adept``, wall time beside the time of ``python -c "import lm_eval.evaluator"`` (the
    floor any lm-eval command pays), for a *cold* run (no features cached at all) and *warm* runs
-   (ADEPT's natural references cached, the system's samples not: the normal case). Feature
-   extraction runs with the default number of worker processes (``workers=auto``: one per two
-   cores, none on a 2-core machine) and, for comparison, on two workers and on one process
-   (``--metadata workers=2`` / ``workers=1``). CPU seconds and peak memory are those of the whole process tree
-   (the lm_eval process and its feature workers), sampled from /proc every 20 ms.
+   (ADEPT's natural references cached, the system's samples not: the normal case). Features
+   are extracted in the background beside the listening process, from the moment the samples
+   exist, by the default number of worker processes (``workers=auto``: one per two cores, at
+   least one) and, for comparison, by two workers and in one process (``--metadata workers=2``
+   / ``workers=1``). CPU seconds and peak memory are those of the whole process tree (the
+   lm_eval process and its feature workers; shared pages counted once per process), sampled
+   from /proc every 20 ms.
 2. **In-process, one core** (BLAS threads pinned to 1, ``workers=1``): the acoustic listener's
    own CPU per second of audio it analyses (x real time per core), split into producing samples,
    listening and graded figures.

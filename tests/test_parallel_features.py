@@ -80,3 +80,124 @@ def test_default_workers_leave_two_cores_to_each_extraction(monkeypatch):
     for cores, expected in ((1, 1), (2, 1), (3, 1), (4, 2), (8, 4)):
         monkeypatch.setattr(prosody, "available_cores", lambda c=cores: c)
         assert prosody.default_workers() == expected, cores
+
+
+# ------------------------------------------------------------------ background extraction
+def test_background_features_equal_single_process(corpus, tmp_path):
+    """Features queued with ``extract_ahead`` and collected by ``get`` or ``prefetch`` (which
+    shares the queue with this process) are the single-process ones, bit for bit."""
+    paths = [r.audio_path for r in corpus.recordings[:14]]
+    single = FeatureStore(tmp_path / "single")
+    ahead = FeatureStore(tmp_path / "ahead")
+    assert ahead.extract_ahead(paths, workers=1) == len(paths)
+    assert ahead.extract_ahead(paths, workers=1) == 0  # queued already: not twice
+    ahead.get(paths[0])  # waits for the worker's result
+    ahead.prefetch(paths, workers=1, progress=False)  # the rest, shared with this process
+    assert not ahead._ahead
+    assert ahead.computed == len(paths) and ahead.audio_seconds > 0
+    assert len(list((tmp_path / "ahead").glob("*.npy"))) == len(paths)
+    for p in paths:
+        assert _same(single.get(p), ahead.get(p)), p
+    assert ahead.computed == len(paths)  # every later get was a hit
+    # cached on disk now: nothing is queued again
+    assert FeatureStore(tmp_path / "ahead").extract_ahead(paths, workers=1) == 0
+
+
+def test_background_failure_is_extracted_here(corpus, tmp_path):
+    """A file the worker cannot extract is extracted (and its error raised) by ``get``."""
+    bad = tmp_path / "bad.wav"
+    bad.write_bytes(b"RIFF not really a wav")
+    paths = [r.audio_path for r in corpus.recordings[:3]] + [str(bad)]
+    store = FeatureStore(tmp_path / "f")
+    assert store.extract_ahead(paths, workers=1) == 4
+    store.prefetch(paths, progress=False)  # best effort: the bad file is left to its question
+    assert store.computed == 3
+    with pytest.raises(Exception):
+        store.get(bad)
+
+
+def test_a_broken_background_pool_falls_back_to_this_process(corpus, tmp_path):
+    import os
+    import signal
+
+    from adept_eval import prosody
+
+    paths = [r.audio_path for r in corpus.recordings[:6]]
+    store = FeatureStore(tmp_path / "f")
+    assert store.extract_ahead(paths, workers=3) == len(paths)
+    pool = prosody._POOLS[3]
+    for pid in list(pool._processes):  # the pool breaks mid-run
+        os.kill(pid, signal.SIGKILL)
+    single = FeatureStore(tmp_path / "single")
+    for p in paths:
+        assert _same(store.get(p), single.get(p)), p
+    assert not store._ahead
+    # a broken pool is not used again: the next queue starts a fresh one
+    later = FeatureStore(tmp_path / "later")
+    n = later.extract_ahead(paths, workers=3)
+    assert n in (0, len(paths))
+    if not n:  # the broken pool was dropped on the way: the one after is new
+        assert later.extract_ahead(paths, workers=3) == len(paths)
+    for p in paths:
+        assert _same(later.get(p), single.get(p)), p
+
+
+def test_no_background_without_fork(corpus, tmp_path, monkeypatch):
+    import multiprocessing
+
+    monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])
+    store = FeatureStore(tmp_path / "f")
+    assert store.extract_ahead([r.audio_path for r in corpus.recordings[:4]]) == 0
+    assert not store._ahead
+
+
+def test_run_hands_every_file_to_the_listener_in_scoring_order(use_corpus, systems, tmp_path,
+                                                              monkeypatch):
+    """``harness.samples_produced``: each question's samples then its references, in request
+    order, once each, to the listener the documents name; junk requests are ignored."""
+    from types import SimpleNamespace
+
+    from adept_eval import harness
+    from adept_eval.listeners.acoustic import AcousticListener
+    from adept_eval.models.base import Produced
+
+    docs = list(harness.load_questions("adept_topical_emphasis_female",
+                                       str(use_corpus.root))["test"])
+    seen = []
+    monkeypatch.setattr(AcousticListener, "expect",
+                        lambda self, paths: seen.append(list(paths)) or 0)
+    produced = {s: Produced(s, f"/sys/{s}.wav", "ok") for d in docs for s in d["stimuli"]}
+    first = docs[0]["stimuli"][0]
+    produced[first] = Produced(first, None, "failed", "missing")
+    requests = [SimpleNamespace(doc="not a doc"), SimpleNamespace()] + \
+        [SimpleNamespace(doc=d) for d in docs]
+    harness.samples_produced(requests, produced)
+    expected = {}
+    for d in docs:
+        expected.update(dict.fromkeys(f"/sys/{s}.wav" for s in d["stimuli"] if s != first))
+        expected.update(dict.fromkeys(d["stimulus_references"]))
+    assert seen == [list(expected)]
+    harness.samples_produced(None, produced)  # never raises
+
+
+def test_listener_results_identical_with_background_extraction(use_corpus, systems, tmp_path):
+    from adept_eval.harness import load_questions, question_of
+    from adept_eval.listeners.acoustic import AcousticListener
+
+    docs = load_questions("adept_topical_emphasis_female", str(use_corpus.root))["test"]
+    samples = {f"{p.parent.parent.name}/{p.parent.name}/{p.stem}": str(p)
+               for p in systems["partial"].rglob("*.wav")}
+    asked = [(question_of(d), samples) for d in docs]
+    answers = {}
+    for workers in (1, None):
+        listener = AcousticListener(corpus=use_corpus, cache_dir=str(tmp_path / f"w{workers}"),
+                                    workers=workers, progress=False)
+        queued = listener.expect(sorted(samples.values()))
+        assert queued == (0 if workers == 1 else len(samples))
+        answers[workers] = listener.answer_many(asked)
+        graded = listener.graded_scores(samples, [s for q, _ in asked for s in q.stimuli])
+        answers[workers].append(sorted((k, repr(v)) for k, v in graded.items()))
+        assert not listener.store._ahead
+    assert [(a.responses, a.scores, a.detail) for a in answers[1][:-1]] == \
+        [(a.responses, a.scores, a.detail) for a in answers[None][:-1]]
+    assert answers[1][-1] == answers[None][-1]

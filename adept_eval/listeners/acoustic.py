@@ -233,6 +233,14 @@ class AcousticListener(Listener):
                 out.append(Answer((Response(None, detail=detail),), "failed", detail=detail))
         return out
 
+    def expect(self, paths) -> int:
+        """The run's files (its samples and their natural references, in the order they will
+        be scored) exist: extract their features in the background beside this process
+        (``FeatureStore.extract_ahead``), so that scoring waits only for the files of the task
+        it is on. ``workers=1`` keeps every extraction in this process. Returns how many
+        files were queued."""
+        return 0 if self.workers == 1 else self.store.extract_ahead(paths, self.workers)
+
     def _prefetch(self, asked: list[tuple[Question, dict[str, str]]]) -> None:
         """Extract every feature the questions will need first, in worker processes where the
         machine has the cores (``prosody.default_workers``); the answers then read them from

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,6 +98,12 @@ class SpeechSystem(LM):
             for stim in stimuli_of(req.doc):
                 wanted.setdefault(stim.stimulus_id, stim)
         produced = {p.stimulus_id: p for p in self.produce(list(wanted.values()))}
+        # the listener may start on them in the background. adept-eval documents come from
+        # the harness, so it is loaded whenever there is something to hand over (looked up, not
+        # imported: the harness imports the settings, which import this module)
+        harness = sys.modules.get("adept_eval.harness")
+        if harness is not None:
+            harness.samples_produced(requests, produced)
         if self.check_samples:
             produced = self._checked(produced, wanted)
         failed = [p for p in produced.values() if p.status != "ok"]

@@ -1,0 +1,127 @@
+"""Speed refactors that must not change a bit: resampling, the DTW recurrence, the frames of
+the analysis, and the graded summary computed once per task."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from math import gcd
+
+import numpy as np
+import pytest
+
+from adept_eval import harness, prosody
+from adept_eval.audio import Audio, resample
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("rate,target", [(24000, 16000), (44100, 16000), (22050, 16000),
+                                         (48000, 16000), (8000, 16000), (16000, 24000)])
+def test_resample_is_scipys_resample_poly_bit_for_bit(rate, target, dtype):
+    from scipy.signal import resample_poly
+
+    rng = np.random.default_rng(rate + target)
+    for n in (3, 1000, 24001):
+        x = rng.standard_normal(n).astype(dtype)
+        audio = Audio(x, rate, 1, None, ())
+        g = gcd(rate, target)
+        expected = resample_poly(x, target // g, rate // g).astype(np.float32)
+        got = resample(audio, target).samples
+        assert got.dtype == expected.dtype and np.array_equal(got, expected), (rate, n)
+
+
+def _plain_dtw(a, b, diagonal_penalty=0.0):
+    """dtw_path as it was written first: each row from a fresh running sum."""
+    cost = np.sqrt(np.maximum(
+        (a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - 2 * a @ b.T, 0.0))
+    n, m = cost.shape
+    if diagonal_penalty and n > 1 and m > 1:
+        off = np.abs(np.arange(n)[:, None] / (n - 1) - np.arange(m)[None, :] / (m - 1))
+        cost = cost + diagonal_penalty * float(np.median(cost)) * off
+    acc = np.empty((n, m))
+    acc[0] = np.cumsum(cost[0])
+    for i in range(1, n):
+        prev = acc[i - 1]
+        a_j = np.minimum(prev, np.concatenate(([np.inf], prev[:-1])))
+        c = np.cumsum(cost[i])
+        acc[i] = c + np.minimum.accumulate(a_j - (c - cost[i]))
+    i, j = n - 1, m - 1
+    ia, ib = [i], [j]
+    while i > 0 or j > 0:
+        if i == 0:
+            j -= 1
+        elif j == 0:
+            i -= 1
+        else:
+            diag, up, left = acc[i - 1, j - 1], acc[i - 1, j], acc[i, j - 1]
+            if diag <= up and diag <= left:
+                i, j = i - 1, j - 1
+            elif up <= left:
+                i -= 1
+            else:
+                j -= 1
+        ia.append(i)
+        ib.append(j)
+    return np.array(ia[::-1]), np.array(ib[::-1]), acc
+
+
+def test_dtw_path_is_the_plain_recurrence():
+    rng = np.random.default_rng(7)
+    for trial in range(300):
+        n, m = rng.integers(1, 60, size=2)
+        a = rng.standard_normal((n, 12)) * rng.uniform(0.1, 10)
+        # b partly a warped copy of a, so that paths hold ties and long runs
+        b = np.repeat(a, rng.integers(1, 3, size=n), axis=0)[:m] if trial % 2 else \
+            rng.standard_normal((m, 12))
+        penalty = (0.0, prosody.ALIGN_PENALTY)[trial % 3 == 0]
+        ia, ib = prosody.dtw_path(a, b, penalty)
+        ja, jb, _ = _plain_dtw(a, b, penalty)
+        assert np.array_equal(ia, ja) and np.array_equal(ib, jb), trial
+
+
+def test_frames_are_the_indexed_frames():
+    x = np.random.default_rng(3).standard_normal(16000 + 123)
+    frames, times = prosody._frames(x)
+    win, hop = len(prosody._WINDOW), int(prosody.HOP_S * prosody.ANALYSIS_RATE)
+    idx = np.arange(len(times))[:, None] * hop + np.arange(win)[None, :]
+    assert np.array_equal(frames, x[idx])
+    assert np.array_equal(np.mean(frames ** 2, axis=1), np.mean(x[idx] ** 2, axis=1))
+    assert np.array_equal(np.fft.rfft(frames * prosody._WINDOW, 512),
+                          np.fft.rfft(x[idx] * prosody._WINDOW, 512))
+    short, _ = prosody._frames(np.ones(10))  # shorter than a window: padded, one frame
+    assert short.shape == (1, win)
+
+
+def _records(shift: float) -> list[dict]:
+    from adept_eval.graded import StimulusScores
+
+    out = []
+    for q in range(6):
+        graded = [StimulusScores(f"emotion/{s}/ad00_000{q % 3}", "ok",
+                                 prosody_distance=q + i * 0.5 + shift, f0_rmse_st=1.0 + q,
+                                 listener_distance=0.1 * q).to_dict()
+                  for i, s in enumerate(("neutral", "joy"))]
+        out.append({"question_id": f"q{q}", "graded": graded})
+    return out
+
+
+def test_graded_summary_is_computed_once_per_records_and_never_stale(monkeypatch):
+    from adept_eval import graded
+    from adept_eval.metric_items import SameRecord
+
+    calls = []
+    real = graded.aggregate
+    monkeypatch.setattr(graded, "aggregate", lambda *a, **k: calls.append(1) or real(*a, **k))
+    first, second = _records(0.0), _records(1.0)
+    items = [SameRecord(r, "acc") for r in first]
+    a = harness.graded_summary(first)
+    assert harness.graded_summary(items) is a and len(calls) == 1  # the same records
+    b = harness.graded_summary(second)
+    assert len(calls) == 2 and b["prosody_distance"].mean == a["prosody_distance"].mean + 1.0
+    # changed in place, the same objects: recomputed
+    second[0]["graded"] = _records(5.0)[0]["graded"]
+    c = harness.graded_summary(second)
+    assert len(calls) == 3 and c["prosody_distance"].mean != b["prosody_distance"].mean
+    # and every figure is the one computed afresh
+    monkeypatch.setattr(harness, "_LAST_SUMMARY", [])
+    fresh = harness.graded_summary(first)
+    assert {k: repr(v) for k, v in fresh.items()} == {k: repr(v) for k, v in a.items()}
