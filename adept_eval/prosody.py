@@ -626,7 +626,17 @@ SALIENCE_SMOOTH = 5  # frames (100 ms): a syllable, not a frame
 # file) says nothing about level; below this spread (dB, loudest minus quietest rendition) its
 # level term abstains for every candidate alike instead of favouring the flattest one.
 LEVEL_VOTE_DB = 1.5
-TERMS = ("f0", "energy", "level", "tempo", "pause", "salience")
+TERMS = ("f0", "energy", "level", "tempo", "pause", "salience", "boundary")
+# Boundary: where a rendition marks a phrase boundary more than the sentence's other renditions
+# do, by any of its cues - a pause, the lengthening of the stretch before it (more before than
+# after), the pitch starting higher after it than before (a reset) - each in the units a
+# listener would weigh about alike, like the salience profile. Engines mark a comma their own
+# way (flite with 60-80 ms of silence, festival at times with none; a system may lengthen and
+# reset without pausing), so the pause alone does not say where the break is. Introduced in
+# method v7 on espeak-ng -> festival's breaks without a pause (a tuning rotation).
+BOUNDARY_HALF_WINDOW = 10  # frames (200 ms) either side of a candidate boundary
+BOUNDARY_VOTE_S = 2 * MIN_PAUSE_S  # a shortest pause moved from one place to another
+BOUNDARY_UNITS = {"pause": 0.05, "lengthening": 0.15, "reset": 2.0}
 
 
 @dataclass(frozen=True)
@@ -643,12 +653,13 @@ class SentenceProfiles:
     pause: np.ndarray  # (R, N) seconds of pause around each frame, from the mean rendition
     level: np.ndarray  # (R,) dB: each rendition's speech level from the mean rendition
     salience: np.ndarray  # (R, N) how much more the rendition stands out here than the others
+    boundary: np.ndarray  # (R, N) how much more the rendition marks a phrase boundary here
 
     def on(self, index: np.ndarray) -> "SentenceProfiles":
         """The profiles read at anchor frames ``index`` (to move them onto another time axis)."""
         return SentenceProfiles(self.anchor, self.f0[:, index], self.energy[:, index],
                                 self.tempo[:, index], self.length, self.pause[:, index],
-                                self.level, self.salience[:, index])
+                                self.level, self.salience[:, index], self.boundary[:, index])
 
     @property
     def level_spread(self) -> float:
@@ -755,6 +766,7 @@ def sentence_profiles(renditions: list[Features]) -> SentenceProfiles:
     kernel = np.bartlett(2 * PAUSE_SPREAD + 3)[1:-1]
     kernel = kernel / kernel.sum()
     f0, energy, tempo, length, pause, level, excursion = [], [], [], [], [], [], []
+    reset = []
     for i, (r, after) in enumerate(cut):
         pos = _positions(anchor, r) if i else np.arange(anchor.n, dtype=float)
         idx = np.clip(np.round(pos).astype(int), 0, r.n - 1)
@@ -764,6 +776,7 @@ def sentence_profiles(renditions: list[Features]) -> SentenceProfiles:
         level.append(float(np.mean(e)))
         energy.append(e[idx] - np.mean(e))
         excursion.append(pitch_excursion(r)[idx])
+        reset.append(pitch_reset(r)[idx])
         slope = np.gradient(_smooth(pos, 9)) if anchor.n > 1 else np.ones(anchor.n)
         tempo.append(np.log(np.maximum(slope, 0.1)))
         length.append(np.log(max(renditions[i].n, 1)))
@@ -782,8 +795,32 @@ def sentence_profiles(renditions: list[Features]) -> SentenceProfiles:
     salience = ((excursion - excursion.mean(0)) / u["f0"] + energy / u["energy"]
                 + tempo / u["tempo"] + pause / u["pause"])
     salience = np.array([_smooth(row, SALIENCE_SMOOTH) for row in salience])
+    b = BOUNDARY_UNITS
+    reset = np.array(reset)
+    boundary = (pause / b["pause"] + np.array([_step_down(row) for row in tempo]) / b["lengthening"]
+                + (reset - reset.mean(0)) / b["reset"])
+    boundary = np.array([_smooth(row, SALIENCE_SMOOTH) for row in boundary])
     return SentenceProfiles(anchor, f0 - f0_mean, energy, tempo, length - length.mean(), pause,
-                            level - level.mean(), salience)
+                            level - level.mean(), salience, boundary)
+
+
+def _step_down(x: np.ndarray, w: int = BOUNDARY_HALF_WINDOW) -> np.ndarray:
+    """Per frame, the mean of ``x`` over the ``w`` frames before minus over the ``w`` after."""
+    if len(x) < 2:
+        return np.zeros(len(x))
+    c = np.concatenate(([0.0], np.cumsum(np.pad(x, w, mode="edge"))))
+    i = np.arange(len(x)) + w
+    return (c[i] - c[i - w]) / w - (c[i + w] - c[i]) / w
+
+
+def pitch_reset(f: Features) -> np.ndarray:
+    """Per frame, how far the pitch (bridged across unvoiced stretches) rises from the 200 ms
+    before it to the 200 ms after it (semitones): a phrase starting afresh after a boundary."""
+    voiced = ~np.isnan(f.f0)
+    if voiced.sum() < 3:
+        return np.zeros(f.n)
+    t = np.arange(f.n)
+    return -_step_down(np.interp(t, t[voiced], f.f0[voiced]))
 
 
 def onto(system: SentenceProfiles, natural: SentenceProfiles) -> SentenceProfiles:
@@ -811,7 +848,7 @@ def _correlation_distance(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def _term_distances(sys: SentenceProfiles, i: int, nat: SentenceProfiles, j: int, w,
-                    level_votes: bool = True) -> dict[str, float]:
+                    level_votes: bool = True, boundary_votes: bool = True) -> dict[str, float]:
     nat_f0, sys_f0 = nat.f0[j], sys.f0[i]
     judged = ~np.isnan(nat_f0)
     f0_dev = np.where(np.isnan(sys_f0), MISSING_F0_ST, np.abs(np.nan_to_num(sys_f0 - nat_f0)))
@@ -825,7 +862,9 @@ def _term_distances(sys: SentenceProfiles, i: int, nat: SentenceProfiles, j: int
     # pauses are events, not levels: summed (seconds), not averaged over the sentence
     return {"f0": f0, "energy": energy, "level": level, "tempo": tempo,
             "pause": float(np.sum(np.abs(sys.pause[i] - nat.pause[j]))),
-            "salience": _correlation_distance(sys.salience[i], nat.salience[j])}
+            "salience": _correlation_distance(sys.salience[i], nat.salience[j]),
+            "boundary": (_correlation_distance(sys.boundary[i], nat.boundary[j])
+                         if boundary_votes else 0.0)}
 
 
 @dataclass(frozen=True)
@@ -840,7 +879,7 @@ class Comparison:
         return sum(weights[t] * self.terms[t] / self.scale[t] for t in TERMS)
 
 
-SCALE_FLOORS = {"pause": PAUSE_SCALE_FLOOR_S, "level": 1.0, "salience": 0.05}
+SCALE_FLOORS = {"pause": PAUSE_SCALE_FLOOR_S, "level": 1.0, "salience": 0.05, "boundary": 0.05}
 
 
 def compare_sentence(system: SentenceProfiles, natural: SentenceProfiles) -> Comparison:
@@ -848,13 +887,18 @@ def compare_sentence(system: SentenceProfiles, natural: SentenceProfiles) -> Com
     w = _discriminative_weights(natural)
     k, s = natural.f0.shape[0], system.f0.shape[0]
     level_votes = system.level_spread >= LEVEL_VOTE_DB
+    pairs = [_term_distances(natural, a, natural, b, w) for a in range(k) for b in range(k)
+             if a != b]
+    # the references place their breaks differently: only then is "where are the boundaries"
+    # a question (elsewhere the boundary profiles hold timing noise and would only add it)
+    boundary_votes = bool(pairs) and float(np.mean([p["pause"] for p in pairs])) \
+        >= BOUNDARY_VOTE_S
     terms = {t: np.zeros((s, k)) for t in TERMS}
     for i in range(s):
         for j in range(k):
-            for t, v in _term_distances(system, i, natural, j, w, level_votes).items():
+            for t, v in _term_distances(system, i, natural, j, w, level_votes,
+                                        boundary_votes).items():
                 terms[t][i, j] = v
-    pairs = [_term_distances(natural, a, natural, b, w) for a in range(k) for b in range(k)
-             if a != b]
     scale = {t: max(float(np.mean([p[t] for p in pairs])) if pairs else 1.0,
                     SCALE_FLOORS.get(t, 1e-3)) for t in TERMS}
     return Comparison(terms, scale)

@@ -79,23 +79,29 @@ def test_missing_pitch_is_a_large_deviation_not_zero():
                           VoiceNorm.of([speech]))["f0"] == 0.0
 
 
-def _rendition(words, pause_after, rng, warp=1.0, pause_frames=16):
+def _rendition(words, pause_after, rng, warp=1.0, pause_frames=16, lengthen=1.0, reset_st=0.0):
     """Features of a made-up sentence: each word a distinct spectrum held for a few frames,
     one pause (near-silent frames) after word ``pause_after``. ``warp`` scales word lengths
-    and a second rng perturbs the spectra: another voice saying the same words."""
+    and a second rng perturbs the spectra: another voice saying the same words. The word
+    before the break can be ``lengthen``-ed and the pitch, declining over the sentence, can
+    start ``reset_st`` semitones higher after it (the other cues of a phrase boundary)."""
     from adept_eval.prosody import Features
 
-    mfcc, energy = [], []
+    mfcc, energy, f0 = [], [], []
     for i, w in enumerate(words):
         n = max(3, int(round(8 * warp * (1.0 + 0.25 * (i % 3)))))
+        if i == pause_after:
+            n = int(round(n * lengthen))
         mfcc += [w + rng.normal(0, 0.1, w.shape) for _ in range(n)]
         energy += [-10.0 + rng.normal(0, 1.0) for _ in range(n)]
+        f0 += [12.0 - 0.5 * i + (reset_st if i > pause_after else 0.0)] * n
         if i == pause_after:
             mfcc += [np.full_like(w, -3.0) + rng.normal(0, 0.1, w.shape)
                      for _ in range(pause_frames)]
             energy += [-70.0] * pause_frames
+            f0 += [np.nan] * pause_frames
     mfcc, energy = np.array(mfcc), np.array(energy)
-    f0 = np.where(energy > -40, 10.0, np.nan)
+    f0 = np.where(energy > -40, f0 if lengthen != 1.0 or reset_st else 10.0, np.nan)
     return Features(f0, energy, mfcc - mfcc.mean(0), energy > energy.max() - 35)
 
 
@@ -129,6 +135,50 @@ def test_where_a_phrase_break_falls_decides_between_readings():
     assert not wrong, wrong
 
 
+def test_a_break_without_a_pause_is_heard_by_its_other_cues():
+    """A system may mark a phrase break with no pause at all (pre-boundary lengthening and a
+    pitch reset only, as many engines do for a comma) while the references pause there too.
+    The boundary term must still place the break: for every voice and seed it prefers the
+    reading whose break is where the system lengthens and resets."""
+    from adept_eval.prosody import compare_sentence, onto, sentence_profiles
+
+    wrong = []
+    for seed in range(4):
+        for warp in (0.8, 1.3):
+            for a, b in ((1, 3), (0, 2)):
+                rng = np.random.default_rng(seed)
+                words = [rng.normal(0, 2, 12) for _ in range(7)]
+                natural = sentence_profiles([
+                    _rendition(words, a, rng, 1.0, 16, lengthen=1.3, reset_st=2.0),
+                    _rendition(words, b, rng, 1.0, 16, lengthen=1.3, reset_st=2.0)])
+                other = [w + rng.normal(0, 0.5, 12) for w in words]
+                system = onto(sentence_profiles([
+                    _rendition(other, a, rng, warp, 0, lengthen=1.5, reset_st=3.0),
+                    _rendition(other, b, rng, warp, 0, lengthen=1.5, reset_st=3.0)]), natural)
+                boundary = compare_sentence(system, natural).terms["boundary"]
+                case = (seed, warp, a, b)
+                wrong += [case] * (int(boundary[0, 0] >= boundary[0, 1])
+                                   + int(boundary[1, 1] >= boundary[1, 0]))
+    assert not wrong, wrong
+
+
+def test_the_boundary_term_abstains_when_the_references_break_alike():
+    """Where the references put their breaks in the same places (every class but syntactic
+    phrasing), where a system's boundaries are is not the question: the term must not vote."""
+    from adept_eval.prosody import compare_sentence, onto, sentence_profiles
+
+    rng = np.random.default_rng(0)
+    words = [rng.normal(0, 2, 12) for _ in range(7)]
+    natural = sentence_profiles([_rendition(words, 2, rng, 1.0, 16, reset_st=1.0),
+                                 _rendition(words, 2, rng, 1.2, 18, reset_st=1.0)])
+    system = onto(sentence_profiles([_rendition(words, 1, rng, 1.0, 16, lengthen=1.5),
+                                     _rendition(words, 4, rng, 1.0, 16, lengthen=1.5)]),
+                  natural)
+    comparison = compare_sentence(system, natural)
+    assert not comparison.terms["boundary"].any()
+    assert comparison.terms["pause"].any()  # the system's breaks do differ: the gate, not luck
+
+
 def test_answers_explain_distances_and_posteriors(corpus, systems, tmp_path):
     from adept_eval.listeners import get_listener
     from adept_eval.questions import build_questions
@@ -141,7 +191,7 @@ def test_answers_explain_distances_and_posteriors(corpus, systems, tmp_path):
         assert detail["candidates"]
         for sample in detail["samples"]:
             assert set(sample["distance"]) == {"f0", "energy", "level", "tempo", "pause",
-                                               "salience"}
+                                               "salience", "boundary"}
             assert len(sample["posterior"]) == len(detail["candidates"])
             assert sum(sample["posterior"]) == pytest.approx(1.0, abs=0.01)
 

@@ -7,13 +7,16 @@ every rendition alike - its sentence melody, declination, rate and level - cance
 left is what each subcategory changes. Pauses (>= 150 ms) are cut out before renditions are
 aligned, so words align with words, and kept as a profile of their own: where the breaks fall.
 A system rendition is then compared with each natural candidate (``prosody.compare_sentence``)
-on six terms: F0 (semitones; a frame the natural candidate voices and the system does not is a
+on seven terms: F0 (semitones; a frame the natural candidate voices and the system does not is a
 large deviation), energy contour (dB, each rendition's own level removed), level (each
 rendition's speech level; it abstains when the system's renditions share one level, as after
 per-file loudness normalisation), tempo (local and total log duration), pause (seconds of
-pause, placed between the words they fall between) and salience (where the rendition stands
+pause, placed between the words they fall between), salience (where the rendition stands
 out from its sentence's other renditions, whatever the cue: a pitch excursion or movement,
-loudness, lengthening, a pause); F0, energy and tempo weighted towards the frames where the
+loudness, lengthening, a pause) and boundary (where the rendition marks a phrase boundary more
+than the others, whatever the cue: a pause, the lengthening before it, a pitch reset after it;
+it votes only when the natural candidates break in different places); F0, energy and tempo
+weighted towards the frames where the
 natural candidates differ most, each term scaled by how far those candidates lie from one
 another. The weighted sum becomes a posterior over candidates, softmax(-d / temperature).
 
@@ -56,9 +59,9 @@ from . import Answer, Listener, Response, register_listener
 # Chosen on the validation benchmark's calibration rotations only (``validation.benchmark.
 # CALIBRATION_ROTATIONS``); its other rotations are held out and reported as measured.
 TERM_WEIGHTS = {"f0": 1.0, "energy": 0.5, "level": 0.5, "tempo": 1.0, "pause": 1.0,
-                "salience": 1.0}
+                "salience": 1.0, "boundary": 1.0}
 TEMPERATURE = 0.5
-METHOD_VERSION = "6"
+METHOD_VERSION = "7"
 
 
 @register_listener("acoustic")
