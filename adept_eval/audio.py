@@ -74,16 +74,17 @@ def read_audio(path: str | Path) -> Audio:
     if size == 0:
         raise AudioError(f"{path}: file is empty (0 bytes)")
     try:
-        info = sf.info(str(path))
-        data, rate = sf.read(str(path), dtype="float32", always_2d=True)
+        with sf.SoundFile(str(path)) as f:  # one open for the header and the samples
+            announced, rate = f.frames, f.samplerate
+            data = f.read(dtype="float32", always_2d=True)
     except Exception as exc:  # libsndfile raises several types for corrupt data
         raise AudioError(f"{path}: unreadable audio ({exc})") from None
     missing = wav_data_shortfall(path, size)
     if missing:
         raise AudioError(f"{path}: truncated: the WAV header announces {missing[0]} bytes of "
                          f"sample data but the file holds {missing[1]}")
-    if info.frames > 0 and data.shape[0] < info.frames:
-        raise AudioError(f"{path}: truncated: the header announces {info.frames} frames but only "
+    if announced > 0 and data.shape[0] < announced:
+        raise AudioError(f"{path}: truncated: the header announces {announced} frames but only "
                          f"{data.shape[0]} could be decoded")
     return _audio(data, int(rate), str(path))
 

@@ -593,6 +593,9 @@ class AdeptScorer:
 
     corpus: object
     store: FeatureStore = field(default_factory=FeatureStore)
+    #: sample path -> why it is not speech (None: it is); shared with the listener that heard
+    #: the samples, so each sample is checked once a run
+    no_speech: dict = field(default_factory=dict)
     _memo: dict = field(default_factory=dict, init=False, repr=False)
 
     def sentence(self, cls: str, speaker: str, sentence_id: str,
@@ -624,7 +627,9 @@ class AdeptScorer:
                 continue
             # the listener's rule for "no speech" (a tone, noise, DC): such a sample failed its
             # question, so its graded figures are a counted failure too, never a score
-            problem = unusable(f) or speech_presence.reason_from_features(f)
+            if path not in self.no_speech:
+                self.no_speech[path] = speech_presence.reason_from_features(f)
+            problem = unusable(f) or self.no_speech[path]
             if problem:
                 result[s] = failed(ids[s], f"sample: {problem}")
                 continue

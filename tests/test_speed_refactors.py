@@ -125,3 +125,42 @@ def test_graded_summary_is_computed_once_per_records_and_never_stale(monkeypatch
     monkeypatch.setattr(harness, "_LAST_SUMMARY", [])
     fresh = harness.graded_summary(first)
     assert {k: repr(v) for k, v in fresh.items()} == {k: repr(v) for k, v in a.items()}
+
+
+def _profile_equal(a: prosody.SentenceProfiles, b: prosody.SentenceProfiles) -> bool:
+    same = all(np.array_equal(getattr(a, f), getattr(b, f), equal_nan=True)
+               for f in prosody._PROFILE_ARRAYS)
+    return same and all(np.array_equal(getattr(a.anchor, f), getattr(b.anchor, f), equal_nan=True)
+                        for f in ("f0", "energy", "mfcc", "speech")) \
+        and a.anchor.noise_floor == b.anchor.noise_floor
+
+
+def test_cached_reference_profiles_are_the_built_ones_bit_for_bit(tmp_path):
+    """A reference sentence's profiles read back from the disk cache (a new process: a fresh
+    store) are exactly ``sentence_profiles`` of its features, every field of them; a damaged
+    entry is rebuilt, not trusted."""
+    from dataclasses import fields
+
+    import soundfile as sf
+
+    from adept_eval.synthetic import PROFILES, RATE, render
+
+    assert {f.name for f in fields(prosody.SentenceProfiles)} \
+        == {"anchor", *prosody._PROFILE_ARRAYS}  # a new field must be cached too
+    paths = []
+    for sub in ("neutral", "anger", "sadness"):
+        path = tmp_path / f"{sub}.wav"
+        sf.write(str(path), render("Sailors carry lanterns at night.", "female",
+                                   PROFILES[("emotion", sub)], seed=3), RATE)
+        paths.append(str(path))
+    built = prosody.sentence_profiles([prosody.FeatureStore(tmp_path / "f").get(p)
+                                       for p in paths])
+    first = prosody.FeatureStore(tmp_path / "f").profiles(paths)
+    read = prosody.FeatureStore(tmp_path / "f").profiles(paths)
+    assert _profile_equal(first, built) and _profile_equal(read, built)
+    (entry,) = (tmp_path / "f" / "profiles").glob("*.npy")
+    entry.write_bytes(b"not a profile")
+    assert _profile_equal(prosody.FeatureStore(tmp_path / "f").profiles(paths), built)
+    # another order of the same recordings is another sentence's profiles, not this one's
+    other = prosody.FeatureStore(tmp_path / "f").profiles(paths[::-1])
+    assert not _profile_equal(other, built)

@@ -93,9 +93,13 @@ class AcousticListener(Listener):
                 "listener_version": f"features-v{FEATURE_VERSION}-method-v{METHOD_VERSION}"}
 
     # ------------------------------------------------------------------ pieces
-    def _natural(self, cls: str, speaker: str, sentence_id: str, subs: tuple[str, ...]):
+    def _natural_paths(self, cls: str, speaker: str, sentence_id: str,
+                       subs: tuple[str, ...]) -> list[str]:
         key = f"{spec.SPEAKERS[speaker]}_{sentence_id}"
-        return [self.store.get(self.corpus.get(f"{cls}/{s}/{key}").audio_path) for s in subs]
+        return [self.corpus.get(f"{cls}/{s}/{key}").audio_path for s in subs]
+
+    def _natural(self, cls: str, speaker: str, sentence_id: str, subs: tuple[str, ...]):
+        return [self.store.get(p) for p in self._natural_paths(cls, speaker, sentence_id, subs)]
 
     @staticmethod
     def siblings(path: str, cls: str, subs: tuple[str, ...]) -> list[str] | None:
@@ -124,7 +128,7 @@ class AcousticListener(Listener):
         to the natural candidates ``subs``; memoised per sentence (``Comparison``)."""
         memo_key = (cls, speaker, sentence_id, subs, paths)
         if memo_key not in self._memo:
-            natural = sentence_profiles(self._natural(cls, speaker, sentence_id, subs))
+            natural = self.store.profiles(self._natural_paths(cls, speaker, sentence_id, subs))
             system = onto(sentence_profiles([self.store.get(p) for p in paths]), natural)
             self._memo[memo_key] = compare_sentence(system, natural)
         return self._memo[memo_key]
@@ -282,7 +286,7 @@ class AcousticListener(Listener):
         from .. import graded
 
         if self._scorer is None:
-            self._scorer = graded.AdeptScorer(self.corpus, self.store)
+            self._scorer = graded.AdeptScorer(self.corpus, self.store, self._speech)
         out = {}
         for stimulus in stimuli:
             if stimulus in out:
