@@ -118,11 +118,10 @@ def evaluate(system: Path, graded: bool):
     from adept_eval.lm_eval_plugin import register
 
     register()
-    harness._listener.cache_clear()
-    harness._corpus.cache_clear()
+    harness.clear_caches()
     args = {"path": str(system), "name": "bench"}
     t, c = time.perf_counter(), time.process_time()
-    tm = TaskManager(metadata={**args, "graded": str(graded).lower()})
+    tm = TaskManager(include_defaults=False, metadata={**args, "graded": str(graded).lower()})
     res = simple_evaluate(model="audio-dir", model_args=args, tasks=["adept"], task_manager=tm,
                           bootstrap_iters=0, log_samples=True)
     return time.perf_counter() - t, time.process_time() - c, res

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -213,6 +215,10 @@ def test_stopping_the_background_cancels_its_queue(corpus, tmp_path):
     store = FeatureStore(tmp_path / "f")
     assert store.extract_ahead(paths, workers=1) == len(paths)
     prosody.stop_background()
+    # the pool's manager thread cancels the queue just after shutdown() returns: wait for it
+    deadline = time.monotonic() + 30
+    while not any(f.cancelled() for f in store._ahead.values()) and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert any(f.cancelled() for f in store._ahead.values())
     assert 1 not in prosody._POOLS and not prosody._BACKGROUND
     single = FeatureStore(tmp_path / "single")
