@@ -193,14 +193,16 @@ class FeatureStore:
         recording's content key and a digest of this module's source, so a change to how
         profiles are built never reads stale ones."""
         keys = [self.key(p) for p in paths]
-        name = hashlib.sha256("|".join([*keys, _source_digest()]).encode()).hexdigest()[:32]
+        source = _source_digest()
+        name = hashlib.sha256("|".join([*keys, source or ""]).encode()).hexdigest()[:32]
         if name in self._profiles:
             return self._profiles[name]
         file = self.directory / "profiles" / f"{name}.npy"
-        found = _read_entry(file, _unpack_profiles)
+        found = _read_entry(file, _unpack_profiles) if source else None
         if found is None:
             found = sentence_profiles([self.get(p) for p in paths])
-            _write_entry(file, _pack_profiles(found))
+            if source:
+                _write_entry(file, _pack_profiles(found))
         self._profiles[name] = found
         return found
 
@@ -732,9 +734,13 @@ def _unpack_profiles(a: np.ndarray) -> "SentenceProfiles":
 
 
 @lru_cache(maxsize=1)
-def _source_digest() -> str:
-    """A digest of this module's source: part of every cached profile's key."""
-    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+def _source_digest() -> str | None:
+    """A digest of this module's source: part of every cached profile's key (None where the
+    source cannot be read, as in a zipped install: then profiles are not cached on disk)."""
+    try:
+        return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+    except OSError:
+        return None
 
 
 def pitch_excursion(f: Features) -> np.ndarray:
