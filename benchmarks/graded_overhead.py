@@ -96,7 +96,7 @@ def main() -> int:
         print(f"{m:8} {wall[m]:7.2f}s {cpu[m]:7.2f}s {acc[m]:9.3f}")
     print(f"graded figures add: wall {100 * (wall['on'] / wall['off'] - 1):+.1f}%, "
           f"CPU {100 * (cpu['on'] / cpu['off'] - 1):+.1f}%  (target < 20%)")
-    print("(CPU time is the fairer figure on a shared machine: the run is single-threaded)")
+    print("(CPU time is the fairer figure on a shared machine: it counts only this run)")
     if acc["on"] != acc["off"]:
         raise SystemExit("accuracy changed when the graded figures were on: a defect")
     _print_summary("simulated system", records)
@@ -121,9 +121,12 @@ def evaluate(system: Path, graded: bool):
     harness.clear_caches()
     args = {"path": str(system), "name": "bench"}
     t, c = time.perf_counter(), time.process_time()
-    tm = TaskManager(include_defaults=False, metadata={**args, "graded": str(graded).lower()})
+    # one process (workers=1): a background worker's extraction would not show in this
+    # process's CPU time
+    meta = {"graded": str(graded).lower(), "workers": 1}
+    tm = TaskManager(include_defaults=False, metadata={**args, **meta})
     res = simple_evaluate(model="audio-dir", model_args=args, tasks=["adept"], task_manager=tm,
-                          bootstrap_iters=0, log_samples=True)
+                          bootstrap_iters=0, log_samples=True, metadata=meta)
     return time.perf_counter() - t, time.process_time() - c, res
 
 
