@@ -48,14 +48,21 @@ def test_a_bad_file_does_not_stop_the_others(corpus, tmp_path):
         store.get(bad)
 
 
-def test_listener_results_identical_with_one_and_two_workers(use_corpus, systems, tmp_path):
+def _topical_emphasis_questions(corpus, system_dir):
+    """Every question of adept_topical_emphasis_female, each with the map of the system's
+    samples (as the harness hands them to a listener)."""
     from adept_eval.harness import load_questions, question_of
+
+    docs = load_questions("adept_topical_emphasis_female", str(corpus.root))["test"]
+    samples = {f"{p.parent.parent.name}/{p.parent.name}/{p.stem}": str(p)
+               for p in system_dir.rglob("*.wav")}
+    return [(question_of(d), samples) for d in docs]
+
+
+def test_listener_results_identical_with_one_and_two_workers(use_corpus, systems, tmp_path):
     from adept_eval.listeners.acoustic import AcousticListener
 
-    docs = load_questions("adept_topical_emphasis_female", str(use_corpus.root))["test"]
-    samples = {f"{p.parent.parent.name}/{p.parent.name}/{p.stem}": str(p)
-               for p in systems["partial"].rglob("*.wav")}
-    asked = [(question_of(d), samples) for d in docs]
+    asked = _topical_emphasis_questions(use_corpus, systems["partial"])
     answers = {}
     for workers in (1, 2):
         listener = AcousticListener(corpus=use_corpus, cache_dir=str(tmp_path / f"w{workers}"),
@@ -183,13 +190,10 @@ def test_run_hands_every_file_to_the_listener_in_scoring_order(use_corpus, syste
 
 
 def test_listener_results_identical_with_background_extraction(use_corpus, systems, tmp_path):
-    from adept_eval.harness import load_questions, question_of
     from adept_eval.listeners.acoustic import AcousticListener
 
-    docs = load_questions("adept_topical_emphasis_female", str(use_corpus.root))["test"]
-    samples = {f"{p.parent.parent.name}/{p.parent.name}/{p.stem}": str(p)
-               for p in systems["partial"].rglob("*.wav")}
-    asked = [(question_of(d), samples) for d in docs]
+    asked = _topical_emphasis_questions(use_corpus, systems["partial"])
+    samples = asked[0][1]
     answers = {}
     for workers in (1, None):
         listener = AcousticListener(corpus=use_corpus, cache_dir=str(tmp_path / f"w{workers}"),
