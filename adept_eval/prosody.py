@@ -263,7 +263,6 @@ class FeatureStore:
                     bar.update(1)
         return len(todo)
 
-
     def extract_ahead(self, paths, workers: int | None = None) -> int:
         """Start extracting, in the background, the features of every file in ``paths`` that is
         neither in memory nor on disk, in the order given, on ``workers`` forked processes
@@ -406,8 +405,9 @@ def background_workers() -> int:
     (one extraction keeps about two cores busy), and one on a 2-core machine, where the
     listening process takes the other core (two there were no faster with the machine quiet,
     4.0 s against 4.1 s for a full evaluation, with 240 MiB more memory, and slower with
-    another program busy on a core: 5.9 s against 5.2 s)."""
-    return max(1, available_cores() // THREADS_PER_EXTRACTION)
+    another program busy on a core: 5.9 s against 5.2 s). The count is ``default_workers``';
+    only what one worker means differs (there: no pool; here: one worker)."""
+    return default_workers()
 
 
 def available_cores() -> int:
@@ -755,12 +755,11 @@ def pitch_excursion(f: Features) -> np.ndarray:
     at the word's middle it is *on* the line), which the movement within the syllable
     catches. (A running median as the course was tried: at the edges it follows a final
     fall, so a focus on the last word went unseen.)"""
-    voiced = ~np.isnan(f.f0)
-    if voiced.sum() < 3:
+    filled = _bridged_pitch(f)
+    if filled is None:
         return np.zeros(f.n)
-    t = np.arange(f.n)
+    voiced, t = ~np.isnan(f.f0), np.arange(f.n)
     slope, intercept = np.polyfit(t[voiced], f.f0[voiced], 1)
-    filled = np.interp(t, t[voiced], f.f0[voiced])
     w = PITCH_MOVEMENT_HALF_WINDOW
     windows = np.lib.stride_tricks.sliding_window_view(np.pad(filled, w, mode="edge"), 2 * w + 1)
     movement = windows.max(axis=1) - windows.min(axis=1)
@@ -890,11 +889,18 @@ def _step_down(x: np.ndarray, w: int = BOUNDARY_HALF_WINDOW) -> np.ndarray:
 def pitch_reset(f: Features) -> np.ndarray:
     """Per frame, how far the pitch (bridged across unvoiced stretches) rises from the 200 ms
     before it to the 200 ms after it (semitones): a phrase starting afresh after a boundary."""
+    filled = _bridged_pitch(f)
+    return np.zeros(f.n) if filled is None else -_step_down(filled)
+
+
+def _bridged_pitch(f: Features) -> np.ndarray | None:
+    """The pitch at every frame, unvoiced stretches bridged by straight lines between their
+    voiced neighbours (None with fewer than 3 voiced frames: no course to speak of)."""
     voiced = ~np.isnan(f.f0)
     if voiced.sum() < 3:
-        return np.zeros(f.n)
+        return None
     t = np.arange(f.n)
-    return -_step_down(np.interp(t, t[voiced], f.f0[voiced]))
+    return np.interp(t, t[voiced], f.f0[voiced])
 
 
 def onto(system: SentenceProfiles, natural: SentenceProfiles) -> SentenceProfiles:
