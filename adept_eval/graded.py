@@ -243,6 +243,14 @@ def align(sample: Features, reference: Features) -> Alignment:
     return Alignment(ia, ib)
 
 
+def align_many(pairs: Mapping[str, tuple[Features, Features]]) -> dict[str, Alignment]:
+    """``align(sample, reference)`` of each named pair, the same alignments computed together
+    (``prosody.dtw_paths``: a sentence's renditions share the per-row work)."""
+    paths = prosody.dtw_paths([(a.mfcc, b.mfcc) for a, b in pairs.values()],
+                              prosody.ALIGN_PENALTY)
+    return {name: Alignment(ia, ib) for name, (ia, ib) in zip(pairs, paths)}
+
+
 def semitones_to_hz(st: np.ndarray) -> np.ndarray:
     """``prosody`` keeps F0 as semitones re 100 Hz; gross errors are defined on Hz."""
     return 100.0 * np.power(2.0, np.asarray(st, dtype=float) / 12.0)
@@ -637,6 +645,8 @@ class AdeptScorer:
         usable_nat = [n for n in nat if not unusable(n)]
         sys_norm = VoiceNorm.of(list(feats.values())) if feats else None
         nat_norm = VoiceNorm.of(usable_nat) if usable_nat else None
+        alignments = align_many({s: (f, nat[subs.index(s)]) for s, f in feats.items()
+                                 if not unusable(nat[subs.index(s)])})
         for s, f in feats.items():
             i = subs.index(s)
             order = [i] + [j for j in range(len(subs)) if j != i]
@@ -646,7 +656,8 @@ class AdeptScorer:
             result[s] = score(f, nat[i], id=ids[s], sample_norm=sys_norm,
                               reference_norm=nat_norm,
                               others=[nat[j] for j in order[1:]],
-                              other_norms=[nat_norm] * (len(order) - 1), distances=d)
+                              other_norms=[nat_norm] * (len(order) - 1),
+                              alignment=alignments.get(s), distances=d)
         ordered = {s: result[s] for s in subs}
         self._memo[memo_key] = ordered
         return ordered

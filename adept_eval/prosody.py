@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -426,9 +427,9 @@ def _pool(workers: int, background: bool = False):
     task: 12 pools would cost more than the extraction). Workers are forked where the platform
     can (they start in a millisecond with numpy, scipy and parselmouth loaded, and never
     re-import the caller's main script as spawn/forkserver do: a user's unguarded script would
-    run again). Workers keep their numeric libraries' thread settings: a BLAS product summed
-    in another thread split rounds differently, and the features must be the single-process
-    ones bit for bit. A worker touches no lock another thread may hold (no logging, no tqdm).
+    run again). Workers run BLAS on one thread, as the listening process does while it
+    listens (``one_blas_thread``): the features are the same in either. A worker touches no
+    lock another thread may hold (no logging, no tqdm).
 
     A ``background`` pool (``FeatureStore.extract_ahead``) is forked only, and its workers
     import the extraction's libraries themselves, at once (~0.3 s: scipy.fft, parselmouth,
@@ -446,8 +447,8 @@ def _pool(workers: int, background: bool = False):
             import parselmouth  # noqa: F401 - loaded once here, inherited by every worker
             import scipy.fft  # noqa: F401
         context = multiprocessing.get_context("fork" if "fork" in methods else None)
-        pool = ProcessPoolExecutor(workers, mp_context=context,
-                                   initializer=_load_libraries if background else None)
+        pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_start,
+                                   initargs=(background,))
         atexit.register(pool.shutdown, wait=False, cancel_futures=True)
         _POOLS[workers] = pool
     return _POOLS[workers]
@@ -467,11 +468,53 @@ def stop_background() -> None:
     _BACKGROUND.clear()
 
 
-def _load_libraries() -> None:
-    """A background worker's start: the libraries ``extract`` needs, before its first file."""
-    import parselmouth  # noqa: F401
-    import scipy.fft  # noqa: F401
-    import scipy.signal  # noqa: F401
+@contextmanager
+def one_blas_thread():
+    """Run the block with BLAS (numpy's and scipy's OpenBLAS) on one thread.
+
+    The listener's matrix products are small (a few hundred frames by 257 bins), so a second
+    BLAS thread gains nothing, while OpenBLAS's idle threads spin after every product and take
+    the core a background extraction runs on: a user's full evaluation with BLAS left at its
+    default (two threads on two cores) took 4.85 s and 7.3 s of CPU instead of 3.96 s and
+    5.1 s. One thread also keeps the features independent of the user's thread settings.
+    Without threadpoolctl the block runs as it is."""
+    controller = _blas_controller()
+    if controller is None:  # pragma: no cover - a dependency; tolerated missing
+        yield
+        return
+    with controller.limit(limits=1, user_api="blas"):
+        yield
+
+
+@lru_cache(maxsize=1)
+def _blas_controller():
+    """The process's thread pools, found once: a search of the loaded libraries costs ~2 ms,
+    a limit through the controller 20 us (a run enters ``one_blas_thread`` 24 times)."""
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:  # pragma: no cover
+        return None
+    # scipy's own BLAS too, loaded first: a controller knows only the libraries loaded when
+    # it is made (scipy.signal, which extraction needs, and scipy.stats, which every run's
+    # aggregation imports first, load it anyway)
+    import scipy.linalg  # noqa: F401
+
+    return ThreadpoolController()
+
+
+_WORKER_LIMITS: list = []  # a pool worker's BLAS limit, kept for the worker's life
+
+
+def _worker_start(background: bool) -> None:
+    """A pool worker's start: BLAS on one thread (``one_blas_thread``) and, for a background
+    worker, the libraries ``extract`` needs, loaded before its first file."""
+    controller = _blas_controller()
+    if controller is not None:
+        _WORKER_LIMITS.append(controller.limit(limits=1, user_api="blas"))
+    if background:
+        import parselmouth  # noqa: F401
+        import scipy.fft  # noqa: F401
+        import scipy.signal  # noqa: F401
 
 
 def _extract_files(directory: str, paths: list[str]) -> list[tuple[str, Features, float]]:
@@ -500,44 +543,80 @@ def dtw_path(a: np.ndarray, b: np.ndarray, diagonal_penalty: float = 0.0
     a_j = min(D[i-1, j-1], D[i-1, j]) and C the running sum of row i's costs,
     D[i, j] = C_j + min_{k<=j}(a_k - C_{k-1}), a cumulative minimum.
     """
+    return dtw_paths([(a, b)], diagonal_penalty)[0]
+
+
+def dtw_paths(pairs, diagonal_penalty: float = 0.0) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``dtw_path`` of each (a, b) in ``pairs``, the same paths bit for bit, computed together:
+    the row recurrence runs once for all pairs, row i of every pair side by side in one
+    array, so its per-row overhead - most of an alignment's time - is paid once per row of
+    the largest pair instead of once per row of each (the renditions of one sentence: 20-40%
+    less time than one by one). A pair smaller than the largest is padded with cells whose
+    values never matter: a cell depends only on cells above it and to its left."""
+    costs = [_dtw_cost(a, b, diagonal_penalty) for a, b in pairs]
+    if not costs:
+        return []
+    # the running sums of every row at once (an accumulation adds in order, row by row: the
+    # same sums as row by row)
+    sums = [np.cumsum(c, axis=1) for c in costs]
+    if len(costs) == 1:
+        csum = sums[0][:, None, :]
+        before = (sums[0] - costs[0])[:, None, :]  # C_{k-1}
+    else:
+        n = max(c.shape[0] for c in costs)
+        m = max(c.shape[1] for c in costs)
+        csum, before = np.zeros((n, len(costs), m)), np.zeros((n, len(costs), m))
+        for k, (c, cs) in enumerate(zip(costs, sums)):
+            csum[:c.shape[0], k, :c.shape[1]] = cs
+            before[:c.shape[0], k, :c.shape[1]] = cs - c
+    n, pairs_n, m = csum.shape
+    # the rows computed into preallocated buffers
+    acc = np.empty((n, pairs_n, m))
+    acc[0] = csum[0]
+    a_j = np.empty((pairs_n, m))
+    for i in range(1, n):
+        prev = acc[i - 1]
+        a_j[:, 0] = prev[:, 0]  # min(prev[0], inf)
+        np.minimum(prev[:, 1:], prev[:, :-1], out=a_j[:, 1:])
+        row = acc[i]
+        np.subtract(a_j, before[i], out=row)
+        np.minimum.accumulate(row, axis=1, out=row)
+        np.add(csum[i], row, out=row)
+    return [_backtrack(acc[:c.shape[0], k, :c.shape[1]]) for k, c in enumerate(costs)]
+
+
+def _dtw_cost(a: np.ndarray, b: np.ndarray, diagonal_penalty: float) -> np.ndarray:
+    """``dtw_path``'s frame cost: Euclidean distance, plus the off-diagonal penalty."""
     cost = np.sqrt(np.maximum(
         (a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - 2 * a @ b.T, 0.0))
     n, m = cost.shape
     if diagonal_penalty and n > 1 and m > 1:
         off = np.abs(np.arange(n)[:, None] / (n - 1) - np.arange(m)[None, :] / (m - 1))
         cost = cost + diagonal_penalty * float(np.median(cost)) * off
-    # the running sums of every row at once (an accumulation adds in order, row by row: the
-    # same sums as row by row), and the rows computed into preallocated buffers
-    csum = np.cumsum(cost, axis=1)
-    before = csum - cost  # C_{k-1}
-    acc = np.empty((n, m))
-    acc[0] = csum[0]
-    a_j = np.empty(m)
-    for i in range(1, n):
-        prev = acc[i - 1]
-        a_j[0] = prev[0]  # min(prev[0], inf)
-        np.minimum(prev[1:], prev[:-1], out=a_j[1:])
-        row = acc[i]
-        np.subtract(a_j, before[i], out=row)
-        np.minimum.accumulate(row, out=row)
-        np.add(csum[i], row, out=row)
-    # backtrack on plain floats (numpy scalar access would dominate the run time)
-    rows = acc.tolist()
+    return cost
+
+
+def _backtrack(acc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The path back from the last cell of an accumulated-cost matrix to the first.
+
+    The step into every cell is decided for the whole matrix at once (0 diagonal, 1 from
+    above, 2 from the left; ties prefer the diagonal, then above), then walked back from the
+    end over its bytes: reading ~n+m cells one by one from numpy would dominate the run time.
+    """
+    n, m = acc.shape
+    diag, up, left = acc[:-1, :-1], acc[:-1, 1:], acc[1:, :-1]
+    step = np.full((n, m), 2, dtype=np.uint8)
+    step[1:, 1:] = np.where((diag <= up) & (diag <= left), 0, np.where(up <= left, 1, 2))
+    step[1:, 0] = 1
+    moves = step.tobytes()
     i, j = n - 1, m - 1
     ia, ib = [i], [j]
     while i > 0 or j > 0:
-        if i == 0:
-            j -= 1
-        elif j == 0:
+        move = moves[i * m + j]
+        if move != 2:
             i -= 1
-        else:
-            diag, up, left = rows[i - 1][j - 1], rows[i - 1][j], rows[i][j - 1]
-            if diag <= up and diag <= left:
-                i, j = i - 1, j - 1
-            elif up <= left:
-                i -= 1
-            else:
-                j -= 1
+        if move != 1:
+            j -= 1
         ia.append(i)
         ib.append(j)
     return np.array(ia[::-1]), np.array(ib[::-1])
@@ -819,11 +898,20 @@ def speech_only(f: Features) -> tuple[Features, np.ndarray]:
 def _positions(a: Features, b: Features) -> np.ndarray:
     """For every frame of ``a``, the matching (fractional) frame of ``b``. Aligned at 40 ms
     (every other frame: a quarter of the work; prosody needs no finer)."""
-    a2, b2 = a.mfcc[::2], b.mfcc[::2]
-    ia, ib = dtw_path(a2, b2, ALIGN_PENALTY)
-    counts = np.bincount(ia, minlength=len(a2))
-    pos2 = np.bincount(ia, weights=ib, minlength=len(a2)) / np.maximum(counts, 1)
-    return np.clip(np.interp(np.arange(a.n) / 2.0, np.arange(len(a2)), pos2) * 2.0, 0, b.n - 1)
+    return _positions_many(a, [b])[0]
+
+
+def _positions_many(a: Features, others: list[Features]) -> list[np.ndarray]:
+    """``_positions(a, b)`` for each ``b`` in ``others``, aligned together (``dtw_paths``)."""
+    a2 = a.mfcc[::2]
+    out = []
+    for b, (ia, ib) in zip(others, dtw_paths([(a2, b.mfcc[::2]) for b in others],
+                                             ALIGN_PENALTY)):
+        counts = np.bincount(ia, minlength=len(a2))
+        pos2 = np.bincount(ia, weights=ib, minlength=len(a2)) / np.maximum(counts, 1)
+        out.append(np.clip(np.interp(np.arange(a.n) / 2.0, np.arange(len(a2)), pos2) * 2.0,
+                           0, b.n - 1))
+    return out
 
 
 def _smooth(x: np.ndarray, width: int) -> np.ndarray:
@@ -840,8 +928,10 @@ def sentence_profiles(renditions: list[Features]) -> SentenceProfiles:
     kernel = kernel / kernel.sum()
     f0, energy, tempo, length, pause, level, excursion = [], [], [], [], [], [], []
     reset = []
+    others = _positions_many(anchor, [r for r, _ in cut[1:]])
+    positions = [np.arange(anchor.n, dtype=float), *others]
     for i, (r, after) in enumerate(cut):
-        pos = _positions(anchor, r) if i else np.arange(anchor.n, dtype=float)
+        pos = positions[i]
         idx = np.clip(np.round(pos).astype(int), 0, r.n - 1)
         f0.append(r.f0[idx])
         e = np.maximum(r.energy, above_noise(float(r.energy.max()), r.noise_floor,

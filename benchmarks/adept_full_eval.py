@@ -11,10 +11,13 @@ Two measurements, printed side by side:
    least one) and, for comparison, by two workers and in one process (``--metadata workers=2``
    / ``workers=1``). CPU seconds and peak memory are those of the whole process tree (the
    lm_eval process and its feature workers; shared pages counted once per process), sampled
-   from /proc every 20 ms.
-2. **In-process, one core** (BLAS threads pinned to 1, ``workers=1``): the acoustic listener's
-   own CPU per second of audio it analyses (x real time per core), split into producing samples,
-   listening and graded figures.
+   from /proc every 20 ms. The runs get this shell's environment as it is: numeric
+   libraries' threads are left at a user's defaults (the listener runs BLAS on one thread
+   itself, ``prosody.one_blas_thread``).
+2. **In-process, one core** (``workers=1``): the acoustic listener's own CPU per second of
+   audio it analyses (x real time per core), split into producing samples, listening and
+   graded figures. Each warm run starts as a new process would: the files' content keys are
+   forgotten (every file is hashed again) and the system's features are not cached.
 
     python benchmarks/adept_full_eval.py [--system DIR] [--corpus PATH] [--repeat 3]
 
@@ -26,9 +29,6 @@ from __future__ import annotations
 
 import os
 
-os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-os.environ.setdefault("MKL_NUM_THREADS", "1")
 os.environ.setdefault("TQDM_DISABLE", "1")
 
 import argparse  # noqa: E402
@@ -109,6 +109,7 @@ def in_process(system: Path, corpus: str, home: Path, warm_runs: int = 1) -> dic
     from adept_eval.lm_eval_plugin import register
     from adept_eval.listeners.acoustic import AcousticListener
     from adept_eval.models.base import SpeechSystem
+    from adept_eval.prosody import FeatureStore
 
     register()
     spent: dict[str, list[float]] = {}
@@ -137,6 +138,7 @@ def in_process(system: Path, corpus: str, home: Path, warm_runs: int = 1) -> dic
             shutil.rmtree(home / "features", ignore_errors=True)
         else:
             _forget_system_features(system, home)
+        FeatureStore._keys.clear()  # as in a new process: every file hashed again
         spent.clear()
         harness.clear_caches()
         stats = {"seconds": 0.0}

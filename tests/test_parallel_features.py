@@ -260,3 +260,41 @@ def test_a_run_that_fails_before_scoring_stops_the_background(use_corpus, tmp_pa
     out = Nothing(check_samples=False, on_missing="wrong").generate_until(
         [SimpleNamespace(doc=doc)])
     assert len(out) == 1 and calls == ["produced"]
+
+
+def _blas_threads() -> set[int]:
+    from threadpoolctl import threadpool_info
+
+    return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+
+
+def test_listening_runs_blas_on_one_thread_here_and_in_workers(use_corpus, systems, tmp_path,
+                                                               monkeypatch):
+    """The listener's answers, its graded figures and the extraction workers run BLAS on one
+    thread whatever the process was given (a user's default: one thread per core), and the
+    process's own setting is back afterwards."""
+    from threadpoolctl import threadpool_limits
+
+    from adept_eval import prosody
+    from adept_eval.listeners.acoustic import AcousticListener
+
+    seen = []
+    for name in ("answer", "_graded_scores"):
+        real = getattr(AcousticListener, name)
+        monkeypatch.setattr(AcousticListener, name,
+                            lambda self, *a, _real=real: seen.append(_blas_threads())
+                            or _real(self, *a))
+    asked = _topical_emphasis_questions(use_corpus, systems["partial"])[:2]
+    with threadpool_limits(limits=2, user_api="blas"):
+        assert _blas_threads() == {2}
+        listener = AcousticListener(corpus=use_corpus, cache_dir=str(tmp_path / "f"),
+                                    workers=1, progress=False)
+        answers = listener.answer_many(asked)
+        question, samples = asked[0]
+        listener.graded_scores(samples, [next(k for k in samples
+                                              if k.startswith(f"{question.cls}/"))])
+        assert _blas_threads() == {2}  # restored
+        worker = prosody._pool(2).submit(_blas_threads).result(timeout=60)
+    assert [a.status for a in answers] == ["ok", "ok"]
+    assert len(seen) == 3 and all(s == {1} for s in seen), seen
+    assert worker == {1}

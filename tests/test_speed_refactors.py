@@ -78,6 +78,27 @@ def test_dtw_path_is_the_plain_recurrence():
         assert np.array_equal(ia, ja) and np.array_equal(ib, jb), trial
 
 
+def test_dtw_paths_together_are_each_pair_alone():
+    """Aligned side by side (a sentence's renditions at once), every pair gets the path it
+    gets alone, whatever the other pairs' sizes: padding never reaches a pair's cells."""
+    rng = np.random.default_rng(11)
+    for trial in range(60):
+        pairs = []
+        for _ in range(int(rng.integers(2, 6))):
+            n, m = rng.integers(1, 50, size=2)
+            a = rng.standard_normal((n, 12))
+            b = np.repeat(a, rng.integers(1, 3, size=n), axis=0)[:m] if trial % 2 else \
+                rng.standard_normal((m, 12))
+            pairs.append((a, b))
+        penalty = (0.0, prosody.ALIGN_PENALTY)[trial % 2]
+        together = prosody.dtw_paths(pairs, penalty)
+        assert len(together) == len(pairs)
+        for (a, b), (ia, ib) in zip(pairs, together):
+            ja, jb, _ = _plain_dtw(a, b, penalty)
+            assert np.array_equal(ia, ja) and np.array_equal(ib, jb), trial
+    assert prosody.dtw_paths([], 0.0) == []
+
+
 def test_frames_are_the_indexed_frames():
     x = np.random.default_rng(3).standard_normal(16000 + 123)
     frames, times = prosody._frames(x)

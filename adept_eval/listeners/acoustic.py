@@ -50,8 +50,8 @@ from .. import spec
 from ..audio import find_audio
 from ..corpus import Corpus, load_corpus
 from ..options import yes_no
-from ..prosody import (TERMS, FeatureStore, VoiceNorm, compare_sentence, distance_terms, onto,
-                       sentence_profiles)
+from ..prosody import (TERMS, FeatureStore, VoiceNorm, compare_sentence, distance_terms,
+                       one_blas_thread, onto, sentence_profiles)
 from ..questions import Question
 from ..speech_presence import reason_from_features
 from . import Answer, Listener, Response, register_listener
@@ -228,13 +228,16 @@ class AcousticListener(Listener):
         # disable only when asked to (or for one question): otherwise tqdm's own defaults
         # apply, TQDM_DISABLE included
         quiet = {"disable": True} if not self.progress or len(asked) < 2 else {}
-        self._prefetch(asked)
-        for q, samples in tqdm(asked, desc=f"{self.name}: listening", unit="question", **quiet):
-            try:
-                out.append(self.answer(q, samples))
-            except Exception as exc:  # one bad question must not end the run
-                detail = f"listener error: {type(exc).__name__}: {exc}"
-                out.append(Answer((Response(None, detail=detail),), "failed", detail=detail))
+        with one_blas_thread():
+            self._prefetch(asked)
+            for q, samples in tqdm(asked, desc=f"{self.name}: listening", unit="question",
+                                   **quiet):
+                try:
+                    out.append(self.answer(q, samples))
+                except Exception as exc:  # one bad question must not end the run
+                    detail = f"listener error: {type(exc).__name__}: {exc}"
+                    out.append(Answer((Response(None, detail=detail),), "failed",
+                                      detail=detail))
         return out
 
     def expect(self, paths) -> int:
@@ -283,6 +286,10 @@ class AcousticListener(Listener):
     def graded_scores(self, samples: dict[str, str], stimuli) -> dict:
         """``graded.StimulusScores`` of each stimulus id in ``stimuli``, given the system's
         samples keyed by stimulus id (a sentence's other renditions set the voice's level)."""
+        with one_blas_thread():
+            return self._graded_scores(samples, stimuli)
+
+    def _graded_scores(self, samples: dict[str, str], stimuli) -> dict:
         from .. import graded
 
         if self._scorer is None:
