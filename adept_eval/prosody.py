@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from .audio import Audio, read_audio, resample
+from .content_keys import ContentKeys
 
 FEATURE_VERSION = "5"
 ANALYSIS_RATE = 16000
@@ -168,20 +169,22 @@ class FeatureStore:
         self._memory: dict[str, Features] = {}
         self._ahead: dict = {}  # key -> Future of a background extraction (``extract_ahead``)
         self._profiles: dict[str, SentenceProfiles] = {}  # ``profiles``, by cache name
+        self._content = ContentKeys(self.directory)
         self.computed = 0
         self.audio_seconds = 0.0
 
-    _keys: dict[tuple[str, int, int], str] = {}
+    #: content keys this process has worked out, by (path, size, mtime, ctime, inode, device)
+    _keys: dict[tuple, str] = {}
 
-    @classmethod
-    def key(cls, path: str | Path) -> str:
-        """Content key; remembered per (path, size, mtime) so a file is hashed once per process."""
+    def key(self, path: str | Path) -> str:
+        """The recording's content key (sha256 of its bytes and the feature version): worked
+        out once per process per file, and read from the cache's index of content keys
+        (``content_keys``) instead of hashing a file whose ``stat`` has not changed."""
         st = os.stat(path)
-        stamp = (str(path), st.st_size, st.st_mtime_ns)
-        if stamp not in cls._keys:
-            cls._keys[stamp] = (hashlib.sha256(Path(path).read_bytes()).hexdigest()[:32]
-                                + f"-v{FEATURE_VERSION}")
-        return cls._keys[stamp]
+        stamp = (str(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+        if stamp not in FeatureStore._keys:
+            FeatureStore._keys[stamp] = f"{self._content.digest(path, st)}-v{FEATURE_VERSION}"
+        return FeatureStore._keys[stamp]
 
     def path_of(self, audio_path: str | Path) -> Path:
         """Where the features of ``audio_path`` are (or will be) cached on disk."""
