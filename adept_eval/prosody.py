@@ -724,15 +724,27 @@ SALIENCE_SMOOTH = 5  # frames (100 ms): a syllable, not a frame
 LEVEL_VOTE_DB = 1.5
 TERMS = ("f0", "energy", "level", "tempo", "pause", "salience", "boundary")
 # Boundary: where a rendition marks a phrase boundary more than the sentence's other renditions
-# do, by any of its cues - a pause, the lengthening of the stretch before it (more before than
-# after), the pitch starting higher after it than before (a reset) - each in the units a
-# listener would weigh about alike, like the salience profile. Engines mark a comma their own
+# do, by any of its cues - a pause, the lengthening of the stretch before it, the pitch
+# starting higher after it than before (a reset) - each in the units a listener would weigh
+# about alike, like the salience profile. Engines mark a comma their own
 # way (flite with 60-80 ms of silence, festival at times with none; a system may lengthen and
 # reset without pausing), so the pause alone does not say where the break is. Introduced in
 # method v7 on espeak-ng -> festival's breaks without a pause (a tuning rotation).
-BOUNDARY_HALF_WINDOW = 10  # frames (200 ms) either side of a candidate boundary
+# Method v8 (chosen on the tuning rotations' syntactic phrasing: espeak-ng -> flite at a third of
+# every effect, espeak-ng -> festival native): the pause cue counts every silence inside the
+# utterance from ``JUNCTURE_SILENCE_S`` on, in full seconds, at its place (spread over +-160 ms
+# with its peak, not its sum, equal to its length: "0.05 s of pause is one unit" holds where
+# the break is; v7 divided it by the spread's 9 frames, so a 300 ms pause counted 0.67 units
+# there, as much as a 1.3-semitone reset). A silence where the other reading has none is a
+# juncture cue however short (flite marks commas with 60-80 ms); a stop closure is where every
+# reading has it and cancels in the deviation from the mean rendition. The lengthening cue is
+# how much slower the 200 ms before a point are (v7: slower before than after, which also put
+# a negative boundary where a lengthened stretch starts - a two-lobed profile that, a word off
+# the references', voted for the wrong reading).
+BOUNDARY_HALF_WINDOW = 10  # frames (200 ms) before (lengthening) or either side (reset)
 BOUNDARY_VOTE_S = 2 * MIN_PAUSE_S  # a shortest pause moved from one place to another
 BOUNDARY_UNITS = {"pause": 0.05, "lengthening": 0.15, "reset": 2.0}
+JUNCTURE_SILENCE_S = 0.04  # two frames: the shortest silence that is a run, not a dip
 
 
 @dataclass(frozen=True)
@@ -879,6 +891,15 @@ def speech_only(f: Features) -> tuple[Features, np.ndarray]:
     longer they last (none at 80 ms, all at 150 ms): an engine's own comma can be a 100-140 ms
     silence, while stop closures stretched by slow speech reach about 100 ms (counted at
     most a third)."""
+    cut, pause_after, _ = _speech_and_silences(f)
+    return cut, pause_after
+
+
+def _speech_and_silences(f: Features) -> tuple[Features, np.ndarray, np.ndarray]:
+    """``speech_only``, and as a third array every silence inside the utterance from
+    ``JUNCTURE_SILENCE_S`` on, in full seconds (the boundary's pause cue): a short one at the
+    kept frame where speech resumes (where ``pause_after`` counts its share), a pause that was
+    cut out at the frame before it (as ``pause_after``)."""
     runs = pause_runs(f)
     keep = np.ones(f.n, dtype=bool)
     pause_after = np.zeros(f.n)
@@ -887,15 +908,18 @@ def speech_only(f: Features) -> tuple[Features, np.ndarray]:
         pause_after[a - 1] = (b - a) * HOP_S
     if keep.sum() < 3 or not runs:
         keep, pause_after = np.ones(f.n, dtype=bool), np.zeros(f.n)
-    for a, b in pause_runs(f, min_pause_s=SHORT_BREAK_FROM_S):
+    silence_after = pause_after.copy()
+    for a, b in pause_runs(f, min_pause_s=min(SHORT_BREAK_FROM_S, JUNCTURE_SILENCE_S)):
         seconds = (b - a) * HOP_S
         if keep[a] and seconds < MIN_PAUSE_S:  # not cut out: a short break, partly counted
             share = (seconds - SHORT_BREAK_FROM_S) / (MIN_PAUSE_S - SHORT_BREAK_FROM_S)
             pause_after[b] += seconds * float(np.clip(share, 0.0, 1.0))
+            if seconds >= JUNCTURE_SILENCE_S - 1e-9:
+                silence_after[b] += seconds
     if keep.all():
-        return f, pause_after
+        return f, pause_after, silence_after
     return (Features(f.f0[keep], f.energy[keep], f.mfcc[keep], f.speech[keep], f.noise_floor),
-            pause_after[keep])
+            pause_after[keep], silence_after[keep])
 
 
 def _positions(a: Features, b: Features) -> np.ndarray:
@@ -925,12 +949,13 @@ def _smooth(x: np.ndarray, width: int) -> np.ndarray:
 
 
 def sentence_profiles(renditions: list[Features]) -> SentenceProfiles:
-    cut = [speech_only(r) for r in renditions]
+    cut3 = [_speech_and_silences(r) for r in renditions]
+    cut = [(c, after) for c, after, _ in cut3]
     anchor = cut[0][0]
     kernel = np.bartlett(2 * PAUSE_SPREAD + 3)[1:-1]
     kernel = kernel / kernel.sum()
     f0, energy, tempo, length, pause, level, excursion = [], [], [], [], [], [], []
-    reset = []
+    reset, gap = [], []
     others = _positions_many(anchor, [r for r, _ in cut[1:]])
     positions = [np.arange(anchor.n, dtype=float), *others]
     for i, (r, after) in enumerate(cut):
@@ -951,6 +976,11 @@ def sentence_profiles(renditions: list[Features]) -> SentenceProfiles:
         for j in np.flatnonzero(after):
             on_anchor[int(np.argmin(np.abs(pos - j)))] += after[j]
         pause.append(np.convolve(on_anchor, kernel, mode="same"))
+        on_anchor = np.zeros(anchor.n)
+        silences = cut3[i][2]
+        for j in np.flatnonzero(silences):
+            on_anchor[int(np.argmin(np.abs(pos - j)))] += silences[j]
+        gap.append(np.convolve(on_anchor, kernel / kernel.max(), mode="same"))
     f0, energy, tempo, length, pause, level, excursion = map(
         np.array, (f0, energy, tempo, length, pause, level, excursion))
     with warnings.catch_warnings():  # a frame no rendition voices has a NaN mean: intended
@@ -963,7 +993,10 @@ def sentence_profiles(renditions: list[Features]) -> SentenceProfiles:
     salience = np.array([_smooth(row, SALIENCE_SMOOTH) for row in salience])
     b = BOUNDARY_UNITS
     reset = np.array(reset)
-    boundary = (pause / b["pause"] + np.array([_step_down(row) for row in tempo]) / b["lengthening"]
+    gap = np.array(gap)
+    gap = gap - gap.mean(0)
+    boundary = (gap / b["pause"]
+                + np.array([_slower_before(row) for row in tempo]) / b["lengthening"]
                 + (reset - reset.mean(0)) / b["reset"])
     boundary = np.array([_smooth(row, SALIENCE_SMOOTH) for row in boundary])
     return SentenceProfiles(anchor, f0 - f0_mean, energy, tempo, length - length.mean(), pause,
@@ -977,6 +1010,16 @@ def _step_down(x: np.ndarray, w: int = BOUNDARY_HALF_WINDOW) -> np.ndarray:
     c = np.concatenate(([0.0], np.cumsum(np.pad(x, w, mode="edge"))))
     i = np.arange(len(x)) + w
     return (c[i] - c[i - w]) / w - (c[i + w] - c[i]) / w
+
+
+def _slower_before(x: np.ndarray, w: int = BOUNDARY_HALF_WINDOW) -> np.ndarray:
+    """Per frame, the mean of ``x`` (log local duration) over the ``w`` frames before it:
+    the lengthening of the stretch a boundary there would end."""
+    if len(x) < 2:
+        return np.zeros(len(x))
+    c = np.concatenate(([0.0], np.cumsum(np.pad(x, (w, 0), mode="edge"))))
+    i = np.arange(len(x)) + w
+    return (c[i] - c[i - w]) / w
 
 
 def pitch_reset(f: Features) -> np.ndarray:

@@ -14,8 +14,9 @@ per-file loudness normalisation), tempo (local and total log duration), pause (s
 pause, placed between the words they fall between), salience (where the rendition stands
 out from its sentence's other renditions, whatever the cue: a pitch excursion or movement,
 loudness, lengthening, a pause) and boundary (where the rendition marks a phrase boundary more
-than the others, whatever the cue: a pause, the lengthening before it, a pitch reset after it;
-it votes only when the natural candidates break in different places); F0, energy and tempo
+than the others, whatever the cue: a silence there however short (from 40 ms), the lengthening
+before it, a pitch reset after it; it votes only when the natural candidates break in different
+places); F0, energy and tempo
 weighted towards the frames where the
 natural candidates differ most, each term scaled by how far those candidates lie from one
 another. The weighted sum becomes a posterior over candidates, softmax(-d / temperature).
@@ -61,7 +62,7 @@ from . import Answer, Listener, Response, register_listener
 TERM_WEIGHTS = {"f0": 1.0, "energy": 0.5, "level": 0.5, "tempo": 1.0, "pause": 1.0,
                 "salience": 1.0, "boundary": 1.0}
 TEMPERATURE = 0.5
-METHOD_VERSION = "7"
+METHOD_VERSION = "8"
 
 
 @register_listener("acoustic")
