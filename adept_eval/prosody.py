@@ -169,6 +169,7 @@ class FeatureStore:
         self._memory: dict[str, Features] = {}
         self._ahead: dict = {}  # key -> Future of a background extraction (``extract_ahead``)
         self._profiles: dict[str, SentenceProfiles] = {}  # ``profiles``, by cache name
+        self._spreads: dict[str, ReferenceSpread] = {}  # ``reference``, by the same name
         self._content = ContentKeys(self.directory)
         self.computed = 0
         self.audio_seconds = 0.0
@@ -196,9 +197,7 @@ class FeatureStore:
         of the listener's work on a warm run was rebuilding them). The cache key holds every
         recording's content key and a digest of this module's source, so a change to how
         profiles are built never reads stale ones."""
-        keys = [self.key(p) for p in paths]
-        source = _source_digest()
-        name = hashlib.sha256("|".join([*keys, source or ""]).encode()).hexdigest()[:32]
+        name, source = self._profiles_name(paths)
         if name in self._profiles:
             return self._profiles[name]
         file = self.directory / "profiles" / f"{name}.npy"
@@ -209,6 +208,29 @@ class FeatureStore:
                 _write_entry(file, _pack_profiles(found))
         self._profiles[name] = found
         return found
+
+    def reference(self, paths) -> tuple["SentenceProfiles", "ReferenceSpread"]:
+        """A reference sentence's ``profiles`` and their ``reference_spread``, both cached on
+        disk (the spread beside the profiles, under the same key): what every comparison
+        with the sentence starts from."""
+        natural = self.profiles(paths)
+        name, source = self._profiles_name(paths)
+        if name not in self._spreads:
+            file = self.directory / "profiles" / f"{name}.spread.npy"
+            found = _read_entry(file, _unpack_spread) if source else None
+            if found is None:
+                found = reference_spread(natural)
+                if source:
+                    _write_entry(file, _pack_spread(found))
+            self._spreads[name] = found
+        return natural, self._spreads[name]
+
+    def _profiles_name(self, paths) -> tuple[str, str | None]:
+        """The cache name of a sentence's profiles, and the source digest in it (None: not
+        cached on disk)."""
+        source = _source_digest()
+        keys = [self.key(p) for p in paths]
+        return hashlib.sha256("|".join([*keys, source or ""]).encode()).hexdigest()[:32], source
 
     def get(self, path: str | Path) -> Features:
         key = self.key(path)
@@ -589,13 +611,20 @@ def dtw_paths(pairs, diagonal_penalty: float = 0.0) -> list[tuple[np.ndarray, np
 
 
 def _dtw_cost(a: np.ndarray, b: np.ndarray, diagonal_penalty: float) -> np.ndarray:
-    """``dtw_path``'s frame cost: Euclidean distance, plus the off-diagonal penalty."""
-    cost = np.sqrt(np.maximum(
-        (a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - 2 * a @ b.T, 0.0))
+    """``dtw_path``'s frame cost: Euclidean distance, plus the off-diagonal penalty.
+
+    sqrt(max(|a|^2 + |b|^2 - 2 a.b, 0)), each step in place in one matrix (the same
+    operations in the same order as written out, without a new matrix per step)."""
+    cost = (a * a).sum(1)[:, None] + (b * b).sum(1)[None, :]
+    cost -= 2 * a @ b.T
+    np.maximum(cost, 0.0, out=cost)
+    np.sqrt(cost, out=cost)
     n, m = cost.shape
     if diagonal_penalty and n > 1 and m > 1:
-        off = np.abs(np.arange(n)[:, None] / (n - 1) - np.arange(m)[None, :] / (m - 1))
-        cost = cost + diagonal_penalty * float(np.median(cost)) * off
+        off = np.arange(n)[:, None] / (n - 1) - np.arange(m)[None, :] / (m - 1)
+        np.abs(off, out=off)
+        off *= diagonal_penalty * float(np.median(cost))
+        cost += off
     return cost
 
 
@@ -1098,23 +1127,54 @@ class Comparison:
 SCALE_FLOORS = {"pause": PAUSE_SCALE_FLOOR_S, "level": 1.0, "salience": 0.05, "boundary": 0.05}
 
 
-def compare_sentence(system: SentenceProfiles, natural: SentenceProfiles) -> Comparison:
-    """Every system rendition against every natural candidate (``system`` already ``onto``)."""
+@dataclass(frozen=True)
+class ReferenceSpread:
+    """How far a sentence's natural candidates lie from one another, a property of the
+    references alone (``FeatureStore.reference`` caches it with their profiles): per term,
+    the mean distance between two distinct candidates (at least ``SCALE_FLOORS``), the unit
+    every distance to them is expressed in; and whether they place their breaks differently
+    (only then does the boundary term vote)."""
+
+    scale: dict[str, float]
+    boundary_votes: bool
+
+
+def reference_spread(natural: SentenceProfiles) -> ReferenceSpread:
     w = _discriminative_weights(natural)
-    k, s = natural.f0.shape[0], system.f0.shape[0]
-    level_votes = system.level_spread >= LEVEL_VOTE_DB
+    k = natural.f0.shape[0]
     pairs = [_term_distances(natural, a, natural, b, w) for a in range(k) for b in range(k)
              if a != b]
     # the references place their breaks differently: only then is "where are the boundaries"
     # a question (elsewhere the boundary profiles hold timing noise and would only add it)
     boundary_votes = bool(pairs) and float(np.mean([p["pause"] for p in pairs])) \
         >= BOUNDARY_VOTE_S
+    scale = {t: max(float(np.mean([p[t] for p in pairs])) if pairs else 1.0,
+                    SCALE_FLOORS.get(t, 1e-3)) for t in TERMS}
+    return ReferenceSpread(scale, boundary_votes)
+
+
+def _pack_spread(spread: ReferenceSpread) -> np.ndarray:
+    return np.array([float(spread.boundary_votes), *(spread.scale[t] for t in TERMS)])
+
+
+def _unpack_spread(a: np.ndarray) -> ReferenceSpread:
+    if a.shape != (1 + len(TERMS),) or a.dtype != np.float64 or a[0] not in (0.0, 1.0):
+        raise ValueError("not a reference spread")
+    return ReferenceSpread({t: float(v) for t, v in zip(TERMS, a[1:])}, bool(a[0]))
+
+
+def compare_sentence(system: SentenceProfiles, natural: SentenceProfiles,
+                     spread: ReferenceSpread | None = None) -> Comparison:
+    """Every system rendition against every natural candidate (``system`` already ``onto``);
+    ``spread``: the natural candidates' ``reference_spread``, when it is at hand."""
+    spread = reference_spread(natural) if spread is None else spread
+    w = _discriminative_weights(natural)
+    k, s = natural.f0.shape[0], system.f0.shape[0]
+    level_votes = system.level_spread >= LEVEL_VOTE_DB
     terms = {t: np.zeros((s, k)) for t in TERMS}
     for i in range(s):
         for j in range(k):
             for t, v in _term_distances(system, i, natural, j, w, level_votes,
-                                        boundary_votes).items():
+                                        spread.boundary_votes).items():
                 terms[t][i, j] = v
-    scale = {t: max(float(np.mean([p[t] for p in pairs])) if pairs else 1.0,
-                    SCALE_FLOORS.get(t, 1e-3)) for t in TERMS}
-    return Comparison(terms, scale)
+    return Comparison(terms, dict(spread.scale))

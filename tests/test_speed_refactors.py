@@ -185,3 +185,33 @@ def test_cached_reference_profiles_are_the_built_ones_bit_for_bit(tmp_path):
     # another order of the same recordings is another sentence's profiles, not this one's
     other = prosody.FeatureStore(tmp_path / "f").profiles(paths[::-1])
     assert not _profile_equal(other, built)
+
+
+def test_cached_reference_spread_is_the_computed_one(tmp_path):
+    """The natural candidates' spread (each term's unit, the boundary vote) read back from the
+    disk cache is ``reference_spread`` of their profiles, and a comparison given it is the
+    comparison that works it out itself; a damaged entry is rebuilt."""
+    import soundfile as sf
+
+    from adept_eval.synthetic import PROFILES, RATE, render
+
+    paths = []
+    for sub in ("neutral", "anger", "sadness"):
+        path = tmp_path / f"{sub}.wav"
+        sf.write(str(path), render("Sailors carry lanterns at night.", "female",
+                                   PROFILES[("emotion", sub)], seed=5), RATE)
+        paths.append(str(path))
+    natural, spread = prosody.FeatureStore(tmp_path / "f").reference(paths)
+    expected = prosody.reference_spread(natural)
+    assert spread == expected
+    natural2, read = prosody.FeatureStore(tmp_path / "f").reference(paths)  # from disk
+    assert read == expected and set(read.scale) == set(prosody.TERMS)
+    (entry,) = (tmp_path / "f" / "profiles").glob("*.spread.npy")
+    entry.write_bytes(b"damaged")
+    assert prosody.FeatureStore(tmp_path / "f").reference(paths)[1] == expected
+    system = prosody.onto(prosody.sentence_profiles(
+        [prosody.FeatureStore(tmp_path / "f").get(p) for p in paths[::-1]]), natural)
+    given, worked_out = (prosody.compare_sentence(system, natural, read),
+                         prosody.compare_sentence(system, natural))
+    assert given.scale == worked_out.scale
+    assert all(np.array_equal(given.terms[t], worked_out.terms[t]) for t in prosody.TERMS)

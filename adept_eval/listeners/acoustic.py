@@ -129,9 +129,10 @@ class AcousticListener(Listener):
         to the natural candidates ``subs``; memoised per sentence (``Comparison``)."""
         memo_key = (cls, speaker, sentence_id, subs, paths)
         if memo_key not in self._memo:
-            natural = self.store.profiles(self._natural_paths(cls, speaker, sentence_id, subs))
+            natural, spread = self.store.reference(
+                self._natural_paths(cls, speaker, sentence_id, subs))
             system = onto(sentence_profiles([self.store.get(p) for p in paths]), natural)
-            self._memo[memo_key] = compare_sentence(system, natural)
+            self._memo[memo_key] = compare_sentence(system, natural, spread)
         return self._memo[memo_key]
 
     def forget_comparisons(self) -> None:
