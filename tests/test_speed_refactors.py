@@ -156,24 +156,30 @@ def _profile_equal(a: prosody.SentenceProfiles, b: prosody.SentenceProfiles) -> 
         and a.anchor.noise_floor == b.anchor.noise_floor
 
 
+def _emotion_renditions(folder, seed: int) -> list[str]:
+    """One sentence said neutrally, angrily and sadly (synthetic speech: plumbing only)."""
+    import soundfile as sf
+
+    from adept_eval.synthetic import PROFILES, RATE, render
+
+    paths = []
+    for sub in ("neutral", "anger", "sadness"):
+        path = folder / f"{sub}.wav"
+        sf.write(str(path), render("Sailors carry lanterns at night.", "female",
+                                   PROFILES[("emotion", sub)], seed=seed), RATE)
+        paths.append(str(path))
+    return paths
+
+
 def test_cached_reference_profiles_are_the_built_ones_bit_for_bit(tmp_path):
     """A reference sentence's profiles read back from the disk cache (a new process: a fresh
     store) are exactly ``sentence_profiles`` of its features, every field of them; a damaged
     entry is rebuilt, not trusted."""
     from dataclasses import fields
 
-    import soundfile as sf
-
-    from adept_eval.synthetic import PROFILES, RATE, render
-
     assert {f.name for f in fields(prosody.SentenceProfiles)} \
         == {"anchor", *prosody._PROFILE_ARRAYS}  # a new field must be cached too
-    paths = []
-    for sub in ("neutral", "anger", "sadness"):
-        path = tmp_path / f"{sub}.wav"
-        sf.write(str(path), render("Sailors carry lanterns at night.", "female",
-                                   PROFILES[("emotion", sub)], seed=3), RATE)
-        paths.append(str(path))
+    paths = _emotion_renditions(tmp_path, seed=3)
     built = prosody.sentence_profiles([prosody.FeatureStore(tmp_path / "f").get(p)
                                        for p in paths])
     first = prosody.FeatureStore(tmp_path / "f").profiles(paths)
@@ -191,16 +197,7 @@ def test_cached_reference_spread_is_the_computed_one(tmp_path):
     """The natural candidates' spread (each term's unit, the boundary vote) read back from the
     disk cache is ``reference_spread`` of their profiles, and a comparison given it is the
     comparison that works it out itself; a damaged entry is rebuilt."""
-    import soundfile as sf
-
-    from adept_eval.synthetic import PROFILES, RATE, render
-
-    paths = []
-    for sub in ("neutral", "anger", "sadness"):
-        path = tmp_path / f"{sub}.wav"
-        sf.write(str(path), render("Sailors carry lanterns at night.", "female",
-                                   PROFILES[("emotion", sub)], seed=5), RATE)
-        paths.append(str(path))
+    paths = _emotion_renditions(tmp_path, seed=5)
     natural, spread = prosody.FeatureStore(tmp_path / "f").reference(paths)
     expected = prosody.reference_spread(natural)
     assert spread == expected

@@ -137,30 +137,36 @@ def test_where_a_phrase_break_falls_decides_between_readings():
     assert not wrong, wrong
 
 
+def _boundary_misses(seed: int, warp: float, a: int, b: int, natural: dict,
+                     system: dict) -> int:
+    """How many of a sentence's two single-stimulus answers (0-2) the boundary term gets
+    wrong: references breaking after word ``a`` or word ``b`` as ``natural`` says
+    (``_rendition``'s keywords), and another voice (its words' spectra perturbed, its tempo
+    ``warp``-ed) breaking at the same places as ``system`` says."""
+    from adept_eval.prosody import compare_sentence, onto, sentence_profiles
+
+    rng = np.random.default_rng(seed)
+    words = [rng.normal(0, 2, 12) for _ in range(7)]
+    references = sentence_profiles([_rendition(words, a, rng, 1.0, **natural),
+                                    _rendition(words, b, rng, 1.0, **natural)])
+    other = [w + rng.normal(0, 0.5, 12) for w in words]
+    renditions = onto(sentence_profiles([_rendition(other, a, rng, warp, **system),
+                                         _rendition(other, b, rng, warp, **system)]),
+                      references)
+    boundary = compare_sentence(renditions, references).terms["boundary"]
+    return int(boundary[0, 0] >= boundary[0, 1]) + int(boundary[1, 1] >= boundary[1, 0])
+
+
 def test_a_break_without_a_pause_is_heard_by_its_other_cues():
     """A system may mark a phrase break with no pause at all (pre-boundary lengthening and a
     pitch reset only, as many engines do for a comma) while the references pause there too.
     The boundary term must still place the break: for every voice and seed it prefers the
     reading whose break is where the system lengthens and resets."""
-    from adept_eval.prosody import compare_sentence, onto, sentence_profiles
-
-    wrong = []
-    for seed in range(4):
-        for warp in (0.8, 1.3):
-            for a, b in ((1, 3), (0, 2)):
-                rng = np.random.default_rng(seed)
-                words = [rng.normal(0, 2, 12) for _ in range(7)]
-                natural = sentence_profiles([
-                    _rendition(words, a, rng, 1.0, 16, lengthen=1.3, reset_st=2.0),
-                    _rendition(words, b, rng, 1.0, 16, lengthen=1.3, reset_st=2.0)])
-                other = [w + rng.normal(0, 0.5, 12) for w in words]
-                system = onto(sentence_profiles([
-                    _rendition(other, a, rng, warp, 0, lengthen=1.5, reset_st=3.0),
-                    _rendition(other, b, rng, warp, 0, lengthen=1.5, reset_st=3.0)]), natural)
-                boundary = compare_sentence(system, natural).terms["boundary"]
-                case = (seed, warp, a, b)
-                wrong += [case] * (int(boundary[0, 0] >= boundary[0, 1])
-                                   + int(boundary[1, 1] >= boundary[1, 0]))
+    wrong = [(seed, warp, a, b) for seed in range(4) for warp in (0.8, 1.3)
+             for a, b in ((1, 3), (0, 2))
+             for _ in range(_boundary_misses(
+                 seed, warp, a, b, dict(pause_frames=16, lengthen=1.3, reset_st=2.0),
+                 dict(pause_frames=0, lengthen=1.5, reset_st=3.0)))]
     assert not wrong, wrong
 
 
@@ -171,25 +177,11 @@ def test_a_short_silence_at_a_break_is_heard():
     have it, and cancels): the boundary term must prefer the reading whose break is where the
     system's short silence is, for every voice and seed. (Before method v8 silences under
     80 ms were not counted at all, and a pause counted a ninth of its length at its place.)"""
-    from adept_eval.prosody import compare_sentence, onto, sentence_profiles
-
-    wrong = []
-    for seed in range(4):
-        for warp in (0.8, 1.3):
-            for silence in (3, 4):  # 60 and 80 ms
-                for a, b in ((1, 3), (0, 2), (2, 3)):
-                    rng = np.random.default_rng(seed)
-                    words = [rng.normal(0, 2, 12) for _ in range(7)]
-                    natural = sentence_profiles([_rendition(words, a, rng, 1.0, 16),
-                                                 _rendition(words, b, rng, 1.0, 16)])
-                    other = [w + rng.normal(0, 0.5, 12) for w in words]
-                    system = onto(sentence_profiles([
-                        _rendition(other, a, rng, warp, silence),
-                        _rendition(other, b, rng, warp, silence)]), natural)
-                    boundary = compare_sentence(system, natural).terms["boundary"]
-                    case = (seed, warp, silence, a, b)
-                    wrong += [case] * (int(boundary[0, 0] >= boundary[0, 1])
-                                       + int(boundary[1, 1] >= boundary[1, 0]))
+    wrong = [(seed, warp, silence, a, b) for seed in range(4) for warp in (0.8, 1.3)
+             for silence in (3, 4)  # 60 and 80 ms
+             for a, b in ((1, 3), (0, 2), (2, 3))
+             for _ in range(_boundary_misses(seed, warp, a, b, dict(pause_frames=16),
+                                             dict(pause_frames=silence)))]
     assert not wrong, wrong
 
 
@@ -200,24 +192,11 @@ def test_lengthening_spread_over_two_words_still_marks_the_break_after_them():
     start (faster before it than after: a negative boundary there) gave such a system a
     two-lobed profile that, a word off the references', voted for the wrong reading (8 of
     these 80 answers with method v7); slowness before a point alone must place every break."""
-    from adept_eval.prosody import compare_sentence, onto, sentence_profiles
-
-    wrong = []
-    for seed in range(4):
-        for warp in (0.8, 1.3):
-            for a, b in ((1, 2), (2, 3), (1, 3), (2, 4), (3, 5)):
-                rng = np.random.default_rng(seed)
-                words = [rng.normal(0, 2, 12) for _ in range(7)]
-                natural = sentence_profiles([_rendition(words, a, rng, 1.0, 16, lengthen=1.3),
-                                             _rendition(words, b, rng, 1.0, 16, lengthen=1.3)])
-                other = [w + rng.normal(0, 0.5, 12) for w in words]
-                system = onto(sentence_profiles([
-                    _rendition(other, a, rng, warp, 0, lengthen=1.6, span=2),
-                    _rendition(other, b, rng, warp, 0, lengthen=1.6, span=2)]), natural)
-                boundary = compare_sentence(system, natural).terms["boundary"]
-                case = (seed, warp, a, b)
-                wrong += [case] * (int(boundary[0, 0] >= boundary[0, 1])
-                                   + int(boundary[1, 1] >= boundary[1, 0]))
+    wrong = [(seed, warp, a, b) for seed in range(4) for warp in (0.8, 1.3)
+             for a, b in ((1, 2), (2, 3), (1, 3), (2, 4), (3, 5))
+             for _ in range(_boundary_misses(
+                 seed, warp, a, b, dict(pause_frames=16, lengthen=1.3),
+                 dict(pause_frames=0, lengthen=1.6, span=2)))]
     assert not wrong, wrong
 
 
