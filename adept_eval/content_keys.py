@@ -71,6 +71,7 @@ class ContentKeys:
         self.hashed += 1
         if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > RACY_SECONDS * 1e9 \
                 and "\t" not in name and "\n" not in name:
+            self._known.pop(name, None)  # the newest entry last (``_compact`` keeps those)
             self._known[name] = (stamp, digest)
             self._append(_line(name, stamp, digest))
         return digest
@@ -91,7 +92,8 @@ class ContentKeys:
                 stamp = tuple(int(x) for x in parts[1:6])
             except ValueError:
                 continue
-            self._known[parts[6]] = (stamp, parts[0])  # a later line wins
+            self._known.pop(parts[6], None)  # a later line wins, and is newer
+            self._known[parts[6]] = (stamp, parts[0])
         if len(lines) > MAX_ENTRIES:
             self._compact()
         return self._known
@@ -102,8 +104,8 @@ class ContentKeys:
             # one short write in append mode: lines of concurrent runs do not interleave
             with open(self.index, "a", encoding="utf-8") as f:
                 f.write(line)
-        except OSError:  # a read-only cache: the next run hashes again
-            pass
+        except (OSError, UnicodeError):  # a read-only cache, a name not in UTF-8: hashed
+            pass  # again next run
 
     def _compact(self) -> None:
         keep = list(self._known.items())[-(MAX_ENTRIES // 2):]
@@ -113,5 +115,5 @@ class ContentKeys:
         try:
             tmp.write_text(text, encoding="utf-8")
             os.replace(tmp, self.index)
-        except OSError:
+        except (OSError, UnicodeError):
             tmp.unlink(missing_ok=True)

@@ -98,3 +98,13 @@ def test_feature_store_keys_are_content_and_version(tmp_path, settled):
     FeatureStore._keys.clear()  # a new process: from the index, nothing read
     fresh = FeatureStore(tmp_path / "features")
     assert fresh.key(a) == expected and fresh._content.hashed == 0
+
+
+def test_a_file_name_that_is_not_utf8_is_keyed_not_indexed(tmp_path, settled):
+    """A name holding bytes that are not UTF-8 (a Linux file name may) still gets its key; it
+    is only left out of the index."""
+    odd = os.fsdecode(os.fsencode(str(tmp_path)) + b"/take\xff.wav")
+    with open(odd, "wb") as f:
+        f.write(b"audio bytes")
+    keys = ContentKeys(tmp_path / "cache")
+    assert keys.digest(odd) == hashlib.sha256(b"audio bytes").hexdigest()[:32]
