@@ -110,7 +110,9 @@ def in_process(system: Path, corpus: str, home: Path, warm_runs: int = 1) -> dic
         else:
             _forget_system_features(system, home)
         out = subprocess.run([sys.executable, __file__, "--one-run", str(system), corpus,
-                              str(home)], capture_output=True, text=True, check=True)
+                              str(home)], capture_output=True, text=True)
+        if out.returncode:
+            sys.exit(f"the in-process {run} run failed:\n{out.stderr[-3000:]}")
         row = json.loads(out.stdout.strip().splitlines()[-1])
         if run == "cold":
             rows["cold"] = row
