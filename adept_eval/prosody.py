@@ -197,7 +197,9 @@ class FeatureStore:
         of the listener's work on a warm run was rebuilding them). The cache key holds every
         recording's content key and a digest of this module's source, so a change to how
         profiles are built never reads stale ones."""
-        name, source = self._profiles_name(paths)
+        return self._profiles_named(paths, *self._profiles_name(paths))
+
+    def _profiles_named(self, paths, name: str, source: str | None) -> "SentenceProfiles":
         if name in self._profiles:
             return self._profiles[name]
         file = self.directory / "profiles" / f"{name}.npy"
@@ -213,8 +215,8 @@ class FeatureStore:
         """A reference sentence's ``profiles`` and their ``reference_spread``, both cached on
         disk (the spread beside the profiles, under the same key): what every comparison
         with the sentence starts from."""
-        natural = self.profiles(paths)
         name, source = self._profiles_name(paths)
+        natural = self._profiles_named(paths, name, source)
         if name not in self._spreads:
             file = self.directory / "profiles" / f"{name}.spread.npy"
             found = _read_entry(file, _unpack_spread) if source else None
@@ -501,13 +503,8 @@ def one_blas_thread():
     BLAS thread gains nothing, while OpenBLAS's idle threads spin after every product and take
     the core a background extraction runs on: a user's full evaluation with BLAS left at its
     default (two threads on two cores) took 4.85 s and 7.3 s of CPU instead of 3.96 s and
-    5.1 s. One thread also keeps the features independent of the user's thread settings.
-    Without threadpoolctl the block runs as it is."""
-    controller = _blas_controller()
-    if controller is None:  # pragma: no cover - a dependency; tolerated missing
-        yield
-        return
-    with controller.limit(limits=1, user_api="blas"):
+    5.1 s. One thread also keeps the features independent of the user's thread settings."""
+    with _blas_controller().limit(limits=1, user_api="blas"):
         yield
 
 
@@ -515,10 +512,8 @@ def one_blas_thread():
 def _blas_controller():
     """The process's thread pools, found once: a search of the loaded libraries costs ~2 ms,
     a limit through the controller 20 us (a run enters ``one_blas_thread`` 24 times)."""
-    try:
-        from threadpoolctl import ThreadpoolController
-    except ImportError:  # pragma: no cover
-        return None
+    from threadpoolctl import ThreadpoolController
+
     # scipy's own BLAS too, loaded first: a controller knows only the libraries loaded when
     # it is made (scipy.signal, which extraction needs, and scipy.stats, which every run's
     # aggregation imports first, load it anyway)
@@ -533,9 +528,7 @@ _WORKER_LIMITS: list = []  # a pool worker's BLAS limit, kept for the worker's l
 def _worker_start(background: bool) -> None:
     """A pool worker's start: BLAS on one thread (``one_blas_thread``) and, for a background
     worker, the libraries ``extract`` needs, loaded before its first file."""
-    controller = _blas_controller()
-    if controller is not None:
-        _WORKER_LIMITS.append(controller.limit(limits=1, user_api="blas"))
+    _WORKER_LIMITS.append(_blas_controller().limit(limits=1, user_api="blas"))
     if background:
         import parselmouth  # noqa: F401
         import scipy.fft  # noqa: F401
@@ -978,16 +971,15 @@ def _smooth(x: np.ndarray, width: int) -> np.ndarray:
 
 
 def sentence_profiles(renditions: list[Features]) -> SentenceProfiles:
-    cut3 = [_speech_and_silences(r) for r in renditions]
-    cut = [(c, after) for c, after, _ in cut3]
+    cut = [_speech_and_silences(r) for r in renditions]
     anchor = cut[0][0]
     kernel = np.bartlett(2 * PAUSE_SPREAD + 3)[1:-1]
     kernel = kernel / kernel.sum()
     f0, energy, tempo, length, pause, level, excursion = [], [], [], [], [], [], []
     reset, gap = [], []
-    others = _positions_many(anchor, [r for r, _ in cut[1:]])
+    others = _positions_many(anchor, [r for r, _, _ in cut[1:]])
     positions = [np.arange(anchor.n, dtype=float), *others]
-    for i, (r, after) in enumerate(cut):
+    for i, (r, after, silences) in enumerate(cut):
         pos = positions[i]
         idx = np.clip(np.round(pos).astype(int), 0, r.n - 1)
         f0.append(r.f0[idx])
@@ -1000,16 +992,8 @@ def sentence_profiles(renditions: list[Features]) -> SentenceProfiles:
         slope = np.gradient(_smooth(pos, 9)) if anchor.n > 1 else np.ones(anchor.n)
         tempo.append(np.log(np.maximum(slope, 0.1)))
         length.append(np.log(max(renditions[i].n, 1)))
-        # each pause lands once, on the anchor frame nearest to where it falls
-        on_anchor = np.zeros(anchor.n)
-        for j in np.flatnonzero(after):
-            on_anchor[int(np.argmin(np.abs(pos - j)))] += after[j]
-        pause.append(np.convolve(on_anchor, kernel, mode="same"))
-        on_anchor = np.zeros(anchor.n)
-        silences = cut3[i][2]
-        for j in np.flatnonzero(silences):
-            on_anchor[int(np.argmin(np.abs(pos - j)))] += silences[j]
-        gap.append(np.convolve(on_anchor, kernel / kernel.max(), mode="same"))
+        pause.append(np.convolve(_on_anchor(after, pos), kernel, mode="same"))
+        gap.append(np.convolve(_on_anchor(silences, pos), kernel / kernel.max(), mode="same"))
     f0, energy, tempo, length, pause, level, excursion = map(
         np.array, (f0, energy, tempo, length, pause, level, excursion))
     with warnings.catch_warnings():  # a frame no rendition voices has a NaN mean: intended
@@ -1030,6 +1014,16 @@ def sentence_profiles(renditions: list[Features]) -> SentenceProfiles:
     boundary = np.array([_smooth(row, SALIENCE_SMOOTH) for row in boundary])
     return SentenceProfiles(anchor, f0 - f0_mean, energy, tempo, length - length.mean(), pause,
                             level - level.mean(), salience, boundary)
+
+
+def _on_anchor(seconds: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """A rendition's pauses (seconds at its frames) on the anchor's time axis (``pos``: the
+    rendition frame matching each anchor frame): each lands once, on the anchor frame nearest
+    to where it falls."""
+    out = np.zeros(len(pos))
+    for j in np.flatnonzero(seconds):
+        out[int(np.argmin(np.abs(pos - j)))] += seconds[j]
+    return out
 
 
 def _step_down(x: np.ndarray, w: int = BOUNDARY_HALF_WINDOW) -> np.ndarray:

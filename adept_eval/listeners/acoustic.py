@@ -16,10 +16,9 @@ out from its sentence's other renditions, whatever the cue: a pitch excursion or
 loudness, lengthening, a pause) and boundary (where the rendition marks a phrase boundary more
 than the others, whatever the cue: a silence there however short (from 40 ms), the lengthening
 before it, a pitch reset after it; it votes only when the natural candidates break in different
-places); F0, energy and tempo
-weighted towards the frames where the
-natural candidates differ most, each term scaled by how far those candidates lie from one
-another. The weighted sum becomes a posterior over candidates, softmax(-d / temperature).
+places); F0, energy and tempo weighted towards the frames where the natural candidates differ
+most, each term scaled by how far those candidates lie from one another. The weighted sum
+becomes a posterior over candidates, softmax(-d / temperature).
 
 - multi-stimulus questions: the sample with the highest posterior for the target subcategory;
 - single-stimulus questions: the interpretation with the highest posterior. The system's other

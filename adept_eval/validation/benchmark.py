@@ -199,9 +199,11 @@ def format_rotation(reference: str, system: str, results: list[SystemResult], ti
 # comma breaks, checked on the two others; v7's boundary term (and its one threshold: it votes
 # when the references' pauses differ by at least a shortest pause moved, 0.3 s, where the
 # tuning rotations' references gave <= 0.19 s outside syntactic phrasing and >= 0.49 s in it)
-# on espeak:festival's breaks without a pause, checked on the two others. Held out for
-# methods v5-v7: flite:espeak, flite:festival and festival:flite (their tables are looked at
-# to say what a miss is, never to choose a method or a number).
+# on espeak:festival's breaks without a pause, checked on the two others; v8's boundary cues
+# (every silence from 40 ms, lengthening as slowness before a point) on espeak:flite at a third
+# of every effect and espeak:festival's own commas. Held out for methods v5-v8: flite:espeak,
+# flite:festival and festival:flite (their tables are looked at to say what a miss is, never
+# to choose a method or a number).
 CALIBRATION_ROTATIONS = (("espeak", "flite"), ("espeak", "festival"), ("festival", "espeak"))
 ROTATIONS = (("espeak", "flite"), ("espeak", "festival"), ("festival", "espeak"),
              ("flite", "espeak"), ("flite", "festival"), ("festival", "flite"))
