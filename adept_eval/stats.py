@@ -4,8 +4,9 @@ Every proportion printed by adept-eval gets an exact (Clopper-Pearson) 95% inter
 binomial test against chance; every mean of judge scores a t interval (few, bounded scores) or,
 for a weighted mean of subgroup means, a normal interval from the subgroups' standard errors;
 graded prosody figures (unbounded, skewed, clustered by sentence) a seeded percentile bootstrap
-that resamples whole clusters. Group figures pool what was actually scored (responses, judged
-answers), never documents.
+that resamples whole clusters; a test against chance of questions that mirror one another within
+a sentence, an exact permutation test that relabels whole sentences. Group figures pool what was
+actually scored (responses, judged answers), never documents.
 """
 
 from __future__ import annotations
@@ -46,6 +47,34 @@ def below_chance_p(correct: int, chances: Sequence[float]) -> float:
     for c in chances:
         dist = np.convolve(dist, [1.0 - c, c])
     return float(min(1.0, dist[: int(correct) + 1].sum()))
+
+
+def within_cluster_permutation_p(clusters: Sequence[Sequence[tuple[object, object]]]) -> float:
+    """Exact one-sided test that answers match the truth more often than by chance, when the
+    questions come in clusters that share one set of labels (ADEPT's sentences: each
+    subcategory of a sentence is asked about once, so a sentence's questions mirror one
+    another and are not independent).
+
+    Each cluster holds (answer, truth) pairs; under the null hypothesis the answers carry no
+    information about which stimulus carries which label, so every relabelling of a
+    cluster's truths (a permutation of the labels its pairs use) is as likely as the one
+    observed. p is the share of relabellings of all clusters together (enumerated exactly,
+    cluster by cluster, then convolved) matching at least as many pairs as observed. An
+    answer of None (a failed judgement) matches nothing. 1.0 without clusters."""
+    from itertools import permutations
+
+    observed = 0
+    total = np.array([1.0])
+    for pairs in clusters:
+        labels = sorted({x for pair in pairs for x in pair if x is not None}, key=repr)
+        observed += sum(answer is not None and answer == truth for answer, truth in pairs)
+        counts = np.zeros(len(pairs) + 1)
+        for image in permutations(labels):
+            relabel = dict(zip(labels, image))
+            counts[sum(answer is not None and answer == relabel.get(truth)
+                       for answer, truth in pairs)] += 1
+        total = np.convolve(total, counts / counts.sum())
+    return float(min(1.0, total[observed:].sum()))
 
 
 def t_interval(values: list[float], level: float = 0.95) -> tuple[float, float]:

@@ -280,6 +280,11 @@ def test_cross_engine_rotation_reduced(validation_cache):
     assert copy.pooled > by[("copy", "baseline")].pooled
     swapped = by[("swap", "acoustic")].swapped()
     assert sum(o.correct for o in swapped) / len(swapped) < 0.2
+    # what the clustered test reads: each answer and the label it would be right for
+    for r in (copy, flat, by[("swap", "acoustic")]):
+        assert all(o.correct == (o.answer is not None and o.answer == o.truth)
+                   for o in r.outcomes)
+        assert {o.sentence for o in r.outcomes} >= {"0000", "0001"}
     noise = by[("noise", "acoustic")]
     assert noise.pooled == 0.0 and all(o.status == "failed" for o in noise.outcomes)
     from adept_eval.validation.systems import RENDER_VERSIONS
@@ -295,8 +300,8 @@ def _engine(name):
     from adept_eval.validation import engines
 
     if name not in engines.available():
-        pytest.skip(f"TTS engine {name} not installed (Debian: "
-                    f"{ {'espeak': 'espeak-ng', 'flite': 'flite'}.get(name, name)})")
+        pytest.skip(f"TTS engine {name} not installed (Debian: espeak-ng, festival with "
+                    f"festvox-kallpc16k, festvox-kdlpc16k and festvox-us-slt-hts, flite)")
     return engines.ENGINES[name]
 
 
@@ -321,6 +326,90 @@ def test_espeak_raises_the_focused_word(speaker):
     (plain, rate), (focused, _) = espeak.render_many(
         [(sentence, NEUTRAL_PLAN, ""), (sentence, Plan(focus=0), "")], speaker)
     assert _f0_median(focused, rate, 0.0, 0.3) > _f0_median(plain, rate, 0.0, 0.3) + 2.0
+
+
+def test_festival_phrases_a_native_comma_where_it_is_written():
+    """festival's own statistical phrasing ignored the comma of "Peter, and Sue or Mark ..."
+    (both readings came out phrased after "Sue"): the native system then never realised the
+    second reading. Its native breaks are its punctuation phrasing: the pause after the word the
+    comma follows, each reading its own."""
+    from adept_eval import spec
+    from adept_eval.validation import sentences as S
+    from adept_eval.validation.engines import Realisation
+
+    festival = _engine("festival-ked")
+    sid = f"{spec.CLASSES['syntactic_phrasing'].id_block + 3:04d}"
+    sentence = S.sentence("syntactic_phrasing", sid)
+    assert sentence.words[:3] == ("Peter", "and", "Sue")
+    subs = ("interpretation_1", "interpretation_2")
+    items = [(sentence, S.plan("syntactic_phrasing", sub, sid), "") for sub in subs]
+    for speaker in ("female", "male"):
+        rendered = festival.plain(items, speaker, Realisation(native=True))
+        for (_, plan, _), (_, _, words) in zip(items, rendered):
+            gaps = [b[0] - a[1] for a, b in zip(words, words[1:])]
+            assert int(np.argmax(gaps)) == plan.break_after and max(gaps) > 0.1, (speaker, gaps)
+
+
+def test_a_psola_rendering_is_the_same_every_time():
+    """Praat's overlap-add gives voiceless stretches random period lengths: unseeded, the same
+    plan rendered twice differed (up to 0.18 of full scale), and a benchmark's figures moved
+    with each rendering. Seeded from what is rendered, a rendering repeats; so do the delivery
+    transforms that resynthesise through Praat."""
+    from adept_eval.validation import families as F
+    from adept_eval.validation.sentences import NEUTRAL_PLAN, Plan, Sentence
+
+    flite = _engine("flite")
+    sentence = Sentence(("John", "gave", "Mary", "a", "red", "umbrella"))
+    items = [(sentence, NEUTRAL_PLAN, ""), (sentence, Plan(focus=4, break_after=1), "")]
+    first, again = flite.render_many(items, "male"), flite.render_many(items[::-1], "male")[::-1]
+    for (x, _), (y, _) in zip(first, again):
+        assert np.array_equal(x, y)
+    assert not np.array_equal(first[0][0][:1000], first[1][0][:1000])  # not one fixed noise
+    x, rate = first[1]
+    for name in ("pitch+4st", "tempo-15%"):
+        go = F.DELIVERIES[name].transform
+        a, b = go(x, rate, F._seed(name, "x")), go(x, rate, F._seed(name, "x"))
+        assert np.array_equal(a[0], b[0]), name
+
+
+def test_rotations_need_another_synthesiser_for_each_speaker():
+    """A rotation whose two sides share a synthesiser for a speaker (a voice set borrowing one)
+    would let a listener hear the engine rather than the transfer."""
+    from adept_eval.validation.engines import ENGINES, check_rotation
+
+    check_rotation("festival-ked", "awb")  # festival -> espeak-ng (female), flite (male)
+    check_rotation("flite-kal", "festival-ked")
+    with pytest.raises(ValueError, match="female speaker: both espeak"):
+        check_rotation("espeak", "awb")
+    with pytest.raises(ValueError, match="male speaker: both flite"):
+        check_rotation("awb", "flite")
+    with pytest.raises(ValueError, match="unknown engine 'mbrola'"):
+        check_rotation("mbrola", "flite")
+    assert ENGINES["awb"].can_fall() is False  # its female voice is espeak-ng's
+    assert ENGINES["festival-ked"].can_fall() is True
+
+
+def test_a_voice_set_speaks_each_speaker_with_its_own_engine():
+    from adept_eval.validation.engines import AS_PLANNED, Engine, voice_set
+
+    heard = []
+
+    class Fake(Engine):
+        def render_many(self, items, speaker, how=AS_PLANNED):
+            heard.append((self.name, self.voices[speaker], speaker))
+            return [(np.zeros(10, np.float32), 16000)] * len(items)
+
+    a = Fake("a", {"female": "a-f", "male": "a-m"})
+    b = Fake("b", {"female": "b-f", "male": "b-m"})
+    voices = voice_set("ab", female=a, male=b)
+    assert voices.voices == {"female": "a:a-f", "male": "b:b-m"}
+    voices.render_many([None, None], "female")
+    voices.render_many([None], "male")
+    assert heard == [("a", "a-f", "female"), ("b", "b-m", "male")]
+    one = voices.one_voice()
+    one.render_many([None], "female")
+    assert heard[-1] == ("b", "b-m", "female")  # the male voice for both speakers
+    assert voices.program("female") == "fake" and not voices.native_focus("male")
 
 
 def test_flite_reports_the_words_of_every_validation_sentence():
@@ -391,6 +480,33 @@ def test_families_reduced_on_a_held_out_rotation(validation_cache):
     distance = [r.prosody_distance for r in dose]
     assert accuracy == sorted(accuracy) and accuracy[0] < 0.5 < accuracy[-1], accuracy
     assert all(a > b for a, b in zip(distance, distance[1:])), distance
+
+
+def test_clustered_test_against_chance_relabels_whole_sentences():
+    """A sentence's mirrored questions (reading 1 heard as 1, reading 2 as 2) rise and fall
+    together; the test relabels a sentence's stimuli as one, exactly."""
+    from itertools import product
+
+    from adept_eval.stats import within_cluster_permutation_p as p
+
+    both, one, none = [("a", "a"), ("b", "b")], [("a", "a"), ("a", "b")], [("b", "a"), ("a", "b")]
+    assert p([both] * 5) == 1 / 32  # 10/10: the binomial says 0.001
+    assert p([both] * 4 + [one]) == 1 / 16  # 9/10 is not above chance here (binomial: 0.011)
+    assert p([both] * 3 + [one] * 2) == 1 / 8
+    assert p([both] * 4 + [none]) == 6 / 32
+    assert p([[(None, "a"), (None, "b")]]) == 1.0 and p([]) == 1.0  # failed: never right
+    # against brute force over every joint relabelling of three 3-label sentences
+    rng = np.random.default_rng(3)
+    labels = ("x", "y", "z")
+    for _ in range(5):
+        clusters = [[(labels[rng.integers(3)], t) for t in labels] for _ in range(3)]
+        perms = [dict(zip(labels, q)) for q in
+                 ((0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0))]
+        perms = [{k: labels[v] for k, v in m.items()} for m in perms]
+        seen = sum(a == t for c in clusters for a, t in c)
+        hits = [sum(a == m[t] for c, m in zip(clusters, ms) for a, t in c) >= seen
+                for ms in product(perms, repeat=3)]
+        assert abs(p(clusters) - np.mean(hits)) < 1e-12
 
 
 def test_targets_are_checked_on_held_out_rotations_only():

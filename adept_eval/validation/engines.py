@@ -14,6 +14,10 @@
   same speaker's recordings as festival's ``cmu_us_slt_arctic_hts``, by another synthesis
   method; espeak-ng shares nothing with either.)
 
+Voice sets with other voices (``festival-ked``: festival's ``ked_diphone`` male; ``awb`` and
+``flite-kal``: flite's ``awb`` / ``kal`` male, each with an espeak-ng female variant, see
+``VoiceSet``) add rotations whose voices the listener's first methods never met.
+
 All need the Debian packages ``espeak-ng`` and ``festival`` (+ ``festvox-us-slt-hts``,
 ``festvox-kallpc16k``, ``festvox-kdlpc16k``) and ``flite``; ``available()`` says which are
 installed.
@@ -21,9 +25,11 @@ installed.
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import subprocess
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -104,6 +110,18 @@ class Engine:
         """Whether this engine's ``speaker`` voice honours focus markup of its own."""
         return False
 
+    def can_fall(self) -> bool:
+        """Whether it can realise an accent as a fall (only by imposing the contour)."""
+        return False
+
+    def program(self, speaker: str) -> str:
+        """The synthesiser that speaks ``speaker`` (a rotation never has it on both sides)."""
+        return type(self).__name__.lower()
+
+    def one_voice(self) -> "Engine":
+        """This engine with its male voice speaking for both speakers."""
+        return replace(self, voices={"female": self.voices["male"], "male": self.voices["male"]})
+
 
 def _percent(factor: float) -> str:
     return f"{(factor - 1) * 100:+.0f}%"
@@ -179,6 +197,9 @@ class Espeak(Engine):
 class PsolaEngine(Engine):
     """An engine that speaks plain text and reports word timings; the plan is imposed after."""
 
+    def can_fall(self) -> bool:
+        return True
+
     def plain(self, items: list[tuple[Sentence, Plan, str]], speaker: str,
               how: Realisation = AS_PLANNED
               ) -> list[tuple[np.ndarray, int, list[tuple[float, float]]]]:
@@ -202,7 +223,8 @@ class PsolaEngine(Engine):
                 raise RuntimeError(f"{self.name} split {sentence.text!r} into {len(words)} words")
             if how.native:  # the engine phrased the break itself
                 plan = replace(plan, break_after=None)
-            out.append((impose(x.astype(np.float64), rate, words, plan, cues), rate))
+            with praat_seeded(self.name, self.voices[speaker], sentence.words, plan, cues):
+                out.append((impose(x.astype(np.float64), rate, words, plan, cues), rate))
         return out
 
 
@@ -245,33 +267,51 @@ class Festival(PsolaEngine):
         return [out[i] for i in range(len(items))]
 
     def plain(self, items, speaker, how: Realisation = AS_PLANNED):
-        """One festival process per batch: plain text, then word timings."""
+        """One festival process per batch: plain text, then word timings.
+
+        A native phrase break is festival's own punctuation phrasing (``simple_phrase_cart_tree``,
+        a break at every comma): these voices' default phrasing is a statistical model of where
+        breaks fall that ignores some commas ("Peter, and Sue or Mark ..." is phrased after
+        "Sue", not "Peter"), and a system that never realises a reading transfers nothing a
+        listener could recognise. Every break asked for is checked to be phrased there."""
         voice = self.voices[speaker]
         with tempfile.TemporaryDirectory() as tmp:
-            lines = [f"(voice_{voice})"]
+            lines = [f"(voice_{voice})", "(set! phrase_cart_tree simple_phrase_cart_tree)",
+                     "(set! voice_phrasing (Parameter.get 'Phrase_Method))"]
             for i, (sentence, plan, _) in enumerate(items):
                 text = self.text(sentence, plan, how)
+                by_comma = how.native and plan.break_after is not None
+                lines.append("(Parameter.set 'Phrase_Method "
+                             + ("'cart_tree)" if by_comma else "voice_phrasing)"))
                 lines.append(f'(set! utt (SynthText "{text}"))')
                 lines.append(f"(utt.save.wave utt \"{tmp}/{i}.wav\" 'riff)")
                 lines.append(f'(format t "U {i}\\n")')
-                lines.append('(mapcar (lambda (w) (format t "W %f %f\\n" '
-                             '(item.feat w "word_start") (item.feat w "word_end"))) '
+                lines.append('(mapcar (lambda (w) (format t "W %f %f %s\\n" '
+                             '(item.feat w "word_start") (item.feat w "word_end") '
+                             '(item.feat w "pbreak"))) '
                              "(utt.relation.items utt 'Word))")
             script = Path(tmp) / "batch.scm"
             script.write_text("\n".join(lines) + "\n")
             proc = subprocess.run(["festival", "-b", str(script)], check=True,
                                   capture_output=True, text=True)
             times: dict[int, list[tuple[float, float]]] = {}
+            breaks: dict[int, list[str]] = {}
             current = -1
             for line in proc.stdout.splitlines():
                 if line.startswith("U "):
                     current = int(line.split()[1])
-                    times[current] = []
+                    times[current], breaks[current] = [], []
                 elif line.startswith("W ") and current >= 0:
-                    _, a, b = line.split()
+                    _, a, b, kind = line.split()
                     times[current].append((float(a), float(b)))
+                    breaks[current].append(kind)
             out = []
-            for i in range(len(items)):
+            for i, (sentence, plan, _) in enumerate(items):
+                b = plan.break_after
+                if how.native and b is not None and b < len(breaks[i]) \
+                        and breaks[i][b] not in ("B", "BB"):
+                    raise RuntimeError(f"festival ({voice}) did not phrase "
+                                       f"{self.text(sentence, plan, how)!r} at its comma")
                 x, rate = sf.read(f"{tmp}/{i}.wav", dtype="float32")
                 out.append((x, rate, times[i]))
         return out
@@ -323,6 +363,22 @@ class Flite(PsolaEngine):
                     raise RuntimeError(f"flite: cannot find the words of {text!r}")
                 out.append((x, rate, words))
         return out
+
+
+@contextmanager
+def praat_seeded(*key: object):
+    """Praat's random numbers seeded from ``key`` inside the block. Praat's overlap-add
+    resynthesis gives voiceless stretches random period lengths, so the same call rendered
+    different audio every time (and a benchmark's figures moved by a question or two between
+    renderings); seeded, a rendering is a function of what it renders."""
+    from parselmouth.praat import run
+
+    seed = int.from_bytes(hashlib.sha256(repr(key).encode()).digest()[:4], "big") % 2 ** 31
+    run(f"random_initializeWithSeedUnsafelyButPredictably ({seed})")
+    try:
+        yield
+    finally:
+        run("random_initializeSafelyAndUnpredictably ()")
 
 
 def _ramp_mask(t: np.ndarray, a: float, b: float, edge: float = 0.03) -> np.ndarray:
@@ -406,11 +462,77 @@ def impose(x: np.ndarray, rate: int, words: list[tuple[float, float]], plan: Pla
     return (y / peak * 0.95 if peak > 0.95 else y).astype(np.float32)
 
 
+@dataclass(frozen=True)
+class VoiceSet(Engine):
+    """Each ADEPT speaker spoken by an engine of its own (``parts``: speaker -> engine whose
+    voice for that speaker speaks it). festival and flite have one female English voice between
+    them (the same speaker, ``slt``), so a rotation with new voices on both sides borrows its
+    female voice from espeak-ng."""
+
+    parts: dict[str, Engine]
+
+    def available(self) -> bool:
+        return all(e.available() for e in self.parts.values())
+
+    def render_many(self, items, speaker, how: Realisation = AS_PLANNED):
+        return self.parts[speaker].render_many(items, speaker, how)
+
+    def native_focus(self, speaker: str) -> bool:
+        return self.parts[speaker].native_focus(speaker)
+
+    def can_fall(self) -> bool:
+        return all(e.can_fall() for e in self.parts.values())
+
+    def program(self, speaker: str) -> str:
+        return self.parts[speaker].program(speaker)
+
+    def one_voice(self) -> "Engine":
+        male = self.parts["male"]
+        return replace(male, voices={"female": male.voices["male"], "male": male.voices["male"]})
+
+
+def voice_set(name: str, female: Engine, male: Engine) -> VoiceSet:
+    """The female speaker by ``female``'s female voice, the male by ``male``'s male voice."""
+    parts = {"female": female, "male": male}
+    return VoiceSet(name, {sp: f"{e.name}:{e.voices[sp]}" for sp, e in parts.items()}, parts)
+
+
+_ESPEAK = Espeak("espeak", {"female": "en-us+f3", "male": "en-us"})
+_FESTIVAL = Festival("festival", {"female": "cmu_us_slt_arctic_hts", "male": "kal_diphone"})
+_FLITE = Flite("flite", {"female": "slt", "male": "rms"})
+_FESTIVAL_KED = Festival("festival-ked", {"female": "cmu_us_slt_arctic_hts",
+                                           "male": "ked_diphone"})
+_ESPEAK_RP = Espeak("espeak-rp", {"female": "en-gb-x-rp+f4", "male": "en-gb-x-rp"})
+_FLITE_AWB = Flite("flite-awb", {"female": "slt", "male": "awb"})
+_ESPEAK_F5 = Espeak("espeak-f5", {"female": "en-us+f5", "male": "en-us"})
+_FLITE_KAL = Flite("flite-kal", {"female": "slt", "male": "kal"})
+
 ENGINES: dict[str, Engine] = {
-    "espeak": Espeak("espeak", {"female": "en-us+f3", "male": "en-us"}),
-    "festival": Festival("festival", {"female": "cmu_us_slt_arctic_hts", "male": "kal_diphone"}),
-    "flite": Flite("flite", {"female": "slt", "male": "rms"}),
+    "espeak": _ESPEAK,
+    "festival": _FESTIVAL,
+    "flite": _FLITE,
+    # voices the listener met in none of the first three engines' rotations: festival's other
+    # diphone voice (``ked``) and flite's Scottish ``awb`` (the female speaker of "awb" is
+    # espeak-ng's British RP variant: see ``VoiceSet``)
+    "festival-ked": _FESTIVAL_KED,
+    "awb": voice_set("awb", female=_ESPEAK_RP, male=_FLITE_AWB),
+    "flite-kal": voice_set("flite-kal", female=_ESPEAK_F5, male=_FLITE_KAL),
 }
+
+
+def check_rotation(reference: str, system: str) -> None:
+    """Refuse a rotation whose references and systems are not two known voice sets spoken, for
+    each speaker, by different synthesisers (a listener would then hear the engine, not the
+    transfer)."""
+    unknown = [name for name in (reference, system) if name not in ENGINES]
+    if unknown:
+        raise ValueError(f"unknown engine {unknown[0]!r} (known: {', '.join(ENGINES)})")
+    same = [sp for sp in ("female", "male")
+            if ENGINES[reference].program(sp) == ENGINES[system].program(sp)]
+    if same:
+        raise ValueError(f"{reference}:{system}: references and systems must come from "
+                         f"different engines ({same[0]} speaker: both "
+                         f"{ENGINES[system].program(same[0])})")
 
 
 def available() -> list[str]:

@@ -35,7 +35,7 @@ from .. import spec
 from ..audio import find_audio
 from ..corpus import WAV_DIR
 from . import sentences as S
-from .engines import ENGINES, Realisation
+from .engines import ENGINES, Realisation, praat_seeded
 from .systems import render_engine, stimuli
 
 FOCUS = S.FOCUS_CLASSES
@@ -46,23 +46,26 @@ BREAK = S.BREAK_CLASSES
 class RealisationFamily:
     how: Realisation
     classes: tuple[str, ...]  # the classes whose stimuli this realisation changes
-    engines: tuple[str, ...] = ("espeak", "festival", "flite")  # where it can be rendered
+    falls: bool = False  # needs an engine that can impose a falling accent (``can_fall``)
     note: str = ""
+
+    def renderable_by(self, engine: str) -> bool:
+        return not self.falls or ENGINES[engine].can_fall()
 
 
 _F0_ONLY = Realisation(accent_db=0.0, lengthen=1.0)
 REALISATIONS: dict[str, RealisationFamily] = {
     "native": RealisationFamily(
         Realisation(native=True), FOCUS + BREAK,
-        note="espeak-ng <emphasis> and a comma; festival: SABLE <EMPH> on its male diphone "
-             "voice (its female HTS voice ignores markup: focus as planned) and a comma; "
-             "flite: a comma (no focus markup: focus as planned)"),
+        note="espeak-ng <emphasis> and a comma; festival: SABLE <EMPH> on its kal diphone "
+             "voice (its other voices ignore markup: focus as planned) and a comma phrased by "
+             "its punctuation rules; flite: a comma (no focus markup: focus as planned)"),
     "f0-rise": RealisationFamily(_F0_ONLY, FOCUS),
     "f0-rise+pfc": RealisationFamily(replace(_F0_ONLY, post_focus_range=0.4), FOCUS),
-    "f0-fall": RealisationFamily(replace(_F0_ONLY, fall=True), FOCUS, ("festival", "flite"),
+    "f0-fall": RealisationFamily(replace(_F0_ONLY, fall=True), FOCUS, falls=True,
                                  note="PSOLA engines only (espeak-ng has no markup for it)"),
     "f0-fall+pfc": RealisationFamily(replace(_F0_ONLY, fall=True, post_focus_range=0.4), FOCUS,
-                                     ("festival", "flite")),
+                                     falls=True),
     "lengthening": RealisationFamily(Realisation(accent_st=0.0, accent_db=0.0), FOCUS),
     "loudness": RealisationFamily(Realisation(accent_st=0.0, lengthen=1.0), FOCUS),
     "boundary-short-pause": RealisationFamily(
@@ -92,7 +95,7 @@ def render_realisation(engine: str, family: str, cache: Path, *, sentence_ids: i
                        progress: bool = False) -> Path:
     """The copy system with ``family``'s classes re-rendered by ``engine`` its way (cached)."""
     fam = REALISATIONS[family]
-    if engine not in fam.engines:
+    if not fam.renderable_by(engine):
         raise ValueError(f"realisation {family!r} cannot be rendered by {engine}")
     base = render_engine(engine, cache, progress=progress)
     out = base / f"realisation-{family}{_part(sentence_ids)}"
@@ -115,8 +118,7 @@ def render_one_voice(engine: str, cache: Path, *, sentence_ids: int = 5,
                      progress: bool = False) -> Path:
     """The copy system with the engine's male voice speaking for both speakers."""
     base = render_engine(engine, cache, progress=progress)
-    eng = ENGINES[engine]
-    one = replace(eng, voices={"female": eng.voices["male"], "male": eng.voices["male"]})
+    one = ENGINES[engine].one_voice()
     return _render(engine, Realisation(), tuple(spec.CLASSES), base, base / f"delivery-one-voice{_part(sentence_ids)}",
                    sentence_ids, engine_obj=one)
 
@@ -219,7 +221,8 @@ def _tempo(factor: float) -> Transform:
         import parselmouth
         from parselmouth.praat import call
 
-        snd = call(parselmouth.Sound(x, rate), "Lengthen (overlap-add)", 60, 600, 1 / factor)
+        with praat_seeded(int(rng.integers(2 ** 31))):
+            snd = call(parselmouth.Sound(x, rate), "Lengthen (overlap-add)", 60, 600, 1 / factor)
         return _fit(snd.values[0]), rate
     return go
 
@@ -235,7 +238,8 @@ def _pitch(semitones: float) -> Transform:
         tier = call(manip, "Extract pitch tier")
         call(tier, "Multiply frequencies", snd.xmin, snd.xmax, 2 ** (semitones / 12))
         call([manip, tier], "Replace pitch tier")
-        return _fit(call(manip, "Get resynthesis (overlap-add)").values[0]), rate
+        with praat_seeded(int(rng.integers(2 ** 31))):
+            return _fit(call(manip, "Get resynthesis (overlap-add)").values[0]), rate
     return go
 
 

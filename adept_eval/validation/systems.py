@@ -31,7 +31,8 @@ from . import sentences as S
 from .engines import ENGINES
 
 # per engine: bump one when the sentences or plans change (all) or its own settings change
-RENDER_VERSIONS = {"espeak": "2", "festival": "1", "flite": "1"}
+RENDER_VERSIONS = {"espeak": "3", "festival": "3", "flite": "2", "festival-ked": "2", "awb": "2",
+                   "flite-kal": "2"}
 SWAPS = {"anger": "sadness", "sadness": "anger", "beginning": "end", "end": "beginning",
          "interpretation_1": "interpretation_2", "interpretation_2": "interpretation_1"}
 SYSTEMS = ("copy", "partial", "flat", "swap")
