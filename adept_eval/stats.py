@@ -49,30 +49,32 @@ def below_chance_p(correct: int, chances: Sequence[float]) -> float:
     return float(min(1.0, dist[: int(correct) + 1].sum()))
 
 
-def within_cluster_permutation_p(clusters: Sequence[Sequence[tuple[object, object]]]) -> float:
-    """Exact one-sided test that answers match the truth more often than by chance, when the
-    questions come in clusters that share one set of labels (ADEPT's sentences: each
-    subcategory of a sentence is asked about once, so a sentence's questions mirror one
-    another and are not independent).
+def within_cluster_permutation_p(
+        clusters: Sequence[tuple[Sequence[object], Sequence[tuple[object, object]]]]) -> float:
+    """Exact one-sided test that a listener labels stimuli right more often than by chance, when
+    the stimuli come in clusters that carry one set of labels between them (ADEPT's sentences:
+    each subcategory of a sentence is one stimulus, so a sentence's questions mirror one another
+    and are not independent).
 
-    Each cluster holds (answer, truth) pairs; under the null hypothesis the answers carry no
-    information about which stimulus carries which label, so every relabelling of a
-    cluster's truths (a permutation of the labels its pairs use) is as likely as the one
-    observed. p is the share of relabellings of all clusters together (enumerated exactly,
-    cluster by cluster, then convolved) matching at least as many pairs as observed. An
-    answer of None (a failed judgement) matches nothing. 1.0 without clusters."""
+    Each cluster is (its stimuli's labels, (label given, stimulus's own label) pairs); under the
+    null hypothesis the listener's labels carry no information about which stimulus carries
+    which label, so every relabelling of a cluster's stimuli (a permutation of its labels, a
+    label no question asks about - ADEPT's neutral - included) is as likely as the one observed.
+    p is the share of relabellings of all clusters together (enumerated exactly, cluster by
+    cluster, then convolved) matching at least as many pairs as observed. A label given of None
+    (a failed judgement) matches nothing. 1.0 without clusters."""
     from itertools import permutations
 
     observed = 0
     total = np.array([1.0])
-    for pairs in clusters:
-        labels = sorted({x for pair in pairs for x in pair if x is not None}, key=repr)
-        observed += sum(answer is not None and answer == truth for answer, truth in pairs)
+    for labels, pairs in clusters:
+        labels = sorted(set(labels), key=repr)
+        observed += sum(given is not None and given == own for given, own in pairs)
         counts = np.zeros(len(pairs) + 1)
         for image in permutations(labels):
             relabel = dict(zip(labels, image))
-            counts[sum(answer is not None and answer == relabel.get(truth)
-                       for answer, truth in pairs)] += 1
+            counts[sum(given is not None and given == relabel.get(own)
+                       for given, own in pairs)] += 1
         total = np.convolve(total, counts / counts.sum())
     return float(min(1.0, total[observed:].sum()))
 

@@ -282,9 +282,10 @@ def test_cross_engine_rotation_reduced(validation_cache):
     assert sum(o.correct for o in swapped) / len(swapped) < 0.2
     # what the clustered test reads: each answer and the label it would be right for
     for r in (copy, flat, by[("swap", "acoustic")]):
-        assert all(o.correct == (o.answer is not None and o.answer == o.truth)
-                   for o in r.outcomes)
+        assert all(o.correct == (o.given_label is not None and o.given_label == o.stimulus_label)
+                   and o.stimulus_label in o.sentence_labels for o in r.outcomes if o.given_label)
         assert {o.sentence for o in r.outcomes} >= {"0000", "0001"}
+        assert any("neutral" in o.sentence_labels for o in r.outcomes)  # multi: every sample
     noise = by[("noise", "acoustic")]
     assert noise.pooled == 0.0 and all(o.status == "failed" for o in noise.outcomes)
     from adept_eval.validation.systems import RENDER_VERSIONS
@@ -355,6 +356,7 @@ def test_a_psola_rendering_is_the_same_every_time():
     plan rendered twice differed (up to 0.18 of full scale), and a benchmark's figures moved
     with each rendering. Seeded from what is rendered, a rendering repeats; so do the delivery
     transforms that resynthesise through Praat."""
+    from adept_eval.validation import engines
     from adept_eval.validation import families as F
     from adept_eval.validation.sentences import NEUTRAL_PLAN, Plan, Sentence
 
@@ -364,7 +366,14 @@ def test_a_psola_rendering_is_the_same_every_time():
     first, again = flite.render_many(items, "male"), flite.render_many(items[::-1], "male")[::-1]
     for (x, _), (y, _) in zip(first, again):
         assert np.array_equal(x, y)
-    assert not np.array_equal(first[0][0][:1000], first[1][0][:1000])  # not one fixed noise
+    (plain, rate, words), = flite.plain(items[1:], "male")
+    under = {}
+    for key in ("one", "another", "one"):  # the seed is what decides
+        with engines.praat_seeded(key):
+            under.setdefault(key, []).append(engines.impose(plain.astype(np.float64), rate,
+                                                            words, items[1][1]))
+    assert np.array_equal(*under["one"]) and not np.array_equal(under["one"][0],
+                                                                under["another"][0])
     x, rate = first[1]
     for name in ("pitch+4st", "tempo-15%"):
         go = F.DELIVERIES[name].transform
@@ -457,10 +466,10 @@ def test_families_reduced_on_a_held_out_rotation(validation_cache):
     the contour, not where it moved); so is focus marked by F0 alone or by lengthening alone;
     loudness normalisation, edge silence and noise at 20 dB SNR hardly move the score; more
     of the plan is never worse, and brings the system nearer its references."""
-    from adept_eval.validation.benchmark import CALIBRATION_ROTATIONS, run_families
+    from adept_eval.validation.benchmark import NOT_HELD_OUT, run_families
 
     _engine("flite")
-    assert ("flite", "espeak") not in CALIBRATION_ROTATIONS
+    assert ("flite", "espeak") not in NOT_HELD_OUT
     rows = run_families("flite", "espeak", validation_cache, sentence_ids=2, progress=False,
                         variants=("native", "f0-rise", "lengthening", "rms-normalised",
                                   "r128-normalised", "edge-silence", "noise-20db",
@@ -484,28 +493,34 @@ def test_families_reduced_on_a_held_out_rotation(validation_cache):
 
 def test_clustered_test_against_chance_relabels_whole_sentences():
     """A sentence's mirrored questions (reading 1 heard as 1, reading 2 as 2) rise and fall
-    together; the test relabels a sentence's stimuli as one, exactly."""
-    from itertools import product
+    together; the test relabels a sentence's stimuli as one, exactly - with every label its
+    stimuli carry, including one no question asks about (ADEPT's neutral sample)."""
+    from itertools import permutations, product
 
     from adept_eval.stats import within_cluster_permutation_p as p
 
+    ab = ("a", "b")
     both, one, none = [("a", "a"), ("b", "b")], [("a", "a"), ("a", "b")], [("b", "a"), ("a", "b")]
-    assert p([both] * 5) == 1 / 32  # 10/10: the binomial says 0.001
-    assert p([both] * 4 + [one]) == 1 / 16  # 9/10 is not above chance here (binomial: 0.011)
-    assert p([both] * 3 + [one] * 2) == 1 / 8
-    assert p([both] * 4 + [none]) == 6 / 32
-    assert p([[(None, "a"), (None, "b")]]) == 1.0 and p([]) == 1.0  # failed: never right
-    # against brute force over every joint relabelling of three 3-label sentences
+    assert p([(ab, both)] * 5) == 1 / 32  # 10/10: the binomial says 0.001
+    assert p([(ab, both)] * 4 + [(ab, one)]) == 1 / 16  # 9/10 is not above chance here
+    assert p([(ab, both)] * 3 + [(ab, one)] * 2) == 1 / 8
+    assert p([(ab, both)] * 4 + [(ab, none)]) == 6 / 32
+    assert p([(ab, [(None, "a"), (None, "b")])]) == 1.0 and p([]) == 1.0  # failed: never right
+    # a neutral sample nobody picked still takes part in the relabelling: two targets asked
+    # about among three samples, both found, is 1 in 3! = 6 per sentence, not 1 in 2
+    asked = (("a", "b", "n"), both)
+    assert abs(p([asked] * 2) - 1 / 36) < 1e-12
+    # against brute force over every joint relabelling of three sentences, each with three
+    # stimuli labelled x, y, z and a fourth label n that no question asks about
     rng = np.random.default_rng(3)
-    labels = ("x", "y", "z")
+    labels = ("n", "x", "y", "z")
+    relabellings = [dict(zip(labels, image)) for image in permutations(labels)]
     for _ in range(5):
-        clusters = [[(labels[rng.integers(3)], t) for t in labels] for _ in range(3)]
-        perms = [dict(zip(labels, q)) for q in
-                 ((0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0))]
-        perms = [{k: labels[v] for k, v in m.items()} for m in perms]
-        seen = sum(a == t for c in clusters for a, t in c)
-        hits = [sum(a == m[t] for c, m in zip(clusters, ms) for a, t in c) >= seen
-                for ms in product(perms, repeat=3)]
+        clusters = [(labels, [(str(rng.choice(labels)), t) for t in labels[1:]])
+                    for _ in range(3)]
+        seen = sum(g == t for _, c in clusters for g, t in c)
+        hits = [sum(g == m[t] for (_, c), m in zip(clusters, ms) for g, t in c) >= seen
+                for ms in product(relabellings, repeat=3)]
         assert abs(p(clusters) - np.mean(hits)) < 1e-12
 
 
@@ -516,8 +531,11 @@ def test_targets_are_checked_on_held_out_rotations_only():
                                                  check_targets)
 
     def result(correct_by_task):
-        outcomes = tuple(Outcome(t, "x", c, spec.task(t).chance, "ok")
-                         for t, cs in correct_by_task.items() for c in cs)
+        # two-reading sentences, two questions each: reading r heard as r when right
+        outcomes = tuple(Outcome(t, "x", c, spec.task(t).chance, "ok", f"{i // 2}",
+                                 ("r1", "r2")[i % 2] if c else ("r2", "r1")[i % 2],
+                                 ("r1", "r2")[i % 2], ("r1", "r2"))
+                         for t, cs in correct_by_task.items() for i, c in enumerate(cs))
         return SystemResult("s", "acoustic", outcomes)
 
     all_right = {t: [True] * 10 for t in spec.TASKS}
@@ -532,6 +550,14 @@ def test_targets_are_checked_on_held_out_rotations_only():
     # emotion: 20/20 -> 17/20 is 15 points (more than 10); pooled 120/120 -> 117/120 is -0.025
     assert checks["every"].failures == ("c->d rms-normalised: emotion 20/20 -> 17/20",)
     assert checks["copy"].passed
+    # 10/10 in five two-reading sentences is above chance clustered too (p = 1/32); 9/10 is not
+    assert checks["clustered:"].passed and not checks["clustered:"].required
+    nine = dict(all_right, adept_syntactic_phrasing_male=[True] * 9 + [False])
+    rows[0] = VariantResult("copy", "copy", (result(nine), result(all_right)), 0.5)
+    checks = {c.target.split(" ")[0]: c for c in check_targets({held: rows}, (tuned,))}
+    assert checks["copy"].passed  # the binomial: 9/10, p = 0.011
+    assert checks["clustered:"].failures == (
+        "c->d copy: adept_syntactic_phrasing_male 9/10 (p = 0.0625)",)
 
 
 def test_delivery_transforms_do_what_they_say():

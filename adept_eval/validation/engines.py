@@ -370,7 +370,8 @@ def praat_seeded(*key: object):
     """Praat's random numbers seeded from ``key`` inside the block. Praat's overlap-add
     resynthesis gives voiceless stretches random period lengths, so the same call rendered
     different audio every time (and a benchmark's figures moved by a question or two between
-    renderings); seeded, a rendering is a function of what it renders."""
+    renderings); seeded, a rendering is a function of what it renders. Not re-entrant: leaving
+    the block reseeds Praat unpredictably, whatever was seeded before it."""
     from parselmouth.praat import run
 
     seed = int.from_bytes(hashlib.sha256(repr(key).encode()).digest()[:4], "big") % 2 ** 31
@@ -487,8 +488,7 @@ class VoiceSet(Engine):
         return self.parts[speaker].program(speaker)
 
     def one_voice(self) -> "Engine":
-        male = self.parts["male"]
-        return replace(male, voices={"female": male.voices["male"], "male": male.voices["male"]})
+        return self.parts["male"].one_voice()
 
 
 def voice_set(name: str, female: Engine, male: Engine) -> VoiceSet:
