@@ -69,7 +69,7 @@ def main() -> int:
         try:
             engines.check_rotation(*r)
         except ValueError as e:
-            parser.error(f"--rotation {':'.join(r)}: {e}")
+            parser.error(f"--rotation: {e}")
     missing = {e for r in rotations for e in r} - set(engines.available())
     if missing:
         parser.error(f"TTS engine(s) not installed: {', '.join(sorted(missing))}")
