@@ -560,6 +560,33 @@ def test_targets_are_checked_on_held_out_rotations_only():
         "c->d copy: adept_syntactic_phrasing_male 9/10 (p = 0.0625)",)
 
 
+def test_family_summary_names_each_rotation_for_what_it_is():
+    """Tuned, reserved and held-out rotations are labelled as such, the variants come in the
+    families' own order whatever rotation lacks one, and without a held-out rotation there is no
+    held-out column to fill with zeros."""
+    from adept_eval.validation.benchmark import (Outcome, SystemResult, VariantResult,
+                                                 format_family_summary)
+
+    def row(family, variant, right):
+        outcomes = tuple(Outcome(t, "x", c, spec.task(t).chance, "ok")
+                         for t in spec.TASKS for c in (True, right))
+        r = SystemResult("s", "acoustic", outcomes)
+        return VariantResult(family, variant, (r, r), 0.5)
+
+    no_fall = [row("copy", "copy", True), row("dose", "0.33", False),
+               row("realisation", "native", True)]
+    with_fall = no_fall + [row("realisation", "f0-fall", False)]
+    table = format_family_summary({("a", "b"): no_fall, ("c", "d"): with_fall, ("e", "f"): no_fall},
+                                  tuned=(("a", "b"),), reserved=(("c", "d"),))
+    lines = table.splitlines()
+    assert lines[0].startswith("| family | variant | a->b (tuned) | c->d (reserved) | "
+                               "e->f (held out) | worst class drop, held out |")
+    assert [line.split(" | ")[1] for line in lines[2:]] == ["copy", "native", "f0-fall", "0.33"]
+    assert "| realisation | f0-fall | - | 0.500 (0.50) -0.500 | - | 0 |" in lines
+    only_tuned = format_family_summary({("a", "b"): no_fall}, tuned=(("a", "b"),))
+    assert "held out" not in only_tuned and only_tuned.splitlines()[1] == "|---|---|---:|"
+
+
 def test_delivery_transforms_do_what_they_say():
     """The delivery variants themselves: loudness normalisation reaches its target, the edge
     silence is silence, the noise sits at its SNR, the tempo and pitch change by their factor."""
