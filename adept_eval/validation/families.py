@@ -119,8 +119,9 @@ def render_one_voice(engine: str, cache: Path, *, sentence_ids: int = 5,
     """The copy system with the engine's male voice speaking for both speakers."""
     base = render_engine(engine, cache, progress=progress)
     one = ENGINES[engine].one_voice()
-    return _render(engine, Realisation(), tuple(spec.CLASSES), base, base / f"delivery-one-voice{_part(sentence_ids)}",
-                   sentence_ids, engine_obj=one)
+    out = base / f"delivery-one-voice{_part(sentence_ids)}"
+    return _render(engine, Realisation(), tuple(spec.CLASSES), base, out, sentence_ids,
+                   engine_obj=one)
 
 
 def _part(sentence_ids: int) -> str:
@@ -139,7 +140,8 @@ def _render(engine: str, how: Realisation, classes: tuple[str, ...], base: Path,
     eng = engine_obj or ENGINES[engine]
     _copy_tree(base / "ADEPT" / WAV_DIR, out)
     for speaker in spec.SPEAKERS:
-        jobs = [(S.sentence(c, sid), S.plan(c, sub, sid), f"{c}/{sub}/{spec.SPEAKERS[speaker]}_{sid}")
+        jobs = [(S.sentence(c, sid), S.plan(c, sub, sid),
+                 f"{c}/{sub}/{spec.SPEAKERS[speaker]}_{sid}")
                 for sp, c, sub, sid in stimuli(sentence_ids) if sp == speaker and c in classes]
         for start in range(0, len(jobs), 20):
             batch = jobs[start:start + 20]
