@@ -10,9 +10,15 @@ Trust is conservative. Any write to a file changes its change time (ctime), whic
 modification time, no program can set back; a file changed within the last
 ``RACY_SECONDS`` is hashed but not indexed (a second change within the timestamps' resolution
 could otherwise keep its ``stat``); a line that does not parse is ignored; an index that
-cannot be read or written only costs the hashing it would have saved. The index holds at most
-``MAX_ENTRIES`` lines: past that it is rewritten with the newest entry of each file, newest
-first kept.
+cannot be read or written only costs the hashing it would have saved. The index is rewritten
+with the newest entry of each file (the newest files kept) when it holds more than
+``MAX_ENTRIES`` lines, or when out-of-date lines outnumber the current ones (a system's samples
+written again and again each add a line). One ``ContentKeys`` per index in a process
+(``for_directory``): the index is read once.
+
+``corpus.remembered_digest`` does the same for a whole corpus's digest (one note per corpus
+state, never pruned); this is the per-file, bounded form of that idea, for files that change
+run to run.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+from functools import lru_cache
 from pathlib import Path
 
 INDEX_NAME = "content-keys.tsv"
@@ -94,7 +101,7 @@ class ContentKeys:
                 continue
             self._known.pop(parts[6], None)  # a later line wins, and is newer
             self._known[parts[6]] = (stamp, parts[0])
-        if len(lines) > MAX_ENTRIES:
+        if len(lines) > MAX_ENTRIES or len(lines) > 2 * len(self._known) + 1000:
             self._compact()
         return self._known
 
@@ -117,3 +124,9 @@ class ContentKeys:
             os.replace(tmp, self.index)
         except (OSError, UnicodeError):
             tmp.unlink(missing_ok=True)
+
+
+@lru_cache(maxsize=None)
+def for_directory(directory: str) -> ContentKeys:
+    """The process's one ``ContentKeys`` of the index in ``directory`` (an absolute path)."""
+    return ContentKeys(directory)

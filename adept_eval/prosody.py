@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from .audio import Audio, read_audio, resample
-from .content_keys import ContentKeys
+from . import content_keys
 
 FEATURE_VERSION = "5"
 ANALYSIS_RATE = 16000
@@ -170,7 +170,7 @@ class FeatureStore:
         self._ahead: dict = {}  # key -> Future of a background extraction (``extract_ahead``)
         self._profiles: dict[str, SentenceProfiles] = {}  # ``profiles``, by cache name
         self._spreads: dict[str, ReferenceSpread] = {}  # ``reference``, by the same name
-        self._content = ContentKeys(self.directory)
+        self._content = content_keys.for_directory(os.path.abspath(self.directory))
         self.computed = 0
         self.audio_seconds = 0.0
 
@@ -503,7 +503,8 @@ def one_blas_thread():
     BLAS thread gains nothing, while OpenBLAS's idle threads spin after every product and take
     the core a background extraction runs on: a user's full evaluation with BLAS left at its
     default (two threads on two cores) took 4.85 s and 7.3 s of CPU instead of 3.96 s and
-    5.1 s. One thread also keeps the features independent of the user's thread settings."""
+    5.1 s. One thread also keeps results independent of the user's thread settings (the
+    alignments' cost-matrix products differ in their last bits between one and two threads)."""
     with _blas_controller().limit(limits=1, user_api="blas"):
         yield
 
@@ -902,26 +903,19 @@ def pause_runs(feats: Features, below_max_db: float = PAUSE_BELOW_MAX_DB,
             if b - a >= min_frames and a > 0 and b < feats.n]
 
 
-def speech_only(f: Features) -> tuple[Features, np.ndarray]:
-    """The rendition with its pauses cut out, and the pause (seconds) that follows each kept
-    frame. Aligning spectra across a pause lets dynamic time warping match one rendition's
-    pause with another's pause elsewhere, hiding *where* the phrase break is; words aligned
-    to words, with the breaks between them as a feature of their own, keep it.
-
-    Shorter silences (``SHORT_BREAK_FROM_S`` up to ``MIN_PAUSE_S``) stay in place for the
-    alignment but count as part of a break at the frame where speech resumes, the more the
-    longer they last (none at 80 ms, all at 150 ms): an engine's own comma can be a 100-140 ms
-    silence, while stop closures stretched by slow speech reach about 100 ms (counted at
-    most a third)."""
-    cut, pause_after, _ = _speech_and_silences(f)
-    return cut, pause_after
-
-
 def _speech_and_silences(f: Features) -> tuple[Features, np.ndarray, np.ndarray]:
-    """``speech_only``, and as a third array every silence inside the utterance from
-    ``JUNCTURE_SILENCE_S`` on, in full seconds (the boundary's pause cue): a short one at the
-    kept frame where speech resumes (where ``pause_after`` counts its share), a pause that was
-    cut out at the frame before it (as ``pause_after``)."""
+    """The rendition with its pauses cut out, the pause (seconds) that follows each kept frame,
+    and every silence inside the utterance from ``JUNCTURE_SILENCE_S`` on, in full seconds (the
+    boundary's pause cue: a short one at the kept frame where speech resumes, a pause that was
+    cut out at the frame before it).
+
+    Aligning spectra across a pause lets dynamic time warping match one rendition's pause with
+    another's pause elsewhere, hiding *where* the phrase break is; words aligned to words, with
+    the breaks between them as a feature of their own, keep it. Shorter silences
+    (``SHORT_BREAK_FROM_S`` up to ``MIN_PAUSE_S``) stay in place for the alignment but count as
+    part of a break at the frame where speech resumes, the more the longer they last (none at
+    80 ms, all at 150 ms): an engine's own comma can be a 100-140 ms silence, while stop
+    closures stretched by slow speech reach about 100 ms (counted at most a third)."""
     runs = pause_runs(f)
     keep = np.ones(f.n, dtype=bool)
     pause_after = np.zeros(f.n)
@@ -931,13 +925,12 @@ def _speech_and_silences(f: Features) -> tuple[Features, np.ndarray, np.ndarray]
     if keep.sum() < 3 or not runs:
         keep, pause_after = np.ones(f.n, dtype=bool), np.zeros(f.n)
     silence_after = pause_after.copy()
-    for a, b in pause_runs(f, min_pause_s=min(SHORT_BREAK_FROM_S, JUNCTURE_SILENCE_S)):
+    for a, b in pause_runs(f, min_pause_s=JUNCTURE_SILENCE_S):
         seconds = (b - a) * HOP_S
         if keep[a] and seconds < MIN_PAUSE_S:  # not cut out: a short break, partly counted
             share = (seconds - SHORT_BREAK_FROM_S) / (MIN_PAUSE_S - SHORT_BREAK_FROM_S)
             pause_after[b] += seconds * float(np.clip(share, 0.0, 1.0))
-            if seconds >= JUNCTURE_SILENCE_S - 1e-9:
-                silence_after[b] += seconds
+            silence_after[b] += seconds
     if keep.all():
         return f, pause_after, silence_after
     return (Features(f.f0[keep], f.energy[keep], f.mfcc[keep], f.speech[keep], f.noise_floor),
@@ -1133,8 +1126,9 @@ class ReferenceSpread:
     boundary_votes: bool
 
 
-def reference_spread(natural: SentenceProfiles) -> ReferenceSpread:
-    w = _discriminative_weights(natural)
+def reference_spread(natural: SentenceProfiles, w: dict[str, np.ndarray] | None = None
+                     ) -> ReferenceSpread:
+    w = _discriminative_weights(natural) if w is None else w
     k = natural.f0.shape[0]
     pairs = [_term_distances(natural, a, natural, b, w) for a in range(k) for b in range(k)
              if a != b]
@@ -1161,8 +1155,8 @@ def compare_sentence(system: SentenceProfiles, natural: SentenceProfiles,
                      spread: ReferenceSpread | None = None) -> Comparison:
     """Every system rendition against every natural candidate (``system`` already ``onto``);
     ``spread``: the natural candidates' ``reference_spread``, when it is at hand."""
-    spread = reference_spread(natural) if spread is None else spread
     w = _discriminative_weights(natural)
+    spread = reference_spread(natural, w) if spread is None else spread
     k, s = natural.f0.shape[0], system.f0.shape[0]
     level_votes = system.level_spread >= LEVEL_VOTE_DB
     terms = {t: np.zeros((s, k)) for t in TERMS}

@@ -191,8 +191,9 @@ def _forget_system_features(system: Path, home: Path) -> None:
     the same bytes written again (a new change time: no index of content keys knows them)."""
     from adept_eval.prosody import FeatureStore
 
+    store = FeatureStore(home / "features")
     for wav in system.rglob("*.wav"):
-        FeatureStore(home / "features").path_of(wav).unlink(missing_ok=True)
+        store.path_of(wav).unlink(missing_ok=True)
         wav.write_bytes(wav.read_bytes())
 
 

@@ -88,6 +88,21 @@ def test_the_index_stays_bounded(tmp_path, settled, monkeypatch):
     assert len((tmp_path / "cache" / INDEX_NAME).read_text().splitlines()) == 5
 
 
+def test_out_of_date_lines_do_not_pile_up(tmp_path, settled):
+    """A file written again and again (a system's samples) adds a line each time; once the
+    out-of-date lines outnumber the current ones, the index is rewritten with the current."""
+    path = tmp_path / "a.wav"
+    keys = ContentKeys(tmp_path / "cache")
+    for i in range(1100):
+        os.utime(_write(path, b"take"), ns=(i, i))
+        keys.digest(path)
+    assert len((tmp_path / "cache" / INDEX_NAME).read_text().splitlines()) == 1100
+    reread = ContentKeys(tmp_path / "cache")
+    assert reread.digest(path) == hashlib.sha256(b"take").hexdigest()[:32]
+    assert reread.hashed == 0  # the newest line kept
+    assert len((tmp_path / "cache" / INDEX_NAME).read_text().splitlines()) == 1
+
+
 def test_feature_store_keys_are_content_and_version(tmp_path, settled):
     data = os.urandom(5000)
     a, b = _write(tmp_path / "a.wav", data), _write(tmp_path / "b.wav", data)
@@ -96,6 +111,7 @@ def test_feature_store_keys_are_content_and_version(tmp_path, settled):
     expected = f"{hashlib.sha256(data).hexdigest()[:32]}-v{FEATURE_VERSION}"
     assert store.key(a) == store.key(b) == expected  # same bytes, same key
     FeatureStore._keys.clear()  # a new process: from the index, nothing read
+    content_keys.for_directory.cache_clear()
     fresh = FeatureStore(tmp_path / "features")
     assert fresh.key(a) == expected and fresh._content.hashed == 0
 
@@ -108,3 +124,6 @@ def test_a_file_name_that_is_not_utf8_is_keyed_not_indexed(tmp_path, settled):
         f.write(b"audio bytes")
     keys = ContentKeys(tmp_path / "cache")
     assert keys.digest(odd) == hashlib.sha256(b"audio bytes").hexdigest()[:32]
+    again = ContentKeys(tmp_path / "cache")
+    again.digest(odd)
+    assert again.hashed == 1  # not in the index: read and hashed again

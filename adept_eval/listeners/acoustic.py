@@ -126,13 +126,17 @@ class AcousticListener(Listener):
     def _compare(self, cls: str, speaker: str, sentence_id: str, subs: tuple[str, ...],
                  paths: tuple[str, ...]):
         """(S, K) per-term distances of the system's renditions ``paths`` (in ``subs`` order)
-        to the natural candidates ``subs``; memoised per sentence (``Comparison``)."""
+        to the natural candidates ``subs``; memoised per sentence (``Comparison``). Worked out
+        with BLAS on one thread whoever calls (``one_blas_thread``): the alignments' cost
+        matrices differ in their last bits with the thread count, and reference profiles are
+        cached on disk for every later run."""
         memo_key = (cls, speaker, sentence_id, subs, paths)
         if memo_key not in self._memo:
-            natural, spread = self.store.reference(
-                self._natural_paths(cls, speaker, sentence_id, subs))
-            system = onto(sentence_profiles([self.store.get(p) for p in paths]), natural)
-            self._memo[memo_key] = compare_sentence(system, natural, spread)
+            with one_blas_thread():
+                natural, spread = self.store.reference(
+                    self._natural_paths(cls, speaker, sentence_id, subs))
+                system = onto(sentence_profiles([self.store.get(p) for p in paths]), natural)
+                self._memo[memo_key] = compare_sentence(system, natural, spread)
         return self._memo[memo_key]
 
     def forget_comparisons(self) -> None:

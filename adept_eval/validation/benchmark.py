@@ -21,6 +21,7 @@ from ..listeners import Listener
 from ..questions import all_questions
 from ..stats import below_chance_p, binomial_p, within_cluster_permutation_p
 from .engines import check_rotation
+from . import families as F
 from .families import stimulus_path
 from .systems import NONSPEECH, SWAPS, SYSTEMS, nonspeech_systems, render_engine, system_folder
 
@@ -286,7 +287,6 @@ def run_families(reference: str, system: str, cache: Path, *, families=("realisa
     scored against ``reference``'s corpus by the acoustic listener and the naive baseline;
     the untouched copy system first (``copy``, the line every variant is read against)."""
     from ..listeners import get_listener
-    from . import families as F
     from .baseline import GlobalBaseline
 
     check_rotation(reference, system)
@@ -383,8 +383,6 @@ def format_family_summary(by_rotation: dict[tuple[str, str], list[VariantResult]
     """Every variant's pooled accuracy (acoustic listener; the naive baseline in brackets) on
     every rotation, its change from that rotation's copy system, and the largest drop of one
     class (points) on the held-out rotations - the validity table by family."""
-    from . import families as F
-
     rotations = list(by_rotation)
     order = [("copy", "copy"), *(("realisation", n) for n in F.REALISATIONS),
              *(("delivery", n) for n in F.DELIVERIES), *(("dose", f"{d:.2f}") for d in F.DOSES)]

@@ -497,26 +497,19 @@ def voice_set(name: str, female: Engine, male: Engine) -> VoiceSet:
     return VoiceSet(name, {sp: f"{e.name}:{e.voices[sp]}" for sp, e in parts.items()}, parts)
 
 
-_ESPEAK = Espeak("espeak", {"female": "en-us+f3", "male": "en-us"})
-_FESTIVAL = Festival("festival", {"female": "cmu_us_slt_arctic_hts", "male": "kal_diphone"})
-_FLITE = Flite("flite", {"female": "slt", "male": "rms"})
-_FESTIVAL_KED = Festival("festival-ked", {"female": "cmu_us_slt_arctic_hts",
-                                           "male": "ked_diphone"})
-_ESPEAK_RP = Espeak("espeak-rp", {"female": "en-gb-x-rp+f4", "male": "en-gb-x-rp"})
-_FLITE_AWB = Flite("flite-awb", {"female": "slt", "male": "awb"})
-_ESPEAK_F5 = Espeak("espeak-f5", {"female": "en-us+f5", "male": "en-us"})
-_FLITE_KAL = Flite("flite-kal", {"female": "slt", "male": "kal"})
-
 ENGINES: dict[str, Engine] = {
-    "espeak": _ESPEAK,
-    "festival": _FESTIVAL,
-    "flite": _FLITE,
+    "espeak": Espeak("espeak", {"female": "en-us+f3", "male": "en-us"}),
+    "festival": Festival("festival", {"female": "cmu_us_slt_arctic_hts", "male": "kal_diphone"}),
+    "flite": Flite("flite", {"female": "slt", "male": "rms"}),
     # voices the listener met in none of the first three engines' rotations: festival's other
-    # diphone voice (``ked``) and flite's Scottish ``awb`` (the female speaker of "awb" is
-    # espeak-ng's British RP variant: see ``VoiceSet``)
-    "festival-ked": _FESTIVAL_KED,
-    "awb": voice_set("awb", female=_ESPEAK_RP, male=_FLITE_AWB),
-    "flite-kal": voice_set("flite-kal", female=_ESPEAK_F5, male=_FLITE_KAL),
+    # diphone voice (``ked``), flite's Scottish ``awb`` and its ``kal``; the last two speak the
+    # female with an espeak-ng variant (see ``VoiceSet``)
+    "festival-ked": Festival("festival-ked", {"female": "cmu_us_slt_arctic_hts",
+                                              "male": "ked_diphone"}),
+    "awb": voice_set("awb", female=Espeak("espeak-rp", {"female": "en-gb-x-rp+f4"}),
+                     male=Flite("flite-awb", {"male": "awb"})),
+    "flite-kal": voice_set("flite-kal", female=Espeak("espeak-f5", {"female": "en-us+f5"}),
+                           male=Flite("flite-kal", {"male": "kal"})),
 }
 
 
