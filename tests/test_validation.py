@@ -524,6 +524,25 @@ def test_clustered_test_against_chance_relabels_whole_sentences():
         assert abs(p(clusters) - np.mean(hits)) < 1e-12
 
 
+def test_a_pooled_accuracy_gets_an_interval_clustered_by_sentence():
+    """Whole sentences resampled; where every question came out alike (the bootstrap would
+    return the point itself) the exact interval with each sentence as one trial."""
+    from adept_eval.stats import bootstrap_interval, clopper_pearson
+    from adept_eval.validation.benchmark import Outcome, pooled_interval
+
+    def outcomes(rights):
+        return [Outcome("adept_syntactic_phrasing_male", "x", c, 0.5, "ok", f"{i // 2}")
+                for i, c in enumerate(rights)]
+
+    mixed = [True, True, True, False] * 5
+    (lo, hi), how = pooled_interval(outcomes(mixed))
+    assert (lo, hi) == bootstrap_interval(mixed, [i // 2 for i in range(20)])
+    assert how == "resampling whole sentences" and lo < 0.75 < hi
+    (lo, hi), how = pooled_interval(outcomes([True] * 20))
+    assert (lo, hi) == clopper_pearson(10, 10) and how == "exact over 10 sentences" and lo < 1
+    assert pooled_interval(outcomes([False] * 20))[0] == clopper_pearson(0, 10)
+
+
 def test_targets_are_checked_on_held_out_rotations_only():
     """``check_targets`` reads the issue's bars from the results and ignores the tuned
     rotations: a failure there does not count, the same failure held out does."""

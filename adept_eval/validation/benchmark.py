@@ -19,9 +19,10 @@ from .. import spec
 from ..corpus import Corpus, WAV_DIR
 from ..listeners import Listener
 from ..questions import all_questions
-from ..stats import below_chance_p, binomial_p, within_cluster_permutation_p
-from .engines import check_rotation
+from ..stats import (below_chance_p, binomial_p, bootstrap_interval, clopper_pearson,
+                     within_cluster_permutation_p)
 from . import families as F
+from .engines import check_rotation
 from .families import stimulus_path
 from .systems import NONSPEECH, SWAPS, SYSTEMS, nonspeech_systems, render_engine, system_folder
 
@@ -83,6 +84,18 @@ def p_clustered(outcomes: list[Outcome]) -> float:
         labels[o.sentence].update(o.sentence_labels)
         pairs[o.sentence].append((o.given_label, o.stimulus_label))
     return within_cluster_permutation_p([(labels[k], pairs[k]) for k in pairs])
+
+
+def pooled_interval(outcomes: list[Outcome]) -> tuple[tuple[float, float], str]:
+    """95% interval of a pooled accuracy with a sentence's questions as one cluster: whole
+    sentences resampled; when every question came out alike (the bootstrap can then only
+    return the point), the exact interval with each sentence as one trial."""
+    sentences = [f"{o.task}/{o.sentence}" for o in outcomes]
+    right = [o.correct for o in outcomes]
+    if len(set(right)) > 1:
+        return bootstrap_interval(right, sentences), "resampling whole sentences"
+    k = len(set(sentences))
+    return clopper_pearson(k if right and right[0] else 0, k), f"exact over {k} sentences"
 
 
 def p_below(outcomes: list[Outcome]) -> float:
@@ -188,7 +201,9 @@ def format_rotation(reference: str, system: str, results: list[SystemResult], ti
              for t in tasks}
     for r in results:
         by = r.by_task()
-        head = f"--- {r.system} / {r.listener}: pooled {r.pooled:.3f} (n={len(r.outcomes)})"
+        (lo, hi), how = pooled_interval(r.outcomes)
+        head = (f"--- {r.system} / {r.listener}: pooled {r.pooled:.3f} [{lo:.3f}, {hi:.3f}] "
+                f"(n={len(r.outcomes)}; 95% interval {how})")
         failed = sum(o.status != "ok" for o in r.outcomes)
         if failed:
             head += f", {failed} failed (counted wrong)"
