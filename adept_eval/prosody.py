@@ -745,6 +745,16 @@ SALIENCE_SMOOTH = 5  # frames (100 ms): a syllable, not a frame
 # file) says nothing about level; below this spread (dB, loudest minus quietest rendition) its
 # level term abstains for every candidate alike instead of favouring the flattest one.
 LEVEL_VOTE_DB = 1.5
+# Tempo, likewise (method v9): a system whose renditions of a sentence are timed alike - local
+# tempo within a just-noticeable 8% of their mean rendition at 95% of the frames, as when a
+# system moves only the pitch or the loudness of a focused word - says nothing about timing, and
+# its tempo term abstains instead of favouring the candidate whose references are timed most
+# evenly (the reference of a final focus lengthens the last word, so an F0-only system's flat
+# timing pointed away from it). Every system of the tuning and reserved rotations that
+# lengthens anything lies above it (its least: 0.10, native phrase breaks; a third of every
+# effect: 0.06 on 2 of 120 focus sentences).
+TEMPO_VOTE = JND_TEMPO
+TEMPO_SPREAD_PERCENTILE = 95.0
 TERMS = ("f0", "energy", "level", "tempo", "pause", "salience", "boundary")
 # Boundary: where a rendition marks a phrase boundary more than the sentence's other renditions
 # do, by any of its cues - a pause, the lengthening of the stretch before it, the pitch
@@ -795,6 +805,13 @@ class SentenceProfiles:
     @property
     def level_spread(self) -> float:
         return float(np.ptp(self.level)) if self.level.size else 0.0
+
+    @property
+    def tempo_spread(self) -> float:
+        """How differently the renditions are timed: the ``TEMPO_SPREAD_PERCENTILE``-th
+        percentile of their local tempo's distance from the mean rendition's (log ratio)."""
+        return (float(np.percentile(np.abs(self.tempo), TEMPO_SPREAD_PERCENTILE))
+                if self.tempo.size else 0.0)
 
 
 PITCH_MOVEMENT_HALF_WINDOW = 5  # frames either side (+-100 ms: about a syllable)
@@ -888,8 +905,9 @@ def pause_runs(feats: Features, below_max_db: float = PAUSE_BELOW_MAX_DB,
     """Silent stretches inside the utterance, as (first, past-the-end) frame indices.
 
     A frame is silent when its energy is more than ``below_max_db`` below the utterance's
-    loudest frame or less than ``ABOVE_NOISE_DB`` above its noise floor; a pause is a run of at least ``min_pause_s`` of silent frames that neither
-    starts nor ends the (speech-trimmed) utterance. 150 ms is long enough to exclude stop
+    loudest frame or less than ``ABOVE_NOISE_DB`` above its noise floor; a pause is a run of at
+    least ``min_pause_s`` of silent frames that neither starts nor ends the (speech-trimmed)
+    utterance. 150 ms is long enough to exclude stop
     closures and short enough to catch phrase breaks. (The listener's pause term and the
     graded pause figures both use this.)
     """
@@ -1080,7 +1098,8 @@ def _correlation_distance(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def _term_distances(sys: SentenceProfiles, i: int, nat: SentenceProfiles, j: int, w,
-                    level_votes: bool = True, boundary_votes: bool = True) -> dict[str, float]:
+                    level_votes: bool = True, boundary_votes: bool = True,
+                    tempo_votes: bool = True) -> dict[str, float]:
     nat_f0, sys_f0 = nat.f0[j], sys.f0[i]
     judged = ~np.isnan(nat_f0)
     f0_dev = np.where(np.isnan(sys_f0), MISSING_F0_ST, np.abs(np.nan_to_num(sys_f0 - nat_f0)))
@@ -1088,8 +1107,8 @@ def _term_distances(sys: SentenceProfiles, i: int, nat: SentenceProfiles, j: int
         if judged.any() else MISSING_F0_ST
     energy = float(np.sum(w["energy"] * np.abs(sys.energy[i] - nat.energy[j]))
                    / np.sum(w["energy"]))
-    tempo = float(np.sum(w["tempo"] * np.abs(sys.tempo[i] - nat.tempo[j])) / np.sum(w["tempo"])) \
-        + abs(float(sys.length[i] - nat.length[j]))
+    tempo = (float(np.sum(w["tempo"] * np.abs(sys.tempo[i] - nat.tempo[j])) / np.sum(w["tempo"]))
+             + abs(float(sys.length[i] - nat.length[j]))) if tempo_votes else 0.0
     level = abs(float(sys.level[i] - nat.level[j])) if level_votes else 0.0
     # pauses are events, not levels: summed (seconds), not averaged over the sentence
     return {"f0": f0, "energy": energy, "level": level, "tempo": tempo,
@@ -1159,10 +1178,11 @@ def compare_sentence(system: SentenceProfiles, natural: SentenceProfiles,
     spread = reference_spread(natural, w) if spread is None else spread
     k, s = natural.f0.shape[0], system.f0.shape[0]
     level_votes = system.level_spread >= LEVEL_VOTE_DB
+    tempo_votes = system.tempo_spread >= TEMPO_VOTE
     terms = {t: np.zeros((s, k)) for t in TERMS}
     for i in range(s):
         for j in range(k):
             for t, v in _term_distances(system, i, natural, j, w, level_votes,
-                                        spread.boundary_votes).items():
+                                        spread.boundary_votes, tempo_votes).items():
                 terms[t][i, j] = v
     return Comparison(terms, dict(spread.scale))

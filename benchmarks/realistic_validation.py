@@ -13,9 +13,9 @@ sets with their other voices (festival-ked: festival's ked; awb and flite-kal: f
 with an espeak-ng female variant). Needs the Debian packages espeak-ng, festival (+
 festvox-us-slt-hts, festvox-kallpc16k, festvox-kdlpc16k) and flite for every rotation;
 ``--rotation`` picks some (a rotation never has one synthesiser on both sides for a speaker).
-The listener was tuned on three rotations (``benchmark.CALIBRATION_ROTATIONS``), three more are
-reserved for tuning what follows it (``RESERVED_ROTATIONS``: new voices, read freely), and the
-five others are held out: reported as measured, the targets checked on them. Rendering takes a
+The listener was tuned on three rotations (``benchmark.CALIBRATION_ROTATIONS``) and, since method
+v9, on three more with new voices (``RESERVED_ROTATIONS``, read freely); the five others are
+held out: reported as measured, the targets checked on them. Rendering takes a
 few minutes per engine the first time; corpora are cached (``--cache``, default
 ``$ADEPT_EVAL_HOME/validation``).
 

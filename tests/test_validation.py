@@ -217,6 +217,29 @@ def test_the_boundary_term_abstains_when_the_references_break_alike():
     assert comparison.terms["pause"].any()  # the system's breaks do differ: the gate, not luck
 
 
+def test_the_tempo_term_abstains_for_renditions_timed_alike():
+    """A system whose renditions differ only in pitch says nothing about timing: its tempo
+    term must not vote (it would favour the references timed most evenly). Once one of its
+    renditions lengthens a word, the term votes again."""
+    from adept_eval.prosody import TEMPO_VOTE, compare_sentence, onto, sentence_profiles
+
+    rng = np.random.default_rng(0)
+    words = [rng.normal(0, 2, 12) for _ in range(7)]
+    natural = sentence_profiles([_rendition(words, 1, rng, 1.0, 0, lengthen=1.5),
+                                 _rendition(words, 4, rng, 1.0, 0, lengthen=1.5)])
+    other = [w + rng.normal(0, 0.5, 12) for w in words]
+    pitch_only = onto(sentence_profiles([_rendition(other, 1, rng, 1.0, 0, reset_st=3.0),
+                                         _rendition(other, 4, rng, 1.0, 0, reset_st=3.0)]),
+                      natural)
+    assert pitch_only.tempo_spread < TEMPO_VOTE
+    assert not compare_sentence(pitch_only, natural).terms["tempo"].any()
+    lengthened = onto(sentence_profiles([_rendition(other, 1, rng, 1.0, 0, lengthen=1.5),
+                                         _rendition(other, 4, rng, 1.0, 0, reset_st=3.0)]),
+                      natural)
+    assert lengthened.tempo_spread >= TEMPO_VOTE
+    assert compare_sentence(lengthened, natural).terms["tempo"].all()
+
+
 def test_answers_explain_distances_and_posteriors(corpus, systems, tmp_path):
     from adept_eval.listeners import get_listener
     from adept_eval.questions import build_questions
@@ -349,6 +372,72 @@ def test_festival_phrases_a_native_comma_where_it_is_written():
         for (_, plan, _), (_, _, words) in zip(items, rendered):
             gaps = [b[0] - a[1] for a, b in zip(words, words[1:])]
             assert int(np.argmax(gaps)) == plan.break_after and max(gaps) > 0.1, (speaker, gaps)
+
+
+def _single_answers(references, reference_how, system, system_how, cls, sentence, speaker,
+                    folder):
+    """The acoustic listener's posteriors (rows: the system's readings, columns: the
+    references') for one single-stimulus sentence, both sides rendered here and written as
+    the benchmark writes them, and the per-term comparison behind them."""
+    from adept_eval.audio import read_audio
+    from adept_eval.listeners.acoustic import TEMPERATURE, TERM_WEIGHTS
+    from adept_eval.prosody import compare_sentence, extract, onto, sentence_profiles
+    from adept_eval.validation import sentences as S
+
+    sid = f"{spec.CLASSES[cls].id_block + sentence:04d}"
+    subs = tuple(S.sentence(cls, sid).readings)
+    items = [(S.sentence(cls, sid), S.plan(cls, sub, sid), sub) for sub in subs]
+
+    def profiles(engine, how, side):
+        feats = []
+        for (_, _, sub), (x, rate) in zip(items, engine.render_many(items, speaker, how)):
+            path = folder / f"{side}-{sub}.wav"
+            sf.write(str(path), x, rate, subtype="PCM_16")  # as the benchmark's corpora are
+            feats.append(extract(read_audio(path)))
+        return sentence_profiles(feats)
+
+    natural = profiles(references, reference_how, "natural")
+    comparison = compare_sentence(onto(profiles(system, system_how, "system"), natural),
+                                  natural)
+    logits = -comparison.total(TERM_WEIGHTS) / TEMPERATURE
+    posterior = np.exp(logits - logits.max(1, keepdims=True))
+    return posterior / posterior.sum(1, keepdims=True), comparison
+
+
+@pytest.mark.parametrize("system_name, sentence", [("awb", 3), ("flite-kal", 4)])
+def test_where_the_break_is_outvotes_the_references_melody(system_name, sentence, tmp_path):
+    """festival's ked diphone voice as the references, another male voice (flite's awb or kal)
+    realising a third of every effect as the system: the references' two readings differ in
+    where they break, but their F0 and tempo contours also differ by what the breaks do to
+    timing and by the voice's own melody, which the system's renditions do not share. Method
+    v8 let those contours outvote where the break is: "Peter and Sue or Mark will come tonight"
+    (awb) was answered wrong (posterior 0.50 for the right reading) and "We painted the walls
+    with the children" (kal) at 0.58. Both readings must win, each with a posterior of at least
+    0.7 (method v9: 0.82 and 0.80 at the least)."""
+    from adept_eval.validation.engines import AS_PLANNED, Realisation
+
+    posterior, _ = _single_answers(_engine("festival-ked"), AS_PLANNED, _engine(system_name),
+                                   Realisation(dose=1 / 3), "syntactic_phrasing", sentence,
+                                   "male", tmp_path)
+    assert posterior[0, 0] >= 0.7 and posterior[1, 1] >= 0.7, posterior
+
+
+@pytest.mark.parametrize("sentence", [1, 4])
+def test_a_system_timed_alike_is_not_judged_on_timing(sentence, tmp_path):
+    """espeak-ng's references mark topical emphasis with pitch, loudness and lengthening; a
+    system (flite, PSOLA) that raises the focused word's pitch and nothing else times its three
+    readings alike. Its tempo term must abstain: under method v8 it voted, for the references
+    timed most evenly, away from the reading whose focus lengthens the sentence's last word
+    ("Peter plays chess in GLASGOW" and "Nina sells lemons on MONDAYS" were both heard as
+    another focus). Every reading must now be heard as itself."""
+    from adept_eval.validation.engines import AS_PLANNED
+    from adept_eval.validation.families import REALISATIONS
+
+    posterior, comparison = _single_answers(
+        _engine("espeak"), AS_PLANNED, _engine("flite"), REALISATIONS["f0-rise"].how,
+        "topical_emphasis", sentence, "male", tmp_path)
+    assert not comparison.terms["tempo"].any()
+    assert list(posterior.argmax(1)) == [0, 1, 2], posterior
 
 
 def test_a_psola_rendering_is_the_same_every_time():
