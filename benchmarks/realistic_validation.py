@@ -22,10 +22,11 @@ few minutes per engine the first time; corpora are cached (``--cache``, default
     python benchmarks/realistic_validation.py [--rotation festival:espeak] [--system copy]
         [--sentences 5] [--no-nonspeech] [--cache DIR]
 
-With ``--family realisation|delivery|dose`` (repeatable) it scores variants of the copy system
-instead (``adept_eval.validation.families``): the same prosody realised the system engine's own
-way or one cue at a time, the copy system's audio post-processed as pipelines do, and every
-effect at a fraction of its size; per rotation a table per family (per task, the naive baseline
+With ``--family realisation|delivery|delivery-extra|dose`` (repeatable) it scores variants of
+the copy system instead (``adept_eval.validation.families``): the same prosody realised the
+system engine's own way or one cue at a time, the copy system's audio post-processed as
+pipelines do (``delivery-extra``: more of it than the issue asked for, reported and never a
+target), and every effect at a fraction of its size; per rotation a table per family (per task, the naive baseline
 beside), then one summary table over the rotations and the listener-validity targets checked on
 the held-out rotations. Per task, two tests against chance: the exact binomial (the issue's
 target; it counts a sentence's mirrored questions as independent) and an exact permutation test
@@ -55,7 +56,7 @@ def main() -> int:
     parser.add_argument("--no-nonspeech", action="store_true", help="skip the non-speech systems")
     parser.add_argument("--system", action="append", choices=systems.ALL_SYSTEMS,
                         help="evaluate only this system (repeatable; default: all)")
-    parser.add_argument("--family", action="append", choices=("realisation", "delivery", "dose"),
+    parser.add_argument("--family", action="append", choices=("realisation", "delivery", "delivery-extra", "dose"),
                         help="score realisation / delivery / dose variants of the copy system "
                              "instead (repeatable)")
     parser.add_argument("--variant", action="append",

@@ -658,6 +658,12 @@ def test_targets_are_checked_on_held_out_rotations_only():
     # emotion: 20/20 -> 17/20 is 15 points (more than 10); pooled 120/120 -> 117/120 is -0.025
     assert checks["every"].failures == ("c->d rms-normalised: emotion 20/20 -> 17/20",)
     assert checks["copy"].passed
+    # beyond the list: the same bound, reported and never a target
+    extra = rows + [VariantResult("delivery-extra", "hum-50hz",
+                                  (result(normalised), result(all_right)), 0.6)]
+    checks = {c.target.split(" ")[0]: c for c in check_targets({held: extra}, (tuned,))}
+    assert checks["delivery"].failures == ("c->d hum-50hz: emotion 20/20 -> 17/20",)
+    assert not checks["delivery"].required and checks["every"].checked == 1
     # 10/10 in five two-reading sentences is above chance clustered too (p = 1/32); 9/10 is not
     assert checks["clustered:"].passed and not checks["clustered:"].required
     nine = dict(all_right, adept_syntactic_phrasing_male=[True] * 9 + [False])
@@ -682,14 +688,15 @@ def test_family_summary_names_each_rotation_for_what_it_is():
         return VariantResult(family, variant, (r, r), 0.5)
 
     no_fall = [row("copy", "copy", True), row("dose", "0.33", False),
-               row("realisation", "native", True)]
+               row("delivery-extra", "hum-50hz", True), row("realisation", "native", True)]
     with_fall = no_fall + [row("realisation", "f0-fall", False)]
     table = format_family_summary({("a", "b"): no_fall, ("c", "d"): with_fall, ("e", "f"): no_fall},
                                   tuned=(("a", "b"),), reserved=(("c", "d"),))
     lines = table.splitlines()
     assert lines[0].startswith("| family | variant | a->b (tuned) | c->d (reserved) | "
                                "e->f (held out) | worst class drop, held out |")
-    assert [line.split(" | ")[1] for line in lines[2:]] == ["copy", "native", "f0-fall", "0.33"]
+    assert [line.split(" | ")[1] for line in lines[2:]] == ["copy", "native", "f0-fall",
+                                                            "hum-50hz", "0.33"]
     assert "| realisation | f0-fall | - | 0.500 (0.50) -0.500 | - | 0 |" in lines
     only_tuned = format_family_summary({("a", "b"): no_fall}, tuned=(("a", "b"),))
     assert "held out" not in only_tuned and only_tuned.splitlines()[1] == "|---|---|---:|"
@@ -727,3 +734,30 @@ def test_delivery_transforms_do_what_they_say():
     assert abs(median_st(y) - median_st(speech) - 4.0) < 0.5
     y, r = F.DELIVERIES["pcm-16k"].transform(speech, 44100, rng)
     assert r == 16000 and abs(len(y) - len(speech) * 16000 / 44100) < 2
+
+    # beyond the list
+    extra = F.EXTRA_DELIVERIES
+    y, r = extra["pink-noise-20db"].transform(speech, rate, rng)
+    noise = y - speech
+    snr = 20 * np.log10(F._active_rms(speech, rate) / np.sqrt(np.mean(noise ** 2)))
+    assert abs(snr - 20.0) < 0.5, snr
+    power = np.abs(np.fft.rfft(noise)) ** 2
+    hz = np.fft.rfftfreq(len(noise), 1 / rate)
+    low, high = power[(hz > 100) & (hz < 200)].mean(), power[(hz > 3200) & (hz < 6400)].mean()
+    assert 10 * np.log10(low / high) > 10  # -3 dB an octave: ~15 dB over these 5 octaves
+    y, r = extra["telephone-8k"].transform(speech, rate, rng)
+    assert r == 8000 and abs(len(y) - len(speech) / 2) < 2
+    y, r = extra["hum-50hz"].transform(speech, rate, rng)
+    hum = y - speech
+    assert abs(20 * np.log10(np.max(np.abs(hum)) / np.max(np.abs(speech))) + 30.0) < 0.1
+    y, r = extra["clipped-6db"].transform(speech, rate, rng)
+    assert np.max(np.abs(y)) == pytest.approx(0.99) and np.mean(np.abs(y) >= 0.99) > 0.001
+    y, r = extra["speed+10%"].transform(speech, rate, rng)
+    assert r == rate and abs(len(speech) / len(y) - 1.1) < 0.01
+    assert abs(median_st(y) - median_st(speech) - 12 * np.log2(1.1)) < 0.5
+    y, r = extra["peak-normalised"].transform(speech * 0.1, rate, rng)
+    assert np.max(np.abs(y)) == pytest.approx(10 ** (-1 / 20))
+    y, r = extra["lowpass-4k"].transform(speech, rate, rng)
+    power = np.abs(np.fft.rfft(y)) ** 2
+    assert power[np.fft.rfftfreq(len(y), 1 / rate) > 5000].sum() < 1e-3 * power.sum()
+    assert extra["lowpass-4k"].transform(speech[::2], 8000, rng)[0] is not None  # 8 kHz: as is

@@ -16,6 +16,10 @@ prosody that was transferred rather than how it was realised or delivered:
   tempo and pitch changed globally, and one voice for both speakers.
 - **dose** (``DOSES``): every effect of every plan at a fraction of its size (0 is the flat
   system, 1 the copy system).
+- **delivery-extra** (``EXTRA_DELIVERIES``): what else a pipeline or recording chain may do,
+  beyond the issue's list, reported and never a target: pink noise, a telephone channel, mains
+  hum, clipping, speed changed by resampling (pitch with it), peak normalisation, a 4 kHz
+  low-pass.
 
 Every variant is rendered once into ``<cache>/<engine>-v<N>/`` and reused.
 """
@@ -273,10 +277,86 @@ DELIVERIES: dict[str, Delivery] = {
 }
 
 
+# Beyond the issue's list, reported and never a target (``benchmark.check_targets`` reads the
+# ``delivery`` family only): what else a pipeline or a recording chain may do to the audio.
+def _pink_noise(snr_db: float) -> Transform:
+    """Noise whose power falls by 3 dB an octave (more of it where speech has its energy than
+    white noise at the same SNR), ``snr_db`` below the speech's active level."""
+    def add(x, rate, rng):
+        spectrum = np.fft.rfft(rng.normal(0.0, 1.0, len(x)))
+        hz = np.fft.rfftfreq(len(x), 1 / rate)
+        hz[0] = hz[1] if len(hz) > 1 else 1.0
+        noise = np.fft.irfft(spectrum / np.sqrt(hz), len(x))
+        noise *= _active_rms(x, rate) * 10 ** (-snr_db / 20) / max(
+            float(np.sqrt(np.mean(noise ** 2))), 1e-12)
+        return _fit(x + noise), rate
+    return add
+
+
+def _telephone(x, rate, rng):
+    """A telephone channel: 8 kHz, 300-3400 Hz."""
+    from scipy.signal import butter, resample_poly, sosfiltfilt
+
+    g = np.gcd(int(rate), 8000)
+    y = resample_poly(x, 8000 // g, rate // g)
+    return _fit(sosfiltfilt(butter(4, [300, 3400], btype="bandpass", fs=8000, output="sos"),
+                            y)), 8000
+
+
+def _hum(x, rate, rng, hz=50.0, below_peak_db=30.0):
+    """Mains hum: a 50 Hz tone ``below_peak_db`` under the file's peak."""
+    t = np.arange(len(x)) / rate
+    peak = float(np.max(np.abs(x))) if x.size else 0.0
+    return _fit(x + peak * 10 ** (-below_peak_db / 20) * np.sin(2 * np.pi * hz * t)), rate
+
+
+def _clipped(x, rate, rng, over_db=6.0):
+    """Driven ``over_db`` past full scale and clipped."""
+    peak = max(float(np.max(np.abs(x))) if x.size else 0.0, 1e-9)
+    return np.clip(x / peak * 10 ** (over_db / 20), -0.99, 0.99), rate
+
+
+def _speed(factor: float) -> Transform:
+    """Played ``factor`` times as fast by resampling: tempo and pitch move together."""
+    def go(x, rate, rng):
+        from scipy.signal import resample_poly
+
+        return _fit(resample_poly(x, 100, int(round(100 * factor)))), rate
+    return go
+
+
+def _peak_normalise(x, rate, rng, target_db=-1.0):
+    peak = max(float(np.max(np.abs(x))) if x.size else 0.0, 1e-9)
+    return x * 10 ** (target_db / 20) / peak, rate
+
+
+def _lowpass(hz: float) -> Transform:
+    def go(x, rate, rng):
+        from scipy.signal import butter, sosfiltfilt
+
+        if hz >= rate / 2:  # nothing above it to remove
+            return x, rate
+        return _fit(sosfiltfilt(butter(6, hz, fs=rate, output="sos"), x)), rate
+    return go
+
+
+EXTRA_DELIVERIES: dict[str, Delivery] = {
+    "pink-noise-20db": Delivery(_pink_noise(20.0)),
+    "telephone-8k": Delivery(_telephone),
+    "hum-50hz": Delivery(_hum),
+    "clipped-6db": Delivery(_clipped),
+    "speed+10%": Delivery(_speed(1.1)),
+    "speed-10%": Delivery(_speed(1 / 1.1)),
+    "peak-normalised": Delivery(_peak_normalise),
+    "lowpass-4k": Delivery(_lowpass(4000.0)),
+}
+
+
 def render_delivery(engine: str, name: str, cache: Path, *, sentence_ids: int = 5,
                     progress: bool = False) -> Path:
-    """The copy system's files delivered through ``name`` (cached)."""
-    d = DELIVERIES[name]
+    """The copy system's files delivered through ``name`` (``DELIVERIES`` or
+    ``EXTRA_DELIVERIES``; cached)."""
+    d = DELIVERIES[name] if name in DELIVERIES else EXTRA_DELIVERIES[name]
     if d.transform is None:
         return render_one_voice(engine, cache, sentence_ids=sentence_ids, progress=progress)
     base = render_engine(engine, cache, progress=progress)
