@@ -745,14 +745,15 @@ SALIENCE_SMOOTH = 5  # frames (100 ms): a syllable, not a frame
 # file) says nothing about level; below this spread (dB, loudest minus quietest rendition) its
 # level term abstains for every candidate alike instead of favouring the flattest one.
 LEVEL_VOTE_DB = 1.5
-# Tempo, likewise (method v9): a system whose renditions of a sentence are timed alike - local
-# tempo within a just-noticeable 8% of their mean rendition at 95% of the frames, as when a
-# system moves only the pitch or the loudness of a focused word - says nothing about timing, and
-# its tempo term abstains instead of favouring the candidate whose references are timed most
-# evenly (the reference of a final focus lengthens the last word, so an F0-only system's flat
-# timing pointed away from it). Every system of the tuning and reserved rotations that
-# lengthens anything lies above it (its least: 0.10, native phrase breaks; a third of every
-# effect: 0.06 on 2 of 120 focus sentences).
+# Tempo, likewise (method v9): a system whose renditions of a sentence are timed alike - the
+# 95th percentile, over every rendition's frames on the references' time axis, of how far its
+# local tempo lies from the mean rendition's is under a just-noticeable 8%, as when a system
+# moves only the pitch or the loudness of a focused word - says nothing about timing, and its
+# tempo term (local tempo and total length alike) abstains instead of favouring the candidate
+# whose references are timed most evenly (the reference of a final focus lengthens the last
+# word, so an F0-only system's flat timing pointed away from it). Every system of the tuning
+# and reserved rotations that lengthens anything lies above it (its least: 0.10, native phrase
+# breaks; a third of every effect: 0.06 on 2 of 120 focus sentences).
 TEMPO_VOTE = JND_TEMPO
 TEMPO_SPREAD_PERCENTILE = 95.0
 TERMS = ("f0", "energy", "level", "tempo", "pause", "salience", "boundary")

@@ -26,9 +26,9 @@ With ``--family realisation|delivery|delivery-extra|dose`` (repeatable) it score
 the copy system instead (``adept_eval.validation.families``): the same prosody realised the
 system engine's own way or one cue at a time, the copy system's audio post-processed as
 pipelines do (``delivery-extra``: more of it than the issue asked for, reported and never a
-target), and every effect at a fraction of its size; per rotation a table per family (per task, the naive baseline
-beside), then one summary table over the rotations and the listener-validity targets checked on
-the held-out rotations. Per task, two tests against chance: the exact binomial (the issue's
+target), and every effect at a fraction of its size; per rotation a table per family (per task,
+the naive baseline beside), then one summary table over the rotations and the listener-validity
+targets checked on the held-out rotations. Per task, two tests against chance: the exact binomial (the issue's
 target; it counts a sentence's mirrored questions as independent) and an exact permutation test
 that relabels each sentence's stimuli as one (``stats.within_cluster_permutation_p``).
 """
@@ -56,9 +56,9 @@ def main() -> int:
     parser.add_argument("--no-nonspeech", action="store_true", help="skip the non-speech systems")
     parser.add_argument("--system", action="append", choices=systems.ALL_SYSTEMS,
                         help="evaluate only this system (repeatable; default: all)")
-    parser.add_argument("--family", action="append", choices=("realisation", "delivery", "delivery-extra", "dose"),
-                        help="score realisation / delivery / dose variants of the copy system "
-                             "instead (repeatable)")
+    parser.add_argument("--family", action="append", choices=benchmark.FAMILIES,
+                        help="score realisation / delivery / delivery-extra / dose variants of "
+                             "the copy system instead (repeatable)")
     parser.add_argument("--variant", action="append",
                         help="with --family: only this variant (repeatable)")
     args = parser.parse_args()
