@@ -28,9 +28,9 @@ system engine's own way or one cue at a time, the copy system's audio post-proce
 pipelines do (``delivery-extra``: more of it than the issue asked for, reported and never a
 target), and every effect at a fraction of its size; per rotation a table per family (per task,
 the naive baseline beside), then one summary table over the rotations and the listener-validity
-targets checked on the held-out rotations. Per task, two tests against chance: the exact binomial (the issue's
-target; it counts a sentence's mirrored questions as independent) and an exact permutation test
-that relabels each sentence's stimuli as one (``stats.within_cluster_permutation_p``).
+targets checked on the held-out rotations. Per task, two tests against chance: the exact
+binomial (the issue's target; it counts a sentence's mirrored questions as independent) and an
+exact permutation test that relabels each sentence's stimuli as one (``stats.within_cluster_permutation_p``).
 """
 
 from __future__ import annotations

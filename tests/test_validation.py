@@ -380,7 +380,7 @@ def _single_answers(references, reference_how, system, system_how, cls, sentence
     references') for one single-stimulus sentence, both sides rendered here and written as
     the benchmark writes them, and the per-term comparison behind them."""
     from adept_eval.audio import read_audio
-    from adept_eval.listeners.acoustic import TEMPERATURE, TERM_WEIGHTS
+    from adept_eval.listeners.acoustic import TERM_WEIGHTS, posterior
     from adept_eval.prosody import compare_sentence, extract, onto, sentence_profiles
     from adept_eval.validation import sentences as S
 
@@ -399,9 +399,7 @@ def _single_answers(references, reference_how, system, system_how, cls, sentence
     natural = profiles(references, reference_how, "natural")
     comparison = compare_sentence(onto(profiles(system, system_how, "system"), natural),
                                   natural)
-    logits = -comparison.total(TERM_WEIGHTS) / TEMPERATURE
-    posterior = np.exp(logits - logits.max(1, keepdims=True))
-    return posterior / posterior.sum(1, keepdims=True), comparison
+    return posterior(comparison.total(TERM_WEIGHTS)), comparison
 
 
 @pytest.mark.parametrize("system_name, sentence", [("awb", 3), ("flite-kal", 4)])

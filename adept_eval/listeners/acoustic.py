@@ -12,8 +12,8 @@ large deviation), energy contour (dB, each rendition's own level removed), level
 rendition's speech level; it abstains when the system's renditions share one level, as after
 per-file loudness normalisation), tempo (local and total log duration; it abstains when the
 system's renditions are timed alike, as when only their pitch or loudness differs), pause
-(seconds of pause, placed between the words they fall between), salience (where the rendition stands
-out from its sentence's other renditions, whatever the cue: a pitch excursion or movement,
+(seconds of pause, placed between the words they fall between), salience (where the rendition
+stands out from its sentence's other renditions, whatever the cue: a pitch excursion or movement,
 loudness, lengthening, a pause) and boundary (where the rendition marks a phrase boundary more
 than the others, whatever the cue: a silence there however short (from 40 ms), the lengthening
 before it, a pitch reset after it; it votes only when the natural candidates break in different
@@ -74,6 +74,15 @@ TERM_WEIGHTS = {"f0": 1.0, "energy": 0.5, "level": 0.5, "tempo": 1.0, "pause": 1
                 "salience": 1.0, "boundary": 3.0}
 TEMPERATURE = 0.5
 METHOD_VERSION = "9"
+
+
+def posterior(total: np.ndarray, temperature: float = TEMPERATURE) -> np.ndarray:
+    """softmax(-total / temperature) over the last axis: how the listener turns its weighted
+    distances to the candidates into a posterior."""
+    logits = -total / max(temperature, 1e-6)
+    logits = logits - logits.max(axis=-1, keepdims=True)
+    w = np.exp(logits)
+    return w / w.sum(axis=-1, keepdims=True)
 
 
 @register_listener("acoustic")
@@ -156,10 +165,7 @@ class AcousticListener(Listener):
         self._memo.clear()
 
     def _posterior(self, total: np.ndarray) -> np.ndarray:
-        logits = -total / max(self.temperature, 1e-6)
-        logits = logits - logits.max(axis=-1, keepdims=True)
-        w = np.exp(logits)
-        return w / w.sum(axis=-1, keepdims=True)
+        return posterior(total, self.temperature)
 
     @staticmethod
     def choose(question: Question, scores: np.ndarray) -> int:

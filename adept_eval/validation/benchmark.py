@@ -304,7 +304,7 @@ class VariantResult:
 def run_families(reference: str, system: str, cache: Path, *, families=("realisation",
                  "delivery", "dose"), variants: tuple[str, ...] | None = None,
                  sentence_ids: int = 5, progress: bool = True) -> list[VariantResult]:
-    """Every realisation, delivery and dose variant of the copy system rendered by ``system``,
+    """Every variant of ``families`` (``FAMILIES``) of the copy system rendered by ``system``,
     scored against ``reference``'s corpus by the acoustic listener and the naive baseline;
     the untouched copy system first (``copy``, the line every variant is read against)."""
     from ..listeners import get_listener
@@ -326,14 +326,12 @@ def run_families(reference: str, system: str, cache: Path, *, families=("realisa
             if fam.renderable_by(system):
                 jobs.append(("realisation", name, lambda n=name: F.render_realisation(
                     system, n, cache, sentence_ids=sentence_ids), fam.note))
-    if "delivery" in families:
-        for name in F.DELIVERIES:
-            jobs.append(("delivery", name, lambda n=name: F.render_delivery(
-                system, n, cache, sentence_ids=sentence_ids), ""))
-    if "delivery-extra" in families:
-        for name in F.EXTRA_DELIVERIES:
-            jobs.append(("delivery-extra", name, lambda n=name: F.render_delivery(
-                system, n, cache, sentence_ids=sentence_ids), ""))
+    for family, deliveries in (("delivery", F.DELIVERIES),
+                               ("delivery-extra", F.EXTRA_DELIVERIES)):
+        if family in families:
+            for name in deliveries:
+                jobs.append((family, name, lambda n=name: F.render_delivery(
+                    system, n, cache, sentence_ids=sentence_ids), ""))
     if "dose" in families:
         for d in F.DOSES:
             jobs.append(("dose", f"{d:.2f}", lambda d=d: F.render_dose(
