@@ -438,6 +438,32 @@ def test_a_system_timed_alike_is_not_judged_on_timing(sentence, tmp_path):
     assert list(posterior.argmax(1)) == [0, 1, 2], posterior
 
 
+@pytest.mark.parametrize("sentence", [0, 4])
+def test_mains_hum_does_not_unvoice_a_low_voice(sentence):
+    """espeak-ng's male voice speaking every emotion of a sentence, then the delivery-extra
+    family's mains hum (50 Hz, 30 dB under the peak) added: Praat's pitch tracker on the raw
+    signal dropped up to a quarter of the voiced frames ("The train leaves the station at
+    seven tonight": 0.75 of them kept at the worst; "The results will be posted on the board
+    tomorrow": 0.81), and the listener lost 6 of 40 emotion questions on festival -> espeak. Tracked after the rumble high-pass, every
+    rendition keeps at least 90% of its voiced frames (0.97 at the worst)."""
+    from adept_eval.prosody import extract
+    from adept_eval.validation import sentences as S
+    from adept_eval.validation.engines import AS_PLANNED
+    from adept_eval.validation.families import EXTRA_DELIVERIES
+
+    espeak, hum = _engine("espeak"), EXTRA_DELIVERIES["hum-50hz"].transform
+    sid = f"{spec.CLASSES['emotion'].id_block + sentence:04d}"
+    subs = spec.CLASSES["emotion"].subcategories_for("male")
+    items = [(S.sentence("emotion", sid), S.plan("emotion", sub, sid), sub) for sub in subs]
+    kept = []
+    for x, rate in espeak.render_many(items, "male", AS_PLANNED):
+        clean = extract(Audio(np.asarray(x, dtype=np.float32), rate))
+        hummed, hum_rate = hum(np.asarray(x, dtype=np.float64), rate, np.random.default_rng(0))
+        noisy = extract(Audio(np.asarray(hummed, dtype=np.float32), hum_rate))
+        kept.append(np.sum(~np.isnan(noisy.f0)) / np.sum(~np.isnan(clean.f0)))
+    assert min(kept) >= 0.9, dict(zip(subs, np.round(kept, 3)))
+
+
 def test_a_psola_rendering_is_the_same_every_time():
     """Praat's overlap-add gives voiceless stretches random period lengths: unseeded, the same
     plan rendered twice differed (up to 0.18 of full scale), and a benchmark's figures moved
