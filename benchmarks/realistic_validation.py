@@ -30,7 +30,8 @@ target), and every effect at a fraction of its size; per rotation a table per fa
 the naive baseline beside), then one summary table over the rotations and the listener-validity
 targets checked on the held-out rotations. Per task, two tests against chance: the exact
 binomial (the issue's target; it counts a sentence's mirrored questions as independent) and an
-exact permutation test that relabels each sentence's stimuli as one (``stats.within_cluster_permutation_p``).
+exact permutation test that relabels each sentence's stimuli as one
+(``stats.within_cluster_permutation_p``).
 """
 
 from __future__ import annotations

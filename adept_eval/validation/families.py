@@ -36,7 +36,7 @@ import numpy as np
 import soundfile as sf
 
 from .. import spec
-from ..audio import find_audio
+from ..audio import find_audio, zero_phase_filtered
 from ..corpus import WAV_DIR
 from . import sentences as S
 from .engines import ENGINES, Realisation, praat_seeded
@@ -302,11 +302,8 @@ def _pink_noise(snr_db: float, low_hz: float = 50.0) -> Transform:
 
 def _telephone(x, rate, rng):
     """A telephone channel: 8 kHz, 300-3400 Hz."""
-    from scipy.signal import butter, sosfiltfilt
-
     y, _ = _resample(8000)(x, rate, rng)
-    return _fit(sosfiltfilt(butter(4, [300, 3400], btype="bandpass", fs=8000, output="sos"),
-                            y)), 8000
+    return _fit(zero_phase_filtered(y, 8000, (300.0, 3400.0), "bandpass")), 8000
 
 
 def _hum(x, rate, rng, hz=50.0, below_peak_db=30.0):
@@ -342,11 +339,9 @@ def _peak_normalise(x, rate, rng, target_db=-1.0):
 def _lowpass(hz: float) -> Transform:
     """Everything above ``hz`` removed (a 6th-order Butterworth, forwards and backwards)."""
     def go(x, rate, rng):
-        from scipy.signal import butter, sosfiltfilt
-
         if hz >= rate / 2:  # nothing above it to remove
             return x, rate
-        return _fit(sosfiltfilt(butter(6, hz, fs=rate, output="sos"), x)), rate
+        return _fit(zero_phase_filtered(x, rate, hz, "lowpass", order=6)), rate
     return go
 
 
