@@ -374,6 +374,41 @@ def test_festival_phrases_a_native_comma_where_it_is_written():
             assert int(np.argmax(gaps)) == plan.break_after and max(gaps) > 0.1, (speaker, gaps)
 
 
+def test_one_cue_boundary_families_carry_that_cue_alone():
+    """The boundary families of one cue each (``families.REALISATIONS``) must each change the
+    rendition by that cue and no other, or their figures would say nothing about that cue:
+    rendered by flite (PSOLA) against the same rendition with no boundary cue at all, the
+    pause-only reading is exactly 100 ms longer and its words as fast, the lengthening-only
+    reading longer by 30% of the word before the break and pitched alike, the reset-only
+    reading as long, with the word after the break about 2 semitones higher at its start."""
+    from adept_eval.validation import sentences as S
+    from adept_eval.validation.engines import Realisation
+    from adept_eval.validation.families import REALISATIONS
+
+    flite = _engine("flite")
+    sid = f"{spec.CLASSES['syntactic_phrasing'].id_block + 1:04d}"
+    sentence = S.sentence("syntactic_phrasing", sid)
+    plan = S.plan("syntactic_phrasing", "interpretation_1", sid)
+    items = [(sentence, plan, "interpretation_1")]
+    _, _, words = flite.plain(items, "male")[0]
+    pre, after = words[plan.break_after], words[plan.break_after + 1]
+    none = Realisation(break_s=0.0, pre_boundary_lengthen=1.0, comma=False)
+    (base, rate), = flite.render_many(items, "male", none)
+    out = {name: flite.render_many(items, "male", REALISATIONS[name].how)[0][0]
+           for name in ("boundary-pause-only", "boundary-lengthening-only",
+                        "boundary-reset-only")}
+    longer = {name: (len(x) - len(base)) / rate for name, x in out.items()}
+    assert abs(longer["boundary-pause-only"] - 0.1) < 0.005, longer
+    assert abs(longer["boundary-lengthening-only"] - 0.3 * (pre[1] - pre[0])) < 0.02, longer
+    assert abs(longer["boundary-reset-only"]) < 0.005, longer
+    # the pitch of the word after the break, its first half (the reset ramps down across it)
+    onset = (after[0], (after[0] + after[1]) / 2)
+    raised = {name: _f0_median(x, rate, *onset) - _f0_median(base, rate, *onset)
+              for name, x in out.items() if name != "boundary-pause-only"}
+    assert 0.8 < raised["boundary-reset-only"] < 2.5, raised
+    assert abs(raised["boundary-lengthening-only"]) < 0.5, raised
+
+
 def _single_answers(references, reference_how, system, system_how, cls, sentence, speaker,
                     folder):
     """The acoustic listener's posteriors (rows: the system's readings, columns: the

@@ -8,7 +8,8 @@ prosody that was transferred rather than how it was realised or delivered:
 - **realisation** (``REALISATIONS``): the focused word and the phrase break marked with the
   engine's own markup (``native``), or by one cue at a time (F0 only, as a rise or a fall, with
   and without post-focus compression; lengthening only; loudness only), and boundaries marked
-  by pre-boundary lengthening and an F0 reset with a short pause or none. Only the classes the
+  by pre-boundary lengthening and an F0 reset with a short pause or none, or by one of those
+  cues alone. Only the classes the
   cue belongs to are re-rendered; the rest of the system is the copy system's.
 - **delivery** (``DELIVERIES``): the copy system's files post-processed as pipelines do:
   per-file loudness normalisation (RMS, EBU R128), leading/trailing silence, white noise at 20
@@ -78,6 +79,16 @@ REALISATIONS: dict[str, RealisationFamily] = {
     "boundary-no-pause": RealisationFamily(
         Realisation(break_s=0.0, reset_st=2.0, comma=False), BREAK,
         note="pre-boundary lengthening and F0 reset only"),
+    # the boundary one cue at a time, as the focus is above
+    "boundary-pause-only": RealisationFamily(
+        Realisation(break_s=0.1, pre_boundary_lengthen=1.0, comma=False), BREAK,
+        note="a 100 ms pause only: no lengthening, no reset"),
+    "boundary-lengthening-only": RealisationFamily(
+        Realisation(break_s=0.0, comma=False), BREAK,
+        note="pre-boundary lengthening only: no pause, no reset"),
+    "boundary-reset-only": RealisationFamily(
+        Realisation(break_s=0.0, pre_boundary_lengthen=1.0, reset_st=2.0, comma=False), BREAK,
+        note="an F0 reset only: no pause, no lengthening"),
 }
 
 DOSES = (0.0, 1 / 3, 2 / 3, 1.0)
