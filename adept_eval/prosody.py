@@ -924,8 +924,7 @@ def pause_runs(feats: Features, below_max_db: float = PAUSE_BELOW_MAX_DB,
     loudest frame or less than ``ABOVE_NOISE_DB`` above its noise floor; a pause is a run of at
     least ``min_pause_s`` of silent frames that neither starts nor ends the (speech-trimmed)
     utterance. 150 ms is long enough to exclude stop closures and short enough to catch phrase
-    breaks. (The listener's pause term and the
-    graded pause figures both use this.)
+    breaks. (The listener's pause term and the graded pause figures both use this.)
     """
     if feats.n == 0:
         return []

@@ -9,8 +9,8 @@ prosody that was transferred rather than how it was realised or delivered:
   engine's own markup (``native``), or by one cue at a time (F0 only, as a rise or a fall, with
   and without post-focus compression; lengthening only; loudness only), and boundaries marked
   by pre-boundary lengthening and an F0 reset with a short pause or none, or by one of those
-  cues alone. Only the classes the
-  cue belongs to are re-rendered; the rest of the system is the copy system's.
+  cues alone. Only the classes the cue belongs to are re-rendered; the rest of the system is
+  the copy system's.
 - **delivery** (``DELIVERIES``): the copy system's files post-processed as pipelines do:
   per-file loudness normalisation (RMS, EBU R128), leading/trailing silence, white noise at 20
   and 30 dB SNR, a small room's reverberation, MP3/Ogg at 16-24 kHz, 16 and 22.05 kHz PCM,
