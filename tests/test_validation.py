@@ -378,9 +378,10 @@ def test_one_cue_boundary_families_carry_that_cue_alone():
     """The boundary families of one cue each (``families.REALISATIONS``) must each change the
     rendition by that cue and no other, or their figures would say nothing about that cue:
     rendered by flite (PSOLA) against the same rendition with no boundary cue at all, the
-    pause-only reading is exactly 100 ms longer and its words as fast, the lengthening-only
-    reading longer by 30% of the word before the break and pitched alike, the reset-only
-    reading as long, with the word after the break about 2 semitones higher at its start."""
+    pause-only reading is exactly 100 ms longer (the brief-pause-only one 60 ms) and its words
+    as fast, the lengthening-only reading longer by 30% of the word before the break and
+    pitched alike, the reset-only reading as long, with the word after the break about 2
+    semitones higher at its start."""
     from adept_eval.validation import sentences as S
     from adept_eval.validation.engines import Realisation
     from adept_eval.validation.families import REALISATIONS
@@ -395,16 +396,17 @@ def test_one_cue_boundary_families_carry_that_cue_alone():
     none = Realisation(break_s=0.0, pre_boundary_lengthen=1.0, comma=False)
     (base, rate), = flite.render_many(items, "male", none)
     out = {name: flite.render_many(items, "male", REALISATIONS[name].how)[0][0]
-           for name in ("boundary-pause-only", "boundary-lengthening-only",
-                        "boundary-reset-only")}
+           for name in ("boundary-pause-only", "boundary-brief-pause-only",
+                        "boundary-lengthening-only", "boundary-reset-only")}
     longer = {name: (len(x) - len(base)) / rate for name, x in out.items()}
     assert abs(longer["boundary-pause-only"] - 0.1) < 0.005, longer
+    assert abs(longer["boundary-brief-pause-only"] - 0.06) < 0.005, longer
     assert abs(longer["boundary-lengthening-only"] - 0.3 * (pre[1] - pre[0])) < 0.02, longer
     assert abs(longer["boundary-reset-only"]) < 0.005, longer
     # the pitch of the word after the break, its first half (the reset ramps down across it)
     onset = (after[0], (after[0] + after[1]) / 2)
     raised = {name: _f0_median(x, rate, *onset) - _f0_median(base, rate, *onset)
-              for name, x in out.items() if name != "boundary-pause-only"}
+              for name, x in out.items() if "pause-only" not in name}
     assert 0.8 < raised["boundary-reset-only"] < 2.5, raised
     assert abs(raised["boundary-lengthening-only"]) < 0.5, raised
 

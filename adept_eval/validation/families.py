@@ -83,6 +83,9 @@ REALISATIONS: dict[str, RealisationFamily] = {
     "boundary-pause-only": RealisationFamily(
         Realisation(break_s=0.1, pre_boundary_lengthen=1.0, comma=False), BREAK,
         note="a 100 ms pause only: no lengthening, no reset"),
+    "boundary-brief-pause-only": RealisationFamily(
+        Realisation(break_s=0.06, pre_boundary_lengthen=1.0, comma=False), BREAK,
+        note="a 60 ms pause only (as short as flite's own comma): no lengthening, no reset"),
     "boundary-lengthening-only": RealisationFamily(
         Realisation(break_s=0.0, comma=False), BREAK,
         note="pre-boundary lengthening only: no pause, no reset"),
