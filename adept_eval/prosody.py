@@ -782,17 +782,23 @@ TERMS = ("f0", "energy", "level", "tempo", "pause", "salience", "boundary")
 # Method v8 (chosen on the tuning rotations' syntactic phrasing: espeak-ng -> flite at a third of
 # every effect, espeak-ng -> festival native): the pause cue counts every silence inside the
 # utterance from ``JUNCTURE_SILENCE_S`` on, in full seconds, at its place (spread over +-160 ms
-# with its peak, not its sum, equal to its length: "0.05 s of pause is one unit" holds where
-# the break is; v7 divided it by the spread's 9 frames, so a 300 ms pause counted 0.67 units
-# there, as much as a 1.3-semitone reset). A silence where the other reading has none is a
-# juncture cue however short (flite marks commas with 60-80 ms); a stop closure is where every
-# reading has it and cancels in the deviation from the mean rendition. The lengthening cue is
-# how much slower the 200 ms before a point are (v7: slower before than after, which also put
-# a negative boundary where a lengthened stretch starts - a two-lobed profile that, a word off
-# the references', voted for the wrong reading).
+# with its peak, not its sum, equal to its length: "0.05 s of pause is one unit" - 0.03 s since
+# v10 - holds where the break is; v7 divided it by the spread's 9 frames, so a 300 ms pause
+# counted 0.67 units there, as much as a 1.3-semitone reset). A silence where the other reading
+# has none is a juncture cue however short (flite marks commas with 60-80 ms); a stop closure is
+# where every reading has it and cancels in the deviation from the mean rendition. The
+# lengthening cue is how much slower the 200 ms before a point are (v7: slower before than
+# after, which also put a negative boundary where a lengthened stretch starts - a two-lobed
+# profile that, a word off the references', voted for the wrong reading).
+# Method v10: the pause cue's unit 0.05 -> 0.03 s (a 60-80 ms comma is 2-2.7 units, not 1.2-1.6,
+# against the timing cues around it). Chosen on the tuning and reserved rotations' syntactic
+# phrasing (1,320 questions, 1,300 right with v9): 0.07 s 1,292, 0.04 s 1,306, 0.033 and 0.03 s
+# 1,307 with no rotation and task lower, 0.025 s 1,306 and 0.017 s 1,310 each with one
+# reset-only task 2 lower; compressing long pauses instead (square root, log, capped at 150 ms)
+# 1,267-1,278. On every task and family of those rotations (39,600 questions): +3, none lower.
 BOUNDARY_HALF_WINDOW = 10  # frames (200 ms) before (lengthening) or either side (reset)
 BOUNDARY_VOTE_S = 2 * MIN_PAUSE_S  # a shortest pause moved from one place to another
-BOUNDARY_UNITS = {"pause": 0.05, "lengthening": 0.15, "reset": 2.0}
+BOUNDARY_UNITS = {"pause": 0.03, "lengthening": 0.15, "reset": 2.0}
 JUNCTURE_SILENCE_S = 0.04  # two frames: the shortest silence that is a run, not a dip
 
 

@@ -448,12 +448,30 @@ def test_where_the_break_is_outvotes_the_references_melody(system_name, sentence
     v8 let those contours outvote where the break is: "Peter and Sue or Mark will come tonight"
     (awb) was answered wrong (posterior 0.50 for the right reading) and "We painted the walls
     with the children" (kal) at 0.58. Both readings must win, each with a posterior of at least
-    0.7 (method v9: 0.82 and 0.80 at the least)."""
+    0.7 (at the least 0.82 and 0.80 with method v9, 0.94 and 0.92 with v10)."""
     from adept_eval.validation.engines import AS_PLANNED, Realisation
 
     posterior, _ = _single_answers(_engine("festival-ked"), AS_PLANNED, _engine(system_name),
                                    Realisation(dose=1 / 3), "syntactic_phrasing", sentence,
                                    "male", tmp_path)
+    assert posterior[0, 0] >= 0.7 and posterior[1, 1] >= 0.7, posterior
+
+
+def test_a_short_pause_alone_outweighs_a_kept_silence_read_as_lengthening(tmp_path):
+    """espeak-ng's female references, festival's female voice (HTS) as a system that marks the
+    break with a 100 ms pause and nothing else: "The old men and women left the room early".
+    festival pauses 140 ms after "men" in both readings of its own; the pause added there makes
+    240 ms, cut out of the alignment, while the other reading keeps its 140 ms inside it, where
+    the tempo profile reads it as lengthening before "and" - a boundary cue for the wrong
+    reading. Method v9 (the pause cue at 50 ms a unit) answered both readings wrong (posterior
+    0.41 for the right one); v10 (30 ms a unit) must hear each as itself, with a posterior of
+    at least 0.7 (0.81 with v10)."""
+    from adept_eval.validation.engines import AS_PLANNED
+    from adept_eval.validation.families import REALISATIONS
+
+    posterior, _ = _single_answers(_engine("espeak"), AS_PLANNED, _engine("festival"),
+                                   REALISATIONS["boundary-pause-only"].how, "syntactic_phrasing",
+                                   0, "female", tmp_path)
     assert posterior[0, 0] >= 0.7 and posterior[1, 1] >= 0.7, posterior
 
 
