@@ -87,3 +87,22 @@ def test_features_of_natural_recordings_are_cached(corpus, systems, tmp_path):
     path.write_bytes(b"not a feature file")
     fresh = FeatureStore(tmp_path)
     assert np.array_equal(fresh.get(rec).f0, first.f0, equal_nan=True) and fresh.computed == 1
+
+
+def test_a_silence_counts_at_its_place_on_either_side_of_the_pause_rule():
+    """The boundary's silence cue must sit where the silence is, whether the silence is cut out
+    of the alignment (a pause, from ``MIN_PAUSE_S``) or kept in it (a shorter one): a cut pause
+    at the last frame before it - which, with the pause cut, is where the pause was - and a kept
+    silence at its middle. (Method v10 put a kept silence at the frame where speech resumes,
+    its own length later than a cut one; on the held-out rotations flite's 80 ms commas then
+    landed a word late against references that pause 300 ms.)"""
+    from adept_eval.prosody import HOP_S, Features, _speech_and_silences
+
+    energy = np.full(60, -20.0)
+    energy[10:14] = -80.0  # 80 ms: kept in the alignment
+    energy[30:40] = -80.0  # 200 ms: a pause, cut out
+    f = Features(np.zeros(60), energy, np.zeros((60, 12)), energy > -60.0)
+    speech, _, silences = _speech_and_silences(f)
+    assert speech.n == 50
+    assert np.flatnonzero(silences).tolist() == [12, 29]
+    assert silences[12] == pytest.approx(4 * HOP_S) and silences[29] == pytest.approx(10 * HOP_S)

@@ -73,7 +73,7 @@ from . import Answer, Listener, Response, register_listener
 TERM_WEIGHTS = {"f0": 1.0, "energy": 0.5, "level": 0.5, "tempo": 1.0, "pause": 1.0,
                 "salience": 1.0, "boundary": 3.0}
 TEMPERATURE = 0.5
-METHOD_VERSION = "10"
+METHOD_VERSION = "11"
 
 
 def posterior(total: np.ndarray, temperature: float = TEMPERATURE) -> np.ndarray:
