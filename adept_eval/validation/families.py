@@ -40,7 +40,7 @@ from .. import spec
 from ..audio import find_audio, zero_phase_filtered
 from ..corpus import WAV_DIR
 from . import sentences as S
-from .engines import ENGINES, Realisation, praat_seeded
+from .engines import ENGINES, PRE_BOUNDARY_LENGTHEN, Realisation, praat_seeded
 from .systems import render_engine, stimuli
 
 FOCUS = S.FOCUS_CLASSES
@@ -59,6 +59,7 @@ class RealisationFamily:
 
 
 _F0_ONLY = Realisation(accent_db=0.0, lengthen=1.0)
+_NO_BOUNDARY_CUE = Realisation(break_s=0.0, pre_boundary_lengthen=1.0, comma=False)
 REALISATIONS: dict[str, RealisationFamily] = {
     "native": RealisationFamily(
         Realisation(native=True), FOCUS + BREAK,
@@ -79,18 +80,19 @@ REALISATIONS: dict[str, RealisationFamily] = {
     "boundary-no-pause": RealisationFamily(
         Realisation(break_s=0.0, reset_st=2.0, comma=False), BREAK,
         note="pre-boundary lengthening and F0 reset only"),
-    # the boundary one cue at a time, as the focus is above
+    # the boundary one cue at a time, as the focus is above: each adds one cue to a break
+    # marked by none (no pause, no lengthening, no reset, no comma)
     "boundary-pause-only": RealisationFamily(
-        Realisation(break_s=0.1, pre_boundary_lengthen=1.0, comma=False), BREAK,
+        replace(_NO_BOUNDARY_CUE, break_s=0.1), BREAK,
         note="a 100 ms pause only: no lengthening, no reset"),
     "boundary-brief-pause-only": RealisationFamily(
-        Realisation(break_s=0.06, pre_boundary_lengthen=1.0, comma=False), BREAK,
+        replace(_NO_BOUNDARY_CUE, break_s=0.06), BREAK,
         note="a 60 ms pause only (as short as flite's own comma): no lengthening, no reset"),
     "boundary-lengthening-only": RealisationFamily(
-        Realisation(break_s=0.0, comma=False), BREAK,
+        replace(_NO_BOUNDARY_CUE, pre_boundary_lengthen=PRE_BOUNDARY_LENGTHEN), BREAK,
         note="pre-boundary lengthening only: no pause, no reset"),
     "boundary-reset-only": RealisationFamily(
-        Realisation(break_s=0.0, pre_boundary_lengthen=1.0, reset_st=2.0, comma=False), BREAK,
+        replace(_NO_BOUNDARY_CUE, reset_st=2.0), BREAK,
         note="an F0 reset only: no pause, no lengthening"),
 }
 
