@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -17,11 +18,33 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
+def built_once(tmp_path_factory, name: str, build):
+    """What ``build(folder)`` returns, built once per test run: under pytest-xdist the workers
+    share one build (the first to take the lock builds it; a synthetic corpus and its four
+    systems cost ~35 s of CPU, once per worker before). Read-only for the tests, as any
+    session fixture shared between them already was."""
+    from filelock import FileLock
+
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # gw0, gw1...: their common parent is this run's
+        base = base.parent
+    done = base / f"{name}.built"
+    with FileLock(str(base / f"{name}.lock")):
+        if not done.exists():
+            folder = base / name
+            if folder.exists():  # a build that died half-way
+                import shutil
+
+                shutil.rmtree(folder)
+            done.write_text(json.dumps(build(folder)))
+    return json.loads(done.read_text())
+
+
 @pytest.fixture(scope="session")
 def synthetic_root(tmp_path_factory) -> Path:
     from adept_eval.synthetic import build_corpus
 
-    return build_corpus(tmp_path_factory.mktemp("adept"))
+    return Path(built_once(tmp_path_factory, "adept", lambda folder: str(build_corpus(folder))))
 
 
 @pytest.fixture(scope="session")
@@ -62,10 +85,13 @@ def systems(tmp_path_factory) -> dict[str, Path]:
     """Simulated prosody-transfer systems built from the synthetic corpus' prosody profiles."""
     from adept_eval.synthetic import build_system
 
-    root = tmp_path_factory.mktemp("systems")
     recipes = {"copy": {}, "partial": {"transfer_fraction": 0.5}, "flat": {"transfer": 0.0},
                "swap": {"swap": ("fear", "joy")}}
-    return {name: build_system(root / name, **kw) for name, kw in recipes.items()}
+
+    def build(root: Path) -> dict[str, str]:
+        return {name: str(build_system(root / name, **kw)) for name, kw in recipes.items()}
+
+    return {name: Path(p) for name, p in built_once(tmp_path_factory, "systems", build).items()}
 
 
 @pytest.fixture

@@ -194,9 +194,21 @@ def test_plain_lm_eval_cli_finds_tasks_and_models(corpus, tmp_path):
     assert data["results"]["adept_syntactic_phrasing_male"]["acc,none"] == 1.0
     assert list((tmp_path / "out").rglob("samples_adept_syntactic_phrasing_male_*.jsonl"))
 
-    # --include_path keeps working, even with the start-up hook switched off
+    # --include_path keeps working, even with the start-up hook switched off: lm-eval's own
+    # `validate` finds and loads the task from the folder (`ls tasks` would say as much but
+    # prints all ~14,700 of lm-eval's tasks: 40 s against 12 s; test_task_index runs it)
     from adept_eval.lm_eval_plugin import task_dir
 
-    done = _cli([lm_eval, "ls", "tasks", "--include_path", str(task_dir())],
+    task = "adept_marked_tonicity_female"
+    done = _cli([lm_eval, "validate", "--tasks", task, "--include_path", str(task_dir())],
                 {**env, "ADEPT_EVAL_NO_LM_EVAL_HOOK": "1"}, tmp_path)
-    assert done.returncode == 0 and "adept_marked_tonicity_female" in done.stdout
+    assert done.returncode == 0 and "All tasks found and valid" in done.stdout, done.stdout
+    # ... with the hook really off: lm-eval's own index (not its ~14,700 tasks: 3 s, not 15)
+    # holds none of ours then, and ours with it on
+    listed = ("from lm_eval.tasks import TaskManager; "
+              "print(' '.join(TaskManager(include_defaults=False).all_tasks))")
+    for off in (True, False):
+        hook = {"ADEPT_EVAL_NO_LM_EVAL_HOOK": "1"} if off else {}
+        done = _cli([sys.executable, "-c", listed], {**env, **hook}, tmp_path)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert (task in done.stdout.split()) is not off, (off, done.stdout)

@@ -285,17 +285,21 @@ def validation_cache(tmp_path_factory):
 
 
 def test_cross_engine_rotation_reduced(validation_cache):
-    """References by espeak-ng, systems by festival (the rotation the weights were NOT tuned
-    on), first two sentences per class: the ordering the full benchmark shows must hold."""
-    from adept_eval.validation.benchmark import p_greater, run_rotation
+    """References by flite, systems by espeak-ng (a rotation held out from the listener's
+    calibration; test_families_reduced_on_a_held_out_rotation shares its renderings), first
+    two sentences per class: the ordering the full benchmark shows must hold."""
+    from adept_eval.validation.benchmark import NOT_HELD_OUT, p_greater, run_rotation
 
-    results, timing = run_rotation("espeak", "festival", validation_cache, sentence_ids=2,
+    _engine("flite")
+    assert ("flite", "espeak") not in NOT_HELD_OUT
+    results, timing = run_rotation("flite", "espeak", validation_cache, sentence_ids=2,
                                    progress=False, only=("adept-natural", "copy", "flat", "swap",
                                                          "noise"))
     by = {(r.system, r.listener): r for r in results}
     assert by[("adept-natural", "acoustic")].pooled == 1.0
     copy, flat = by[("copy", "acoustic")], by[("flat", "acoustic")]
-    assert copy.pooled == 1.0, copy.pooled  # as on every full rotation
+    # the full held-out rotations: copy 0.988-1.000 (docs/listener-validity.md); here 32/33
+    assert copy.pooled >= 0.95, copy.pooled
     k = sum(o.correct for o in copy.outcomes)
     assert p_greater(k, len(copy.outcomes), float(np.mean([o.chance for o in copy.outcomes]))) \
         < 1e-6
@@ -313,7 +317,7 @@ def test_cross_engine_rotation_reduced(validation_cache):
     assert noise.pooled == 0.0 and all(o.status == "failed" for o in noise.outcomes)
     from adept_eval.validation.systems import RENDER_VERSIONS
 
-    noise_dir = validation_cache / f"espeak-v{RENDER_VERSIONS['espeak']}" / "nonspeech-noise"
+    noise_dir = validation_cache / f"flite-v{RENDER_VERSIONS['flite']}" / "nonspeech-noise"
     n_noise = len(list(noise_dir.rglob("*.wav")))
     assert noise.refused.startswith(f"{n_noise}/{n_noise} no-speech")
     assert timing["rtf_cpu"] > 0
@@ -574,6 +578,32 @@ def test_a_psola_rendering_is_the_same_every_time():
         go = F.DELIVERIES[name].transform
         a, b = go(x, rate, F._seed(name, "x")), go(x, rate, F._seed(name, "x"))
         assert np.array_equal(a[0], b[0]), name
+
+
+def test_a_pitch_tier_passes_through_praats_text_format_exactly():
+    """``impose`` reads and writes its pitch tiers through Praat's text format (one call per
+    point cost half the benchmark's rendering time): the points must be exactly what Praat's
+    per-point queries give, and a tier written back must hold exactly the values given."""
+    import parselmouth
+    from parselmouth.praat import call
+
+    from adept_eval.validation.engines import _pitch_tier, _tier_points
+
+    rate = 16000
+    t = np.arange(int(0.8 * rate)) / rate
+    x = np.sin(2 * np.pi * np.cumsum(110 + 30 * t) / rate) * (0.3 + 0.2 * np.sin(7 * t))
+    snd = parselmouth.Sound(x, rate)
+    tier = call(call(snd, "To Manipulation", 0.01, 60, 500), "Extract pitch tier")
+    n = int(call(tier, "Get number of points"))
+    times, hz = _tier_points(tier)
+    assert n > 20 and len(times) == len(hz) == n
+    assert [call(tier, "Get time from index", i + 1) for i in range(n)] == times.tolist()
+    assert [call(tier, "Get value at index", i + 1) for i in range(n)] == hz.tolist()
+    values = hz * 2 ** (np.linspace(-3, 3, n) / 12) + 1e-9 / 3  # not round in any base
+    back = _pitch_tier(times, values, snd.duration)
+    assert (call(back, "Get start time"), call(back, "Get end time")) == (0.0, snd.duration)
+    assert [call(back, "Get value at index", i + 1) for i in range(n)] == values.tolist()
+    assert [call(back, "Get time from index", i + 1) for i in range(n)] == times.tolist()
 
 
 def test_rotations_need_another_synthesiser_for_each_speaker():
