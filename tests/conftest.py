@@ -18,33 +18,62 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
-def built_once(tmp_path_factory, name: str, build):
-    """What ``build(folder)`` returns, built once per test run: under pytest-xdist the workers
-    share one build (the first to take the lock builds it; a synthetic corpus and its four
-    systems cost ~35 s of CPU, once per worker before). Read-only for the tests, as any
-    session fixture shared between them already was."""
-    from filelock import FileLock
+def built_once(tmp_path_factory, builds: dict) -> dict[str, object]:
+    """What each ``build(folder)`` of ``builds`` returns, built once per test run: under
+    pytest-xdist the workers share the builds, each taking a part no other worker holds (the
+    synthetic corpus and its four systems cost ~35 s of CPU, before once per worker; one lock
+    for them all left the other worker waiting). Read-only for the tests, as any session
+    fixture shared between them already was."""
+    from filelock import FileLock, Timeout
 
     base = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):  # gw0, gw1...: their common parent is this run's
         base = base.parent
-    done = base / f"{name}.built"
-    with FileLock(str(base / f"{name}.lock")):
-        if not done.exists():
-            folder = base / name
-            if folder.exists():  # a build that died half-way
-                import shutil
+    for name in builds:  # a name may be a path: "systems/copy"
+        (base / name).parent.mkdir(parents=True, exist_ok=True)
+    pending = list(builds)
+    while pending:
+        progress = False
+        for name in list(pending):
+            lock = FileLock(str(base / f"{name}.lock"))
+            try:  # wait only when every part left is being built by another worker
+                lock.acquire(timeout=-1 if not progress and name == pending[-1] else 0)
+            except Timeout:
+                continue
+            try:
+                done = base / f"{name}.built"
+                if not done.exists():
+                    folder = base / name
+                    if folder.exists():  # a build that died half-way
+                        import shutil
 
-                shutil.rmtree(folder)
-            done.write_text(json.dumps(build(folder)))
-    return json.loads(done.read_text())
+                        shutil.rmtree(folder)
+                    done.write_text(json.dumps(builds[name](folder)))
+            finally:
+                lock.release()
+            pending.remove(name)
+            progress = True
+    return {name: json.loads((base / f"{name}.built").read_text()) for name in builds}
+
+
+SYSTEM_RECIPES = {"copy": {}, "partial": {"transfer_fraction": 0.5}, "flat": {"transfer": 0.0},
+                  "swap": {"swap": ("fear", "joy")}}
 
 
 @pytest.fixture(scope="session")
-def synthetic_root(tmp_path_factory) -> Path:
-    from adept_eval.synthetic import build_corpus
+def _synthetic_material(tmp_path_factory) -> dict[str, Path]:
+    """The synthetic corpus ("adept") and the simulated systems, built together."""
+    from adept_eval.synthetic import build_corpus, build_system
 
-    return Path(built_once(tmp_path_factory, "adept", lambda folder: str(build_corpus(folder))))
+    builds = {"adept": lambda folder: str(build_corpus(folder))}
+    for name, kw in SYSTEM_RECIPES.items():
+        builds[f"systems/{name}"] = lambda folder, kw=kw: str(build_system(folder, **kw))
+    return {name: Path(p) for name, p in built_once(tmp_path_factory, builds).items()}
+
+
+@pytest.fixture(scope="session")
+def synthetic_root(_synthetic_material) -> Path:
+    return _synthetic_material["adept"]
 
 
 @pytest.fixture(scope="session")
@@ -81,17 +110,9 @@ os.environ.setdefault("TQDM_DISABLE", "1")
 
 
 @pytest.fixture(scope="session")
-def systems(tmp_path_factory) -> dict[str, Path]:
+def systems(_synthetic_material) -> dict[str, Path]:
     """Simulated prosody-transfer systems built from the synthetic corpus' prosody profiles."""
-    from adept_eval.synthetic import build_system
-
-    recipes = {"copy": {}, "partial": {"transfer_fraction": 0.5}, "flat": {"transfer": 0.0},
-               "swap": {"swap": ("fear", "joy")}}
-
-    def build(root: Path) -> dict[str, str]:
-        return {name: str(build_system(root / name, **kw)) for name, kw in recipes.items()}
-
-    return {name: Path(p) for name, p in built_once(tmp_path_factory, "systems", build).items()}
+    return {name: _synthetic_material[f"systems/{name}"] for name in SYSTEM_RECIPES}
 
 
 @pytest.fixture
