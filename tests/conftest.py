@@ -20,40 +20,41 @@ if str(ROOT) not in sys.path:
 
 def built_once(tmp_path_factory, builds: dict) -> dict[str, object]:
     """What each ``build(folder)`` of ``builds`` returns, built once per test run: under
-    pytest-xdist the workers share the builds, each taking a part no other worker holds (the
-    synthetic corpus and its four systems cost ~35 s of CPU, before once per worker; one lock
-    for them all left the other worker waiting). Read-only for the tests, as any session
-    fixture shared between them already was."""
-    from filelock import FileLock, Timeout
-
+    pytest-xdist the workers share the builds out, each taking one no other worker holds, and
+    wait only when every build left is held (the synthetic corpus and its four systems cost
+    ~35 s of CPU, before once per worker; one lock for them all left the other worker
+    waiting). Read-only for the tests, as any session fixture shared between them already was."""
     base = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):  # gw0, gw1...: their common parent is this run's
         base = base.parent
-    for name in builds:  # a name may be a path: "systems/copy"
-        (base / name).parent.mkdir(parents=True, exist_ok=True)
     pending = list(builds)
     while pending:
-        progress = False
-        for name in list(pending):
-            lock = FileLock(str(base / f"{name}.lock"))
-            try:  # wait only when every part left is being built by another worker
-                lock.acquire(timeout=-1 if not progress and name == pending[-1] else 0)
-            except Timeout:
-                continue
-            try:
-                done = base / f"{name}.built"
-                if not done.exists():
-                    folder = base / name
-                    if folder.exists():  # a build that died half-way
-                        import shutil
-
-                        shutil.rmtree(folder)
-                    done.write_text(json.dumps(builds[name](folder)))
-            finally:
-                lock.release()
-            pending.remove(name)
-            progress = True
+        taken = [name for name in pending if _build_under_lock(base, name, builds[name], 0)]
+        if not taken:  # all held by other workers: wait for one
+            _build_under_lock(base, pending[0], builds[pending[0]], -1)
+            taken = pending[:1]
+        pending = [name for name in pending if name not in taken]
     return {name: json.loads((base / f"{name}.built").read_text()) for name in builds}
+
+
+def _build_under_lock(base: Path, name: str, build, timeout: float) -> bool:
+    """Build ``name`` (a folder under ``base``, perhaps nested: "systems/copy") unless built;
+    False when another worker holds its lock past ``timeout`` seconds."""
+    import shutil
+
+    from filelock import FileLock, Timeout
+
+    folder, done = base / name, base / f"{name}.built"
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with FileLock(str(base / f"{name}.lock"), timeout=timeout):
+            if not done.exists():
+                if folder.exists():  # a build that died half-way
+                    shutil.rmtree(folder)
+                done.write_text(json.dumps(build(folder)))
+    except Timeout:
+        return False
+    return True
 
 
 SYSTEM_RECIPES = {"copy": {}, "partial": {"transfer_fraction": 0.5}, "flat": {"transfer": 0.0},
