@@ -445,5 +445,5 @@ def test_a_tone_in_an_adept_run_is_a_counted_graded_failure(corpus, systems, tmp
     samples[f"emotion/{subs[0]}/{key}"] = str(tone)
     scorer = graded.AdeptScorer(corpus, prosody.FeatureStore(tmp_path / "f"))
     refused = scorer.stimulus(f"emotion/{subs[0]}/{key}", samples)
-    assert not refused.ok and "pitch does not move" in refused.detail
+    assert not refused.ok and "neither the pitch nor the timbre moves" in refused.detail
     assert scorer.stimulus(f"emotion/{subs[1]}/{key}", samples).ok

@@ -52,6 +52,34 @@ def test_speech_has_no_reason():
     assert no_speech_reason(Audio(_speech(), RATE)) is None
 
 
+def _buzz(f0, seconds, formants=()):
+    """A harmonic buzz at a steady ``f0``; with ``formants`` ((Hz, bandwidth), ...), its
+    harmonics weighted as one vowel's spectrum would weigh them (one timbre throughout)."""
+    t = np.arange(int(seconds * RATE)) / RATE
+    out = np.zeros_like(t)
+    for h in range(1, int(RATE / 2 / f0)):
+        gain = (sum(np.exp(-((h * f0 - f) / bw) ** 2) for f, bw in formants)
+                if formants else 1.0)
+        out += gain * np.sin(2 * np.pi * h * f0 * t) / h
+    return out / np.max(np.abs(out))
+
+
+@pytest.mark.parametrize("kind", ["tone", "buzz", "vowel"])
+def test_a_steady_sound_shaped_like_speech_is_not_speech(kind):
+    """A tone or buzz at one pitch, its loudness following a sentence's syllables, has a level
+    that rises and falls and (for the pure tone) a frame-to-frame spectral change as large as
+    speech's: only its steady pitch and steady timbre give it away."""
+    speech = _speech().astype(np.float64)
+    env = np.sqrt(np.convolve(speech ** 2, np.ones(320) / 320, mode="same"))
+    seconds = len(speech) / RATE
+    source = {"tone": np.sin(2 * np.pi * 180 * np.arange(len(speech)) / RATE),
+              "buzz": _buzz(180, seconds),
+              "vowel": _buzz(180, seconds, ((700, 120), (1200, 150), (2600, 200)))}[kind]
+    shaped = (0.5 * source[:len(env)] * env / env.max()).astype(np.float32)
+    reason = no_speech_reason(Audio(shaped, RATE))
+    assert reason and "neither the pitch nor the timbre moves" in reason, reason
+
+
 def test_check_refuses_a_tone_naming_the_file(corpus, synthetic_root, tmp_path):
     from adept_eval.manifest import check_folder
 
@@ -671,6 +699,32 @@ def test_a_voice_with_compressed_dynamics_is_speech():
               ("marked_tonicity", "0501"))]
     for (s, _, _), (x, rate, _) in zip(items, flite.plain(items, "female")):
         assert no_speech_reason(Audio(x, rate)) is None, s.text
+
+
+def test_monotone_speech_is_speech():
+    """A voice whose pitch does not move (PSOLA-monotonised, as perception studies flatten
+    speech, or a system that flattens it) is speech: it is scored, not refused as a tone."""
+    import parselmouth
+    from parselmouth.praat import call
+
+    from adept_eval import prosody
+    from adept_eval.speech_presence import MIN_F0_SPREAD_ST
+    from adept_eval.validation.sentences import NEUTRAL_PLAN, sentence
+
+    flite = _engine("flite")
+    items = [(sentence(c, sid), NEUTRAL_PLAN, "") for c, sid in
+             (("emotion", "0001"), ("topical_emphasis", "0102"), ("syntactic_phrasing", "0400"))]
+    for (s, _, _), (x, rate, _) in zip(items, flite.plain(items, "male")):
+        sound = parselmouth.Sound(np.asarray(x, dtype=np.float64), rate)
+        manipulation = call(sound, "To Manipulation", 0.01, 60, 400)
+        tier = call("Create PitchTier", "monotone", 0, sound.duration)
+        call(tier, "Add point", sound.duration / 2, 110.0)
+        call([tier, manipulation], "Replace pitch tier")
+        flat = call(manipulation, "Get resynthesis (overlap-add)").values[0].astype(np.float32)
+        feats = prosody.extract(Audio(flat, rate))
+        f0 = feats.f0[~np.isnan(feats.f0)]
+        assert np.subtract(*np.percentile(f0, [75, 25])) < MIN_F0_SPREAD_ST, s.text  # monotone
+        assert no_speech_reason(Audio(flat, rate)) is None, s.text
 
 
 # ----------------------------------------------------------------- families (reduced)

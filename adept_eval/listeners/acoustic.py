@@ -73,7 +73,9 @@ from . import Answer, Listener, Response, register_listener
 TERM_WEIGHTS = {"f0": 1.0, "energy": 0.5, "level": 0.5, "tempo": 1.0, "pause": 1.0,
                 "salience": 1.0, "boundary": 3.0}
 TEMPERATURE = 0.5
-METHOD_VERSION = "11"
+# Method v12 answers as v11 did, on more samples: monotone speech is no longer refused as "no
+# speech" (``speech_presence.MIN_TIMBRE_SPREAD``), so a question v11 failed can be answered.
+METHOD_VERSION = "12"
 
 
 def posterior(total: np.ndarray, temperature: float = TEMPERATURE) -> np.ndarray:
