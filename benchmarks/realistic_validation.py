@@ -22,11 +22,12 @@ few minutes per engine the first time; corpora are cached (``--cache``, default
     python benchmarks/realistic_validation.py [--rotation festival:espeak] [--system copy]
         [--sentences 5] [--no-nonspeech] [--cache DIR]
 
-With ``--family realisation|delivery|delivery-extra|dose`` (repeatable) it scores variants of
-the copy system instead (``adept_eval.validation.families``): the same prosody realised the
-system engine's own way or one cue at a time, the copy system's audio post-processed as
-pipelines do (``delivery-extra``: more of it than the issue asked for, reported and never a
-target), and every effect at a fraction of its size; per rotation a table per family (per task,
+With ``--family realisation|delivery|delivery-extra|dose|monotone`` (repeatable) it scores
+variants of the copy system instead (``adept_eval.validation.families``): the same prosody
+realised the system engine's own way or one cue at a time, the copy system's audio
+post-processed as pipelines do (``delivery-extra``: more of it than the issue asked for,
+reported and never a target), every effect at a fraction of its size, and every rendition's
+pitch flattened (``monotone``: reported; none of its questions may fail as "no speech"); per rotation a table per family (per task,
 the naive baseline beside), then one summary table over the rotations and the listener-validity
 targets checked on the held-out rotations. Per task, two tests against chance: the exact
 binomial (the issue's target; it counts a sentence's mirrored questions as independent) and an

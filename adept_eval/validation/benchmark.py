@@ -290,7 +290,7 @@ def mean_prosody_distance(listener, corpus: Corpus, folder: Path, sentence_ids: 
 
 
 #: the variant families ``run_families`` scores (``families``: how each is rendered)
-FAMILIES = ("realisation", "delivery", "delivery-extra", "dose")
+FAMILIES = ("realisation", "delivery", "delivery-extra", "dose", "monotone")
 
 
 @dataclass(frozen=True)
@@ -319,7 +319,7 @@ def run_families(reference: str, system: str, cache: Path, *, families=("realisa
     listeners = {"acoustic": acoustic,
                  "baseline": GlobalBaseline(corpus=corpus, cache_dir=features)}
     jobs: list[tuple[str, str, callable, str]] = []
-    if {"realisation", "delivery", "delivery-extra"} & set(families):
+    if {"realisation", "delivery", "delivery-extra", "monotone"} & set(families):
         jobs.append(("copy", "copy", lambda: render_engine(system, cache, progress=progress)
                      / "ADEPT" / WAV_DIR, ""))
     if "realisation" in families:
@@ -328,7 +328,8 @@ def run_families(reference: str, system: str, cache: Path, *, families=("realisa
                 jobs.append(("realisation", name, lambda n=name: F.render_realisation(
                     system, n, cache, sentence_ids=sentence_ids), fam.note))
     for family, deliveries in (("delivery", F.DELIVERIES),
-                               ("delivery-extra", F.EXTRA_DELIVERIES)):
+                               ("delivery-extra", F.EXTRA_DELIVERIES),
+                               ("monotone", F.MONOTONE)):
         if family in families:
             for name in deliveries:
                 jobs.append((family, name, lambda n=name: F.render_delivery(
@@ -411,7 +412,8 @@ def format_family_summary(by_rotation: dict[tuple[str, str], list[VariantResult]
     order = [("copy", "copy"), *(("realisation", n) for n in F.REALISATIONS),
              *(("delivery", n) for n in F.DELIVERIES),
              *(("delivery-extra", n) for n in F.EXTRA_DELIVERIES),
-             *(("dose", f"{d:.2f}") for d in F.DOSES)]
+             *(("dose", f"{d:.2f}") for d in F.DOSES),
+             *(("monotone", n) for n in F.MONOTONE)]
     present = {(r.family, r.variant) for rows in by_rotation.values() for r in rows}
     names = [n for n in order if n in present] + sorted(present - set(order))
     tuned = tuple(tuned) + tuple(reserved)  # neither is held out
@@ -484,7 +486,8 @@ def check_targets(by_rotation: dict[tuple[str, str], list[VariantResult]],
     - dose: accuracy non-decreasing and prosody_distance strictly decreasing with the dose;
 
     and, reported beside them (``required=False``), the copy and native tasks with a sentence's
-    questions clustered, and the deliveries beyond the issue's list held to the delivery bound.
+    questions clustered, the deliveries beyond the issue's list held to the delivery bound, and
+    monotone speech answered (none of its questions failed as "no speech").
     """
     held = {rot: rows for rot, rows in by_rotation.items() if rot not in tuned}
     checks = []
@@ -559,6 +562,18 @@ def check_targets(by_rotation: dict[tuple[str, str], list[VariantResult]],
             fails.append(f"{_named(rot)}: prosody_distance {' '.join(f'{d:.2f}' for d in dist)}")
     checks.append(TargetCheck("dose: accuracy non-decreasing, prosody_distance strictly "
                               "decreasing", tuple(fails), n))
+
+    fails, n = [], 0
+    for rot, rows in held.items():
+        for r in rows:
+            if r.family != "monotone":
+                continue
+            n += 1
+            failed = sum(o.status != "ok" for o in r.results[0].outcomes)
+            if failed:
+                fails.append(f"{_named(rot)} {r.variant}: {failed} questions failed")
+    checks.append(TargetCheck("monotone speech (every rendition's pitch flattened) scored, no "
+                              "question failed as no speech", tuple(fails), n, required=False))
     return checks
 
 

@@ -21,6 +21,11 @@ prosody that was transferred rather than how it was realised or delivered:
   beyond the issue's list, reported and never a target: pink noise, a telephone channel, mains
   hum, clipping, speed changed by resampling (pitch with it), peak normalisation, a 4 kHz
   low-pass.
+- **monotone** (``MONOTONE``): the copy system with every rendition's pitch held at one value
+  (PSOLA): at its own median (``monotone``: no pitch movement, the register kept) or at 150 Hz
+  for every rendition of both speakers (``monotone-150hz``: no pitch information at all).
+  Speech with the plan's timing, pauses and loudness and no intonation must be scored (on the
+  cues it keeps), never refused as "no speech".
 
 Every variant is rendered once into ``<cache>/<engine>-v<N>/`` and reused.
 """
@@ -373,11 +378,40 @@ EXTRA_DELIVERIES: dict[str, Delivery] = {
 }
 
 
+def _monotone(hz: float | None = None) -> Transform:
+    """The pitch held at one value throughout (Praat's PSOLA), timing and loudness kept: at
+    ``hz``, or with None at the rendition's own median F0 (its register kept, its movement
+    gone)."""
+    def go(x, rate, rng):
+        import parselmouth
+        from parselmouth.praat import call
+
+        snd = parselmouth.Sound(x, rate)
+        f0 = snd.to_pitch_ac(time_step=0.01, pitch_floor=60, pitch_ceiling=600
+                             ).selected_array["frequency"]
+        if not np.any(f0 > 0):  # nothing voiced: nothing to flatten
+            return x, rate
+        manip = call(snd, "To Manipulation", 0.01, 60, 600)
+        tier = call("Create PitchTier", "monotone", snd.xmin, snd.xmax)
+        call(tier, "Add point", (snd.xmin + snd.xmax) / 2,
+             float(np.median(f0[f0 > 0])) if hz is None else hz)
+        call([manip, tier], "Replace pitch tier")
+        with praat_seeded(int(rng.integers(2 ** 31))):
+            return _fit(call(manip, "Get resynthesis (overlap-add)").values[0]), rate
+    return go
+
+
+# both speakers at 150 Hz: 4-5 semitones from either voice's usual pitch, within what PSOLA
+# moves cleanly (the pitch +-4 st deliveries)
+MONOTONE: dict[str, Delivery] = {"monotone": Delivery(_monotone()),
+                                 "monotone-150hz": Delivery(_monotone(150.0))}
+
+
 def render_delivery(engine: str, name: str, cache: Path, *, sentence_ids: int = 5,
                     progress: bool = False) -> Path:
-    """The copy system's files delivered through ``name`` (``DELIVERIES`` or
-    ``EXTRA_DELIVERIES``; cached)."""
-    d = DELIVERIES[name] if name in DELIVERIES else EXTRA_DELIVERIES[name]
+    """The copy system's files delivered through ``name`` (``DELIVERIES``,
+    ``EXTRA_DELIVERIES`` or ``MONOTONE``; cached)."""
+    d = {**DELIVERIES, **EXTRA_DELIVERIES, **MONOTONE}[name]
     if d.transform is None:
         return render_one_voice(engine, cache, sentence_ids=sentence_ids, progress=progress)
     base = render_engine(engine, cache, progress=progress)
