@@ -12,9 +12,9 @@ level that rises and falls with the syllables, and (5) a spectrum that changes f
 
 Monotone speech is speech: a system that flattens the pitch (or a PSOLA-monotonised stimulus, as
 perception studies use) is scored on the cues it keeps (timing, pauses, loudness), not refused.
-What a steady pitch alone cannot tell apart, a buzz or tone shaped by a speech envelope, still holds one timbre
-throughout, while the vowels and consonants of even a monotone voice keep changing its broad
-spectral shape (``MIN_TIMBRE_SPREAD``).
+What a steady pitch alone cannot tell apart, a buzz or tone shaped by a speech envelope, still
+holds one timbre throughout, while the vowels and consonants of even a monotone voice keep
+changing its broad spectral shape (``MIN_TIMBRE_SPREAD``).
 """
 
 from __future__ import annotations

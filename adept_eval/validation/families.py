@@ -401,8 +401,8 @@ def _monotone(hz: float | None = None) -> Transform:
     return go
 
 
-# both speakers at 150 Hz: 4-5 semitones from either voice's usual pitch, within what PSOLA
-# moves cleanly (the pitch +-4 st deliveries)
+# both speakers at 150 Hz, between the voices' median pitches (neutral emotion sentences: male
+# 90-130 Hz, female 170-213 Hz): 2-9 semitones up for the male voices, 2-6 down for the female
 MONOTONE: dict[str, Delivery] = {"monotone": Delivery(_monotone()),
                                  "monotone-150hz": Delivery(_monotone(150.0))}
 
