@@ -990,15 +990,25 @@ def _positions(a: Features, b: Features) -> np.ndarray:
 
 
 def _positions_many(a: Features, others: list[Features]) -> list[np.ndarray]:
-    """``_positions(a, b)`` for each ``b`` in ``others``, aligned together (``dtw_paths``)."""
+    """``_positions(a, b)`` for each ``b`` in ``others``, aligned together (``dtw_paths``).
+
+    The alignment steps every other frame (frames 0, 2, 4, ...) and is read in between; its
+    ends are pinned, as the alignment's own are: ``a``'s last frame to ``b``'s last. (Left to
+    the 40 ms steps, a rendition of an even number of frames never reached its last frame, and
+    every rendition but the first - whose positions are the identity - seemed to slow down at
+    its end: method v13.)"""
     a2 = a.mfcc[::2]
     out = []
     for b, (ia, ib) in zip(others, dtw_paths([(a2, b.mfcc[::2]) for b in others],
                                              ALIGN_PENALTY)):
         counts = np.bincount(ia, minlength=len(a2))
-        pos2 = np.bincount(ia, weights=ib, minlength=len(a2)) / np.maximum(counts, 1)
-        out.append(np.clip(np.interp(np.arange(a.n) / 2.0, np.arange(len(a2)), pos2) * 2.0,
-                           0, b.n - 1))
+        frames_a = 2.0 * np.arange(len(a2))
+        frames_b = 2.0 * np.bincount(ia, weights=ib, minlength=len(a2)) / np.maximum(counts, 1)
+        if frames_a[-1] < a.n - 1:
+            frames_a, frames_b = np.append(frames_a, a.n - 1), np.append(frames_b, b.n - 1)
+        else:
+            frames_b[-1] = b.n - 1
+        out.append(np.clip(np.interp(np.arange(a.n), frames_a, frames_b), 0, b.n - 1))
     return out
 
 

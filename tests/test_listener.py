@@ -106,3 +106,27 @@ def test_a_silence_counts_at_its_place_on_either_side_of_the_pause_rule():
     assert speech.n == 50
     assert np.flatnonzero(silences).tolist() == [12, 29]
     assert silences[12] == pytest.approx(4 * HOP_S) and silences[29] == pytest.approx(10 * HOP_S)
+
+
+@pytest.mark.parametrize("drop_frames", [0, 1])
+def test_renditions_that_are_one_and_the_same_deviate_nowhere(drop_frames):
+    """A sentence's renditions are put on the first one's time axis: the first by identity,
+    the others through an alignment. Two identical renditions must then deviate nowhere -
+    with an odd or an even number of frames (the alignment steps 40 ms, two frames, and once
+    left an even-length rendition's last frame unreached: a 'lengthening' at the end of every
+    rendition but the first, which told a system with no prosody at all which rendition came
+    first, as the references' ordering does)."""
+    from adept_eval import prosody, synthetic
+    from adept_eval.audio import Audio
+
+    rate = 16000
+    x = synthetic.render(synthetic.sentence("syntactic_phrasing", "0401"), "male",
+                         synthetic.PROFILES[("emotion", "neutral")], rate=rate)
+    whole = prosody.extract(Audio(x.astype(np.float32), rate))
+    n = whole.n - drop_frames  # one of the two parities each
+    feats = prosody.Features(whole.f0[:n], whole.energy[:n], whole.mfcc[:n], whole.speech[:n],
+                             whole.noise_floor)
+    profiles = prosody.sentence_profiles([feats, feats, feats])
+    for name in ("energy", "tempo", "pause", "salience", "boundary"):
+        assert np.abs(getattr(profiles, name)).max() < 1e-9, (name, feats.n)
+    assert np.nanmax(np.abs(profiles.f0)) < 1e-9 and np.abs(profiles.length).max() < 1e-9
