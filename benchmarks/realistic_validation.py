@@ -10,8 +10,10 @@ refuses; and the real-time factor of a full evaluation.
 
 Engines: espeak-ng (SSML), festival and flite (plain text, prosody imposed by PSOLA), and voice
 sets with their other voices (festival-ked: festival's ked; awb and flite-kal: flite's awb and kal
-with an espeak-ng female variant). Needs the Debian packages espeak-ng, festival (+
-festvox-us-slt-hts, festvox-kallpc16k, festvox-kdlpc16k) and flite for every rotation;
+with an espeak-ng female variant; pico: SVOX Pico's female by its own markup, festival's MBROLA
+us2 male). Needs the Debian packages espeak-ng, festival (+ festvox-us-slt-hts,
+festvox-kallpc16k, festvox-kdlpc16k) and flite for every default rotation, and
+libttspico-utils and festvox-us2 (Debian's non-free and contrib components) for ``pico``;
 ``--rotation`` picks some (a rotation never has one synthesiser on both sides for a speaker).
 The listener was tuned on three rotations (``benchmark.CALIBRATION_ROTATIONS``) and, since method
 v9, on three more with new voices (``RESERVED_ROTATIONS``, read freely); the five others are
@@ -22,17 +24,16 @@ few minutes per engine the first time; corpora are cached (``--cache``, default
     python benchmarks/realistic_validation.py [--rotation festival:espeak] [--system copy]
         [--sentences 5] [--no-nonspeech] [--cache DIR]
 
-With ``--family realisation|delivery|delivery-extra|dose|monotone`` (repeatable) it scores
-variants of the copy system instead (``adept_eval.validation.families``): the same prosody
-realised the system engine's own way or one cue at a time, the copy system's audio
-post-processed as pipelines do (``delivery-extra``: more of it than the issue asked for,
-reported and never a target), every effect at a fraction of its size, and every rendition's
-pitch flattened (``monotone``: reported; none of its questions may fail as "no speech"); per rotation a table per family (per task,
-the naive baseline beside), then one summary table over the rotations and the listener-validity
-targets checked on the held-out rotations. Per task, two tests against chance: the exact
-binomial (the issue's target; it counts a sentence's mirrored questions as independent) and an
-exact permutation test that relabels each sentence's stimuli as one
-(``stats.within_cluster_permutation_p``).
+With ``--family realisation|delivery|delivery-extra|dose|monotone`` (repeatable) it scores variants
+of the copy system instead (``adept_eval.validation.families``): the same prosody realised the
+system engine's own way or one cue at a time, the copy system's audio post-processed as pipelines
+do (``delivery-extra``: more of it than the issue asked for, reported and never a target), every
+effect at a fraction of its size, and every rendition's pitch flattened (``monotone``: reported;
+none of its questions may fail as "no speech"); per rotation a table per family (per task, the
+naive baseline beside), then one summary table over the rotations and the listener-validity targets
+checked on the held-out rotations. Per task, two tests against chance: the exact binomial (the
+issue's target; it counts a sentence's mirrored questions as independent) and an exact permutation
+test that relabels each sentence's stimuli as one (``stats.within_cluster_permutation_p``).
 """
 
 from __future__ import annotations

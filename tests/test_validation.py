@@ -357,7 +357,8 @@ def _engine(name):
 
     if name not in engines.available():
         pytest.skip(f"TTS engine {name} not installed (Debian: espeak-ng, festival with "
-                    f"festvox-kallpc16k, festvox-kdlpc16k and festvox-us-slt-hts, flite)")
+                    f"festvox-kallpc16k, festvox-kdlpc16k and festvox-us-slt-hts, flite; "
+                    f"pico: libttspico-utils and festvox-us2 from non-free and contrib)")
     return engines.ENGINES[name]
 
 
@@ -382,6 +383,81 @@ def test_espeak_raises_the_focused_word(speaker):
     (plain, rate), (focused, _) = espeak.render_many(
         [(sentence, NEUTRAL_PLAN, ""), (sentence, Plan(focus=0), "")], speaker)
     assert _f0_median(focused, rate, 0.0, 0.3) > _f0_median(plain, rate, 0.0, 0.3) + 2.0
+
+
+def test_pico_markup_gives_every_word_its_own_absolute_levels():
+    """Pico's tags do not nest: closing one returns its quantity to Pico's default, not to the
+    enclosing level (measured: after a nested <pitch level='100'> inside a 140, the rest of the
+    sentence came out at the default). So the markup is one span per word, side by side, each
+    with the absolute level that word should have: the sentence's, times the accent's on the
+    focused word. A fall and post-focus compression cannot be written in it."""
+    import re
+
+    from adept_eval.validation.engines import Pico, Realisation
+    from adept_eval.validation.families import REALISATIONS
+    from adept_eval.validation.sentences import Plan, Sentence
+
+    span = (r"<pitch level='(\d+)'><speed level='(\d+)'><volume level='(\d+)'>([^<]+)"
+            r"</volume></speed></pitch>")
+    sentence = Sentence(("Maria", "bakes", "bread"))
+    text = Pico.markup(sentence, Plan(pitch_st=12.0, rate=0.5, gain_db=6.0, focus=1))
+    assert re.fullmatch(f"{span}( {span})*", text), text  # side by side, none inside another
+    spans = re.findall(span, text)
+    assert [w for *_, w in spans] == ["Maria", "bakes", "bread."]
+    assert spans[0][:3] == spans[2][:3] == ("200", "50", "60")  # an octave up, half speed, +6 dB
+    assert spans[1][:3] == (f"{200 * 2 ** (5 / 12):.0f}", f"{50 / 1.35:.0f}",
+                            f"{30 * 10 ** (10 / 20):.0f}")
+    broken = Pico.markup(sentence, Plan(break_after=0),
+                         Realisation(break_s=0.1, reset_st=2.0, comma=False))
+    assert re.findall(span, broken)[1][0] == f"{100 * 2 ** (2 / 12):.0f}"  # the reset
+    assert "</pitch> <break time='100ms'/> <pitch" in broken and "," not in broken
+    assert "</pitch>, <pitch" in Pico.markup(sentence, Plan(break_after=0),
+                                             Realisation(native=True))
+    with pytest.raises(ValueError, match="falling"):
+        Pico.markup(sentence, Plan(focus=1), Realisation(fall=True))
+    assert REALISATIONS["f0-rise"].renderable_by("pico")
+    assert not REALISATIONS["f0-rise+pfc"].renderable_by("pico")
+    assert REALISATIONS["f0-rise+pfc"].renderable_by("espeak")
+
+
+def _onset_s(x, rate):
+    """Where speech starts: the first sample within 30 dB of the loudest."""
+    level = np.abs(np.asarray(x, dtype=np.float64))
+    return int(np.argmax(level > level.max() * 10 ** (-30 / 20))) / rate
+
+
+def test_pico_realises_a_focus_and_a_break_by_its_markup():
+    """The pico voice set's female voice (SVOX Pico) speaks the plan by its own markup: a
+    focused first word higher and louder than unfocused, a break a pause longer."""
+    from adept_eval.validation.sentences import NEUTRAL_PLAN, Plan, Sentence
+
+    pico = _engine("pico")
+    sentence = Sentence(("John", "gave", "Mary", "a", "red", "umbrella"))
+    (plain, rate), (focused, _), (broken, _) = pico.render_many(
+        [(sentence, NEUTRAL_PLAN, ""), (sentence, Plan(focus=0), ""),
+         (sentence, Plan(break_after=2), "")], "female")
+    on_plain, on_focused = _onset_s(plain, rate), _onset_s(focused, rate)
+    assert _f0_median(focused, rate, on_focused, on_focused + 0.25) \
+        > _f0_median(plain, rate, on_plain, on_plain + 0.25) + 2.0
+
+    def rms_db(x, start):
+        part = np.asarray(x[int(start * rate): int((start + 0.25) * rate)], dtype=np.float64)
+        return 10 * np.log10(np.mean(part ** 2))
+
+    assert rms_db(focused, on_focused) > rms_db(plain, on_plain) + 2.0
+    assert len(broken) > len(plain) + 0.2 * rate
+    (male, male_rate), = pico.render_many([(sentence, NEUTRAL_PLAN, "")], "male")
+    assert _f0_median(male, male_rate, 0.0, len(male) / male_rate) < 12 * np.log2(150 / 100)
+
+
+def test_a_festival_voice_that_is_not_installed_is_not_available():
+    """Each festival voice is a Debian package of its own: festival alone does not make an
+    engine whose voice is missing available."""
+    from adept_eval.validation.engines import Festival
+
+    festival = _engine("festival")
+    assert festival.available()
+    assert not Festival("missing", {"male": "no_such_voice_diphone"}).available()
 
 
 def test_festival_phrases_a_native_comma_where_it_is_written():
@@ -649,6 +725,11 @@ def test_rotations_need_another_synthesiser_for_each_speaker():
         check_rotation("mbrola", "flite")
     assert ENGINES["awb"].can_fall() is False  # its female voice is espeak-ng's
     assert ENGINES["festival-ked"].can_fall() is True
+    check_rotation("pico", "espeak")  # Pico (female) and festival (male) against espeak-ng
+    with pytest.raises(ValueError, match="male speaker: both festival"):
+        check_rotation("pico", "festival-ked")
+    assert ENGINES["pico"].can_compress() is False  # Pico has no range markup
+    assert ENGINES["flite-kal"].can_compress() is True
 
 
 def test_a_voice_set_speaks_each_speaker_with_its_own_engine():

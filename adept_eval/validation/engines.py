@@ -16,10 +16,14 @@
 
 Voice sets with other voices (``festival-ked``: festival's ``ked_diphone`` male; ``awb`` and
 ``flite-kal``: flite's ``awb`` / ``kal`` male, each with an espeak-ng female variant, see
-``VoiceSet``) add rotations whose voices the listener's first methods never met.
+``VoiceSet``) add rotations whose voices the listener's first methods never met. ``pico`` adds
+synthesisers no method was built with: SVOX Pico (``pico2wave``, its own prosody model and
+voice; the plan by its own markup, ``Pico``) for the female, and an MBROLA diphone voice spoken
+by festival (``us2_mbrola``) for the male.
 
 All need the Debian packages ``espeak-ng`` and ``festival`` (+ ``festvox-us-slt-hts``,
-``festvox-kallpc16k``, ``festvox-kdlpc16k``) and ``flite``; ``available()`` says which are
+``festvox-kallpc16k``, ``festvox-kdlpc16k``) and ``flite``; ``pico`` needs
+``libttspico-utils`` (non-free) and ``festvox-us2`` (contrib); ``available()`` says which are
 installed.
 """
 
@@ -115,6 +119,10 @@ class Engine:
         """Whether it can realise an accent as a fall (only by imposing the contour)."""
         return False
 
+    def can_compress(self) -> bool:
+        """Whether it can narrow the melody after a focused word (post-focus compression)."""
+        return True
+
     def program(self, speaker: str) -> str:
         """The synthesiser that speaks ``speaker`` (a rotation never has it on both sides)."""
         return type(self).__name__.lower()
@@ -195,6 +203,76 @@ class Espeak(Engine):
 
 
 @dataclass(frozen=True)
+class Pico(Engine):
+    """SVOX Pico (``pico2wave``), realising the plan by its own markup: ``<pitch>``,
+    ``<speed>`` and ``<volume>`` levels (percent of its default) and ``<break>``.
+
+    Pico's tags do not nest - closing one returns that quantity to the default, not to the
+    enclosing level - so every word gets a span of its own carrying the absolute level it
+    should have (the sentence's, times the accent's on a focused word); one span per word for
+    every rendition, so that where the spans change never marks the focus by itself. Pico has
+    no markup for pitch range, a final movement or emphasis: ``range_`` and ``final_st`` are
+    not realised, post-focus compression and falls cannot be rendered, and its native focus
+    is the planned one (its native phrase break is a comma, phrased its own way)."""
+
+    #: the volume level every rendition starts from: Pico's 100 clips (peak 1.0 on a plain
+    #: sentence), 30 peaks near 0.4 and leaves room for anger's +6 dB and an accent's +4 dB
+    BASE_VOLUME = 30.0
+
+    def available(self) -> bool:
+        return shutil.which("pico2wave") is not None
+
+    def can_compress(self) -> bool:
+        return False
+
+    @classmethod
+    def markup(cls, sentence: Sentence, plan: Plan, how: Realisation = AS_PLANNED) -> str:
+        plan, how = how.plan(plan), how.scaled()
+        if how.fall:
+            raise ValueError("Pico cannot realise a falling accent by markup")
+        n = len(sentence.words)
+        pitch_st, slower, gain_db = [plan.pitch_st] * n, [1.0] * n, [plan.gain_db] * n
+        after = [""] * n
+        if plan.focus is not None:  # Pico has no emphasis of its own: native is as planned
+            pitch_st[plan.focus] += how.accent_st
+            slower[plan.focus] *= how.lengthen
+            gain_db[plan.focus] += how.accent_db
+        if plan.break_after is not None:
+            b = plan.break_after
+            if how.native or how.comma:
+                after[b] = ","
+            if not how.native:
+                if not how.comma:  # with a comma, the lengthening is Pico's own (as espeak-ng)
+                    slower[b] *= how.pre_boundary_lengthen
+                if how.break_s > 0:
+                    after[b] += f" <break time='{int(round(how.break_s * 1000))}ms'/>"
+                if how.reset_st and b + 1 < n:
+                    pitch_st[b + 1] += how.reset_st
+        spans = []
+        for i, word in enumerate(sentence.words):
+            end = ("?" if plan.question else ".") if i == n - 1 else ""
+            spans.append(f"<pitch level='{100 * 2 ** (pitch_st[i] / 12):.0f}'>"
+                         f"<speed level='{100 * plan.rate / slower[i]:.0f}'>"
+                         f"<volume level='{cls.BASE_VOLUME * 10 ** (gain_db[i] / 20):.0f}'>"
+                         f"{word}{end}</volume></speed></pitch>{after[i]}")
+        return " ".join(spans)
+
+    def render_many(self, items, speaker, how: Realisation = AS_PLANNED):
+        out = []
+        with tempfile.TemporaryDirectory() as tmp:
+            wav = Path(tmp) / "x.wav"
+            for sentence, plan, _ in items:
+                subprocess.run(["pico2wave", "-l", self.voices[speaker], "-w", str(wav),
+                                self.markup(sentence, plan, how)],
+                               check=True, capture_output=True)
+                x, rate = sf.read(str(wav), dtype="float32")
+                if np.max(np.abs(x)) >= 0.999:
+                    raise RuntimeError(f"pico2wave clipped {sentence.text!r}")
+                out.append((x, rate))
+        return out
+
+
+@dataclass(frozen=True)
 class PsolaEngine(Engine):
     """An engine that speaks plain text and reports word timings; the plan is imposed after."""
 
@@ -232,7 +310,7 @@ class PsolaEngine(Engine):
 @dataclass(frozen=True)
 class Festival(PsolaEngine):
     def available(self) -> bool:
-        return shutil.which("festival") is not None
+        return set(self.voices.values()) <= _festival_voices()
 
     #: festival's default voice, the only one here whose accents follow SABLE ``<EMPH>``
     #: (``cmu_us_slt_arctic_hts`` ignores it, and SABLE mode resets the voice to the default)
@@ -316,6 +394,20 @@ class Festival(PsolaEngine):
                 x, rate = sf.read(f"{tmp}/{i}.wav", dtype="float32")
                 out.append((x, rate, times[i]))
         return out
+
+
+@lru_cache(maxsize=1)
+def _festival_voices() -> frozenset[str]:
+    """The voices festival has installed (none without festival): each comes in a Debian
+    package of its own."""
+    if shutil.which("festival") is None:
+        return frozenset()
+    proc = subprocess.run(["festival", "-b", "(print (voice.list))"], capture_output=True,
+                          text=True)
+    listed = [line for line in proc.stdout.splitlines() if line.startswith("(")]
+    if proc.returncode != 0 or not listed:
+        return frozenset()
+    return frozenset(listed[-1].strip("()").split())
 
 
 @dataclass(frozen=True)
@@ -513,6 +605,9 @@ class VoiceSet(Engine):
     def can_fall(self) -> bool:
         return all(e.can_fall() for e in self.parts.values())
 
+    def can_compress(self) -> bool:
+        return all(e.can_compress() for e in self.parts.values())
+
     def program(self, speaker: str) -> str:
         return self.parts[speaker].program(speaker)
 
@@ -539,6 +634,11 @@ ENGINES: dict[str, Engine] = {
                      male=Flite("flite-awb", {"male": "awb"})),
     "flite-kal": voice_set("flite-kal", female=Espeak("espeak-f5", {"female": "en-us+f5"}),
                            male=Flite("flite-kal", {"male": "kal"})),
+    # two synthesisers no listener version met while it was built (Debian non-free and
+    # contrib): SVOX Pico's own prosody and voice for the female, an MBROLA diphone voice
+    # (us2) spoken through festival for the male
+    "pico": voice_set("pico", female=Pico("pico", {"female": "en-US"}),
+                      male=Festival("festival-mbrola", {"male": "us2_mbrola"})),
 }
 
 

@@ -60,7 +60,9 @@ class RealisationFamily:
     note: str = ""
 
     def renderable_by(self, engine: str) -> bool:
-        return not self.falls or ENGINES[engine].can_fall()
+        e = ENGINES[engine]
+        return ((not self.falls or e.can_fall())
+                and (self.how.post_focus_range >= 1.0 or e.can_compress()))
 
 
 _F0_ONLY = Realisation(accent_db=0.0, lengthen=1.0)
@@ -70,7 +72,7 @@ REALISATIONS: dict[str, RealisationFamily] = {
         Realisation(native=True), FOCUS + BREAK,
         note="espeak-ng <emphasis> and a comma; festival: SABLE <EMPH> on its kal diphone "
              "voice (its other voices ignore markup: focus as planned) and a comma phrased by "
-             "its punctuation rules; flite: a comma (no focus markup: focus as planned)"),
+             "its punctuation rules; flite and Pico: a comma (no focus markup: focus as planned)"),
     "f0-rise": RealisationFamily(_F0_ONLY, FOCUS),
     "f0-rise+pfc": RealisationFamily(replace(_F0_ONLY, post_focus_range=0.4), FOCUS),
     "f0-fall": RealisationFamily(replace(_F0_ONLY, fall=True), FOCUS, falls=True,
