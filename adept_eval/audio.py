@@ -1,6 +1,6 @@
 """The one place audio is read, resampled and checked.
 
-Decoding goes through soundfile (libsndfile ships inside its wheels with wav/flac/ogg/mp3), so
+Decoding goes through soundfile (libsndfile ships inside its wheels with wav/flac/ogg/opus/mp3), so
 nothing here needs torch, torchcodec or FFmpeg.
 """
 
@@ -19,7 +19,7 @@ import soundfile as sf
 
 from .errors import UserError
 
-AUDIO_EXTENSIONS: tuple[str, ...] = (".wav", ".flac", ".mp3", ".ogg")
+AUDIO_EXTENSIONS: tuple[str, ...] = (".wav", ".flac", ".mp3", ".ogg", ".opus")
 COMMON_RATES = frozenset({8000, 16000, 22050, 24000, 32000, 44100, 48000})
 
 SILENCE_DBFS = -55.0  # an RMS below this over the whole file is "silent"

@@ -37,6 +37,14 @@ def test_check_accepts_complete_folder_in_any_format(corpus, synthetic_root, tmp
         data, rate = sf.read(system / f"{stim}.wav")
         (system / f"{stim}.wav").unlink()
         sf.write(system / f"{stim}.{fmt.lower()}", data, rate, format=fmt)
+    # and one as Opus (WebRTC's and many TTS APIs' codec: 48, 24 or 16 kHz), named .opus
+    from scipy.signal import resample_poly
+
+    data, rate = sf.read(system / "emotion/joy/ad00_0003.wav")
+    (system / "emotion/joy/ad00_0003.wav").unlink()
+    sf.write(system / "emotion/joy/ad00_0003.opus", resample_poly(data, 80, 147), 24000,
+             format="OGG", subtype="OPUS")
+    assert rate == 44100
     result = check_folder(corpus, system, progress=False)
     assert result.ok and result.expected == 195 and not result.extra
     monkeypatch.setenv("ADEPT_EVAL_CORPUS", str(corpus.root))

@@ -17,7 +17,7 @@ import pytest
 import soundfile as sf
 
 from adept_eval import spec
-from adept_eval.audio import Audio
+from adept_eval.audio import Audio, read_audio
 from adept_eval.speech_presence import no_speech_reason
 
 RATE = 16000
@@ -524,7 +524,6 @@ def _single_answers(references, reference_how, system, system_how, cls, sentence
     """The acoustic listener's posteriors (rows: the system's readings, columns: the
     references') for one single-stimulus sentence, both sides rendered here and written as
     the benchmark writes them, and the per-term comparison behind them."""
-    from adept_eval.audio import read_audio
     from adept_eval.listeners.acoustic import TERM_WEIGHTS, posterior
     from adept_eval.prosody import compare_sentence, extract, onto, sentence_profiles
     from adept_eval.validation import sentences as S
@@ -974,12 +973,14 @@ def test_family_summary_names_each_rotation_for_what_it_is():
     assert "held out" not in only_tuned and only_tuned.splitlines()[1] == "|---|---|---:|"
 
 
-def test_delivery_transforms_do_what_they_say():
+def test_delivery_transforms_do_what_they_say(tmp_path):
     """The delivery variants themselves: loudness normalisation reaches its target, the edge
     silence is silence, the noise sits at its SNR, the tempo and pitch change by their factor;
     and those beyond the issue's list: pink noise at its SNR with its power falling with
     frequency and none below 50 Hz, a telephone channel's band, hum at its level, clipping,
-    speed by resampling (tempo and pitch together), peak normalisation, a low-pass."""
+    speed by resampling (tempo and pitch together), peak normalisation, a low-pass, a large
+    room's reverberation, a compressor's narrower dynamics, 30 dB less level, and Opus files
+    that the evaluation reads."""
     import parselmouth
 
     from adept_eval.validation import families as F
@@ -1042,3 +1043,26 @@ def test_delivery_transforms_do_what_they_say():
     assert power[np.fft.rfftfreq(len(y), 1 / rate) > 5000].sum() < 1e-3 * power.sum()
     low_rate = speech[::2]
     assert np.array_equal(extra["lowpass-4k"].transform(low_rate, 8000, rng)[0], low_rate)
+    y, r = extra["reverb-large"].transform(speech, rate, rng)
+    tail = y[len(speech):]
+    assert len(tail) == int(0.8 * rate) // 2 and np.sqrt(np.mean(tail ** 2)) > 1e-3
+
+    def levels(x, hop=80):  # 5 ms frames within 30 dB of the loudest (dB)
+        n = len(x) // hop
+        db = 10 * np.log10(np.mean(x[: n * hop].reshape(n, hop) ** 2, axis=1) + 1e-12)
+        return db[db > db.max() - 30]
+
+    y, r = extra["compressed"].transform(speech, rate, rng)
+    spread = [float(np.percentile(v, 95) - np.percentile(v, 5)) for v in (levels(speech),
+                                                                          levels(y))]
+    assert spread[1] < spread[0] - 3.0, spread  # the quiet parts brought up
+    assert abs(levels(y).max() - levels(speech).max()) < 3.0  # the loudest kept
+    y, r = extra["quiet-30db"].transform(speech, rate, rng)
+    assert np.allclose(y, speech * 10 ** (-30 / 20))
+    opus = extra["opus-16k"]
+    y, r = opus.transform(speech, 44100, rng)
+    assert r == 16000 and (opus.format, opus.subtype, opus.suffix) == ("OGG", "OPUS", ".opus")
+    path = tmp_path / f"x{opus.suffix}"
+    sf.write(str(path), y, r, format=opus.format, subtype=opus.subtype)
+    decoded = read_audio(path)  # the reader every system's files go through
+    assert decoded.rate == 16000 and abs(len(decoded.samples) - len(y)) < 0.05 * r

@@ -20,7 +20,7 @@ prosody that was transferred rather than how it was realised or delivered:
 - **delivery-extra** (``EXTRA_DELIVERIES``): what else a pipeline or recording chain may do,
   beyond the issue's list, reported and never a target: pink noise, a telephone channel, mains
   hum, clipping, speed changed by resampling (pitch with it), peak normalisation, a 4 kHz
-  low-pass.
+  low-pass, a large live room, a dynamic-range compressor, 30 dB less level, Opus at 16 kHz.
 - **monotone** (``MONOTONE``): the copy system with every rendition's pitch held at one value
   (PSOLA): at its own median (``monotone``: no pitch movement, the register kept) or at 150 Hz
   for every rendition of both speakers (``monotone-150hz``: no pitch information at all).
@@ -227,7 +227,8 @@ def _noise(snr_db: float) -> Transform:
 
 
 def _reverb(x, rate, rng, rt60=0.3, direct_to_reverberant_db=3.0):
-    """A small room: the direct sound plus exponentially decaying noise (RT60 300 ms)."""
+    """A room: the direct sound plus exponentially decaying noise (by default a small room,
+    RT60 300 ms, the direct sound 3 dB above the reverberation)."""
     from scipy.signal import fftconvolve
 
     t = np.arange(int(rt60 * rate)) / rate
@@ -368,6 +369,38 @@ def _lowpass(hz: float) -> Transform:
     return go
 
 
+def _reverb_large(x, rate, rng):
+    """A large, live room: RT60 800 ms with as much reverberation as direct sound."""
+    return _reverb(x, rate, rng, rt60=0.8, direct_to_reverberant_db=0.0)
+
+
+def _compressed(x, rate, rng, below_peak_db=20.0, ratio=4.0, attack_s=0.005, release_s=0.1):
+    """A dynamic-range compressor as voice chains use one: the level (5 ms RMS, followed with a
+    5 ms attack and a 100 ms release) rises one decibel for every ``ratio`` above a threshold
+    ``below_peak_db`` under the file's loudest, and make-up gain brings the loudest back to
+    where it was - quieter syllables come up by as much as 15 dB."""
+    hop = max(1, int(0.005 * rate))
+    n = -(-len(x) // hop)
+    frames = np.pad(x, (0, n * hop - len(x))).reshape(n, hop)
+    level = 10 * np.log10(np.mean(frames ** 2, axis=1) + 1e-12)
+    rise, fall = np.exp(-hop / (attack_s * rate)), np.exp(-hop / (release_s * rate))
+    envelope = np.empty(n)
+    current = level[0]
+    for i, value in enumerate(level):  # the follower's state runs frame to frame
+        keep = rise if value > current else fall
+        current = keep * current + (1 - keep) * value
+        envelope[i] = current
+    over = np.maximum(envelope - (envelope.max() - below_peak_db), 0.0)
+    gain_db = below_peak_db * (1 - 1 / ratio) - over * (1 - 1 / ratio)
+    centres = (np.arange(n) + 0.5) * hop
+    return _fit(x * 10 ** (np.interp(np.arange(len(x)), centres, gain_db) / 20)), rate
+
+
+def _quiet(x, rate, rng, by_db=30.0):
+    """Everything ``by_db`` quieter (a chain that never brings its output up), still 16-bit."""
+    return x * 10 ** (-by_db / 20), rate
+
+
 EXTRA_DELIVERIES: dict[str, Delivery] = {
     "pink-noise-20db": Delivery(_pink_noise(20.0)),
     "telephone-8k": Delivery(_telephone),
@@ -377,6 +410,10 @@ EXTRA_DELIVERIES: dict[str, Delivery] = {
     "speed-10%": Delivery(_speed(1 / 1.1)),
     "peak-normalised": Delivery(_peak_normalise),
     "lowpass-4k": Delivery(_lowpass(4000.0)),
+    "reverb-large": Delivery(_reverb_large),
+    "compressed": Delivery(_compressed),
+    "quiet-30db": Delivery(_quiet),
+    "opus-16k": Delivery(_resample(16000), "OGG", "OPUS", ".opus"),
 }
 
 
