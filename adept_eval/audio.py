@@ -344,6 +344,25 @@ def check_audio(path: str | Path, reference_duration: float | None = None) -> Au
     return report
 
 
+def missing_audio(stem: Path) -> str:
+    """What to tell a user for whom ``find_audio(stem)`` found nothing: which formats were tried
+    and, when a file of that name is there in a format not read here (``.m4a``/``.aac`` from a
+    TTS API, say), that file and how to convert it - rather than a bare "missing" beside it."""
+    tried = f"missing (also tried {', '.join(AUDIO_EXTENSIONS[1:])})"
+    try:
+        unread = sorted(p for p in stem.parent.iterdir()
+                        if p.name.startswith(stem.name + ".") and p.is_file()
+                        and p.name[len(stem.name):].lower() not in AUDIO_EXTENSIONS)
+    except OSError:  # no such folder, or not readable: "missing" says it
+        return tried
+    if not unread:
+        return tried
+    found = unread[0]
+    return (f"{tried}; {found.name} is there, in a format not read here "
+            f"({found.name[len(stem.name):]}): convert it, e.g. "
+            f"ffmpeg -i {found.name} {stem.name}.wav")
+
+
 def find_audio(stem: Path) -> Path | None:
     """The first existing file for a path without extension, trying the accepted formats.
 

@@ -15,7 +15,8 @@ from pathlib import Path
 import soundfile as sf
 from tqdm.auto import tqdm
 
-from .audio import AUDIO_EXTENSIONS, AudioReport, Problem, check_audio, find_audio
+from .audio import (AUDIO_EXTENSIONS, AudioReport, Problem, check_audio, find_audio,
+                    missing_audio)
 from .corpus import Corpus
 
 
@@ -124,8 +125,8 @@ def check_folder(corpus: Corpus, folder: str | Path, *, stimuli: list[str] | Non
         if path is None:
             report = AudioReport(str(folder / f"{sid}.wav"))
             report.problems.append(Problem(report.path, "error", "missing",
-                                           f"{report.path}: missing (also tried "
-                                           f"{', '.join(AUDIO_EXTENSIONS[1:])})"))
+                                           f"{report.path}: "
+                                           f"{missing_audio(folder / sid)}"))
         else:
             report = check_audio(path, reference_duration=sf.info(ref.audio_path).duration)
             _check_speech(path, report)

@@ -55,11 +55,13 @@ def test_audio_dir_missing_samples_fail_before_scoring(use_corpus, systems, tmp_
     folder = tmp_path / "sys"
     shutil.copytree(systems["copy"], folder)
     (folder / "emotion/fear/ad00_0002.wav").unlink()
+    (folder / "emotion/fear/ad00_0002.aac").write_bytes(b"\xff\xf1")  # a format not read here
     sf.write(folder / "emotion/joy/ad00_0003.wav", np.zeros(24000), 24000)  # silent
     with pytest.raises(SystemSetupError) as info:
         run_lm_eval("audio-dir", ["adept_emotion_female"], model_args={"path": str(folder)})
     msg = str(info.value)
     assert "2 of 25 samples" in msg and "emotion/fear/ad00_0002" in msg and "silent" in msg
+    assert "ad00_0002.aac is there, in a format not read here (.aac)" in msg
     # the explicit option scores them as wrong answers and says so
     res = run_lm_eval("audio-dir", ["adept_emotion_female"],
                       model_args={"path": str(folder), "on_missing": "wrong"})

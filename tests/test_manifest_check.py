@@ -57,6 +57,7 @@ def test_check_reports_every_kind_of_problem(corpus, synthetic_root, tmp_path, m
     system = _system_from_corpus(synthetic_root, tmp_path / "sys")
     rate = 44100
     (system / "emotion/fear/ad00_0000.wav").unlink()                          # missing
+    (system / "emotion/fear/ad00_0000.m4a").write_bytes(b"\0\0\0\x20ftypM4A ")  # ... as AAC
     (system / "emotion/fear/ad00_0001.wav").write_bytes(b"RIFF garbage")     # unreadable
     (system / "emotion/fear/ad00_0002.wav").write_bytes(b"")                 # empty file
     sf.write(system / "emotion/fear/ad00_0003.wav", np.zeros(rate * 2), rate)  # silent
@@ -78,6 +79,9 @@ def test_check_reports_every_kind_of_problem(corpus, synthetic_root, tmp_path, m
     assert len(result.bad_stimuli()) == 8
     # every message names its file
     assert all(p.path in p.message for p in result.problems)
+    missing, = [p for p in result.problems if p.kind == "missing"]
+    assert "ad00_0000.m4a is there, in a format not read here (.m4a)" in missing.message
+    assert "ffmpeg -i ad00_0000.m4a ad00_0000.wav" in missing.message
     monkeypatch.setenv("ADEPT_EVAL_CORPUS", str(corpus.root))
     capsys.readouterr()
     assert main(["check", "-q", "--all", str(system)]) == 1

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 
-from ..audio import AUDIO_EXTENSIONS, find_audio
+from ..audio import find_audio, missing_audio
 from .base import Produced, SpeechSystem, Stimulus, SystemSetupError
 
 
@@ -48,8 +48,8 @@ class AudioDirSystem(SpeechSystem):
             if found is None:
                 stem = self.pattern.replace("{id}", s.stimulus_id)
                 out.append(Produced(s.stimulus_id, None, "failed",
-                                    f"{self.folder / stem}.wav missing (also tried "
-                                    f"{', '.join(AUDIO_EXTENSIONS[1:])})"))
+                                    f"{self.folder / stem}.wav "
+                                    f"{missing_audio(self.folder / stem)}"))
             else:
                 out.append(Produced(s.stimulus_id, str(found), "ok"))
         return out
