@@ -76,7 +76,8 @@ def main() -> int:
             parser.error(f"--rotation: {e}")
     missing = {e for r in rotations for e in r} - set(engines.available())
     if missing:
-        parser.error(f"TTS engine(s) not installed: {', '.join(sorted(missing))}")
+        parser.error(f"TTS engine(s) not installed: {', '.join(sorted(missing))} "
+                     f"({engines.install_hint(missing)})")
     cache = args.cache or systems.default_cache()
     if args.family:
         by_rotation = {}

@@ -307,7 +307,7 @@ def validation_cache(tmp_path_factory):
     missing = {"espeak", "festival"} - set(engines.available())
     if missing:
         pytest.skip(f"TTS engines not installed: {', '.join(sorted(missing))} "
-                    f"(Debian: espeak-ng festival festvox-us-slt-hts festvox-kallpc16k)")
+                    f"({engines.install_hint(missing)})")
     env = os.environ.get("ADEPT_EVAL_VALIDATION_CACHE")
     return Path(env) if env else tmp_path_factory.mktemp("validation")
 
@@ -356,9 +356,7 @@ def _engine(name):
     from adept_eval.validation import engines
 
     if name not in engines.available():
-        pytest.skip(f"TTS engine {name} not installed (Debian: espeak-ng, festival with "
-                    f"festvox-kallpc16k, festvox-kdlpc16k and festvox-us-slt-hts, flite; "
-                    f"pico: libttspico-utils and festvox-us2 from non-free and contrib)")
+        pytest.skip(f"TTS engine {name} not installed ({engines.install_hint([name])})")
     return engines.ENGINES[name]
 
 
@@ -707,6 +705,17 @@ def test_a_pitch_tier_passes_through_praats_text_format_exactly():
     assert (call(back, "Get start time"), call(back, "Get end time")) == (0.0, snd.duration)
     assert [call(back, "Get value at index", i + 1) for i in range(n)] == values.tolist()
     assert [call(back, "Get time from index", i + 1) for i in range(n)] == times.tolist()
+
+
+def test_every_voice_set_says_what_to_install():
+    """A missing engine is named with the Debian packages that bring it (the benchmark's error,
+    the tests' skip reason): every voice set has its packages, and pico's need non-free."""
+    from adept_eval.validation.engines import DEBIAN_PACKAGES, ENGINES, install_hint
+
+    assert set(DEBIAN_PACKAGES) == set(ENGINES)
+    assert install_hint(["festival-ked"]) == ("Debian: apt-get install festival "
+                                              "festvox-kdlpc16k festvox-us-slt-hts")
+    assert "libttspico-utils" in install_hint(["pico"]) and "non-free" in install_hint(["pico"])
 
 
 def test_rotations_need_another_synthesiser_for_each_speaker():

@@ -657,5 +657,25 @@ def check_rotation(reference: str, system: str) -> None:
                          f"{ENGINES[system].program(same[0])})")
 
 
+#: the Debian packages each voice set needs (``libttspico-utils`` is in Debian's non-free
+#: component, ``festvox-us2`` in contrib: enable them in the apt sources for ``pico``)
+DEBIAN_PACKAGES: dict[str, tuple[str, ...]] = {
+    "espeak": ("espeak-ng",),
+    "festival": ("festival", "festvox-us-slt-hts", "festvox-kallpc16k"),
+    "flite": ("flite",),
+    "festival-ked": ("festival", "festvox-us-slt-hts", "festvox-kdlpc16k"),
+    "awb": ("espeak-ng", "flite"),
+    "flite-kal": ("espeak-ng", "flite"),
+    "pico": ("libttspico-utils", "festival", "festvox-us2"),
+}
+
+
 def available() -> list[str]:
     return [name for name, e in ENGINES.items() if e.available()]
+
+
+def install_hint(names) -> str:
+    """What to install for the voice sets ``names`` (to say so when one is missing)."""
+    packages = sorted({p for n in names for p in DEBIAN_PACKAGES.get(n, ())})
+    nonfree = " (enable contrib and non-free)" if "pico" in names else ""
+    return f"Debian: apt-get install {' '.join(packages)}{nonfree}"
