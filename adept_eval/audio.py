@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import io
 import os
+import shlex
 import struct
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -344,23 +345,25 @@ def check_audio(path: str | Path, reference_duration: float | None = None) -> Au
     return report
 
 
-def missing_audio(stem: Path) -> str:
+def missing_audio_message(stem: Path) -> str:
     """What to tell a user for whom ``find_audio(stem)`` found nothing: which formats were tried
-    and, when a file of that name is there in a format not read here (``.m4a``/``.aac`` from a
-    TTS API, say), that file and how to convert it - rather than a bare "missing" beside it."""
+    and, when a file of that name is there with another extension - a format not read here
+    (``.m4a``/``.aac`` from a TTS API, say), or an accepted one in capitals (``.WAV``: they are
+    matched as written) - that file and what to do with it, rather than a bare "missing"."""
     tried = f"missing (also tried {', '.join(AUDIO_EXTENSIONS[1:])})"
     try:
-        unread = sorted(p for p in stem.parent.iterdir()
-                        if p.name.startswith(stem.name + ".") and p.is_file()
-                        and p.name[len(stem.name):].lower() not in AUDIO_EXTENSIONS)
+        near = sorted(p for p in stem.parent.iterdir()
+                      if p.name.startswith(stem.name + ".")
+                      and "." not in p.name[len(stem.name) + 1:] and p.is_file())
     except OSError:  # no such folder, or not readable: "missing" says it
         return tried
-    if not unread:
+    if not near:
         return tried
-    found = unread[0]
-    return (f"{tried}; {found.name} is there, in a format not read here "
-            f"({found.name[len(stem.name):]}): convert it, e.g. "
-            f"ffmpeg -i {found.name} {stem.name}.wav")
+    found, suffix = near[0], near[0].name[len(stem.name):]
+    if suffix.lower() in AUDIO_EXTENSIONS:
+        return f"{tried}; {found.name} is there: rename it to {stem.name}{suffix.lower()}"
+    return (f"{tried}; {found.name} is there, in a format not read here ({suffix}): convert "
+            f"it, e.g. ffmpeg -i {shlex.quote(found.name)} {shlex.quote(stem.name + '.wav')}")
 
 
 def find_audio(stem: Path) -> Path | None:

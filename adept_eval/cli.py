@@ -52,8 +52,11 @@ def cmd_manifest(args) -> int:
     paths = write_manifest(entries, Path(args.output))
     console.print(f"{len(entries)} stimuli to synthesise; written to "
                   + " and ".join(str(p) for p in paths))
-    console.print("Put each sample at <your folder>/<output_path> (wav, flac, mp3 or ogg), then "
-                  "run `adept-eval check <your folder>`.")
+    from .audio import AUDIO_EXTENSIONS
+
+    console.print(f"Put each sample at <your folder>/<output_path> (as "
+                  f"{', '.join(e.lstrip('.') for e in AUDIO_EXTENSIONS)}), then run "
+                  "`adept-eval check <your folder>`.")
     return 0
 
 

@@ -2,7 +2,7 @@
 
 A system's samples mirror ADEPT's own layout: the sample re-synthesising
 ``wav_44khz/emotion/fear/ad00_0001.wav`` lives at ``<dir>/emotion/fear/ad00_0001.wav``
-(``.flac``, ``.mp3`` and ``.ogg`` are accepted too).
+(``.flac``, ``.mp3``, ``.ogg`` and ``.opus`` are accepted too: ``audio.AUDIO_EXTENSIONS``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import soundfile as sf
 from tqdm.auto import tqdm
 
 from .audio import (AUDIO_EXTENSIONS, AudioReport, Problem, check_audio, find_audio,
-                    missing_audio)
+                    missing_audio_message)
 from .corpus import Corpus
 
 
@@ -126,7 +126,7 @@ def check_folder(corpus: Corpus, folder: str | Path, *, stimuli: list[str] | Non
             report = AudioReport(str(folder / f"{sid}.wav"))
             report.problems.append(Problem(report.path, "error", "missing",
                                            f"{report.path}: "
-                                           f"{missing_audio(folder / sid)}"))
+                                           f"{missing_audio_message(folder / sid)}"))
         else:
             report = check_audio(path, reference_duration=sf.info(ref.audio_path).duration)
             _check_speech(path, report)

@@ -58,6 +58,7 @@ def test_check_reports_every_kind_of_problem(corpus, synthetic_root, tmp_path, m
     rate = 44100
     (system / "emotion/fear/ad00_0000.wav").unlink()                          # missing
     (system / "emotion/fear/ad00_0000.m4a").write_bytes(b"\0\0\0\x20ftypM4A ")  # ... as AAC
+    (system / "emotion/anger/ad00_0000.wav").rename(system / "emotion/anger/ad00_0000.WAV")
     (system / "emotion/fear/ad00_0001.wav").write_bytes(b"RIFF garbage")     # unreadable
     (system / "emotion/fear/ad00_0002.wav").write_bytes(b"")                 # empty file
     sf.write(system / "emotion/fear/ad00_0003.wav", np.zeros(rate * 2), rate)  # silent
@@ -76,17 +77,19 @@ def test_check_reports_every_kind_of_problem(corpus, synthetic_root, tmp_path, m
             ("silent", "error"), ("clipped", "error"), ("too_short", "error"),
             ("too_long", "error"), ("rate", "error"), ("channels", "warning"),
             ("extra", "warning")} <= kinds
-    assert len(result.bad_stimuli()) == 8
+    assert len(result.bad_stimuli()) == 9
     # every message names its file
     assert all(p.path in p.message for p in result.problems)
-    missing, = [p for p in result.problems if p.kind == "missing"]
-    assert "ad00_0000.m4a is there, in a format not read here (.m4a)" in missing.message
-    assert "ffmpeg -i ad00_0000.m4a ad00_0000.wav" in missing.message
+    aac, capitals = sorted((p for p in result.problems if p.kind == "missing"),
+                           key=lambda p: "anger" in p.path)
+    assert "ad00_0000.m4a is there, in a format not read here (.m4a)" in aac.message
+    assert "ffmpeg -i ad00_0000.m4a ad00_0000.wav" in aac.message
+    assert "ad00_0000.WAV is there: rename it to ad00_0000.wav" in capitals.message
     monkeypatch.setenv("ADEPT_EVAL_CORPUS", str(corpus.root))
     capsys.readouterr()
     assert main(["check", "-q", "--all", str(system)]) == 1
     out = capsys.readouterr().out
-    assert "187/195 samples usable" in out and "ad00_0099" in out
+    assert "186/195 samples usable" in out and "ad00_0099" in out
 
 
 def test_check_missing_folder(corpus, monkeypatch, tmp_path, capsys):

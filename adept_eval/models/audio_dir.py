@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 
-from ..audio import find_audio, missing_audio
+from ..audio import find_audio, missing_audio_message
 from .base import Produced, SpeechSystem, Stimulus, SystemSetupError
 
 
@@ -49,7 +49,7 @@ class AudioDirSystem(SpeechSystem):
                 stem = self.pattern.replace("{id}", s.stimulus_id)
                 out.append(Produced(s.stimulus_id, None, "failed",
                                     f"{self.folder / stem}.wav "
-                                    f"{missing_audio(self.folder / stem)}"))
+                                    f"{missing_audio_message(self.folder / stem)}"))
             else:
                 out.append(Produced(s.stimulus_id, str(found), "ok"))
         return out

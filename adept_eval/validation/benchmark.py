@@ -545,7 +545,7 @@ def check_targets(by_rotation: dict[tuple[str, str], list[VariantResult]],
     fails, n = _delivery_misses(held, "delivery-extra")
     checks.append(TargetCheck("delivery beyond the issue's list (pink noise, telephone, hum, "
                               "clipping, speed, peak normalisation, low-pass, large room, "
-                              "compressor, 30 dB quieter, Opus) within 0.03 of copy pooled, no "
+                              "compressor, 20 dB quieter, Opus) within 0.03 of copy pooled, no "
                               "class more than 10 points lower", tuple(fails), n,
                               required=False))
 

@@ -191,15 +191,22 @@ class Espeak(Engine):
         return f"<speak><prosody {attrs}>{body}</prosody></speak>"
 
     def render_many(self, items, speaker, how: Realisation = AS_PLANNED):
-        out = []
-        with tempfile.TemporaryDirectory() as tmp:
-            wav = Path(tmp) / "x.wav"
-            for sentence, plan, _ in items:
-                subprocess.run(["espeak-ng", "-m", "-v", self.voices[speaker], "-w", str(wav),
-                                self.ssml(sentence, plan, how)], check=True, capture_output=True)
-                x, rate = sf.read(str(wav), dtype="float32")
-                out.append((x, rate))
-        return out
+        return _spoken([["espeak-ng", "-m", "-v", self.voices[speaker], "-w", "{wav}",
+                         self.ssml(sentence, plan, how)] for sentence, plan, _ in items])
+
+
+def _spoken(commands: list[list[str]]) -> list[tuple[np.ndarray, int]]:
+    """Run each synthesiser command (``{wav}`` standing for the file it writes) and read back
+    what it wrote."""
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        wav = str(Path(tmp) / "x.wav")
+        for command in commands:
+            subprocess.run([wav if arg == "{wav}" else arg for arg in command], check=True,
+                           capture_output=True)
+            x, rate = sf.read(wav, dtype="float32")
+            out.append((x, rate))
+    return out
 
 
 @dataclass(frozen=True)
@@ -216,7 +223,8 @@ class Pico(Engine):
     is the planned one (its native phrase break is a comma, phrased its own way)."""
 
     #: the volume level every rendition starts from: Pico's 100 clips (peak 1.0 on a plain
-    #: sentence), 30 peaks near 0.4 and leaves room for anger's +6 dB and an accent's +4 dB
+    #: sentence), 30 peaks near 0.4 and leaves room for anger's +6 dB or an accent's +4 dB (no
+    #: plan has both; both would clip, and a clipped rendering is refused)
     BASE_VOLUME = 30.0
 
     def available(self) -> bool:
@@ -230,6 +238,8 @@ class Pico(Engine):
         plan, how = how.plan(plan), how.scaled()
         if how.fall:
             raise ValueError("Pico cannot realise a falling accent by markup")
+        if how.post_focus_range < 1.0:
+            raise ValueError("Pico cannot compress the melody after a focus: no range markup")
         n = len(sentence.words)
         pitch_st, slower, gain_db = [plan.pitch_st] * n, [1.0] * n, [plan.gain_db] * n
         after = [""] * n
@@ -258,17 +268,11 @@ class Pico(Engine):
         return " ".join(spans)
 
     def render_many(self, items, speaker, how: Realisation = AS_PLANNED):
-        out = []
-        with tempfile.TemporaryDirectory() as tmp:
-            wav = Path(tmp) / "x.wav"
-            for sentence, plan, _ in items:
-                subprocess.run(["pico2wave", "-l", self.voices[speaker], "-w", str(wav),
-                                self.markup(sentence, plan, how)],
-                               check=True, capture_output=True)
-                x, rate = sf.read(str(wav), dtype="float32")
-                if np.max(np.abs(x)) >= 0.999:
-                    raise RuntimeError(f"pico2wave clipped {sentence.text!r}")
-                out.append((x, rate))
+        out = _spoken([["pico2wave", "-l", self.voices[speaker], "-w", "{wav}",
+                        self.markup(sentence, plan, how)] for sentence, plan, _ in items])
+        for (sentence, _, _), (x, _) in zip(items, out):
+            if np.max(np.abs(x)) >= 0.999:
+                raise RuntimeError(f"pico2wave clipped {sentence.text!r}")
         return out
 
 
@@ -402,8 +406,11 @@ def _festival_voices() -> frozenset[str]:
     package of its own."""
     if shutil.which("festival") is None:
         return frozenset()
-    proc = subprocess.run(["festival", "-b", "(print (voice.list))"], capture_output=True,
-                          text=True)
+    try:
+        proc = subprocess.run(["festival", "-b", "(print (voice.list))"], capture_output=True,
+                              text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return frozenset()
     listed = [line for line in proc.stdout.splitlines() if line.startswith("(")]
     if proc.returncode != 0 or not listed:
         return frozenset()

@@ -20,7 +20,7 @@ prosody that was transferred rather than how it was realised or delivered:
 - **delivery-extra** (``EXTRA_DELIVERIES``): what else a pipeline or recording chain may do,
   beyond the issue's list, reported and never a target: pink noise, a telephone channel, mains
   hum, clipping, speed changed by resampling (pitch with it), peak normalisation, a 4 kHz
-  low-pass, a large live room, a dynamic-range compressor, 30 dB less level, Opus at 16 kHz.
+  low-pass, a large live room, a dynamic-range compressor, 20 dB less level, Opus at 16 kHz.
 - **monotone** (``MONOTONE``): the copy system with every rendition's pitch held at one value
   (PSOLA): at its own median (``monotone``: no pitch movement, the register kept) or at 150 Hz
   for every rendition of both speakers (``monotone-150hz``: no pitch information at all).
@@ -56,12 +56,13 @@ BREAK = S.BREAK_CLASSES
 class RealisationFamily:
     how: Realisation
     classes: tuple[str, ...]  # the classes whose stimuli this realisation changes
-    falls: bool = False  # needs an engine that can impose a falling accent (``can_fall``)
     note: str = ""
 
     def renderable_by(self, engine: str) -> bool:
+        """Whether ``engine`` can write this realisation: a falling accent (``can_fall``),
+        post-focus compression (``can_compress``)."""
         e = ENGINES[engine]
-        return ((not self.falls or e.can_fall())
+        return ((not self.how.fall or e.can_fall())
                 and (self.how.post_focus_range >= 1.0 or e.can_compress()))
 
 
@@ -75,10 +76,10 @@ REALISATIONS: dict[str, RealisationFamily] = {
              "its punctuation rules; flite and Pico: a comma (no focus markup: focus as planned)"),
     "f0-rise": RealisationFamily(_F0_ONLY, FOCUS),
     "f0-rise+pfc": RealisationFamily(replace(_F0_ONLY, post_focus_range=0.4), FOCUS),
-    "f0-fall": RealisationFamily(replace(_F0_ONLY, fall=True), FOCUS, falls=True,
+    "f0-fall": RealisationFamily(replace(_F0_ONLY, fall=True), FOCUS,
                                  note="PSOLA engines only (espeak-ng has no markup for it)"),
-    "f0-fall+pfc": RealisationFamily(replace(_F0_ONLY, fall=True, post_focus_range=0.4), FOCUS,
-                                     falls=True),
+    "f0-fall+pfc": RealisationFamily(replace(_F0_ONLY, fall=True, post_focus_range=0.4),
+                                     FOCUS),
     "lengthening": RealisationFamily(Realisation(accent_st=0.0, accent_db=0.0), FOCUS),
     "loudness": RealisationFamily(Realisation(accent_st=0.0, lengthen=1.0), FOCUS),
     "boundary-short-pause": RealisationFamily(
@@ -374,30 +375,35 @@ def _reverb_large(x, rate, rng):
     return _reverb(x, rate, rng, rt60=0.8, direct_to_reverberant_db=0.0)
 
 
-def _compressed(x, rate, rng, below_peak_db=20.0, ratio=4.0, attack_s=0.005, release_s=0.1):
-    """A dynamic-range compressor as voice chains use one: the level (5 ms RMS, followed with a
-    5 ms attack and a 100 ms release) rises one decibel for every ``ratio`` above a threshold
-    ``below_peak_db`` under the file's loudest, and make-up gain brings the loudest back to
-    where it was - quieter syllables come up by as much as 15 dB."""
-    hop = max(1, int(0.005 * rate))
+def _compressed(x, rate, rng, below_peak_db=20.0, ratio=4.0, release_s=0.1):
+    """A dynamic-range compressor as voice chains use one: where the level (1 ms RMS, followed
+    with an instant attack and a 100 ms release, looked one millisecond ahead) stands above a
+    threshold ``below_peak_db`` under the file's loudest, it rises one decibel for every
+    ``ratio``; make-up gain brings the file's peak back to where it was (so quieter syllables
+    come up by as much as 15 dB against the loudest, and nothing is clipped or rescaled)."""
+    if x.size == 0:
+        return x, rate
+    hop = max(1, int(0.001 * rate))
     n = -(-len(x) // hop)
-    frames = np.pad(x, (0, n * hop - len(x))).reshape(n, hop)
+    frames = np.pad(np.asarray(x, dtype=np.float64), (0, n * hop - len(x))).reshape(n, hop)
     level = 10 * np.log10(np.mean(frames ** 2, axis=1) + 1e-12)
-    rise, fall = np.exp(-hop / (attack_s * rate)), np.exp(-hop / (release_s * rate))
+    release = np.exp(-hop / (release_s * rate))
     envelope = np.empty(n)
     current = level[0]
     for i, value in enumerate(level):  # the follower's state runs frame to frame
-        keep = rise if value > current else fall
-        current = keep * current + (1 - keep) * value
+        current = max(value, release * current + (1 - release) * value)
         envelope[i] = current
+    envelope = np.maximum(envelope, np.append(envelope[1:], envelope[-1]))  # one frame ahead
     over = np.maximum(envelope - (envelope.max() - below_peak_db), 0.0)
-    gain_db = below_peak_db * (1 - 1 / ratio) - over * (1 - 1 / ratio)
-    centres = (np.arange(n) + 0.5) * hop
-    return _fit(x * 10 ** (np.interp(np.arange(len(x)), centres, gain_db) / 20)), rate
+    y = x * 10 ** (np.repeat(-over * (1 - 1 / ratio), hop)[: len(x)] / 20)
+    peak = _peak(y)
+    return (y * (_peak(x) / peak) if peak > 0 else x), rate
 
 
-def _quiet(x, rate, rng, by_db=30.0):
-    """Everything ``by_db`` quieter (a chain that never brings its output up), still 16-bit."""
+def _quiet(x, rate, rng, by_db=20.0):
+    """Everything ``by_db`` quieter (a chain that never brings its output up), still 16-bit;
+    20 dB keeps every rendition of every voice set above the level a file is refused as
+    silent at (``audio.SILENCE_DBFS``: 30 dB less made some of them so)."""
     return x * 10 ** (-by_db / 20), rate
 
 
@@ -412,7 +418,7 @@ EXTRA_DELIVERIES: dict[str, Delivery] = {
     "lowpass-4k": Delivery(_lowpass(4000.0)),
     "reverb-large": Delivery(_reverb_large),
     "compressed": Delivery(_compressed),
-    "quiet-30db": Delivery(_quiet),
+    "quiet-20db": Delivery(_quiet),
     "opus-16k": Delivery(_resample(16000), "OGG", "OPUS", ".opus"),
 }
 
