@@ -990,6 +990,34 @@ def test_family_summary_names_each_rotation_for_what_it_is():
     assert "held out" not in only_tuned and only_tuned.splitlines()[1] == "|---|---|---:|"
 
 
+def test_a_delivery_changed_under_its_name_is_rendered_again(tmp_path, monkeypatch):
+    """The benchmark caches each delivery's files under the delivery's name: a transform changed
+    since they were rendered must render them again (a stale cache would serve the old
+    transform's files to a new scoring), and an unchanged one must be read back."""
+    from adept_eval.corpus import WAV_DIR
+    from adept_eval.validation import families as F
+    from adept_eval.validation.systems import RENDER_VERSIONS
+
+    base = tmp_path / f"espeak-v{RENDER_VERSIONS['espeak']}"
+    source = base / "ADEPT" / WAV_DIR / "emotion" / "joy" / "ad00_0000.wav"
+    source.parent.mkdir(parents=True)
+    sf.write(str(source), _speech(), RATE)
+    (base / ".complete").touch()  # the engine's renderings, as render_engine leaves them
+
+    def level(folder):
+        x, _ = sf.read(str(folder / "emotion" / "joy" / "ad00_0000.wav"))
+        return 20 * np.log10(np.sqrt(np.mean(x ** 2)))
+
+    out = F.render_delivery("espeak", "quiet-20db", tmp_path)
+    first, stamp = level(out), (out / ".complete").stat().st_mtime_ns
+    assert F.render_delivery("espeak", "quiet-20db", tmp_path) == out
+    assert (out / ".complete").stat().st_mtime_ns == stamp  # unchanged: read back
+    monkeypatch.setitem(F.EXTRA_DELIVERIES, "quiet-20db",
+                        F.Delivery(lambda x, rate, rng: F._quiet(x, rate, rng, by_db=10.0)))
+    assert level(F.render_delivery("espeak", "quiet-20db", tmp_path)) \
+        == pytest.approx(first + 10.0, abs=0.1)
+
+
 def test_delivery_transforms_do_what_they_say(tmp_path):
     """The delivery variants themselves: loudness normalisation reaches its target, the edge
     silence is silence, the noise sits at its SNR, the tempo and pitch change by their factor;

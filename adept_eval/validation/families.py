@@ -27,12 +27,14 @@ prosody that was transferred rather than how it was realised or delivered:
   Speech with the plan's timing, pauses and loudness and no intonation must be scored (on the
   cues it keeps), never refused as "no speech".
 
-Every variant is rendered once into ``<cache>/<engine>-v<N>/`` and reused.
+Every variant is rendered once into ``<cache>/<engine>-v<N>/`` and reused (a delivery is
+rendered again when its transform's code changes: ``delivery_digest``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import inspect
 import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -462,7 +464,8 @@ def render_delivery(engine: str, name: str, cache: Path, *, sentence_ids: int = 
     base = render_engine(engine, cache, progress=progress)
     out = base / f"delivery-{name}"
     done = out / ".complete"
-    if done.exists():
+    stamp = delivery_digest(d)
+    if done.exists() and done.read_text() == stamp:
         return out
     if out.exists():
         shutil.rmtree(out)
@@ -474,8 +477,40 @@ def render_delivery(engine: str, name: str, cache: Path, *, sentence_ids: int = 
         target = (out / rel).with_suffix(d.suffix)
         target.parent.mkdir(parents=True, exist_ok=True)
         sf.write(str(target), y.astype(np.float32), new_rate, format=d.format, subtype=d.subtype)
-    done.touch()
+    done.write_text(stamp)
     return out
+
+
+def delivery_digest(d: Delivery) -> str:
+    """What a delivery's files depend on besides the copy system's: the source of its transform
+    and of every function of this module it calls, the values it closes over, its defaults and
+    its output format. Stored with the rendered files, so that a transform changed under the same
+    name is rendered again rather than read back from an older cache."""
+    digest, seen = hashlib.sha256(f"{d.format}|{d.subtype}|{d.suffix}".encode()), set()
+
+    def names(code) -> set[str]:
+        out = set(code.co_names)
+        for const in code.co_consts:
+            if inspect.iscode(const):
+                out |= names(const)
+        return out
+
+    def add(f) -> None:
+        if f in seen:
+            return
+        seen.add(f)
+        digest.update(inspect.getsource(f).encode())
+        digest.update(repr(f.__defaults__).encode())
+        for cell in f.__closure__ or ():
+            value = cell.cell_contents
+            add(value) if inspect.isfunction(value) else digest.update(repr(value).encode())
+        for name in sorted(names(f.__code__)):
+            g = f.__globals__.get(name)
+            if inspect.isfunction(g) and g.__module__ == f.__module__:
+                add(g)
+
+    add(d.transform)
+    return digest.hexdigest()
 
 
 def stimulus_path(folder: Path, stimulus: str) -> str:
