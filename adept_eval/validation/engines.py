@@ -664,8 +664,9 @@ def check_rotation(reference: str, system: str) -> None:
                          f"{ENGINES[system].program(same[0])})")
 
 
-#: the Debian packages each voice set needs (``libttspico-utils`` is in Debian's non-free
-#: component, ``festvox-us2`` in contrib: enable them in the apt sources for ``pico``)
+#: the Debian packages each voice set needs; ``NOT_IN_MAIN`` are in Debian's non-free
+#: (``libttspico-utils``) and contrib (``festvox-us2``) components, to be enabled in apt's sources
+NOT_IN_MAIN = frozenset({"libttspico-utils", "festvox-us2"})
 DEBIAN_PACKAGES: dict[str, tuple[str, ...]] = {
     "espeak": ("espeak-ng",),
     "festival": ("festival", "festvox-us-slt-hts", "festvox-kallpc16k"),
@@ -684,5 +685,5 @@ def available() -> list[str]:
 def install_hint(names) -> str:
     """What to install for the voice sets ``names`` (to say so when one is missing)."""
     packages = sorted({p for n in names for p in DEBIAN_PACKAGES.get(n, ())})
-    nonfree = " (enable contrib and non-free)" if "pico" in names else ""
+    nonfree = " (enable contrib and non-free)" if NOT_IN_MAIN & set(packages) else ""
     return f"Debian: apt-get install {' '.join(packages)}{nonfree}"
