@@ -11,9 +11,10 @@ refuses; and the real-time factor of a full evaluation.
 Engines: espeak-ng (SSML), festival and flite (plain text, prosody imposed by PSOLA), and voice
 sets with their other voices (festival-ked: festival's ked; awb and flite-kal: flite's awb and kal
 with an espeak-ng female variant; pico: SVOX Pico's female by its own markup, festival's MBROLA
-us2 male). Needs the Debian packages espeak-ng, festival (+ festvox-us-slt-hts,
-festvox-kallpc16k, festvox-kdlpc16k) and flite for every default rotation, and
-libttspico-utils and festvox-us2 (Debian's non-free and contrib components) for ``pico``;
+us2 male; rhvoice: RHVoice's HTS voices clb and bdl for both speakers). Needs the Debian
+packages espeak-ng, festival (+ festvox-us-slt-hts, festvox-kallpc16k, festvox-kdlpc16k) and
+flite for every default rotation, libttspico-utils and festvox-us2 (Debian's non-free and contrib
+components) for ``pico``, librhvoice5 and rhvoice-english (non-free) for ``rhvoice``;
 ``--rotation`` picks some (a rotation never has one synthesiser on both sides for a speaker).
 The listener was tuned on three rotations (``benchmark.CALIBRATION_ROTATIONS``) and, since method
 v9, on three more with new voices (``RESERVED_ROTATIONS``, read freely); the five others are

@@ -456,6 +456,88 @@ def test_pico_realises_a_focus_and_a_break_by_its_markup():
         < _f0_median(plain, rate, 0.0, len(plain) / rate) - 6.0  # festival's MBROLA male
 
 
+def test_rhvoice_ssml_speaks_the_plan_only_in_its_native_realisation():
+    """RHVoice reads ``<prosody>`` for a whole sentence only, so it speaks plain text (at half
+    its volume, room for anger's +6 dB) and the plan is imposed afterwards - except natively,
+    where it speaks the sentence's level, rate and loudness itself and phrases a comma."""
+    from dataclasses import replace
+
+    from adept_eval.validation.engines import Realisation, RHVoice
+    from adept_eval.validation.sentences import GLOBAL_PLANS, Plan, Sentence
+
+    sentence = Sentence(("John", "gave", "Mary", "a", "red", "umbrella"))
+    anger = replace(GLOBAL_PLANS[("emotion", "anger")], break_after=2)  # +6 dB: 0.5 x 2.0
+    assert RHVoice.ssml(sentence, anger) == (
+        '<speak><prosody pitch="+0%" rate="+0%" volume="-50%">'
+        "John gave Mary a red umbrella.</prosody></speak>")
+    native = RHVoice.ssml(sentence, anger, Realisation(native=True))
+    assert native == ('<speak><prosody pitch="+9%" rate="+15%" volume="-0%">'
+                      "John gave Mary, a red umbrella.</prosody></speak>")
+    assert 'volume="-78%"' in RHVoice.ssml(sentence, Plan(gain_db=-7.0),
+                                           Realisation(native=True))
+
+
+def test_rhvoice_word_times_are_placed_inside_the_buffer_after_the_report():
+    """RHVoice reports a word's start and end at the buffer boundary before it (100 ms
+    buffers): the end of a word before a pause is placed where the silence begins, the start
+    after it where speech resumes, and a boundary with no silence in its buffer at the
+    buffer's middle - not at the reported times."""
+    from adept_eval.validation._rhvoice import Spoken, word_times
+
+    rate, buffer = 1000, 100  # 10 ms frames of 10 samples; 100-sample buffers
+    x = np.full(600, 0.3, dtype=np.float32)
+    x[:40] = 0.0  # speech starts at 40 ms
+    x[330:390] = 0.0  # a pause from 330 to 390 ms
+    x[560:] = 0.0
+    spoken = Spoken(x, rate, ((0, 200), (200, 300), (300, 500)),
+                    tuple(range(buffer, 601, buffer)))
+    (a0, b0), (a1, b1), (a2, b2) = word_times(spoken)
+    assert a0 == pytest.approx(0.04)  # the leading silence's end
+    assert b0 == a1 == pytest.approx(0.25)  # no silence in 200-300: the buffer's middle
+    assert b1 == pytest.approx(0.33)  # the pause begins (reported 300, in the buffer 300-400)
+    assert a2 == pytest.approx(0.39)  # ... and ends
+    assert b2 == pytest.approx(0.56)
+
+
+def test_rhvoice_realises_a_focus_a_break_and_a_sentence_level_by_itself():
+    """The rhvoice voice set (both speakers RHVoice): a focused word higher than unfocused
+    where RHVoice's word times put it, a break a pause longer, and natively an angry
+    sentence higher, faster and louder by RHVoice's own ``<prosody>``; the word before a
+    comma ends where RHVoice's pause begins."""
+    from adept_eval.validation import _rhvoice
+    from adept_eval.validation.engines import Realisation
+    from adept_eval.validation.sentences import GLOBAL_PLANS, NEUTRAL_PLAN, Plan, Sentence
+
+    engine = _engine("rhvoice")
+    sentence = Sentence(("John", "gave", "Mary", "a", "red", "umbrella"))
+    anger = GLOBAL_PLANS[("emotion", "anger")]
+    for speaker in ("female", "male"):
+        spoken = _rhvoice.speak(engine.ssml(sentence, NEUTRAL_PLAN), engine.voices[speaker])
+        mary = _rhvoice.word_times(spoken)[2]
+        (plain, rate), (focused, _), (broken, _) = engine.render_many(
+            [(sentence, NEUTRAL_PLAN, ""), (sentence, Plan(focus=2), ""),
+             (sentence, Plan(break_after=2), "")], speaker)
+        # the focused word is lengthened: look at its first half only
+        half = (mary[0], (mary[0] + mary[1]) / 2)
+        assert _f0_median(focused, rate, *half) > _f0_median(plain, rate, *half) + 2.0, speaker
+        assert len(broken) > len(plain) + 0.25 * rate
+        (angry, _), = engine.render_many([(sentence, anger, "")], speaker,
+                                          Realisation(native=True))
+        assert len(angry) < 0.95 * len(plain)
+        assert _f0_median(angry, rate, 0, 9) > _f0_median(plain, rate, 0, 9) + 1.0
+        assert 10 * np.log10(np.mean(angry.astype(float) ** 2)
+                             / np.mean(plain.astype(float) ** 2)) > 4.0
+        comma = _rhvoice.speak(engine.ssml(sentence, Plan(break_after=2),
+                                           Realisation(native=True)), engine.voices[speaker])
+        end = _rhvoice.word_times(comma)[2][1]
+        x = np.abs(comma.samples.astype(float))
+        frames = x[: len(x) // 240 * 240].reshape(-1, 240)
+        db = 10 * np.log10((frames ** 2).mean(axis=1) + 1e-12)
+        quiet = np.flatnonzero(db < db.max() - 35.0) * 0.01
+        pause = quiet[(quiet > mary[0]) & (quiet < mary[1] + 0.3)]
+        assert len(pause) and abs(end - pause[0]) <= 0.02, (speaker, end, pause[:3])
+
+
 def test_a_festival_voice_that_is_not_installed_is_not_available():
     """Each festival voice is a Debian package of its own: festival alone does not make an
     engine whose voice is missing available."""
@@ -724,6 +806,8 @@ def test_every_voice_set_says_what_to_install():
     assert install_hint(["festival-ked"]) == ("Debian: apt-get install festival "
                                               "festvox-kdlpc16k festvox-us-slt-hts")
     assert "libttspico-utils" in install_hint(["pico"]) and "non-free" in install_hint(["pico"])
+    assert install_hint(["rhvoice"]) == ("Debian: apt-get install librhvoice5 rhvoice-english "
+                                         "(enable contrib and non-free)")
 
 
 def test_rotations_need_another_synthesiser_for_each_speaker():
@@ -746,6 +830,10 @@ def test_rotations_need_another_synthesiser_for_each_speaker():
         check_rotation("pico", "festival-ked")
     assert ENGINES["pico"].can_compress() is False  # Pico has no range markup
     assert ENGINES["flite-kal"].can_compress() is True
+    for other in ENGINES:  # RHVoice speaks both speakers and no other voice set uses it
+        if other != "rhvoice":
+            check_rotation("rhvoice", other)
+            check_rotation(other, "rhvoice")
 
 
 def test_a_voice_set_speaks_each_speaker_with_its_own_engine():

@@ -19,12 +19,13 @@ Voice sets with other voices (``festival-ked``: festival's ``ked_diphone`` male;
 ``VoiceSet``) add rotations whose voices the listener's first methods never met. ``pico`` adds
 synthesisers no method was built with: SVOX Pico (``pico2wave``, its own prosody model and
 voice; the plan by its own markup, ``Pico``) for the female, and an MBROLA diphone voice spoken
-by festival (``us2_mbrola``) for the male.
+by festival (``us2_mbrola``) for the male. ``rhvoice`` is a synthesiser no method was built with
+on both speakers: RHVoice's HTS voices (``clb``, ``bdl``; ``RHVoice``).
 
 All need the Debian packages ``espeak-ng`` and ``festival`` (+ ``festvox-us-slt-hts``,
 ``festvox-kallpc16k``, ``festvox-kdlpc16k``) and ``flite``; ``pico`` needs
-``libttspico-utils`` (non-free) and ``festvox-us2`` (contrib); ``available()`` says which are
-installed.
+``libttspico-utils`` (non-free) and ``festvox-us2`` (contrib), ``rhvoice`` needs ``librhvoice5``
+and ``rhvoice-english`` (non-free); ``available()`` says which are installed.
 """
 
 from __future__ import annotations
@@ -469,6 +470,68 @@ class Flite(PsolaEngine):
         return out
 
 
+@dataclass(frozen=True)
+class RHVoice(PsolaEngine):
+    """RHVoice (HTS statistical parametric voices; its own text analysis, phrasing, durations and
+    melody) through its C library (``_rhvoice``: samples and word times).
+
+    As flite and festival, it speaks the plain text and the plan is imposed with PSOLA - RHVoice
+    reads ``<prosody>`` for a whole sentence only (a word's own pitch, rate or volume is
+    ignored: measured, the audio came out identical). Its native realisation speaks the
+    sentence's level, rate and loudness by its own ``<prosody>`` (how its voice model realises
+    a higher, slower, louder sentence) and the phrase break by a comma; the focus, the range and
+    the final movement are then imposed as planned."""
+
+    #: RHVoice's female voice peaks near 0.9 at its default volume; every rendition is spoken at
+    #: half of it, leaving room for anger's +6 dB (a clipped rendering is refused)
+    BASE_VOLUME = 0.5
+
+    def available(self) -> bool:
+        from . import _rhvoice
+
+        return all(_rhvoice.installed(v) for v in self.voices.values())
+
+    @classmethod
+    def ssml(cls, sentence: Sentence, plan: Plan, how: Realisation = AS_PLANNED) -> str:
+        """The SSML RHVoice speaks: plain text (native: the sentence's level, rate and loudness
+        as its own ``<prosody>``, and a comma at the phrase break)."""
+        text = cls.text(sentence, plan, how)
+        if not how.native:
+            plan = Plan()
+        volume = cls.BASE_VOLUME * 10 ** (plan.gain_db / 20)
+        return (f'<speak><prosody pitch="{_percent(2 ** (plan.pitch_st / 12))}" '
+                f'rate="{_percent(plan.rate)}" volume="{_percent(volume)}">{text}'
+                "</prosody></speak>")
+
+    def render_many(self, items, speaker, how: Realisation = AS_PLANNED):
+        if not how.native:
+            return super().render_many(items, speaker, how)
+        # RHVoice has spoken the sentence's level, rate and loudness: PSOLA imposes the rest
+        spoken = self.plain([(s, how.plan(p), k) for s, p, k in items], speaker, how)
+        out = []
+        cues = how.scaled()
+        for (sentence, plan, _), (x, rate, words) in zip(items, spoken):
+            plan = replace(how.plan(plan), pitch_st=0.0, rate=1.0, gain_db=0.0, break_after=None)
+            with praat_seeded(self.name, self.voices[speaker], sentence.words, plan, cues):
+                out.append((impose(x.astype(np.float64), rate, words, plan, cues), rate))
+        return out
+
+    def plain(self, items, speaker, how: Realisation = AS_PLANNED):
+        from . import _rhvoice
+
+        out = []
+        for sentence, plan, _ in items:
+            ssml = self.ssml(sentence, plan, how)
+            spoken = _rhvoice.speak(ssml, self.voices[speaker])
+            if len(spoken.words) != len(sentence.words):
+                raise RuntimeError(f"RHVoice split {sentence.text!r} into "
+                                   f"{len(spoken.words)} words")
+            if np.max(np.abs(spoken.samples)) >= 0.999:
+                raise RuntimeError(f"RHVoice clipped {ssml!r}")
+            out.append((spoken.samples, spoken.rate, _rhvoice.word_times(spoken)))
+        return out
+
+
 @contextmanager
 def praat_seeded(*key: object):
     """Praat's random numbers seeded from ``key`` inside the block. Praat's overlap-add
@@ -646,6 +709,9 @@ ENGINES: dict[str, Engine] = {
     # (us2) spoken through festival for the male
     "pico": voice_set("pico", female=Pico("pico", {"female": "en-US"}),
                       male=Festival("festival-mbrola", {"male": "us2_mbrola"})),
+    # a synthesiser no listener version met, for both speakers (Debian non-free): RHVoice's
+    # HTS voices of two CMU ARCTIC speakers no other voice set uses
+    "rhvoice": RHVoice("rhvoice", {"female": "clb", "male": "bdl"}),
 }
 
 
@@ -665,8 +731,9 @@ def check_rotation(reference: str, system: str) -> None:
 
 
 #: the Debian packages each voice set needs; ``NOT_IN_MAIN`` are in Debian's non-free
-#: (``libttspico-utils``) and contrib (``festvox-us2``) components, to be enabled in apt's sources
-NOT_IN_MAIN = frozenset({"libttspico-utils", "festvox-us2"})
+#: (``libttspico-utils``, ``librhvoice5``, ``rhvoice-english``) and contrib (``festvox-us2``)
+#: components, to be enabled in apt's sources
+NOT_IN_MAIN = frozenset({"libttspico-utils", "festvox-us2", "librhvoice5", "rhvoice-english"})
 DEBIAN_PACKAGES: dict[str, tuple[str, ...]] = {
     "espeak": ("espeak-ng",),
     "festival": ("festival", "festvox-us-slt-hts", "festvox-kallpc16k"),
@@ -675,6 +742,7 @@ DEBIAN_PACKAGES: dict[str, tuple[str, ...]] = {
     "awb": ("espeak-ng", "flite"),
     "flite-kal": ("espeak-ng", "flite"),
     "pico": ("libttspico-utils", "festival", "festvox-us2"),
+    "rhvoice": ("librhvoice5", "rhvoice-english"),
 }
 
 
