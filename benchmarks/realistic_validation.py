@@ -35,6 +35,8 @@ naive baseline beside), then one summary table over the rotations and the listen
 checked on the held-out rotations. Per task, two tests against chance: the exact binomial (the
 issue's target; it counts a sentence's mirrored questions as independent) and an exact permutation
 test that relabels each sentence's stimuli as one (``stats.within_cluster_permutation_p``).
+``--save-cells RUN.json`` keeps a families run's cells; ``--compare-to OLD.json`` then says
+whether a method change meets the rule for adopting one (``validation.method_change``).
 """
 
 from __future__ import annotations
@@ -49,7 +51,8 @@ from pathlib import Path  # noqa: E402
 
 
 def main() -> int:
-    from adept_eval.validation import benchmark, engines, systems
+    from adept_eval.listeners.acoustic import listener_version
+    from adept_eval.validation import benchmark, engines, method_change, systems
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rotation", action="append",
@@ -65,7 +68,21 @@ def main() -> int:
                              "the copy system instead (repeatable)")
     parser.add_argument("--variant", action="append",
                         help="with --family: only this variant (repeatable)")
+    parser.add_argument("--save-cells", type=Path, metavar="RUN.json",
+                        help="with --family: write every cell's right answers (and the listener "
+                             "version) to this file")
+    parser.add_argument("--compare-to", type=Path, metavar="OLD.json",
+                        help="with --family: judge this run against a saved one by the rule a "
+                             "method change must meet (adept_eval.validation.method_change)")
     args = parser.parse_args()
+    if (args.save_cells or args.compare_to) and not args.family:
+        parser.error("--save-cells and --compare-to go with --family")
+    earlier = None
+    if args.compare_to:
+        try:
+            earlier = method_change.load(args.compare_to)
+        except ValueError as e:
+            parser.error(f"--compare-to {e}")
     rotations = [tuple(r.split(":")) for r in args.rotation] if args.rotation \
         else list(benchmark.ROTATIONS)
     for r in rotations:
@@ -94,6 +111,12 @@ def main() -> int:
         print()
         print(benchmark.format_targets(benchmark.check_targets(
             by_rotation, benchmark.NOT_HELD_OUT)))
+        run = method_change.cells(by_rotation, listener_version())
+        if args.save_cells:
+            method_change.save(run, args.save_cells)
+        if earlier is not None:
+            print()
+            print(method_change.format_change(method_change.compare(earlier, run)))
         return 0
     for ref, sys in rotations:
         results, timing = benchmark.run_rotation(

@@ -956,6 +956,102 @@ def test_families_reduced_on_a_held_out_rotation(validation_cache):
     assert monotone.prosody_distance > by["copy"].prosody_distance, monotone.prosody_distance
 
 
+def test_a_method_change_is_adopted_only_by_the_rule():
+    """The rule a listener change must meet on the tuning rotations, as code: the total not
+    lower and no cell more than one question lower - a net gain bought by losing two questions
+    in one cell (v14 this stop: +60 answers, six such cells) is not adopted; cells only one run
+    scored are left out and counted; a saved run reads back as it was written."""
+    from adept_eval.validation.benchmark import Outcome, SystemResult, VariantResult
+    from adept_eval.validation.method_change import Cell, Run, cells, compare, format_change
+
+    def run(version, **by):
+        return Run(version, {k: Cell(*v) for k, v in by.items()})
+
+    old = run("v1", a=(10, 10), b=(8, 10), c=(5, 10), only_old=(1, 1))
+    gain = compare(old, run("v2", a=(9, 10), b=(10, 10), c=(5, 10), only_new=(1, 1)))
+    assert (gain.cells, gain.right_old, gain.right_new, gain.unmatched) == (3, 23, 24, 2)
+    assert gain.adopted and gain.lower == (("a", 10, 9),) and gain.higher == 1
+    assert "ADOPT: total not lower" in format_change(gain)
+    traded = compare(old, run("v2", a=(8, 10), b=(10, 10), c=(9, 10)))
+    assert traded.right_new > traded.right_old and not traded.adopted
+    assert traded.too_low == (("a", 10, 8),)
+    assert "DO NOT ADOPT: 1 cell(s) more than 1 question lower" in format_change(traded)
+    worse = compare(old, run("v2", a=(9, 10), b=(8, 10), c=(5, 10)))
+    assert not worse.adopted and "DO NOT ADOPT: total lower" in format_change(worse)
+    # another question count is another cell, not a comparable one
+    assert compare(old, run("v2", a=(10, 12))).cells == 0
+    assert not compare(old, run("v2", a=(10, 12))).adopted
+
+    def outcome(task, right):
+        return Outcome(task, "x", right, 0.5, "ok")
+
+    acoustic = SystemResult("copy", "acoustic", (outcome("t1", True), outcome("t1", False),
+                                                 outcome("t2", True)))
+    saved = cells({("r", "s"): [VariantResult("dose", "0.33", (acoustic, acoustic))]}, "v9")
+    assert saved == Run("v9", {"r:s|dose|0.33|t1": Cell(1, 2), "r:s|dose|0.33|t2": Cell(1, 1)})
+
+
+def test_a_saved_run_reads_back_and_a_wrong_file_is_named(tmp_path):
+    from adept_eval.validation.method_change import Cell, Run, load, save
+
+    path = tmp_path / "run.json"
+    run = Run("features-v6-method-v13", {"a:b|copy|copy|t": Cell(3, 4)})
+    save(run, path)
+    assert load(path) == run
+    for text, message in (("{", "not a saved validation run"),
+                          ('{"format": "other"}', "not a saved validation run"),
+                          ('{"format": "adept-eval-validation-cells/1", "cells": {}}',
+                           "damaged cell list")):
+        path.write_text(text)
+        with pytest.raises(ValueError, match=message) as raised:
+            load(path)
+        assert str(path) in str(raised.value)
+    with pytest.raises(ValueError, match="no such file"):
+        load(tmp_path / "missing.json")
+
+
+def test_the_benchmark_saves_a_run_and_judges_a_change_against_it(validation_cache, tmp_path):
+    """``realistic_validation.py --save-cells`` and ``--compare-to`` through the script itself
+    (the reduced held-out rotation's renderings, no prosody at all: a dose of 0, at chance):
+    the method against its own run is adopted (nothing lower); against a run two questions
+    better in one cell it is not, and that cell is named; a compare-to file that is not a
+    saved run is refused before anything is scored."""
+    import subprocess
+    import sys
+
+    from adept_eval.validation.method_change import Cell, Run, load, save
+
+    _engine("flite")
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "realistic_validation.py"
+    base = [sys.executable, str(script), "--rotation", "flite:espeak", "--sentences", "1",
+            "--family", "dose", "--variant", "0.00", "--cache", str(validation_cache)]
+    saved = tmp_path / "run.json"
+    first = subprocess.run(base + ["--save-cells", str(saved)], capture_output=True, text=True,
+                           timeout=600)
+    assert first.returncode == 0, first.stderr[-2000:]
+    run = load(saved)
+    assert run.listener_version.startswith("features-v")
+    key, cell = next((k, c) for k, c in sorted(run.cells.items())
+                     if "|dose|0.00|" in k and c.right <= c.questions - 2)
+    save(Run("ahead", {**run.cells, key: Cell(cell.right + 2, cell.questions)}),
+         tmp_path / "ahead.json")
+    same = subprocess.run(base + ["--compare-to", str(saved)], capture_output=True, text=True,
+                          timeout=600)
+    assert same.returncode == 0 and "ADOPT: total not lower" in same.stdout, same.stdout[-800:]
+    assert "right answers" in same.stdout and "(+0)" in same.stdout
+    behind = subprocess.run(base + ["--compare-to", str(tmp_path / "ahead.json")],
+                            capture_output=True, text=True, timeout=600)
+    assert behind.returncode == 0, behind.stderr[-2000:]
+    assert "DO NOT ADOPT" in behind.stdout, behind.stdout[-800:]
+    assert f"{key} {cell.right + 2} -> {cell.right}" in behind.stdout
+    (tmp_path / "bad.json").write_text("{")
+    bad = subprocess.run(base[:2] + ["--family", "dose", "--compare-to",
+                                     str(tmp_path / "bad.json")],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "bad.json: not a saved validation run" in bad.stderr
+    assert "Traceback" not in bad.stderr
+
+
 def test_clustered_test_against_chance_relabels_whole_sentences():
     """A sentence's mirrored questions (reading 1 heard as 1, reading 2 as 2) rise and fall
     together; the test relabels a sentence's stimuli as one, exactly - with every label its

@@ -81,6 +81,13 @@ TEMPERATURE = 0.5
 METHOD_VERSION = "13"
 
 
+def listener_version() -> str:
+    """What results, caches and validation runs record as this listener's version."""
+    from ..prosody import FEATURE_VERSION
+
+    return f"features-v{FEATURE_VERSION}-method-v{METHOD_VERSION}"
+
+
 def posterior(total: np.ndarray, temperature: float = TEMPERATURE) -> np.ndarray:
     """softmax(-total / temperature) over the last axis: how the listener turns its weighted
     distances to the candidates into a posterior."""
@@ -113,10 +120,7 @@ class AcousticListener(Listener):
         self._scorer = None
 
     def identity(self) -> dict:
-        from ..prosody import FEATURE_VERSION
-
-        return {"listener": self.name,
-                "listener_version": f"features-v{FEATURE_VERSION}-method-v{METHOD_VERSION}"}
+        return {"listener": self.name, "listener_version": listener_version()}
 
     # ------------------------------------------------------------------ pieces
     def _natural_paths(self, cls: str, speaker: str, sentence_id: str,
