@@ -459,7 +459,9 @@ def test_pico_realises_a_focus_and_a_break_by_its_markup():
 def test_rhvoice_ssml_speaks_the_plan_only_in_its_native_realisation():
     """RHVoice reads ``<prosody>`` for a whole sentence only, so it speaks plain text (at half
     its volume, room for anger's +6 dB) and the plan is imposed afterwards - except natively,
-    where it speaks the sentence's level, rate and loudness itself and phrases a comma."""
+    where it speaks the sentence's level, rate and loudness itself and phrases a comma. It
+    holds any volume under 0.25 at 0.25, so sadness's -7 dB is spoken at 0.25 and the last
+    dB is a digital gain."""
     from dataclasses import replace
 
     from adept_eval.validation.engines import Realisation, RHVoice
@@ -470,39 +472,57 @@ def test_rhvoice_ssml_speaks_the_plan_only_in_its_native_realisation():
     assert RHVoice.ssml(sentence, anger) == (
         '<speak><prosody pitch="+0%" rate="+0%" volume="-50%">'
         "John gave Mary a red umbrella.</prosody></speak>")
-    native = RHVoice.ssml(sentence, anger, Realisation(native=True))
-    assert native == ('<speak><prosody pitch="+9%" rate="+15%" volume="-0%">'
-                      "John gave Mary, a red umbrella.</prosody></speak>")
-    assert 'volume="-78%"' in RHVoice.ssml(sentence, Plan(gain_db=-7.0),
-                                           Realisation(native=True))
+    native = Realisation(native=True)
+    assert RHVoice.ssml(sentence, anger, native) == (
+        '<speak><prosody pitch="+9%" rate="+15%" volume="-0%">'
+        "John gave Mary, a red umbrella.</prosody></speak>")
+    sad = Plan(gain_db=-7.0)
+    assert 'volume="-75%"' in RHVoice.ssml(sentence, sad, native)
+    spoken, gain = RHVoice.volume(sad, native)
+    assert spoken == 0.25 and 20 * np.log10(spoken * gain / 0.5) == pytest.approx(-7.0)
+    assert RHVoice.volume(sad) == (0.5, 1.0)  # not native: the level is PSOLA's gain
 
 
 def test_rhvoice_word_times_are_placed_inside_the_buffer_after_the_report():
     """RHVoice reports a word's start and end at the buffer boundary before it (100 ms
-    buffers): the end of a word before a pause is placed where the silence begins, the start
-    after it where speech resumes, and a boundary with no silence in its buffer at the
-    buffer's middle - not at the reported times."""
+    buffers). Placed instead: a word's end before a pause where the silence begins (also
+    when it begins with the buffer), the start after it where speech resumes (also when that
+    is the buffer's end), a boundary in continuous speech at the buffer's middle, split by a
+    stop closure in its buffer, and two boundaries reported in one buffer a third of it apart -
+    not at the reported times."""
     from adept_eval.validation._rhvoice import Spoken, word_times
 
-    rate, buffer = 1000, 100  # 10 ms frames of 10 samples; 100-sample buffers
-    x = np.full(600, 0.3, dtype=np.float32)
+    rate = 1000  # 10 ms frames of 10 samples; 100-sample buffers
+    x = np.full(1000, 0.3, dtype=np.float32)
     x[:40] = 0.0  # speech starts at 40 ms
     x[330:390] = 0.0  # a pause from 330 to 390 ms
-    x[560:] = 0.0
-    spoken = Spoken(x, rate, ((0, 200), (200, 300), (300, 500)),
-                    tuple(range(buffer, 601, buffer)))
-    (a0, b0), (a1, b1), (a2, b2) = word_times(spoken)
-    assert a0 == pytest.approx(0.04)  # the leading silence's end
-    assert b0 == a1 == pytest.approx(0.25)  # no silence in 200-300: the buffer's middle
-    assert b1 == pytest.approx(0.33)  # the pause begins (reported 300, in the buffer 300-400)
-    assert a2 == pytest.approx(0.39)  # ... and ends
-    assert b2 == pytest.approx(0.56)
+    x[500:520] = 0.0  # a pause from 500 ms (a buffer's first sample) ...
+    x[560:600] = 0.0  # ... and one that runs to a buffer's end (600)
+    x[720:740] = 0.0  # a stop closure inside continuous speech
+    x[950:] = 0.0
+    words = ((0, 200), (200, 300), (300, 500), (500, 600), (600, 700), (700, 800), (800, 800),
+             (800, 900))
+    spoken = Spoken(x, rate, words, tuple(range(100, 1001, 100)))
+    times = word_times(spoken)
+    assert times[0][0] == pytest.approx(0.04)  # the leading silence's end
+    assert times[0][1] == times[1][0] == pytest.approx(0.25)  # no silence: the middle
+    assert times[1][1] == pytest.approx(0.33)  # the pause begins (reported 300)
+    assert times[2][0] == pytest.approx(0.39)  # ... and ends
+    assert times[2][1] == pytest.approx(0.50)  # the silence begins with the buffer
+    assert times[3][0] == pytest.approx(0.60)  # a silence to the buffer's end
+    assert times[4][1] == pytest.approx(0.72) and times[5][0] == pytest.approx(0.74)
+    assert times[6] == (pytest.approx(0.8 + 0.1 / 3), pytest.approx(0.8 + 0.2 / 3))
+    assert times[7][1] == pytest.approx(0.95)
+    assert all(b > a for a, b in times) and all(
+        times[k][1] <= times[k + 1][0] for k in range(len(times) - 1))
 
 
 def test_rhvoice_realises_a_focus_a_break_and_a_sentence_level_by_itself():
     """The rhvoice voice set (both speakers RHVoice): a focused word higher than unfocused
-    where RHVoice's word times put it, a break a pause longer, and natively an angry
-    sentence higher, faster and louder by RHVoice's own ``<prosody>``; the word before a
+    where RHVoice's word times put it, a break a pause longer; natively an angry sentence
+    faster, higher and louder by about what the plan asks (not twice: RHVoice speaks the
+    sentence's level, rate and loudness, PSOLA only the rest), half of it at a dose of 1/2,
+    and a comma phrased by RHVoice alone (no pause of the plan's added); the word before a
     comma ends where RHVoice's pause begins."""
     from adept_eval.validation import _rhvoice
     from adept_eval.validation.engines import Realisation
@@ -510,7 +530,12 @@ def test_rhvoice_realises_a_focus_a_break_and_a_sentence_level_by_itself():
 
     engine = _engine("rhvoice")
     sentence = Sentence(("John", "gave", "Mary", "a", "red", "umbrella"))
-    anger = GLOBAL_PLANS[("emotion", "anger")]
+    anger = GLOBAL_PLANS[("emotion", "anger")]  # +1.5 st, 1.15x the rate, +6 dB
+
+    def level_db(x, y):
+        return 10 * np.log10(np.mean(np.square(x, dtype=float))
+                             / np.mean(np.square(y, dtype=float)))
+
     for speaker in ("female", "male"):
         spoken = _rhvoice.speak(engine.ssml(sentence, NEUTRAL_PLAN), engine.voices[speaker])
         mary = _rhvoice.word_times(spoken)[2]
@@ -521,16 +546,22 @@ def test_rhvoice_realises_a_focus_a_break_and_a_sentence_level_by_itself():
         half = (mary[0], (mary[0] + mary[1]) / 2)
         assert _f0_median(focused, rate, *half) > _f0_median(plain, rate, *half) + 2.0, speaker
         assert len(broken) > len(plain) + 0.25 * rate
-        (angry, _), = engine.render_many([(sentence, anger, "")], speaker,
-                                          Realisation(native=True))
-        assert len(angry) < 0.95 * len(plain)
-        assert _f0_median(angry, rate, 0, 9) > _f0_median(plain, rate, 0, 9) + 1.0
-        assert 10 * np.log10(np.mean(angry.astype(float) ** 2)
-                             / np.mean(plain.astype(float) ** 2)) > 4.0
-        comma = _rhvoice.speak(engine.ssml(sentence, Plan(break_after=2),
-                                           Realisation(native=True)), engine.voices[speaker])
-        end = _rhvoice.word_times(comma)[2][1]
-        x = np.abs(comma.samples.astype(float))
+        natively = engine.render_many([(sentence, anger, ""), (sentence, Plan(break_after=2), "")],
+                                      speaker, Realisation(native=True))
+        (angry, _), (comma, _) = natively
+        (half_angry, _), = engine.render_many([(sentence, anger, "")], speaker,
+                                              Realisation(native=True, dose=0.5))
+        assert len(angry) / len(plain) == pytest.approx(1 / 1.15, abs=0.04), speaker
+        assert len(half_angry) / len(plain) == pytest.approx(1 / 1.075, abs=0.04), speaker
+        assert level_db(angry, plain) == pytest.approx(6.0, abs=1.5), speaker
+        assert level_db(half_angry, plain) == pytest.approx(3.0, abs=1.5), speaker
+        rise = _f0_median(angry, rate, 0, 9) - _f0_median(plain, rate, 0, 9)
+        assert 0.8 < rise < 2.5, (speaker, rise)
+        assert 0.0 < (len(comma) - len(plain)) / rate < 0.25, speaker  # RHVoice's own pause
+        said = _rhvoice.speak(engine.ssml(sentence, Plan(break_after=2),
+                                          Realisation(native=True)), engine.voices[speaker])
+        end = _rhvoice.word_times(said)[2][1]
+        x = np.abs(said.samples.astype(float))
         frames = x[: len(x) // 240 * 240].reshape(-1, 240)
         db = 10 * np.log10((frames ** 2).mean(axis=1) + 1e-12)
         quiet = np.flatnonzero(db < db.max() - 35.0) * 0.01

@@ -7,7 +7,7 @@ start and end, which is what imposing a plan on a word needs. It delivers audio 
 the word's true start or end (measured: a comma's pause sits inside the buffer after the
 reported end of the word before it). ``speak`` therefore also returns the buffer boundaries,
 and ``word_times`` places each word's start and end inside the buffer that follows the
-reported time: at a silence's edge where there is one, else at the buffer's middle.
+reported time: at a silence's edge where there is one, else dividing the buffer evenly.
 """
 
 from __future__ import annotations
@@ -79,10 +79,12 @@ class _Engine:
         library.RHVoice_delete_message.argtypes = [ctypes.c_void_p]
         self._reset()
         # the callbacks must outlive the engine: kept on self
-        self._callbacks = _Callbacks(_SampleRate(self._on_rate), _Speech(self._on_speech),
-                                     _Mark(0), _Span(self._on_word_start),
-                                     _Span(self._on_word_end), _Span(0), _Span(0), _Audio(0),
-                                     _Done(0))
+        guarded = self._guarded
+        self._callbacks = _Callbacks(_SampleRate(guarded(self._on_rate)),
+                                     _Speech(guarded(self._on_speech)), _Mark(0),
+                                     _Span(guarded(self._on_word_start)),
+                                     _Span(guarded(self._on_word_end)), _Span(0), _Span(0),
+                                     _Audio(0), _Done(0))
         self._init = _InitParams(DATA_PATH.encode(), CONFIG_PATH.encode(), None,
                                  self._callbacks, 0)
         self.handle = library.RHVoice_new_tts_engine(ctypes.byref(self._init))
@@ -92,6 +94,19 @@ class _Engine:
     def _reset(self):
         self.rate, self.chunks, self.n = 0, [], 0
         self.starts, self.ends, self.buffers = [], [], []
+        self.error: BaseException | None = None
+
+    def _guarded(self, callback):
+        """``callback`` made safe to call from C: an exception is kept (and raised again by
+        ``speak``) and RHVoice told to stop - ctypes would print it, return 0, and RHVoice
+        would report success with the audio cut short."""
+        def call(*args):
+            try:
+                return callback(*args)
+            except BaseException as e:  # noqa: BLE001 - re-raised by speak
+                self.error = self.error or e
+                return 0
+        return call
 
     def _on_rate(self, rate, _user):
         self.rate = rate
@@ -124,6 +139,8 @@ class _Engine:
                 raise RuntimeError(f"RHVoice could not speak {ssml!r}")
         finally:
             self.lib.RHVoice_delete_message(message)
+        if self.error is not None:
+            raise RuntimeError(f"RHVoice's callback failed on {ssml!r}") from self.error
         if len(self.starts) != len(self.ends):
             raise RuntimeError(f"RHVoice reported {len(self.starts)} word starts and "
                                f"{len(self.ends)} ends for {ssml!r}")
@@ -160,11 +177,17 @@ def speak(ssml: str, voice: str) -> Spoken:
 
 
 def word_times(spoken: Spoken) -> list[tuple[float, float]]:
-    """Each word's (start, end) in seconds. A word's start or end lies in the buffer after the
-    time reported for it (see the module's docstring): where that buffer holds silence (a
-    pause, or the silence before the first word or after the last; 10 ms frames more than
-    ``SILENT_BELOW_MAX_DB`` under the loudest) the word starts where the silence ends and ends
-    where it begins; elsewhere the middle of the buffer (at most half a buffer, 50 ms, off)."""
+    """Each word's (start, end) in seconds, placed inside the buffer after the time reported
+    for it (see the module's docstring).
+
+    A word's end and the next word's start reported together are one boundary. Where a buffer
+    has one boundary and holds silence (10 ms frames more than ``SILENT_BELOW_MAX_DB`` under the
+    loudest), a word ends where the silence begins and the next starts where it ends (a pause;
+    or a stop closure, which then starts the word at its burst - where its voicing, all that
+    PSOLA moves, starts anyway). Otherwise the boundaries reported in one buffer divide it
+    evenly (one: its middle), so a short word reported within a single buffer keeps a share
+    of it. Most boundaries land within 50 ms of where they are; a rate above 1 (RHVoice
+    stretches its audio after timing its words) can put one further off."""
     x, rate = spoken.samples.astype(np.float64), spoken.rate
     hop = max(rate // 100, 1)
     frames = len(x) // hop
@@ -174,21 +197,34 @@ def word_times(spoken: Spoken) -> list[tuple[float, float]]:
     silent = db < db.max() - SILENT_BELOW_MAX_DB
     ends_at = np.asarray(spoken.buffers)
 
-    def place(sample: int, start: bool) -> float:
+    # boundaries in order: (reported sample, [(kind, word), ...])
+    bounds: list[tuple[int, list[tuple[str, int]]]] = []
+    for i, (start, end) in enumerate(spoken.words):
+        if bounds and bounds[-1][0] == start and bounds[-1][1][-1][0] == "end":
+            bounds[-1][1].append(("start", i))
+        else:
+            bounds.append((start, [("start", i)]))
+        bounds.append((end, [("end", i)]))
+    placed: dict[tuple[str, int], float] = {}
+    for sample in dict.fromkeys(b for b, _ in bounds):
+        group = [kinds for b, kinds in bounds if b == sample]
         later = ends_at[ends_at > sample]
         until = int(later[0]) if len(later) else len(x)
         a, b = min(sample // hop, frames), min(max(until // hop, sample // hop + 1), frames)
         quiet = np.flatnonzero(silent[a:b])
-        if len(quiet) and start and quiet[-1] + 1 < b - a:
-            return float((a + quiet[-1] + 1) * hop / rate)  # speech resumes after the silence
-        if len(quiet) and not start and quiet[0] > 0:
-            return float((a + quiet[0]) * hop / rate)  # the silence begins
-        return (sample + until) / 2 / rate
+        if len(group) == 1 and len(quiet):
+            for kind in group[0]:
+                frame = a + (quiet[0] if kind[0] == "end" else quiet[-1] + 1)
+                placed[kind] = frame * hop / rate
+            continue
+        for j, kinds in enumerate(group):
+            for kind in kinds:
+                placed[kind] = (sample + (j + 1) * (until - sample) / (len(group) + 1)) / rate
 
     out, last = [], 0.0
-    for start, end in spoken.words:
-        a = max(place(start, True), last)
-        b = max(place(end, False), a + hop / rate)
-        out.append((a, b))
-        last = b
+    for i in range(len(spoken.words)):
+        start = max(float(placed[("start", i)]), last)
+        end = max(float(placed[("end", i)]), start + hop / rate)
+        out.append((start, end))
+        last = end
     return out

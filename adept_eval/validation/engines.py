@@ -485,6 +485,9 @@ class RHVoice(PsolaEngine):
     #: RHVoice's female voice peaks near 0.9 at its default volume; every rendition is spoken at
     #: half of it, leaving room for anger's +6 dB (a clipped rendering is refused)
     BASE_VOLUME = 0.5
+    #: the volumes RHVoice realises as asked (measured: it holds anything under 0.25 at 0.25,
+    #: and above 1.0 it limits its peaks); the rest of a plan's level is a digital gain
+    VOLUME_RANGE = (0.25, 1.0)
 
     def available(self) -> bool:
         from . import _rhvoice
@@ -492,13 +495,21 @@ class RHVoice(PsolaEngine):
         return all(_rhvoice.installed(v) for v in self.voices.values())
 
     @classmethod
+    def volume(cls, plan: Plan, how: Realisation = AS_PLANNED) -> tuple[float, float]:
+        """(the volume RHVoice speaks at, the gain applied to what it speaks) for ``plan``'s
+        level: natively RHVoice's own volume within ``VOLUME_RANGE``, the remainder digital."""
+        wanted = cls.BASE_VOLUME * 10 ** ((plan.gain_db if how.native else 0.0) / 20)
+        spoken = min(max(wanted, cls.VOLUME_RANGE[0]), cls.VOLUME_RANGE[1])
+        return spoken, wanted / spoken
+
+    @classmethod
     def ssml(cls, sentence: Sentence, plan: Plan, how: Realisation = AS_PLANNED) -> str:
         """The SSML RHVoice speaks: plain text (native: the sentence's level, rate and loudness
         as its own ``<prosody>``, and a comma at the phrase break)."""
         text = cls.text(sentence, plan, how)
+        volume, _ = cls.volume(plan, how)
         if not how.native:
             plan = Plan()
-        volume = cls.BASE_VOLUME * 10 ** (plan.gain_db / 20)
         return (f'<speak><prosody pitch="{_percent(2 ** (plan.pitch_st / 12))}" '
                 f'rate="{_percent(plan.rate)}" volume="{_percent(volume)}">{text}'
                 "</prosody></speak>")
@@ -526,9 +537,10 @@ class RHVoice(PsolaEngine):
             if len(spoken.words) != len(sentence.words):
                 raise RuntimeError(f"RHVoice split {sentence.text!r} into "
                                    f"{len(spoken.words)} words")
-            if np.max(np.abs(spoken.samples)) >= 0.999:
+            x = spoken.samples * np.float32(self.volume(plan, how)[1])
+            if np.max(np.abs(x)) >= 0.999:
                 raise RuntimeError(f"RHVoice clipped {ssml!r}")
-            out.append((spoken.samples, spoken.rate, _rhvoice.word_times(spoken)))
+            out.append((x, spoken.rate, _rhvoice.word_times(spoken)))
         return out
 
 
