@@ -569,6 +569,25 @@ def test_rhvoice_realises_a_focus_a_break_and_a_sentence_level_by_itself():
         assert len(pause) and abs(end - pause[0]) <= 0.02, (speaker, end, pause[:3])
 
 
+def test_rhvoice_stops_and_says_so_when_its_callback_fails():
+    """An exception inside a callback RHVoice calls must not come back as a shorter
+    recording: ctypes would print it and return 0, RHVoice stop and report success."""
+    from adept_eval.validation import _rhvoice
+
+    _engine("rhvoice")
+
+    class Failing(_rhvoice._Engine):
+        def _on_speech(self, samples, count, user):
+            if self.n > 4800:
+                raise ValueError("the disk is full")
+            return super()._on_speech(samples, count, user)
+
+    engine = Failing(_rhvoice._library())
+    with pytest.raises(RuntimeError, match="callback failed") as raised:
+        engine.speak("<speak>John gave Mary a red umbrella.</speak>", "clb")
+    assert isinstance(raised.value.__cause__, ValueError)
+
+
 def test_a_festival_voice_that_is_not_installed_is_not_available():
     """Each festival voice is a Debian package of its own: festival alone does not make an
     engine whose voice is missing available."""
