@@ -52,8 +52,20 @@ class MethodChange:
         return tuple(c for c in self.lower if c[1] - c[2] > MAX_CELL_DROP)
 
     @property
+    def refusals(self) -> tuple[str, ...]:
+        """Why the change may not be adopted (none: it may)."""
+        if not self.cells:
+            return ("no cell scored by both runs",)
+        out = []
+        if self.right_new < self.right_old:
+            out.append("total lower")
+        if self.too_low:
+            out.append(f"{len(self.too_low)} cell(s) more than {MAX_CELL_DROP} question lower")
+        return tuple(out)
+
+    @property
     def adopted(self) -> bool:
-        return self.cells > 0 and self.right_new >= self.right_old and not self.too_low
+        return not self.refusals
 
 
 def cells(by_rotation, listener_version: str) -> Run:
@@ -118,14 +130,7 @@ def format_change(change: MethodChange) -> str:
              f"higher {change.higher}"]
     for key, was, now in change.too_low:
         lines.append(f"  more than {MAX_CELL_DROP} lower: {key} {was} -> {now}")
-    verdict = ("ADOPT: total not lower, no cell more than "
-               f"{MAX_CELL_DROP} question lower" if change.adopted else
-               "DO NOT ADOPT: " + ("no cell scored by both runs" if not change.cells else
-                                   "; ".join(filter(None, (
-                                       "total lower" if change.right_new < change.right_old
-                                       else "",
-                                       f"{len(change.too_low)} cell(s) more than "
-                                       f"{MAX_CELL_DROP} question lower"
-                                       if change.too_low else "")))))
+    verdict = (f"ADOPT: total not lower, no cell more than {MAX_CELL_DROP} question lower"
+               if change.adopted else "DO NOT ADOPT: " + "; ".join(change.refusals))
     lines.append(f"  {verdict}")
     return "\n".join(lines)
