@@ -1060,6 +1060,27 @@ def test_a_saved_run_reads_back_and_a_wrong_file_is_named(tmp_path):
         load(tmp_path / "missing.json")
 
 
+def test_the_tuning_baseline_is_the_released_listeners():
+    """The tuning and reserved rotations' run of the released method is kept
+    (``benchmarks/baselines/tuning-<listener version>.json``), so a candidate is judged
+    against it with ``--compare-to`` without scoring the released method again: it must be
+    this listener version's, cover exactly those rotations, and every family."""
+    from adept_eval.listeners.acoustic import listener_version
+    from adept_eval.validation.benchmark import FAMILIES, NOT_HELD_OUT
+    from adept_eval.validation.method_change import load
+
+    path = (Path(__file__).resolve().parents[1] / "benchmarks" / "baselines"
+            / f"tuning-{listener_version()}.json")
+    assert path.exists(), (f"{path.name}: run realistic_validation.py on the tuning and "
+                           "reserved rotations with every family and --save-cells")
+    run = load(path)
+    assert run.listener_version == listener_version()
+    keys = [k.split("|") for k in run.cells]
+    assert {tuple(k[0].split(":")) for k in keys} == set(NOT_HELD_OUT)
+    assert {k[1] for k in keys} == {"copy", *FAMILIES}
+    assert all(0 <= c.right <= c.questions for c in run.cells.values())
+
+
 def test_the_benchmark_saves_a_run_and_judges_a_change_against_it(validation_cache, tmp_path):
     """``realistic_validation.py --save-cells`` and ``--compare-to`` through the script itself
     (the reduced held-out rotation's renderings, no prosody at all: a dose of 0, at chance):

@@ -82,9 +82,12 @@ def cells(by_rotation, listener_version: str) -> Run:
 
 
 def save(run: Run, path: Path) -> None:
-    payload = {"format": FORMAT, "listener_version": run.listener_version,
-               "cells": {k: [c.right, c.questions] for k, c in sorted(run.cells.items())}}
-    Path(path).write_text(json.dumps(payload, indent=1) + "\n")
+    """JSON, one cell a line (a baseline kept in the repository diffs line by line)."""
+    cells = ",\n".join(f"  {json.dumps(k)}: [{c.right}, {c.questions}]"
+                        for k, c in sorted(run.cells.items()))
+    Path(path).write_text(f'{{"format": {json.dumps(FORMAT)}, '
+                          f'"listener_version": {json.dumps(run.listener_version)},\n'
+                          f' "cells": {{\n{cells}\n }}}}\n')
 
 
 def load(path: Path) -> Run:
