@@ -298,6 +298,12 @@ class PsolaEngine(Engine):
             words[plan.break_after] += ","
         return " ".join(words) + ("?" if plan.question else ".")
 
+    @staticmethod
+    def imposed(plan: Plan, how: Realisation = AS_PLANNED) -> Plan:
+        """What of ``plan`` PSOLA imposes on what the engine spoke: all of it, but natively
+        the engine has phrased the break itself."""
+        return replace(plan, break_after=None) if how.native else plan
+
     def render_many(self, items, speaker, how: Realisation = AS_PLANNED):
         items = [(sentence, how.plan(plan), key) for sentence, plan, key in items]
         cues = how.scaled()
@@ -305,8 +311,7 @@ class PsolaEngine(Engine):
         for (sentence, plan, _), (x, rate, words) in zip(items, self.plain(items, speaker, how)):
             if len(words) != len(sentence.words):
                 raise RuntimeError(f"{self.name} split {sentence.text!r} into {len(words)} words")
-            if how.native:  # the engine phrased the break itself
-                plan = replace(plan, break_after=None)
+            plan = self.imposed(plan, how)
             with praat_seeded(self.name, self.voices[speaker], sentence.words, plan, cues):
                 out.append((impose(x.astype(np.float64), rate, words, plan, cues), rate))
         return out
@@ -514,18 +519,13 @@ class RHVoice(PsolaEngine):
                 f'rate="{_percent(plan.rate)}" volume="{_percent(volume)}">{text}'
                 "</prosody></speak>")
 
-    def render_many(self, items, speaker, how: Realisation = AS_PLANNED):
+    @staticmethod
+    def imposed(plan: Plan, how: Realisation = AS_PLANNED) -> Plan:
+        """Natively RHVoice has spoken the sentence's level, rate and loudness and phrased the
+        break: PSOLA imposes the rest (the focus, the range, the final movement)."""
         if not how.native:
-            return super().render_many(items, speaker, how)
-        # RHVoice has spoken the sentence's level, rate and loudness: PSOLA imposes the rest
-        spoken = self.plain([(s, how.plan(p), k) for s, p, k in items], speaker, how)
-        out = []
-        cues = how.scaled()
-        for (sentence, plan, _), (x, rate, words) in zip(items, spoken):
-            plan = replace(how.plan(plan), pitch_st=0.0, rate=1.0, gain_db=0.0, break_after=None)
-            with praat_seeded(self.name, self.voices[speaker], sentence.words, plan, cues):
-                out.append((impose(x.astype(np.float64), rate, words, plan, cues), rate))
-        return out
+            return plan
+        return replace(plan, pitch_st=0.0, rate=1.0, gain_db=0.0, break_after=None)
 
     def plain(self, items, speaker, how: Realisation = AS_PLANNED):
         from . import _rhvoice
