@@ -69,8 +69,8 @@ def main() -> int:
     parser.add_argument("--variant", action="append",
                         help="with --family: only this variant (repeatable)")
     parser.add_argument("--save-cells", type=Path, metavar="RUN.json",
-                        help="with --family: write every cell's right answers (and the listener "
-                             "version) to this file")
+                        help="with --family: write every cell's right answers, the targets the "
+                             "run misses and the listener version to this file")
     parser.add_argument("--compare-to", type=Path, metavar="OLD.json",
                         help="with --family: judge this run against a saved one by the rule a "
                              "method change must meet (adept_eval.validation.method_change)")
@@ -111,7 +111,9 @@ def main() -> int:
         print()
         print(benchmark.format_targets(benchmark.check_targets(
             by_rotation, benchmark.NOT_HELD_OUT)))
-        run = method_change.cells(by_rotation, listener_version())
+        # the run's own misses, its tuning rotations included: a method change may not add any
+        run = method_change.cells(by_rotation, listener_version(), benchmark.miss_keys(
+            benchmark.check_targets(by_rotation)))
         if args.save_cells:
             method_change.save(run, args.save_cells)
         if earlier is not None:

@@ -577,6 +577,19 @@ def check_targets(by_rotation: dict[tuple[str, str], list[VariantResult]],
     return checks
 
 
+def miss_keys(checks: list[TargetCheck]) -> frozenset[str]:
+    """The required targets' misses as keys that stay put when only the counts change: the
+    target, then the miss up to the first word after its colon ("... | espeak->flite native:
+    adept_marked_tonicity_female"), the rule a method change must meet compares them."""
+    out = set()
+    for c in checks:
+        if c.required:
+            for miss in c.failures:
+                where, _, what = miss.partition(": ")
+                out.add(f"{c.target} | {where}: {what.split(' ', 1)[0]}")
+    return frozenset(out)
+
+
 def _named(rot: tuple[str, str]) -> str:
     return f"{rot[0]}->{rot[1]}"
 
