@@ -760,6 +760,14 @@ SALIENCE_SMOOTH = 5  # frames (100 ms): a syllable, not a frame
 # file) says nothing about level; below this spread (dB, loudest minus quietest rendition) its
 # level term abstains for every candidate alike instead of favouring the flattest one.
 LEVEL_VOTE_DB = 1.5
+
+
+def power_db(frames_db: np.ndarray) -> float:
+    """A rendition's speech power: 10 log10 of the mean of its frames' powers (dB)."""
+    if not frames_db.size:
+        return float("nan")  # as the mean of no frames: a rendition with no speech has no level
+    top = float(np.max(frames_db))
+    return top + 10.0 * float(np.log10(np.mean(10.0 ** ((frames_db - top) / 10.0))))
 # Tempo, likewise (method v9): a system whose renditions of a sentence are timed alike - the
 # 95th percentile, over every rendition's frames on the references' time axis, of how far its
 # local tempo lies from the mean rendition's is under a just-noticeable 8%, as when a system
@@ -820,6 +828,9 @@ class SentenceProfiles:
     length: np.ndarray  # (R,) log total duration from the mean rendition
     pause: np.ndarray  # (R, N) seconds of pause around each frame, from the mean rendition
     level: np.ndarray  # (R,) dB: each rendition's speech level from the mean rendition
+    # (R,) dB: each rendition's speech power from the mean rendition - what a per-file loudness
+    # normaliser equalises, so what tells whether the system carries level at all
+    power: np.ndarray
     salience: np.ndarray  # (R, N) how much more the rendition stands out here than the others
     boundary: np.ndarray  # (R, N) how much more the rendition marks a phrase boundary here
 
@@ -827,11 +838,16 @@ class SentenceProfiles:
         """The profiles read at anchor frames ``index`` (to move them onto another time axis)."""
         return SentenceProfiles(self.anchor, self.f0[:, index], self.energy[:, index],
                                 self.tempo[:, index], self.length, self.pause[:, index],
-                                self.level, self.salience[:, index], self.boundary[:, index])
+                                self.level, self.power, self.salience[:, index],
+                                self.boundary[:, index])
 
     @property
     def level_spread(self) -> float:
-        return float(np.ptp(self.level)) if self.level.size else 0.0
+        """How far apart the renditions' speech powers lie (dB): under ``LEVEL_VOTE_DB`` the
+        system carries no level and the level term abstains. Power, not the mean of the frame
+        decibels the term compares: a slow rendition has more quiet frames, so after per-file
+        normalisation its mean decibel still read 5-6 dB under the others' (method v15)."""
+        return float(np.ptp(self.power)) if self.power.size else 0.0
 
     @property
     def tempo_spread(self) -> float:
@@ -844,7 +860,8 @@ class SentenceProfiles:
 PITCH_MOVEMENT_HALF_WINDOW = 5  # frames either side (+-100 ms: about a syllable)
 
 
-_PROFILE_ARRAYS = ("f0", "energy", "tempo", "length", "pause", "level", "salience", "boundary")
+_PROFILE_ARRAYS = ("f0", "energy", "tempo", "length", "pause", "level", "power", "salience",
+                   "boundary")
 
 
 def _read_entry(file: Path, unpack):
@@ -883,7 +900,7 @@ def _unpack_profiles(a: np.ndarray) -> "SentenceProfiles":
     anchor = _unpack(a[4:at].reshape(ar, ac))
     out, pos = {}, at
     for f in _PROFILE_ARRAYS:
-        shape = (r,) if f in ("length", "level") else (r, n)
+        shape = (r,) if f in ("length", "level", "power") else (r, n)
         size = int(np.prod(shape))
         if pos + size > a.size:
             raise ValueError("profile file cut short")
@@ -1025,7 +1042,7 @@ def sentence_profiles(renditions: list[Features]) -> SentenceProfiles:
     kernel = np.bartlett(2 * PAUSE_SPREAD + 3)[1:-1]
     kernel = kernel / kernel.sum()
     f0, energy, tempo, length, pause, level, excursion = [], [], [], [], [], [], []
-    reset, gap = [], []
+    reset, gap, power = [], [], []
     others = _positions_many(anchor, [r for r, _, _ in cut[1:]])
     positions = [np.arange(anchor.n, dtype=float), *others]
     for i, (r, after, silences) in enumerate(cut):
@@ -1035,6 +1052,7 @@ def sentence_profiles(renditions: list[Features]) -> SentenceProfiles:
         e = np.maximum(r.energy, above_noise(float(r.energy.max()), r.noise_floor,
                                              ENERGY_FLOOR_DB))
         level.append(float(np.mean(e)))
+        power.append(power_db(e))
         energy.append(e[idx] - np.mean(e))
         excursion.append(pitch_excursion(r)[idx])
         reset.append(pitch_reset(r)[idx])
@@ -1043,8 +1061,8 @@ def sentence_profiles(renditions: list[Features]) -> SentenceProfiles:
         length.append(np.log(max(renditions[i].n, 1)))
         pause.append(np.convolve(_on_anchor(after, pos), kernel, mode="same"))
         gap.append(np.convolve(_on_anchor(silences, pos), kernel / kernel.max(), mode="same"))
-    f0, energy, tempo, length, pause, level, excursion = map(
-        np.array, (f0, energy, tempo, length, pause, level, excursion))
+    f0, energy, tempo, length, pause, level, excursion, power = map(
+        np.array, (f0, energy, tempo, length, pause, level, excursion, power))
     with warnings.catch_warnings():  # a frame no rendition voices has a NaN mean: intended
         warnings.simplefilter("ignore", RuntimeWarning)
         f0_mean = np.nanmean(f0, axis=0)
@@ -1062,7 +1080,7 @@ def sentence_profiles(renditions: list[Features]) -> SentenceProfiles:
                 + (reset - reset.mean(0)) / b["reset"])
     boundary = np.array([_smooth(row, SALIENCE_SMOOTH) for row in boundary])
     return SentenceProfiles(anchor, f0 - f0_mean, energy, tempo, length - length.mean(), pause,
-                            level - level.mean(), salience, boundary)
+                            level - level.mean(), power - power.mean(), salience, boundary)
 
 
 def _on_anchor(seconds: np.ndarray, pos: np.ndarray) -> np.ndarray:

@@ -130,3 +130,31 @@ def test_renditions_that_are_one_and_the_same_deviate_nowhere(drop_frames):
     for name in ("energy", "tempo", "pause", "salience", "boundary"):
         assert np.abs(getattr(profiles, name)).max() < 1e-9, (name, feats.n)
     assert np.nanmax(np.abs(profiles.f0)) < 1e-9 and np.abs(profiles.length).max() < 1e-9
+
+
+def test_the_level_term_abstains_when_the_renditions_share_one_power():
+    """Per-file loudness normalisation gives every rendition one speech power; the level term
+    must then abstain, however the renditions spread their power over time. Two renditions of
+    one power, one steady and one with half its frames 20 dB quieter (a slow rendition's longer
+    quiet stretches), read 7 dB apart as a mean of frame decibels (what the term compares, and
+    what method v13 also abstained on: it voted here); one 6 dB stronger still votes."""
+    from adept_eval.prosody import (LEVEL_VOTE_DB, Features, compare_sentence, power_db,
+                                    sentence_profiles)
+
+    n = 60
+    steady = np.full(n, -26.0)
+    uneven = np.where(np.arange(n) % 2 == 0, -23.0, -43.0)  # power -25.97 dB, mean dB -33
+
+    def rendition(energy):
+        return Features(np.zeros(n), energy, np.zeros((n, 12)), np.ones(n, bool))
+
+    assert power_db(uneven) == pytest.approx(-26.0, abs=0.05)
+    assert power_db(np.array([])) != power_db(np.array([]))  # no speech: no level (NaN)
+    natural = sentence_profiles([rendition(steady), rendition(steady - 8.0)])
+    same = sentence_profiles([rendition(steady), rendition(uneven)])
+    assert same.level_spread < 0.1 < LEVEL_VOTE_DB
+    assert float(np.ptp(same.level)) == pytest.approx(7.0, abs=0.05)  # the vote's own measure
+    assert not compare_sentence(same, natural).terms["level"].any()
+    louder = sentence_profiles([rendition(steady), rendition(steady + 6.0)])
+    assert louder.level_spread == pytest.approx(6.0, abs=0.01)
+    assert compare_sentence(louder, natural).terms["level"].any()

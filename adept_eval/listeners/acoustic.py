@@ -78,7 +78,10 @@ TEMPERATURE = 0.5
 # Method v13 fixes the within-voice alignment's last frame (``prosody._positions_many``): every
 # rendition but a sentence's first seemed to slow down at its end, on both sides alike, which
 # told even a system whose renditions are identical which one came first.
-METHOD_VERSION = "13"
+# Method v15: the level term abstains when the renditions' speech powers lie within
+# ``prosody.LEVEL_VOTE_DB`` (v13 asked it of the mean of their frame decibels, which timing moves:
+# a slow voice's loudness-normalised files still spread); its vote is v13's.
+METHOD_VERSION = "15"
 
 
 def listener_version() -> str:
