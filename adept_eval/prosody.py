@@ -757,17 +757,10 @@ PAUSE_SCALE_FLOOR_S = 0.1  # candidates without pauses: a 100 ms pause is one un
 SALIENCE_UNITS = {"f0": 2.0, "energy": 3.0, "tempo": 0.15, "pause": 0.05}
 SALIENCE_SMOOTH = 5  # frames (100 ms): a syllable, not a frame
 # Level: a system whose renditions all have one level (a pipeline that normalises loudness per
-# file) says nothing about level; below this spread (dB, loudest minus quietest rendition) its
-# level term abstains for every candidate alike instead of favouring the flattest one.
+# file) says nothing about level; below this spread of their speech powers (dB, loudest minus
+# quietest rendition: ``SentenceProfiles.level_spread``) its level term abstains for every
+# candidate alike instead of favouring the flattest one.
 LEVEL_VOTE_DB = 1.5
-
-
-def power_db(frames_db: np.ndarray) -> float:
-    """A rendition's speech power: 10 log10 of the mean of its frames' powers (dB)."""
-    if not frames_db.size:
-        return float("nan")  # as the mean of no frames: a rendition with no speech has no level
-    top = float(np.max(frames_db))
-    return top + 10.0 * float(np.log10(np.mean(10.0 ** ((frames_db - top) / 10.0))))
 # Tempo, likewise (method v9): a system whose renditions of a sentence are timed alike - the
 # 95th percentile, over every rendition's frames on the references' time axis, of how far its
 # local tempo lies from the mean rendition's is under a just-noticeable 8%, as when a system
@@ -858,6 +851,14 @@ class SentenceProfiles:
 
 
 PITCH_MOVEMENT_HALF_WINDOW = 5  # frames either side (+-100 ms: about a syllable)
+
+
+def power_db(frames_db: np.ndarray) -> float:
+    """A rendition's speech power: 10 log10 of the mean of its frames' powers (dB)."""
+    if not frames_db.size:
+        return float("nan")  # as the mean of no frames: a rendition with no speech has no level
+    top = float(np.max(frames_db))
+    return top + 10.0 * float(np.log10(np.mean(10.0 ** ((frames_db - top) / 10.0))))
 
 
 _PROFILE_ARRAYS = ("f0", "energy", "tempo", "length", "pause", "level", "power", "salience",

@@ -138,7 +138,7 @@ def test_the_level_term_abstains_when_the_renditions_share_one_power():
     one power, one steady and one with half its frames 20 dB quieter (a slow rendition's longer
     quiet stretches), read 7 dB apart as a mean of frame decibels (what the term compares, and
     what method v13 also abstained on: it voted here); one 6 dB stronger still votes."""
-    from adept_eval.prosody import (LEVEL_VOTE_DB, Features, compare_sentence, power_db,
+    from adept_eval.prosody import (LEVEL_VOTE_DB, Features, compare_sentence, onto, power_db,
                                     sentence_profiles)
 
     n = 60
@@ -151,10 +151,11 @@ def test_the_level_term_abstains_when_the_renditions_share_one_power():
     assert power_db(uneven) == pytest.approx(-26.0, abs=0.05)
     assert power_db(np.array([])) != power_db(np.array([]))  # no speech: no level (NaN)
     natural = sentence_profiles([rendition(steady), rendition(steady - 8.0)])
-    same = sentence_profiles([rendition(steady), rendition(uneven)])
+    # as the listener reads them: on the references' time axis (``onto``)
+    same = onto(sentence_profiles([rendition(steady), rendition(uneven)]), natural)
     assert same.level_spread < 0.1 < LEVEL_VOTE_DB
     assert float(np.ptp(same.level)) == pytest.approx(7.0, abs=0.05)  # the vote's own measure
     assert not compare_sentence(same, natural).terms["level"].any()
-    louder = sentence_profiles([rendition(steady), rendition(steady + 6.0)])
+    louder = onto(sentence_profiles([rendition(steady), rendition(steady + 6.0)]), natural)
     assert louder.level_spread == pytest.approx(6.0, abs=0.01)
     assert compare_sentence(louder, natural).terms["level"].any()

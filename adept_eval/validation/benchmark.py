@@ -580,13 +580,16 @@ def check_targets(by_rotation: dict[tuple[str, str], list[VariantResult]],
 def miss_keys(checks: list[TargetCheck]) -> frozenset[str]:
     """The required targets' misses as keys that stay put when only the counts change: the
     target, then the miss up to the first word after its colon ("... | espeak->flite native:
-    adept_marked_tonicity_female"), the rule a method change must meet compares them."""
+    adept_marked_tonicity_female"), or "a class" for a delivery's class fall (only the worst
+    class is named, and which class is worst may change while the miss stays); the rule a method
+    change must meet compares them."""
     out = set()
     for c in checks:
         if c.required:
             for miss in c.failures:
                 where, _, what = miss.partition(": ")
-                out.add(f"{c.target} | {where}: {what.split(' ', 1)[0]}")
+                what = "a class" if " -> " in what else what.split(" ", 1)[0]
+                out.add(f"{c.target} | {where}: {what}")
     return frozenset(out)
 
 
