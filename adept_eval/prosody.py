@@ -854,11 +854,12 @@ PITCH_MOVEMENT_HALF_WINDOW = 5  # frames either side (+-100 ms: about a syllable
 
 
 def power_db(frames_db: np.ndarray) -> float:
-    """A rendition's speech power: 10 log10 of the mean of its frames' powers (dB)."""
+    """A rendition's speech power: 10 log10 of the mean of its frames' powers (dB; frame levels
+    lie between the -100 dB floor of ``extract`` and a few dB over full scale, far from where a
+    power under- or overflows)."""
     if not frames_db.size:
         return float("nan")  # as the mean of no frames: a rendition with no speech has no level
-    top = float(np.max(frames_db))
-    return top + 10.0 * float(np.log10(np.mean(10.0 ** ((frames_db - top) / 10.0))))
+    return float(10.0 * np.log10(np.mean(10.0 ** (frames_db / 10.0))))
 
 
 _PROFILE_ARRAYS = ("f0", "energy", "tempo", "length", "pause", "level", "power", "salience",
