@@ -196,6 +196,17 @@ def test_plain_lm_eval_cli_finds_tasks_and_models(corpus, tmp_path):
     assert data["results"]["adept_syntactic_phrasing_male"]["acc,none"] == 1.0
     assert list((tmp_path / "out").rglob("samples_adept_syntactic_phrasing_male_*.jsonl"))
 
+    # lm-eval's own models stay known with ours registered (lm-eval fills its registry only
+    # when it finds it empty: with ours first, `--model dummy` / `hf` were "not found")
+    done = _cli([lm_eval, "--model", "dummy", "--tasks", "adept_syntactic_phrasing_male",
+                 "--limit", "1"], env, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    known = ("from lm_eval.api.registry import model_registry as r, get_model; "
+             "get_model('adept-natural'); print(' '.join(sorted(r.keys())))")
+    done = _cli([sys.executable, "-c", known], env, tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert {"hf", "vllm", "dummy", "adept-natural", "audio-dir"} <= set(done.stdout.split())
+
     # --include_path keeps working, even with the start-up hook switched off: lm-eval's own
     # `validate` finds and loads the task from the folder (`ls tasks` would say as much but
     # prints all ~14,700 of lm-eval's tasks: 40 s against 12 s; test_task_index runs it)

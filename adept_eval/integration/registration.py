@@ -10,8 +10,17 @@ from .fallback import fell_back, mark, patched
 def register_models(registry_module) -> None:
     """Our models join ``lm_eval.api.registry.model_registry`` as the same lazy ``"module:attr"``
     placeholders lm-eval uses for its own (written against lm-eval 0.4.13, which reads no entry
-    points); our user errors reach the ``lm_eval`` console as one message."""
+    points); our user errors reach the ``lm_eval`` console as one message.
+
+    lm-eval fills its registry with its own models (``hf``, ``vllm``, ``dummy``, ...) only when
+    ``get_model`` finds it *empty*; ours would leave it non-empty and every built-in model
+    unknown. So lm-eval's own lazy table (``lm_eval.models``: a dict of names, no model code) is
+    registered first, as ``get_model`` itself would."""
     reg = registry_module.model_registry
+    try:
+        import lm_eval.models  # noqa: F401  (registers lm-eval's own models, lazily)
+    except Exception as exc:
+        fell_back("lm-eval's own model table", exc)
     for name in MODELS.names():
         if name not in reg:
             reg.register(name, target=MODELS.target(name))
