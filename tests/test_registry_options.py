@@ -1,5 +1,6 @@
 """The one registry shape (listeners, LLM backends, models) and the one rule for option text."""
 
+import os
 import subprocess
 import sys
 
@@ -84,3 +85,31 @@ def test_listeners_backends_and_models_use_the_registry_without_importing_early(
     assert BACKENDS.names() == ["gemini", "openai"]
     with pytest.raises(BackendSetupError, match="unknown LLM backend 'nope'"):
         get_backend("nope")
+
+
+# ----------------------------------------------------------------------------- listener options
+@pytest.mark.parametrize("metadata, expected", [
+    ("workers=two", "--metadata workers=two: expected a positive number of processes"),
+    ("workers=0", "--metadata workers=0: expected a positive number of processes"),
+    ("temperature=hot", "--metadata temperature=hot: expected a positive number"),
+    ("temperature=0", "--metadata temperature=0: expected a positive number"),
+    ("cache_dir=/etc/passwd", "--metadata cache_dir=/etc/passwd: not a folder features can be "
+                              "written to"),
+])
+def test_lm_eval_bad_listener_option_is_one_message_before_any_question(metadata, expected,
+                                                                        corpus, tmp_path):
+    """Through the real `lm_eval`: one line naming the option, no traceback, nothing scored. (A
+    cache folder that cannot be written used to fail every question one by one - charged to the
+    system as wrong answers, exit status 0.)"""
+    from faults import console_script
+
+    done = subprocess.run(
+        [console_script("lm_eval"), "--model", "adept-natural", "--tasks", "adept_emotion_female",
+         "--limit", "1", "--metadata", metadata, "--output_path", str(tmp_path / "out")],
+        capture_output=True, text=True, cwd=tmp_path, timeout=600,
+        env={**os.environ, "ADEPT_EVAL_CORPUS": str(corpus.root)})
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]
+    error, = [line for line in done.stderr.splitlines() if "error: " in line]
+    assert expected in error
+    assert not list((tmp_path / "out").rglob("results_*.json"))

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,7 +51,7 @@ import numpy as np
 from .. import spec
 from ..audio import find_audio
 from ..corpus import Corpus, load_corpus
-from ..options import yes_no
+from ..options import OptionError, yes_no
 from ..prosody import (TERMS, FeatureStore, VoiceNorm, compare_sentence, distance_terms,
                        one_blas_thread, onto, sentence_profiles)
 from ..questions import Question
@@ -115,8 +116,9 @@ class AcousticListener(Listener):
 
     def __post_init__(self):
         self.corpus = self.corpus or load_corpus()
+        self.cache_dir = _usable_cache_dir(self.cache_dir)
         self.store = FeatureStore(self.cache_dir)
-        self.temperature = float(self.temperature)
+        self.temperature = _temperature(self.temperature)
         self.graded = yes_no(self.graded, "graded", "--metadata")
         self.progress = yes_no(self.progress, "progress", "--metadata")
         self.workers = _workers(self.workers)
@@ -361,5 +363,36 @@ def _workers(value) -> int | None:
     except ValueError:
         n = 0
     if n < 1:
-        raise ValueError(f"workers={value!r}: expected a positive number of processes or 'auto'")
+        raise OptionError(f"--metadata workers={value}: expected a positive number of "
+                          "processes or 'auto'")
     return n
+
+
+def _temperature(value) -> float:
+    """``temperature=``: the posterior's softmax temperature, a positive number."""
+    try:
+        t = float(str(value).strip())
+    except ValueError:
+        t = float("nan")
+    if not (t > 0 and np.isfinite(t)):
+        raise OptionError(f"--metadata temperature={value}: expected a positive number "
+                          f"(default {TEMPERATURE})")
+    return t
+
+
+def _usable_cache_dir(value) -> str | None:
+    """``cache_dir=``: a folder the features can be written to (made if missing). Checked
+    before any question: a cache that cannot be written would otherwise fail every question
+    one by one and be charged to the system."""
+    if value is None:
+        return None
+    folder = Path(str(value)).expanduser()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".adept-eval-write-check-"):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise OptionError(f"--metadata cache_dir={value}: not a folder features can be written "
+                          f"to ({reason})") from None
+    return str(folder)
