@@ -1,6 +1,7 @@
 """The ADEPT tasks through lm-evaluation-harness itself: models, listeners, logged samples."""
 
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -11,6 +12,7 @@ import pytest
 import soundfile as sf
 
 from adept_eval import spec
+from adept_eval.models.synthesizing import FAILURES_SHOWN
 from conftest import run_lm_eval
 
 ALL = list(spec.TASKS)
@@ -86,7 +88,8 @@ shutil.copy(ref, out)   # a perfect prosody-transfer "model": it returns the ref
 '''
 
 
-def test_tts_command_synthesises_once_and_survives_failures(use_corpus, tmp_path, monkeypatch):
+def test_tts_command_synthesises_once_and_survives_failures(use_corpus, tmp_path, monkeypatch,
+                                                           caplog):
     script = tmp_path / "tts.py"
     script.write_text(TTS_SCRIPT)
     log = tmp_path / "calls.log"
@@ -99,9 +102,41 @@ def test_tts_command_synthesises_once_and_survives_failures(use_corpus, tmp_path
     assert len(log.read_text().splitlines()) == 10  # the rerun synthesised nothing
 
     failing = {**args, "command": command + " fail", "name": "broken-tts"}
-    res = run_lm_eval("tts-command", ["adept_syntactic_phrasing_female"], model_args=failing)
+    with caplog.at_level(logging.WARNING, logger="adept_eval.models.synthesizing"):
+        res = run_lm_eval("tts-command", ["adept_syntactic_phrasing_female"],
+                          model_args=failing)
     r = res["results"]["adept_syntactic_phrasing_female"]
     assert r["failed,none"] == 10 and r["acc,none"] == 0.0  # failures are wrong answers, run completes
+    # the console names the first few failures and counts the rest (it printed all ten)
+    said = [rec.getMessage() for rec in caplog.records if "broken-tts" in rec.getMessage()]
+    assert len([m for m in said if "synthesis of" in m]) == FAILURES_SHOWN
+    assert any(f"{10 - FAILURES_SHOWN} more syntheses failed (10 of 10 in all" in m for m in said)
+
+
+@pytest.mark.parametrize("model_args, expected", [
+    ("command=no_such_tts_program --out {output}",
+     "tts-command: cannot run 'no_such_tts_program', the command's program: not an executable "
+     "file on PATH"),
+    ("command_file=/nonexistent/template.txt",
+     "tts-command: command_file=/nonexistent/template.txt: cannot be read (No such file"),
+])
+def test_tts_command_that_cannot_run_is_one_message_before_any_stimulus(model_args, expected,
+                                                                       corpus, tmp_path):
+    """Through the real `lm_eval`: one line, no traceback, nothing synthesised or scored (a
+    missing program used to fail all 95 stimuli one warning at a time, then exit 0)."""
+    from faults import console_script
+
+    done = subprocess.run([console_script("lm_eval"), "--model", "tts-command", "--model_args",
+                           model_args, "--tasks", "adept_female", "--output_path",
+                           str(tmp_path / "out")],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=600,
+                          env={**os.environ, "ADEPT_EVAL_CORPUS": str(corpus.root),
+                               "ADEPT_EVAL_HOME": str(tmp_path / "home")})
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr and "synthesis of" not in done.stderr, done.stderr
+    error, = [line for line in done.stderr.splitlines() if "error: " in line]
+    assert expected in error
+    assert not list((tmp_path / "out").rglob("results_*.json"))
 
 
 def test_tts_command_timeout_fails_that_stimulus(use_corpus, tmp_path):
@@ -133,6 +168,18 @@ def test_in_process_model(use_corpus, tmp_path):
                           bootstrap_iters=0)
     assert res["results"]["adept_marked_tonicity_male"]["acc,none"] == 1.0
     assert model.synthesized == 10
+
+    class Int16Echo(InProcessTTS):  # what many TTS libraries hand back
+        def synthesize(self, text, reference_audio):
+            pcm = np.round(reference_audio.samples * 32767).astype(np.int16)
+            return pcm, reference_audio.rate
+
+    model = Int16Echo(name="int16-echo", cache_dir=str(tmp_path))
+    res = simple_evaluate(model=model, tasks=["adept_marked_tonicity_male"],
+                          task_manager=TaskManager(include_defaults=False),
+                          bootstrap_iters=0)
+    r = res["results"]["adept_marked_tonicity_male"]
+    assert r["acc,none"] == 1.0 and r["failed,none"] == 0  # it read as 98% clipped
 
 
 def test_human_listener_scores_responses_file(use_corpus, tmp_path):

@@ -32,6 +32,9 @@ from .base import Produced, SpeechSystem, Stimulus
 
 log = logging.getLogger(__name__)
 
+#: failures shown one by one on the console; the rest are counted (every one is in the samples)
+FAILURES_SHOWN = 5
+
 
 class SynthesizingSystem(SpeechSystem):
     default_on_missing = "wrong"
@@ -66,6 +69,7 @@ class SynthesizingSystem(SpeechSystem):
 
     def produce(self, stimuli: list[Stimulus]) -> list[Produced]:
         out = []
+        failures = 0
         for s in tqdm(stimuli, desc=f"{self.name}: synthesising", unit="sample"):
             target = self.cache_dir / f"{self.cache_key(s)}.wav"
             if target.exists() and target.stat().st_size > 0:
@@ -83,8 +87,14 @@ class SynthesizingSystem(SpeechSystem):
                 out.append(Produced(s.stimulus_id, str(target), "ok"))
             except Exception as exc:  # one bad stimulus must not end a long run
                 tmp.unlink(missing_ok=True)
-                log.warning("%s: synthesis of %s failed: %s", self.name, s.stimulus_id, exc)
+                failures += 1
+                if failures <= FAILURES_SHOWN:
+                    log.warning("%s: synthesis of %s failed: %s", self.name, s.stimulus_id, exc)
                 out.append(Produced(s.stimulus_id, None, "failed", f"synthesis failed: {exc}"))
+        if failures > FAILURES_SHOWN:
+            log.warning("%s: %d more syntheses failed (%d of %d in all; each reason is in the "
+                        "logged samples)", self.name, failures - FAILURES_SHOWN, failures,
+                        len(stimuli))
         log.info("%s: %d synthesised, %d reused from %s", self.name, self.synthesized,
                  self.reused, self.cache_dir)
         return out
@@ -98,8 +108,9 @@ class InProcessTTS(SynthesizingSystem):
     ``adept_eval.audio.Audio``, the natural ADEPT recording whose prosody to transfer, already
     decoded: ``.samples`` (mono float32 numpy array in [-1, 1]), ``.rate`` (Hz), ``.duration``
     (s) and ``.path`` (the file, for models that want to read it themselves). Return either an
-    ``Audio`` or ``(samples, rate)``: a 1-D float array in [-1, 1] (or (n, channels), which is
-    downmixed) and an int rate. Raising fails that stimulus only (its questions are scored wrong
+    ``Audio`` or ``(samples, rate)``: a 1-D float array in [-1, 1] or integer PCM (int16, int32,
+    uint8: scaled by its type's full scale) - or (n, channels), which is downmixed - and an int
+    rate. Raising fails that stimulus only (its questions are scored wrong
     and counted in ``failed``, with your exception's message in the logged samples).
     """
 
@@ -118,5 +129,17 @@ class InProcessTTS(SynthesizingSystem):
             if samples.size == 0 or not np.issubdtype(samples.dtype, np.number):
                 raise TypeError("synthesize() returned no samples (want a non-empty numeric "
                                 "array in [-1, 1])")
-            result = from_array(samples, int(rate))
+            result = from_array(_as_float(samples), int(rate))
         write_wav(output, result)
+
+
+def _as_float(samples: np.ndarray) -> np.ndarray:
+    """Integer PCM (int16 from many TTS libraries, int32, uint8) to floats in [-1, 1] by its
+    type's full scale, as a WAV reader would; floats are left as they are. (Passed on as
+    numbers, int16 samples read as 98% clipped and every answer was wrong.)"""
+    if np.issubdtype(samples.dtype, np.signedinteger):
+        return samples.astype(np.float64) / float(-np.iinfo(samples.dtype).min)
+    if np.issubdtype(samples.dtype, np.unsignedinteger):
+        half = float(np.iinfo(samples.dtype).max) / 2.0 + 0.5
+        return (samples.astype(np.float64) - half) / half
+    return samples

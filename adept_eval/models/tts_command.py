@@ -17,8 +17,10 @@ out of templates anyway: the command inherits the environment, so your program c
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shlex
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -65,11 +67,35 @@ def redact_command(args: list[str]) -> str:
     return shlex.join(out)
 
 
+def _read_command_file(path: str) -> str:
+    try:
+        return Path(path).expanduser().read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise SystemSetupError(f"tts-command: command_file={path}: cannot be read ({reason})"
+                               ) from None
+
+
+def _check_program(program: str) -> None:
+    """The template's program must exist before the first stimulus: otherwise every stimulus
+    fails alike, one by one, and the run reports a system that scored nothing."""
+    if _PLACEHOLDER.search(program):
+        return  # decided per stimulus
+    if os.sep in program or (os.altsep and os.altsep in program):
+        found = os.path.isfile(program) and os.access(program, os.X_OK)
+    else:
+        found = shutil.which(program) is not None
+    if not found:
+        raise SystemSetupError(f"tts-command: cannot run {program!r}, the command's program: "
+                               "not an executable file" + ("" if os.sep in program
+                                                           else " on PATH"))
+
+
 class TTSCommandSystem(SynthesizingSystem):
     def __init__(self, command: str = "", command_file: str = "", timeout: float = 300,
                  name: str | None = None, **kwargs):
         if command_file:
-            command = Path(command_file).read_text(encoding="utf-8").strip()
+            command = _read_command_file(command_file)
         if not command:
             raise SystemSetupError("tts-command needs command=TEMPLATE or command_file=PATH")
         self.template = shlex.split(command)
@@ -77,6 +103,7 @@ class TTSCommandSystem(SynthesizingSystem):
             raise SystemSetupError("tts-command: the command template is empty")
         if not any("{output}" in a for a in self.template):
             raise SystemSetupError(f"tts-command: the template must contain {{output}}: {command!r}")
+        _check_program(self.template[0])
         self.timeout = float(timeout)
         super().__init__(name=name or Path(self.template[0]).name, **kwargs)
 
@@ -86,7 +113,7 @@ class TTSCommandSystem(SynthesizingSystem):
             return str(args["name"])
         command = args.get("command") or ""
         if not command and args.get("command_file"):
-            command = Path(str(args["command_file"])).read_text(encoding="utf-8")
+            command = _read_command_file(str(args["command_file"]))
         parts = shlex.split(str(command))
         return Path(parts[0]).name if parts else "tts-command"
 
