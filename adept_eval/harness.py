@@ -502,3 +502,11 @@ def graded_failed(items) -> int:
     """Stimuli whose graded figures could not be computed (a counted failure, never a score)."""
     s = graded_summary(items).get("prosody_distance")
     return int(s.n_failed) if s is not None else 0
+
+
+def graded_undefined(items) -> int:
+    """Usable stimuli whose prosody distance is undefined (a sentence whose other renditions
+    are missing or unusable cannot be compared): with ``graded_n`` and ``graded_failed``, every
+    stimulus graded is counted once."""
+    s = graded_summary(items).get("prosody_distance")
+    return int(s.n_undefined) if s is not None else 0

@@ -168,6 +168,7 @@ ADEPT_METRICS = (
     Metric("prosody_distance_ci_high", "prosody_distance_ci_high", False),
     Metric("graded_n", "graded_n", True, count=True, shown="count"),
     Metric("graded_failed", "graded_failed", False, count=True, shown="count"),
+    Metric("graded_undefined", "graded_undefined", False, count=True, shown="count"),
 )
 
 # VStyle: the category score with VStyle's weighting (a group's score is the unweighted mean

@@ -75,6 +75,10 @@ def test_audio_dir_missing_samples_fail_before_scoring(use_corpus, systems, tmp_
     recs = [r[0] if isinstance(r, list) else r for r in recs]
     assert sum(r["status"] == "failed" for r in recs) == 8
     assert any("missing" in r["detail"] for r in recs)
+    # the graded counts hold every one of the 25 stimuli once: the two bad ones failed, the
+    # usable renditions of their sentences (no full set to compare within) undefined
+    assert r["graded_failed,none"] == 2 and r["graded_undefined,none"] == 8
+    assert r["graded_n,none"] + r["graded_failed,none"] + r["graded_undefined,none"] == 25
 
 
 TTS_SCRIPT = r'''

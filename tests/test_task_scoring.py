@@ -54,7 +54,7 @@ def test_graded_figures_are_task_metrics(use_corpus, systems):
         out[name] = res
         for task in (TASK, "adept_emotion_male"):
             r = res["results"][task]
-            assert r["graded_failed,none"] == 0
+            assert r["graded_failed,none"] == 0 and r["graded_undefined,none"] == 0
             # every stimulus once, however many questions hear it
             stimuli = {s for q in _records(res, task).values() for s in
                        [g["id"] for g in q["graded"]]}

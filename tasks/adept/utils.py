@@ -10,6 +10,7 @@ from adept_eval.harness import (  # noqa: F401
     doc_to_text,
     graded_failed,
     graded_n,
+    graded_undefined,
     load_questions,
     n_failed,
     n_responses,
