@@ -38,6 +38,18 @@ def message(exc: BaseException) -> str:
     return text if text else type(exc).__name__
 
 
+def shown_as_one_message(exc: BaseException) -> bool:
+    """Under ``lm_eval``: print a user error as ``error: <message>`` (and how to see the
+    traceback) and say so; anything else - or any error with ``ADEPT_EVAL_DEBUG`` set - is
+    left to Python's report."""
+    if not isinstance(exc, user_error_types()) or os.environ.get("ADEPT_EVAL_DEBUG"):
+        return False
+    sys.stderr.write(f"error: {message(exc)}\n"
+                     "(set ADEPT_EVAL_DEBUG=1 to see where it was raised)\n")
+    sys.stderr.flush()
+    return True
+
+
 def install_excepthook() -> None:
     """Show adept-eval's user errors that reach the top of a process (e.g. ``lm_eval`` loading
     an adept task with a missing corpus) as ``error: <message>`` instead of a traceback; any
@@ -47,10 +59,7 @@ def install_excepthook() -> None:
     previous = sys.excepthook
 
     def hook(kind, value, tb):
-        if isinstance(value, user_error_types()) and not os.environ.get("ADEPT_EVAL_DEBUG"):
-            sys.stderr.write(f"error: {message(value)}\n"
-                             "(set ADEPT_EVAL_DEBUG=1 to see where it was raised)\n")
-            sys.stderr.flush()
+        if shown_as_one_message(value):
             return
         previous(kind, value, tb)
 

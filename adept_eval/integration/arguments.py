@@ -55,20 +55,24 @@ def patch_cli_args(utils_module) -> None:
 
 
 def patch_cli(run_module) -> None:
-    """A deliberate refusal (``SettingsError``) is one line on stderr, exit status 2. Wraps
-    lm-eval 0.4.13's ``lm_eval._cli.run.Run._execute``; without it nothing changes."""
+    """adept-eval's user errors (a bad option, file, corpus or system set-up) end ``lm_eval``
+    with one message and exit status 2, as they end ``adept-eval`` (``errors``); other
+    exceptions, and any with ``ADEPT_EVAL_DEBUG`` set, propagate unchanged. Wraps lm-eval
+    0.4.13's ``lm_eval._cli.run.Run._execute``; without it the excepthook still shows the
+    message (exit status 1)."""
     cls = getattr(run_module, "Run", None)
     original = getattr(cls, "_execute", None) if cls is not None else None
     if original is None or patched(original):
         return
 
     def _execute(args):
-        from ..settings import SettingsError
+        from ..errors import USER_ERROR_STATUS, shown_as_one_message
 
         try:
             return original(args)
-        except SettingsError as exc:
-            print(f"adept-eval: error: {exc}", file=sys.stderr)
-            raise SystemExit(2) from None
+        except Exception as exc:
+            if not shown_as_one_message(exc):
+                raise
+            raise SystemExit(USER_ERROR_STATUS) from None
 
     cls._execute = staticmethod(mark(_execute))
