@@ -163,3 +163,20 @@ def pytest_runtest_makereport(item, call):
     if not reason.startswith(CI_ALLOWED_SKIP):
         report.outcome = "failed"
         report.longrepr = f"skipped under CI=true, where nothing may be missing: {reason}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    """The same for a whole module skipped while it is collected (a module-level
+    ``pytest.importorskip``): without this, a missing extra made four listening-test modules
+    vanish from a CI run that still passed."""
+    outcome = yield
+    report = outcome.get_result()
+    if os.environ.get("CI", "").lower() != "true" or not report.skipped:
+        return
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    reason = reason.removeprefix("Skipped: ")
+    if not reason.startswith(CI_ALLOWED_SKIP):
+        report.outcome = "failed"
+        report.longrepr = (f"{collector.nodeid}: skipped while collected under CI=true, where "
+                           f"nothing may be missing: {reason}")
