@@ -301,3 +301,64 @@ def test_idle_and_byte_a_time_connections_are_closed(server):
     # and a normal request still works, also a second one on the same connection
     with httpx.Client(base_url=server.url) as c:
         assert c.get("/healthz").status_code == 200 and c.get("/healthz").status_code == 200
+
+
+def test_an_answer_to_samples_never_fetched_is_refused_by_the_real_server(server):
+    """The page can claim every sample was played; the server counts the bytes it sent to this
+    session. Over real sockets: refused (naming the samples) until each file was fetched in
+    full with this session's key - a HEAD or a byte range does not count, nor another
+    session's fetch - then accepted once."""
+    with httpx.Client(base_url=server.url) as c, httpx.Client(base_url=server.url) as other:
+        token = _session(c, "listener1").json()["token"]
+        auth = {"X-Participant": "listener1", "X-Session-Token": token}
+        c.post("/api/consent", json={"consent": True}, headers=auth)
+        config = load_test(server.test_dir)
+        state = c.post("/api/headphone", json={"answers": list(config.headphone_answers)},
+                       headers=auth).json()["state"]
+        item = state["item"]
+        claim = {"item": item["index"], "choice": 0, "played": [True] * len(item["audio"])}
+        r = c.post("/api/answer", json=claim, headers=auth)
+        assert r.status_code == 400 and "never fetched" in r.json()["error"]
+        first = item["audio"][0]
+        assert c.head(first).status_code == 200
+        assert c.get(first, headers={"Range": "bytes=0-99"}).status_code == 206
+        r = c.post("/api/answer", json=claim, headers=auth)
+        assert r.status_code == 400 and "sample A" in r.json()["error"]
+        for url in item["audio"]:  # someone else fetching this session's files
+            assert other.get(url.replace("s=", "s=0")).status_code == 200
+        assert c.post("/api/answer", json=claim, headers=auth).status_code == 400
+        for url in item["audio"]:
+            assert c.get(url).status_code == 200
+        assert c.post("/api/answer", json=claim, headers=auth).status_code == 200
+        assert c.post("/api/answer", json=claim, headers=auth).status_code == 409
+
+
+def test_memory_stays_bounded_under_a_flood_of_addresses_and_participants(test_dir,
+                                                                          monkeypatch):
+    """The two bounds the page states, on the server's own classes (one machine cannot give a
+    real server 10,000 client addresses): the rate limit forgets the least recently seen
+    address beyond 10,000, the sessions forget the least recently used participant beyond
+    ``LIVE_CACHE`` (2,000; lowered here to keep the test fast) and read it back from the
+    database when it returns."""
+    from adept_eval.listening_test import session as session_module
+    from adept_eval.listening_test.app import RateLimit
+    from adept_eval.listening_test.store import Store
+
+    now = [0.0]
+    limit = RateLimit(1, 60.0, clock=lambda: now[0])
+    assert limit.keys == 10_000
+    assert all(limit.allow(f"10.0.{i // 256}.{i % 256}") for i in range(10_001))
+    assert len(limit._seen) == 10_000 and "10.0.0.0" not in limit._seen
+    assert limit.allow("10.0.0.0")  # forgotten, so allowed again; still within the bound
+    assert not limit.allow("10.0.39.16") and len(limit._seen) == 10_000
+
+    assert session_module.LIVE_CACHE == 2000
+    monkeypatch.setattr(session_module, "LIVE_CACHE", 5)
+    config = load_test(test_dir)
+    sessions = session_module.Sessions(config, Store(test_dir / "responses.sqlite"),
+                                       max_participants=50)
+    for i in range(12):
+        sessions.start(f"p{i}", None, None)
+    assert list(sessions._live) == [f"p{i}" for i in range(7, 12)]
+    back = sessions._load("p0")  # forgotten from memory, read back from the database
+    assert back is not None and back.participant == "p0" and len(sessions._live) == 5

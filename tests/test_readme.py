@@ -154,8 +154,8 @@ RULES: tuple[Rule, ...] = (
     # the listening test: building runs here; serving waits for people until stopped, and
     # status/export/report need responses that participants gave through the served pages:
     # test_listening_test_server.py runs `adept-eval listening-test run` as a real process and
-    # test_listening_test.py runs status/export/report through the CLI's entry point after
-    # simulated participants took a served test
+    # test_listening_test.py runs status/export/report as written, through the adept-eval
+    # executable, after simulated participants took a served test
     Rule(r"^adept-eval listening-test build my_tts/ -o my_test$", "run",
          expect=(r"listening test built",)),
     Rule(r"^pip install \"\.\[listening-test\]\" && adept-eval listening-test run ", "not run",
@@ -165,7 +165,8 @@ RULES: tuple[Rule, ...] = (
          "serves until stopped; test_listening_test_server.py serves a built test"),
     Rule(r"^adept-eval listening-test (status|export|report) my_test", "not run",
          "needs responses given through the served pages: test_listening_test.py runs these "
-         "commands through the CLI after simulated participants took a served test"),
+         "commands, as written, through the adept-eval executable after simulated participants "
+         "took a served test"),
 )
 
 

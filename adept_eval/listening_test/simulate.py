@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import random
+import shutil
 import time
 import zlib
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from .. import spec
 from .design import CATCH_SINGLE_CHOICES, TestConfig
@@ -229,10 +231,14 @@ class ServerProcess:
         import httpx
 
         env = {**os.environ, **(self.env or {})}
+        # the installed `adept-eval` executable, as a user starts it (next to this Python, or on
+        # PATH); the module only where no executable is installed (a bare checkout)
+        beside = Path(sys.executable).with_name("adept-eval")
+        found = str(beside) if beside.is_file() else shutil.which("adept-eval")
+        command = [found] if found else [sys.executable, "-m", "adept_eval.cli"]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "adept_eval.cli", "listening-test", "serve", str(self.test_dir),
-             "--port", str(self.port), *self.args], env=env, stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE)
+            [*command, "listening-test", "serve", str(self.test_dir), "--port", str(self.port),
+             *self.args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
