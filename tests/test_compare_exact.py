@@ -1,0 +1,251 @@
+"""adept_eval.compare and the leaderboard's tie tests against cases with a known answer: the
+p-values are worked out here by hand (sign patterns counted, binomial tails, Holm's steps,
+the z test's formula), never by the function under test. Fast: outcomes are built in memory,
+no lm_eval run."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from scipy import stats as sps
+
+from adept_eval import compare, leaderboard
+from adept_eval.compare import QuestionOutcome
+from adept_eval.leaderboard import Row
+
+TASK, CLS = "adept_emotion_female", "emotion"
+TASK2, CLS2 = "adept_topical_emphasis_female", "topical_emphasis"
+
+
+def _q(qid, sentence, correct, task=TASK, cls=CLS, distances=None):
+    return QuestionOutcome(question_id=qid, task=task, cls=cls, sentence=sentence,
+                           correct=float(correct), failed=0, listener="acoustic",
+                           distances=distances or {})
+
+
+def _run(pattern, task=TASK, cls=CLS, prefix="q"):
+    """Outcomes of one task: ``pattern`` lists, per sentence, its questions' 0/1 outcomes."""
+    out = {}
+    for s, row in enumerate(pattern):
+        for i, ok in enumerate(row):
+            qid = f"{prefix}{s}_{i}"
+            out[qid] = _q(qid, f"spk_{s:04d}", ok, task, cls)
+    return out
+
+
+# ----------------------------------------------------------------------------- per-task McNemar
+def test_per_task_cell_is_the_exact_mcnemar_and_pooled_the_sentence_sign_flip():
+    # 4 sentences of 3 questions; A right on all 12, B on the first of each sentence only:
+    # 8 discordant questions, all for A. Exact McNemar: 2 * (1/2)^8 = 2/256. The sentence
+    # sign-flip test sees 4 sentences of +2: 2 of 16 sign patterns reach |8|, p = 1/8
+    a = _run([[1, 1, 1]] * 4)
+    b = _run([[1, 0, 0]] * 4)
+    out = compare.compare_pair(a, b)
+    task = out["tasks"][TASK]
+    assert task["acc_difference"] == pytest.approx(8 / 12)
+    assert task["p_value"] == pytest.approx(2 / 256)
+    assert task["p_value"] == pytest.approx(sps.binomtest(8, 8, 0.5).pvalue)
+    assert "McNemar" in task["method"]
+    for cell in (out["pooled"], out["classes"][CLS]):
+        assert cell["p_value"] == pytest.approx(1 / 8)
+        assert "sign-flip" in cell["method"]
+        assert cell["n"] == 12 and cell["sentences"] == 4
+
+
+def test_per_task_mcnemar_ignores_concordant_questions_and_counts_both_directions():
+    # 6 sentences of 2: per sentence A-only, B-only, both right or both wrong.
+    # Discordant: A only 4 (2 + 1 + 1), B only 1 -> 2 * P(X <= 1 | 5, 1/2) = 2 * 6/32 = 12/32
+    a = _run([[1, 1], [1, 0], [1, 1], [1, 0], [0, 0], [1, 1]])
+    b = _run([[0, 0], [0, 0], [1, 0], [1, 1], [0, 0], [1, 1]])
+    # sentence sums of a - b: 2, 1, 1, -1, 0, 0
+    out = compare.compare_pair(a, b)
+    assert out["tasks"][TASK]["p_value"] == pytest.approx(12 / 32)
+    # sign flips of (2, 1, 1, -1) (the zero sentences flip to themselves, doubling every
+    # count): |sum| >= 3 when the 2's sign is shared by at least two of the three ones,
+    # 4 of 8 patterns for each sign of the 2
+    totals = [2, 1, 1, -1]
+    reach = sum(abs(sum(t * (1 - 2 * ((m >> i) & 1)) for i, t in enumerate(totals))) >= 3
+                for m in range(16))
+    assert reach == 8
+    assert out["pooled"]["p_value"] == pytest.approx(8 / 16)
+
+
+# ----------------------------------------------------------------------------- prosody distance
+def test_prosody_distance_difference_is_clustered_by_sentence():
+    # 3 sentences, each rendered in 2 subcategories (stimulus ids <cls>/<sub>/<spk>_<sentence>),
+    # A 0.1 further from the references on every stimulus. By sentence: 3 clusters of +0.2,
+    # 2 of 8 sign patterns reach |0.6|, p = 1/4 (by stimulus it would be 2/64)
+    a, b = {}, {}
+    for s in range(3):
+        ids = [f"{CLS}/{sub}/spk_{s:04d}" for sub in ("happy", "sad")]
+        qid = f"q{s}"
+        a[qid] = _q(qid, f"spk_{s:04d}", 1, distances={i: 0.5 for i in ids})
+        b[qid] = _q(qid, f"spk_{s:04d}", 1, distances={i: 0.4 for i in ids})
+    d = compare.compare_pair(a, b)["prosody_distance"]
+    assert d["difference"] == pytest.approx(0.1)
+    assert d["n"] == 6 and d["sentences"] == 3
+    assert d["p_value"] == pytest.approx(1 / 4)
+
+
+def test_prosody_distance_undefined_on_either_side_is_left_out():
+    a, b = {}, {}
+    for s in range(4):
+        ids = [f"{CLS}/{sub}/spk_{s:04d}" for sub in ("happy", "sad")]
+        a[f"q{s}"] = _q(f"q{s}", f"spk_{s:04d}", 1,
+                        distances={ids[0]: 0.3, ids[1]: math.nan if s == 0 else 0.3})
+        b[f"q{s}"] = _q(f"q{s}", f"spk_{s:04d}", 1, distances={ids[0]: 0.5, ids[1]: 0.5})
+    d = compare.compare_pair(a, b)["prosody_distance"]
+    # 7 stimuli in 4 sentences, each sentence's sum negative: p = 2/16
+    assert d["n"] == 7 and d["sentences"] == 4
+    assert d["difference"] == pytest.approx(-0.2)
+    assert d["p_value"] == pytest.approx(2 / 16)
+
+
+# ----------------------------------------------------------------------------- Holm families
+def _three_systems():
+    """Three systems on two tasks (two classes): per-task McNemar p-values known by hand."""
+    def system(first, second):
+        return {**_run(first, TASK, CLS, "e"), **_run(second, TASK2, CLS2, "t")}
+
+    return {
+        # task 1: 8 sentences of one question; task 2: 6 sentences of one question
+        "A": system([[1]] * 8, [[1]] * 6),
+        "B": system([[0]] * 8, [[1]] * 3 + [[0]] * 3),
+        "C": system([[1]] * 6 + [[0]] * 2, [[0]] * 6),
+    }
+
+
+def test_holm_adjusts_every_family_over_the_pairs():
+    runs = _three_systems()
+    pairs = [{"a": x, "b": y, "adept": compare.compare_pair(runs[x], runs[y])}
+             for x, y in (("A", "B"), ("A", "C"), ("B", "C"))]
+    # per-task exact McNemar, by hand (two-sided 2 * P(X <= min) of a fair coin):
+    #   task 1: A-B 8:0 -> 2/256; A-C 2:0 -> 2/4; B-C 0:6 -> 2/64
+    #   task 2: A-B 3:0 -> 2/8; A-C 6:0 -> 2/64; B-C 3:0 -> 2/8
+    raw1 = [2 / 256, 2 / 4, 2 / 64]
+    raw2 = [2 / 8, 2 / 64, 2 / 8]
+    for cell, p in zip((pr["adept"]["tasks"][TASK] for pr in pairs), raw1):
+        assert cell["p_value"] == pytest.approx(p)
+    compare._holm(pairs)
+    # Holm over the three pairs, family by family (task 1: 2/256*3, 2/64*2, 1/2*1)
+    adj1 = [3 * 2 / 256, max(2 * 2 / 64, 2 / 4), 2 * 2 / 64]
+    # task 2: 2/64*3 = 0.094, then 2/8*2 = 0.5, running max 0.5 for both of the 2/8
+    adj2 = [2 * 2 / 8, 3 * 2 / 64, 2 * 2 / 8]
+    assert [pr["adept"]["tasks"][TASK]["p_adjusted"] for pr in pairs] == pytest.approx(adj1)
+    assert [pr["adept"]["tasks"][TASK2]["p_adjusted"] for pr in pairs] == pytest.approx(adj2)
+    # the classes (here one task each, tested by sentence sign flips: every question its own
+    # sentence, so the same counts as McNemar's) form their own families
+    assert [pr["adept"]["classes"][CLS]["p_adjusted"] for pr in pairs] == pytest.approx(adj1)
+    assert [pr["adept"]["classes"][CLS2]["p_adjusted"] for pr in pairs] == pytest.approx(adj2)
+    # and the pooled cell its own: raw sign-flip p over 14 single-question sentences
+    for pr in pairs:
+        assert "p_adjusted" in pr["adept"]["pooled"]
+        assert "p_adjusted" in pr["adept"]["prosody_distance"]
+
+
+def test_holm_families_by_hand():
+    # p-values placed by hand in every family the docstring lists: each family adjusted over
+    # the pairs on its own, a cell missing from one pair leaving that family smaller
+    nan = float("nan")
+
+    def cell(p):
+        return {"p_value": p}
+
+    pairs = [
+        {"adept": {"pooled": cell(0.2), "prosody_distance": cell(0.01),
+                   "classes": {"x": cell(0.01), "y": cell(0.01)},
+                   "tasks": {"t": cell(0.02)}},
+         "vstyle": {"en": {"overall": cell(0.03), "categories": {"c": cell(0.04)}}}},
+        {"adept": {"pooled": cell(0.01), "prosody_distance": cell(nan),
+                   "classes": {"x": cell(0.04), "y": cell(0.02)},
+                   "tasks": {"t": cell(0.5)}},
+         "vstyle": {"en": {"overall": cell(0.01), "categories": {"c": cell(0.3)}}}},
+        {"adept": {"pooled": cell(0.04), "prosody_distance": cell(0.04),
+                   "classes": {"x": cell(0.03)},
+                   "tasks": {"t": cell(nan)}},
+         "vstyle": {"en": {"overall": cell(0.02), "categories": {}}}},
+    ]
+    compare._holm(pairs)
+
+    def got(*path):
+        out = []
+        for p in pairs:
+            node = p
+            for key in path:
+                node = node.get(key, {}) if isinstance(node, dict) else {}
+            out.append(node.get("p_adjusted") if node else None)
+        return out
+
+    # pooled 0.2, 0.01, 0.04 (m=3): 0.03, 0.08, max(0.08, 0.2) = 0.2
+    assert got("adept", "pooled") == pytest.approx([0.2, 0.03, 0.08])
+    # distance 0.01, nan, 0.04 (m=2): 0.02, nan, 0.04
+    d = got("adept", "prosody_distance")
+    assert d[0] == pytest.approx(0.02) and math.isnan(d[1]) and d[2] == pytest.approx(0.04)
+    # class x 0.01, 0.04, 0.03 (m=3): 0.03, 0.06, 0.06; class y only in two pairs: 0.02, 0.02
+    assert got("adept", "classes", "x") == pytest.approx([0.03, 0.06, 0.06])
+    assert got("adept", "classes", "y")[:2] == pytest.approx([0.02, 0.02])
+    # task t 0.02, 0.5, nan (m=2): 0.04, 0.5
+    t = got("adept", "tasks", "t")
+    assert t[:2] == pytest.approx([0.04, 0.5]) and math.isnan(t[2])
+    # VStyle overall 0.03, 0.01, 0.02 (m=3): 0.03, 0.04, max(0.03, 0.04) -> 0.04, 0.04
+    assert got("vstyle", "en", "overall") == pytest.approx([0.04, 0.03, 0.04])
+    # category c in two pairs: 0.04 * 2, 0.3
+    assert got("vstyle", "en", "categories", "c")[:2] == pytest.approx([0.08, 0.3])
+
+
+# ----------------------------------------------------------------------------- leaderboard ties
+def _row(system, **figures):
+    r = Row(system, "2026-01-01T00-00-00")
+    for k, v in figures.items():
+        setattr(r, k, v)
+    return r  # no _run: the runs' logged samples are not there
+
+
+def _two_proportion_by_hand(k1, n1, k2, n2):
+    pooled = (k1 + k2) / (n1 + n2)
+    z = (k1 / n1 - k2 / n2) / math.sqrt(pooled * (1 - pooled) * (1 / n1 + 1 / n2))
+    return 2 * sps.norm.sf(abs(z))
+
+
+def test_pair_p_without_samples_accuracy_is_the_two_proportion_z_test():
+    a = _row("a", adept_acc=0.6, adept_n=165)
+    b = _row("b", adept_acc=0.5, adept_n=165)
+    p, how = leaderboard._pair_p(a, b, "adept", "adept_acc")
+    assert p == pytest.approx(_two_proportion_by_hand(99, 165, 82, 165))  # 0.068
+    assert 0.05 < p < 0.1
+    assert how == "unpaired two-proportion test (no logged samples)"
+    # the counts are rounded back from the accuracy: 0.29 * 100 -> 29 right answers
+    p, _ = leaderboard._pair_p(_row("c", adept_acc=0.29, adept_n=100),
+                               _row("d", adept_acc=0.45, adept_n=100), "adept", "adept_acc")
+    assert p == pytest.approx(_two_proportion_by_hand(29, 100, 45, 100))
+
+
+def test_pair_p_without_samples_prosody_distance_is_the_z_test_from_the_intervals():
+    # 0.30 in 0.20..0.40 and 0.45 in 0.35..0.55: each se 0.2/3.92, z = 0.15 / (sqrt(2) se)
+    a = _row("a", adept_prosody_distance=0.30, adept_prosody_distance_ci_low=0.20,
+             adept_prosody_distance_ci_high=0.40)
+    b = _row("b", adept_prosody_distance=0.45, adept_prosody_distance_ci_low=0.35,
+             adept_prosody_distance_ci_high=0.55)
+    p, how = leaderboard._pair_p(a, b, "adept", "adept_prosody_distance")
+    se = 0.2 / 3.92
+    assert p == pytest.approx(2 * sps.norm.sf(0.15 / (math.sqrt(2) * se)))  # 0.039
+    assert how == "unpaired z test from the intervals (no logged samples)"
+    # no interval recorded: untestable, counted as tied
+    c = _row("c", adept_prosody_distance=0.9)
+    p, _ = leaderboard._pair_p(a, c, "adept", "adept_prosody_distance")
+    assert math.isnan(p)
+
+
+def test_rank_ranges_without_samples_follow_the_unpaired_tests():
+    # accuracy 0.60, 0.55, 0.40 over 165 questions each: a-b p = 0.37 (tied), a-c and b-c
+    # far below 0.05 after Holm's 3 and 2: ranges 1-2, 1-2, 3
+    rows = [_row("a", adept_acc=0.60, adept_n=165), _row("b", adept_acc=0.55, adept_n=165),
+            _row("c", adept_acc=0.40, adept_n=165)]
+    p_ab = _two_proportion_by_hand(99, 165, 91, 165)
+    p_ac = _two_proportion_by_hand(99, 165, 66, 165)
+    p_bc = _two_proportion_by_hand(91, 165, 66, 165)
+    assert p_ab > 0.05 and 3 * p_ac < 0.05 and 2 * p_bc < 0.05
+    leaderboard._ties(rows, "adept", "adept_acc", True)
+    assert [r.adept_rank_range for r in rows] == ["1-2", "1-2", "3"]
+    assert rows[0].adept_tie_method.startswith("unpaired two-proportion test (no logged samples)")

@@ -1,0 +1,230 @@
+"""adept_eval.stats against cases with a known answer: each expected value is computed here,
+by hand, with scipy.stats or from a textbook formula written out in the test, never by the
+function under test. Each test pins one documented contract tightly enough that a plausible
+slip (a 90% interval printed as 95%, a one-sided p called two-sided, a p-value of 0 from a
+Monte Carlo test, truncation instead of rounding...) makes it fail."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from adept_eval import stats
+
+
+# ----------------------------------------------------------------------------- bootstrap_interval
+def _clustered_normal(k=300, size=3, seed=1):
+    """k equal-size clusters of independent N(0, 1) values, and the analytic standard error of
+    the bootstrap mean (the plug-in spread of the cluster means over sqrt(k))."""
+    x = np.random.default_rng(seed).normal(0.0, 1.0, (k, size))
+    means = x.mean(axis=1)
+    se = math.sqrt(float(np.mean((means - means.mean()) ** 2)) / k)
+    return x.ravel(), np.repeat(np.arange(k), size), float(means.mean()), se
+
+
+@pytest.mark.parametrize("level", [0.95, 0.90, 0.80])
+def test_bootstrap_interval_width_is_its_level_of_the_normal(level):
+    # with 300 equal clusters the resampled mean is normal to within a percent: the percentile
+    # interval is mean -/+ z_(1/2 + level/2) * se (95%: 3.92 se wide, 90%: 3.29 se, ratio 0.84)
+    values, clusters, mean, se = _clustered_normal()
+    z = sps.norm.ppf(0.5 + level / 2)
+    for seed in (0, 1, 2):
+        lo, hi = stats.bootstrap_interval(values, clusters, level=level, n_resamples=20_000,
+                                          seed=seed)
+        assert (hi - lo) / (2 * z * se) == pytest.approx(1.0, abs=0.04), (level, seed)
+        assert (lo + hi) / 2 == pytest.approx(mean, abs=0.06 * se)
+
+
+def test_bootstrap_interval_default_is_95_percent_and_resamples_whole_clusters():
+    values, clusters, mean, se = _clustered_normal()
+    lo, hi = stats.bootstrap_interval(values, clusters, n_resamples=20_000)
+    assert (hi - lo) / (2 * 1.959964 * se) == pytest.approx(1.0, abs=0.04)
+    # three identical renditions per sentence: resampling whole sentences gives the se of 300
+    # sentence means; resampling the 900 values one by one would be sqrt(3) too narrow
+    x = np.random.default_rng(5).normal(0.0, 1.0, 300)
+    correlated = np.repeat(x, 3)
+    se_clusters = math.sqrt(float(np.mean((x - x.mean()) ** 2)) / 300)
+    lo, hi = stats.bootstrap_interval(correlated, np.repeat(np.arange(300), 3),
+                                      n_resamples=20_000)
+    assert (hi - lo) / (2 * 1.959964 * se_clusters) == pytest.approx(1.0, abs=0.04)
+
+
+# ----------------------------------------------------------------------------- paired, weighted
+def test_weighted_paired_difference_interval_is_95_percent():
+    # one stratum of 400 independent differences: the bootstrap within the stratum is the plain
+    # bootstrap of their mean, its percentile interval mean -/+ 1.96 se (the documented 95%)
+    rng = np.random.default_rng(3)
+    d = rng.normal(0.2, 1.0, 400)
+    se = math.sqrt(float(np.mean((d - d.mean()) ** 2)) / d.size)
+    out = stats.weighted_paired_difference(d, np.zeros(d.size), ["s"] * d.size, {"s": 1.0},
+                                           n_resamples=20_000, n_flips=2000)
+    assert out.difference == pytest.approx(d.mean())
+    assert (out.ci_high - out.ci_low) / (2 * 1.959964 * se) == pytest.approx(1.0, abs=0.04)
+    assert (out.ci_low + out.ci_high) / 2 == pytest.approx(d.mean(), abs=0.06 * se)
+
+
+def test_weighted_paired_difference_interval_with_two_strata():
+    # two strata weighted 3:1: the estimate is 0.75 m1 + 0.25 m2, its se
+    # sqrt(0.75^2 se1^2 + 0.25^2 se2^2) (the strata resampled independently)
+    rng = np.random.default_rng(4)
+    d1, d2 = rng.normal(0.0, 1.0, 300), rng.normal(1.0, 2.0, 200)
+    se1 = math.sqrt(float(np.mean((d1 - d1.mean()) ** 2)) / d1.size)
+    se2 = math.sqrt(float(np.mean((d2 - d2.mean()) ** 2)) / d2.size)
+    se = math.hypot(0.75 * se1, 0.25 * se2)
+    d = np.concatenate([d1, d2])
+    strata = ["x"] * 300 + ["y"] * 200
+    out = stats.weighted_paired_difference(d, np.zeros(d.size), strata, {"x": 3.0, "y": 1.0},
+                                           n_resamples=20_000, n_flips=2000)
+    assert out.difference == pytest.approx(0.75 * d1.mean() + 0.25 * d2.mean())
+    assert (out.ci_high - out.ci_low) / (2 * 1.959964 * se) == pytest.approx(1.0, abs=0.04)
+
+
+# ----------------------------------------------------------------------------- cluster_bootstrap
+def _trials_every_cell_half_or_better(people=8, questions=10):
+    """Two responses per participant-question cell, at least one right: every resampled
+    accuracy (a weighted mean of cell accuracies) is at least 0.5."""
+    rng = np.random.default_rng(11)
+    out = []
+    for p in range(people):
+        for q in range(questions):
+            second = bool(rng.integers(0, 2))
+            out += [stats.Trial(f"p{p}", f"q{q}", True),
+                    stats.Trial(f"p{p}", f"q{q}", second)]
+    return out
+
+
+def test_cluster_bootstrap_p_chance_is_two_sided():
+    # every replicate lies above chance 0.25: below = 0, so the documented two-sided p is
+    # 2 * (0 + 1) / (R + 1) exactly (the observed counted once in each tail, doubled)
+    trials = _trials_every_cell_half_or_better()
+    r = stats.cluster_bootstrap(trials, 0.25, replicates=999, seed=0)
+    assert r.replicates == 999
+    assert r.p_chance == pytest.approx(2 / 1000)
+    # mirrored: every cell at most half right, every replicate below chance 0.75: above = 0
+    r = stats.cluster_bootstrap([stats.Trial(t.participant, t.question, not t.correct)
+                                 for t in trials], 0.75, replicates=499, seed=3)
+    assert r.p_chance == pytest.approx(2 / 500)
+
+
+def test_cluster_bootstrap_p_chance_at_the_observed_accuracy_is_one():
+    # every cell half right: each replicate's accuracy is exactly 0.5, at chance 0.5 both tails
+    # hold all R replicates and the two-sided p is min(1, 2 (R + 1) / (R + 1)) = 1
+    trials = [stats.Trial(f"p{p}", f"q{q}", ok) for p in range(5) for q in range(6)
+              for ok in (True, False)]
+    r = stats.cluster_bootstrap(trials, 0.5, replicates=200)
+    assert r.acc == 0.5 and r.p_chance == 1.0
+    assert r.ci_low == pytest.approx(0.5) and r.ci_high == pytest.approx(0.5)
+
+
+# ----------------------------------------------------------------------------- two_way_variance
+def _cgm_by_formula(ya, yb):
+    """The docstring's V_participants, V_sentences, V_cells (exact fractions) of a design in
+    which A's participants (rows of ``ya``) and B's (rows of ``yb``) each answer every
+    sentence (column) once, right (1) or wrong (0)."""
+    ya = [[Fraction(v) for v in row] for row in ya]
+    yb = [[Fraction(v) for v in row] for row in yb]
+    n_a, n_b = sum(map(len, ya)), sum(map(len, yb))
+    acc_a, acc_b = sum(map(sum, ya)) / n_a, sum(map(sum, yb)) / n_b
+    e_a = [[(y - acc_a) / n_a for y in row] for row in ya]
+    e_b = [[-(y - acc_b) / n_b for y in row] for row in yb]
+    var_p = Fraction(0)
+    for stratum in (e_a, e_b):  # A only, B only
+        rows = [sum(r) for r in stratum]
+        m = sum(rows) / len(rows)
+        var_p += Fraction(len(rows), len(rows) - 1) * sum((r - m) ** 2 for r in rows)
+    cols = [sum(r[s] for r in e_a) + sum(r[s] for r in e_b) for s in range(len(ya[0]))]
+    g_s, g_c = len(cols), n_a + n_b
+    var_s = Fraction(g_s, g_s - 1) * sum(c * c for c in cols)
+    var_c = Fraction(g_c, g_c - 1) * sum(v * v for r in e_a + e_b for v in r)
+    return acc_a - acc_b, var_p, var_s, var_c
+
+
+YA = [[1, 0, 1], [1, 1, 0], [0, 1, 0]]  # three participants heard A, each all three sentences
+YB = [[1, 1, 0], [1, 1, 0], [1, 1, 1]]  # three others heard B
+
+
+def test_two_way_variance_falls_back_when_v_is_not_positive():
+    d, var_p, var_s, var_c = _cgm_by_formula(YA, YB)
+    # by hand: acc 4/9 vs 6/9; rows of e (1/81 units) -9, 9, 0 | 0, 0, -9 -> V_p = 3/2 *
+    # (162 + 54) / 81^2 = 2/81; columns -9, 0, 9 -> V_s = 3/2 * 162/81^2 = 1/81; V_c = 4/81
+    assert (d, var_p, var_s, var_c) == (Fraction(-2, 9), Fraction(2, 81), Fraction(1, 81),
+                                        Fraction(4, 81))
+    assert var_p + var_s - var_c < 0  # V = -1/81: the documented fallback applies
+    tot_a = np.vstack([np.ones((3, 3)), np.zeros((3, 3))])
+    tot_b = 1 - tot_a
+    cor_a = np.vstack([np.array(YA, float), np.zeros((3, 3))])
+    cor_b = np.vstack([np.zeros((3, 3)), np.array(YB, float)])
+    got_d, got_var, df = stats.two_way_variance(cor_a, tot_a, cor_b, tot_b)
+    assert float(got_d) == pytest.approx(-2 / 9)
+    assert float(got_var) == pytest.approx(2 / 81)  # the larger one-way variance, V_p
+    assert df == 2  # min(6 participants - 2 strata, 3 sentences - 1)
+
+
+def test_two_way_difference_uses_the_fallback_variance():
+    # the same design through two_way_difference: t test of -2/9 with se sqrt(2)/9 on 2 df
+    trials_a = [stats.Trial(f"a{p}", f"s{s}", bool(YA[p][s])) for p in range(3) for s in range(3)]
+    trials_b = [stats.Trial(f"b{p}", f"s{s}", bool(YB[p][s])) for p in range(3) for s in range(3)]
+    out = stats.two_way_difference(trials_a, trials_b)
+    se = math.sqrt(2) / 9
+    assert out.difference == pytest.approx(-2 / 9)
+    assert out.se == pytest.approx(se)
+    assert out.df == 2
+    assert out.p_value == pytest.approx(2 * sps.t.sf(math.sqrt(2), 2))  # 0.293
+    half = sps.t.ppf(0.975, 2) * se
+    assert (out.ci_low, out.ci_high) == pytest.approx((-2 / 9 - half, min(1.0, -2 / 9 + half)))
+
+
+def test_two_way_variance_a_negative_v_with_nothing_to_fall_back_on_is_zero():
+    # one participant per system (no spread within a stratum), sentence sums cancelling:
+    # V_p = 0, V_s = 0, V_c = 4/3 * 4 * (1/4)^2 = 1/3, so V = -1/3 -> max(0, 0) = 0, never < 0
+    tot_a = np.array([[1.0, 1.0], [0.0, 0.0]])
+    tot_b = 1 - tot_a
+    cor_a = np.array([[1.0, 0.0], [0.0, 0.0]])
+    cor_b = np.array([[0.0, 0.0], [1.0, 0.0]])
+    d, var, df = stats.two_way_variance(cor_a, tot_a, cor_b, tot_b)
+    assert float(d) == 0.0 and float(var) == 0.0
+
+
+# ----------------------------------------------------------------------------- sign-flip, >16
+def test_cluster_sign_flip_monte_carlo_counts_the_observed_pattern():
+    # 20 sentences each +1: only the all-plus and all-minus patterns (2 of 2^20) reach |20|,
+    # so 999 random patterns almost surely hit none and p = (0 + 1) / (999 + 1), never 0
+    p = stats.cluster_sign_flip_p(np.ones(20), np.arange(20), n_resamples=999, seed=0)
+    assert p == pytest.approx(1 / 1000)
+    p = stats.cluster_sign_flip_p(np.ones(40), np.repeat(np.arange(20), 2), n_resamples=99,
+                                  seed=7)
+    assert p == pytest.approx(1 / 100)
+
+
+def test_cluster_sign_flip_monte_carlo_matches_the_exact_binomial():
+    # 24 sentences of +-1 summing to 8: P(|S| >= 8) for S a sum of 24 fair signs is
+    # P(plus >= 16) + P(plus <= 8), by the binomial
+    totals = np.array([1.0] * 16 + [-1.0] * 8)
+    exact = sps.binom.sf(15, 24, 0.5) + sps.binom.cdf(8, 24, 0.5)
+    p = stats.cluster_sign_flip_p(totals, np.arange(24), n_resamples=20_000, seed=1)
+    assert p == pytest.approx(exact, abs=3 * math.sqrt(exact * (1 - exact) / 20_000) + 1e-4)
+
+
+# ---------------------------------------------------------------------------- interval_difference_p
+def test_interval_difference_p_reads_the_se_as_width_over_3_92():
+    # 2 -/+ 1.96 and 0 -/+ 1.96: each se 1, the difference's sqrt(2), z = sqrt(2)
+    p = stats.interval_difference_p(2.0, 2 - 1.96, 2 + 1.96, 0.0, -1.96, 1.96)
+    assert p == pytest.approx(2 * sps.norm.sf(math.sqrt(2)))  # 0.157
+    # unequal widths: se 0.5 and 1.5 -> sqrt(2.5); difference 3
+    p = stats.interval_difference_p(3.0, 3 - 0.98, 3 + 0.98, 0.0, -2.94, 2.94)
+    assert p == pytest.approx(2 * sps.norm.sf(3 / math.sqrt(0.25 + 2.25)))
+    assert stats.interval_difference_p(1.0, 1.0, 1.0, 1.0, 1.0, 1.0) == 1.0
+    assert math.isnan(stats.interval_difference_p(1.0, float("nan"), 2.0, 1.0, 0.0, 2.0))
+
+
+# ----------------------------------------------------------------------------- pooled_counts
+def test_pooled_counts_rounds_to_the_nearest_count():
+    # 0.29 * 100 is 28.999999999999996 in floating point: 29 right answers, not 28
+    assert 0.29 * 100 < 29
+    assert stats.pooled_counts([(0.29, 100)]) == (29, 100)
+    assert stats.pooled_counts([(0.57, 100), (0.29, 100), (2 / 3, 15)]) == (57 + 29 + 10, 215)
+    assert stats.pooled_counts([(0.5, 10), (None, 5), (float("nan"), 5), (0.3, 0)]) == (5, 10)
