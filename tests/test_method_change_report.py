@@ -98,3 +98,11 @@ def test_the_cells_that_fell_most_come_first():
     lines = [line.strip() for line in format_change(change).splitlines()
              if line.strip().startswith("fell most:")]
     assert lines == [f"fell most: {k} {was} -> {now}" for k, was, now in expected[:5]]
+
+
+def test_when_nothing_fell_no_group_is_called_the_most_fallen():
+    """Every changed cell rose: the report says no group has a lower cell (it named a group
+    that had risen as 'the most fallen')."""
+    old, new = _runs({"a:b|fam|v1|t1": +2, "c:d|fam|v2|t3": +1})
+    text = format_change(compare(old, new))
+    assert "none has a cell lower" in text and "the most fallen" not in text

@@ -210,9 +210,11 @@ def format_change(change: MethodChange) -> str:
              f"not part of the rule)"]
     if change.groups:
         worst = change.groups[0]
+        fallen = (f"the most fallen: {worst.group} {worst.lower} lower, {worst.higher} higher "
+                  f"(Holm-adjusted p = {worst.p_adjusted:.3g})" if worst.lower
+                  else "none has a cell lower")
         lines.append(f"  groups (rotation, task, variant) with a changed cell: "
-                     f"{len(change.groups)}; the most fallen: {worst.group} {worst.lower} lower, "
-                     f"{worst.higher} higher (Holm-adjusted p = {worst.p_adjusted:.3g})")
+                     f"{len(change.groups)}; {fallen}")
     for g in change.worse_groups:
         lines.append(f"  worse: {g.group}: {g.lower} cells lower, {g.higher} higher "
                      f"(Holm-adjusted p = {g.p_adjusted:.3g})")
