@@ -262,19 +262,22 @@ def signal_problems(audio: Audio) -> list[tuple[str, str]]:
     if level >= SILENCE_DBFS:
         return []
     loud = [i for i, db in enumerate(audio.channel_dbfs) if db >= SILENCE_DBFS]
+    flat = level == float("-inf")  # every sample the same value: no variation at all
     if loud:
         levels = ", ".join(f"{db:.1f}" for db in audio.channel_dbfs)
+        mix = "cancel exactly (the mono mix is digital silence)" if flat else \
+            f"leave the mono mix at {level:.1f} dBFS"
         return [("phase", f"{where}its channels cancel when downmixed to mono (anti-phase "
-                 f"stereo): channels at {levels} dBFS, the mono mix at {_db(level)}")]
+                 f"stereo): channels at {levels} dBFS {mix}")]
     offset = float(np.mean(audio.samples, dtype=np.float64))
     if abs(offset) >= 10 ** (SILENCE_DBFS / 20):
+        around = "no variation around it at all" if flat else \
+            f"RMS around it {level:.1f} dBFS < {SILENCE_DBFS:.0f} dBFS"
         return [("silent", f"{where}no signal, only a constant offset (DC {offset:+.3f}); "
-                 f"RMS around it {_db(level)} < {SILENCE_DBFS:.0f} dBFS")]
-    return [("silent", f"{where}silent (RMS {_db(level)} < {SILENCE_DBFS:.0f} dBFS)")]
-
-
-def _db(level: float) -> str:
-    return "no variation at all" if level == float("-inf") else f"{level:.1f} dBFS"
+                 f"{around}")]
+    if flat:
+        return [("silent", f"{where}silent (digital silence: every sample is the same value)")]
+    return [("silent", f"{where}silent (RMS {level:.1f} dBFS < {SILENCE_DBFS:.0f} dBFS)")]
 
 
 @dataclass(frozen=True)

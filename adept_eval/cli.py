@@ -23,9 +23,35 @@ def _corpus(args):
     return load_corpus(args.corpus, download=not args.no_download, progress=not args.quiet)
 
 
+def _lit(value) -> str:
+    """Text from data (a path, a system or task name, a scorer's label) printed as written:
+    Rich would otherwise take ``[plot]`` or ``[a3f9...]`` in it for markup and drop it."""
+    return escape(str(value))
+
+
+SYNTHETIC_NOTE = "SYNTHETIC stand-in corpus: not ADEPT results"
+PLOT_EXTRA = "pip install 'adept-eval[plot]'"
+
+
+def _positive_int(text: str) -> int:
+    """argparse type of a count such as --limit: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}") \
+            from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {value}")
+    return value
+
+
 def cmd_prepare(args) -> int:
+    from .identity import is_synthetic
+
     corpus = _corpus(args)
-    table = Table(title=f"ADEPT: {len(corpus)} recordings, 12 listening tests", box=box.SIMPLE_HEAD)
+    synthetic = is_synthetic(corpus)
+    table = Table(title=f"ADEPT: {len(corpus)} recordings, 12 listening tests"
+                  + (f" - {SYNTHETIC_NOTE}" if synthetic else ""), box=box.SIMPLE_HEAD)
     table.add_column("task", no_wrap=True, min_width=35)
     for col in ("stimuli", "questions", "choices", "chance"):
         table.add_column(col, justify="right")
@@ -40,7 +66,11 @@ def cmd_prepare(args) -> int:
                       f"{1 / qs[0].n_choices:.3f}")
     table.add_row("total", str(tot_rec), str(tot_q), "", "", end_section=True)
     console.print(table)
-    console.print(f"corpus: {corpus.root}\nsource: {corpus.source}\nsha256: {corpus.fingerprint}")
+    console.print(f"corpus: {_lit(corpus.root)}\nsource: {_lit(corpus.source)}\n"
+                  f"sha256: {corpus.fingerprint}")
+    if synthetic:
+        console.print(f"[red]{SYNTHETIC_NOTE}[/red] (adept-eval make-synthetic's corpus, for "
+                      "trying the pipeline only)")
     return 0
 
 
@@ -51,7 +81,7 @@ def cmd_manifest(args) -> int:
     entries = build_manifest(corpus)
     paths = write_manifest(entries, Path(args.output))
     console.print(f"{len(entries)} stimuli to synthesise; written to "
-                  + " and ".join(str(p) for p in paths))
+                  + " and ".join(_lit(p) for p in paths))
     from .audio import AUDIO_EXTENSIONS
 
     console.print(f"Put each sample at <your folder>/<output_path> (as "
@@ -65,20 +95,28 @@ def cmd_check(args) -> int:
 
     folder = Path(args.folder)
     if not folder.is_dir():
-        err_console.print(f"[red]{folder}: no such folder[/red]")
+        err_console.print(f"[red]{_lit(folder)}: no such folder[/red]")
         return 2
     corpus = _corpus(args)
     result = check_folder(corpus, folder, progress=not args.quiet)
+    if not result.candidates:  # one message, not a "missing" row per stimulus
+        from .audio import AUDIO_EXTENSIONS
+
+        err_console.print(f"[red]{_lit(folder)}: contains no audio files (looked for "
+                          f"{', '.join(AUDIO_EXTENSIONS)}, in subfolders too); each sample goes "
+                          f"at {_lit(folder)}/<output_path>, as `adept-eval manifest` lists "
+                          f"them[/red]", highlight=False)
+        return 1
     problems = result.problems
     if problems:
-        table = Table(title=f"Problems in {folder}")
+        table = Table(title=f"Problems in {_lit(folder)}")
         table.add_column("severity")
         table.add_column("kind")
         table.add_column("file / problem", overflow="fold")
         shown = problems if args.all or len(problems) <= 40 else problems[:40]
         for p in shown:
             colour = "red" if p.severity == "error" else "yellow"
-            table.add_row(f"[{colour}]{p.severity}[/{colour}]", p.kind, p.message)
+            table.add_row(f"[{colour}]{p.severity}[/{colour}]", p.kind, _lit(p.message))
         console.print(table)
         if len(shown) < len(problems):
             console.print(f"... {len(problems) - len(shown)} more (use --all)")
@@ -132,7 +170,7 @@ def cmd_questions(args) -> int:
             writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
             writer.writeheader()
             writer.writerows(rows)
-    console.print(f"{len(rows)} questions written to {out}")
+    console.print(f"{len(rows)} questions written to {_lit(out)}")
     return 0
 
 
@@ -254,7 +292,7 @@ def cmd_judge_agreement(args) -> int:
         table.add_column(col, justify="right")
     rows = [("all", result["overall"])] + list(result.get("by_type", {}).items())
     for name, st in rows:
-        table.add_row(name or "-", str(st["n"]), *(f"{st[k]:.3f}" for k in
+        table.add_row(_lit(name or "-"), str(st["n"]), *(f"{st[k]:.3f}" for k in
                       ("spearman", "kendall", "qwk", "exact", "within_1")))
     _print_whole(table)
     only = len(set(judge_scores) ^ set(human_scores))
@@ -285,12 +323,41 @@ def cmd_ceiling(args) -> int:
         raise ValueError(f"--listener {args.listener} and --metadata listener={listener} disagree")
     listener = listener or args.listener or "acoustic"
     register()
-    res = simple_evaluate(model="adept-natural", tasks=_comma_list(args.tasks) or ["adept"],
-                          task_manager=TaskManager(metadata={"listener": listener, **options}),
+    tasks = _comma_list(args.tasks) or ["adept"]
+    manager = TaskManager(metadata={"listener": listener, **options})
+    _check_adept_tasks(tasks, manager.all_tasks)
+    res = simple_evaluate(model="adept-natural", tasks=tasks, task_manager=manager,
                           bootstrap_iters=0, limit=args.limit)
-    console.print(adept_table(res["results"], title=f"Ceiling of the {listener!r} listener "
-                              "(accuracy on ADEPT's natural recordings)"))
+    from .identity import RunIdentity
+
+    ident = RunIdentity.of(res)
+    suite = ident.suites.get("adept") if ident is not None else None
+    synthetic = suite is not None and suite.synthetic
+    console.print(adept_table(res["results"], title=_lit(
+        f"Ceiling of the {listener!r} listener (accuracy on ADEPT's natural recordings)"
+        + (f" - {SYNTHETIC_NOTE}" if synthetic else ""))))
+    if synthetic:
+        console.print(f"[red]{SYNTHETIC_NOTE}[/red] (adept-eval make-synthetic's corpus, for "
+                      "trying the pipeline only: not this listener's ceiling on ADEPT)")
     return 0
+
+
+def _check_adept_tasks(tasks: list[str], registered) -> None:
+    """Refuse a --tasks name that is not an ADEPT task or group (a typo, say) before anything
+    runs, naming it, suggesting the nearest names and listing the valid ones."""
+    import difflib
+
+    adept = sorted(t for t in registered if t == "adept" or t.startswith("adept_"))
+    unknown = [t for t in tasks if t not in adept and not (t.endswith((".yaml", ".yml"))
+                                                          and Path(t).is_file())]
+    if not unknown:
+        return
+    hints = []
+    for name in unknown:
+        near = difflib.get_close_matches(name, adept, n=3, cutoff=0.6)
+        hints.append(f"{name!r}" + (f" (did you mean {', '.join(near)}?)" if near else ""))
+    raise ValueError(f"--tasks: unknown ADEPT task or group {', '.join(hints)}; valid: "
+                     f"{', '.join(adept)}")
 
 
 def _identity_lines(run) -> list[str]:
@@ -304,10 +371,11 @@ def _identity_lines(run) -> list[str]:
     lines = []
     for name, s in ident.suites.items():
         corpus = s.corpus.get("sha256", "?")[:16]
-        synthetic = " [red]SYNTHETIC stand-in corpus: not ADEPT results[/red]" if s.synthetic else ""
+        synthetic = f" [red]{SYNTHETIC_NOTE}[/red]" if s.synthetic else ""
         from .identity import label
 
-        lines.append(f"{SUITES[name].title}: scorer {label(s.scorer)}; corpus {corpus}{synthetic}; "
+        lines.append(f"{SUITES[name].title}: scorer {_lit(label(s.scorer))}; corpus "
+                     f"{_lit(corpus)}{synthetic}; "
                      f"{len(s.tasks)} tasks ({'complete' if s.complete else 'partial'}); "
                      f"adept-eval {ident.version}")
     return lines
@@ -321,12 +389,12 @@ def cmd_compare(args) -> int:
 
     result = compare(args.runs, args.run)
     for part in render(result):  # per pair: a table per suite, then what it rests on
-        _print_whole(part) if isinstance(part, Table) else console.print(part + "\n")
+        _print_whole(part) if isinstance(part, Table) else console.print(_lit(part) + "\n")
     if args.json:
         from pathlib import Path
 
         Path(args.json).write_text(json.dumps(to_json(result), indent=2), encoding="utf-8")
-        console.print(f"wrote {args.json}")
+        console.print(f"wrote {_lit(args.json)}")
     return 0
 
 
@@ -338,10 +406,11 @@ def cmd_report(args) -> int:
 
     run = load_run(args.results, args.run)
     if run.chosen:
-        console.print(f"run: {run.chosen}")
+        console.print(f"run: {_lit(run.chosen)}")
     res = run.results["results"]
     if run.listener() is not None:
-        console.print(adept_table(res, title=f"{run.system}: ADEPT, {run.listener()} listener"))
+        console.print(adept_table(res, title=_lit(f"{run.system}: ADEPT, {run.listener()} "
+                                                  "listener")))
         groups = group_table(res)
         if groups is not None:
             console.print(groups)
@@ -355,7 +424,8 @@ def cmd_report(args) -> int:
                               "samples (lm_eval --log_samples)[/yellow]")
     vs = [t for t in res if t in VSTYLE.tasks and "score,speech_judge" in res[t]]
     if vs:
-        table = Table(title=f"{run.system}: VStyle, judge {run.judge()}", box=box.SIMPLE_HEAD)
+        table = Table(title=_lit(f"{run.system}: VStyle, judge {run.judge()}"),
+                      box=box.SIMPLE_HEAD)
         for col in ("task", "score", "95% CI", "n", "failed"):
             table.add_column(col, justify="left" if col == "task" else "right")
         for t in vs:
@@ -367,7 +437,7 @@ def cmd_report(args) -> int:
         console.print(table)
     for line in _identity_lines(run):
         console.print(line)
-    console.print(f"from {run.results_path}")
+    console.print(f"from {_lit(run.results_path)}")
     return 0
 
 
@@ -378,12 +448,12 @@ def cmd_publish(args) -> int:
                      model_repo=args.model_repo, benchmark_dataset=args.benchmark_dataset,
                      private=args.private, run_id=args.run)
     if report.chosen:
-        console.print(f"run: {report.chosen}")
-    console.print(f"pushed {report.files} files to {report.repo_id}/{report.path_in_repo} "
-                  f"(prepared in {report.staged})")
+        console.print(f"run: {_lit(report.chosen)}")
+    console.print(f"pushed {report.files} files to {_lit(report.repo_id)}/"
+                  f"{_lit(report.path_in_repo)} (prepared in {_lit(report.staged)})")
     if report.model_repo:
         colour = "green" if report.model_repo_written else "yellow"
-        console.print(f"[{colour}]{report.note}[/{colour}]")
+        console.print(f"[{colour}]{_lit(report.note)}[/{colour}]")
     return 0
 
 
@@ -391,7 +461,7 @@ def _print_tie_method(method: str | None, systems: int) -> None:
     """What a section's rank ranges mean and how its pairwise tests were made."""
     if method and systems > 1:
         console.print(f"rank range: the ranks a system could hold given the paired tests "
-                      f"between these {systems} systems ({method}): a system's range spans "
+                      f"between these {systems} systems ({_lit(method)}): a system's range spans "
                       "every system it is not significantly different from", highlight=False)
 
 
@@ -405,7 +475,7 @@ def cmd_leaderboard(args) -> int:
     # one table per corpus and scorer: rows are ranked only among equals
     ranked, apart = sections(rows, "adept")
     for members in ranked:
-        table = Table(title=heading(members, "adept"), box=box.SIMPLE_HEAD, padding=(0, 1),
+        table = Table(title=_lit(heading(members, "adept")), box=box.SIMPLE_HEAD, padding=(0, 1),
                       pad_edge=False)
         name_width = min(24, max(len(r.system) for r in members))
         for col, width in (("rank", 4), ("rank range", 5), ("system", name_width), ("acc", 5),
@@ -415,7 +485,7 @@ def cmd_leaderboard(args) -> int:
             table.add_column(col, justify="left" if col == "system" else "right",
                              overflow="fold", min_width=width)
         for r in members:
-            table.add_row(str(r.adept_rank), str(r.adept_rank_range or "-"), r.system,
+            table.add_row(str(r.adept_rank), str(r.adept_rank_range or "-"), _lit(r.system),
                           f(r.adept_acc),
                           f"{f(r.adept_ci_low, '{:.2f}')}-{f(r.adept_ci_high, '{:.2f}')}",
                           f(r.adept_chance, "{:.2f}"), str(r.adept_n), str(r.adept_failed),
@@ -431,17 +501,17 @@ def cmd_leaderboard(args) -> int:
             table.add_column(col, justify="right" if col in ("accuracy", "n") else "left",
                              overflow="fold")
         for r in apart:
-            table.add_row(r.system, str(r.listener), f(r.adept_acc), str(r.adept_n),
-                          str(r.adept_unranked))
+            table.add_row(_lit(r.system), _lit(r.listener), f(r.adept_acc), str(r.adept_n),
+                          _lit(r.adept_unranked))
         console.print(table)
     ranked, apart = sections(rows, "vstyle")
     for members in ranked:
-        table = Table(title=heading(members, "vstyle"), box=box.SIMPLE_HEAD)
+        table = Table(title=_lit(heading(members, "vstyle")), box=box.SIMPLE_HEAD)
         for col in ("rank", "rank range", "system", "overall", "n", "failure rate"):
             table.add_column(col, justify="left" if col == "system" else "right", overflow="fold",
                              min_width=5 if col == "rank range" else None)
         for r in members:
-            table.add_row(str(r.vstyle_rank), str(r.vstyle_rank_range or "-"), r.system,
+            table.add_row(str(r.vstyle_rank), str(r.vstyle_rank_range or "-"), _lit(r.system),
                           f(r.vstyle_score, "{:.2f}"), str(r.vstyle_n),
                           f(r.vstyle_failure_rate, "{:.1%}"))
         console.print(table)
@@ -451,14 +521,14 @@ def cmd_leaderboard(args) -> int:
         for col in ("system", "judge", "overall", "n", "why not ranked"):
             table.add_column(col, overflow="fold")
         for r in apart:
-            table.add_row(r.system, str(r.judge), f(r.vstyle_score, "{:.2f}"), str(r.vstyle_n),
-                          str(r.vstyle_unranked))
+            table.add_row(_lit(r.system), _lit(r.judge), f(r.vstyle_score, "{:.2f}"),
+                          str(r.vstyle_n), _lit(r.vstyle_unranked))
         console.print(table)
-    console.print("written: " + ", ".join(str(p) for p in paths))
+    console.print("written: " + ", ".join(_lit(p) for p in paths))
     if not any(p.suffix == ".png" for p in paths):
-        console.print("[yellow]no chart: pip install 'adept-eval[plot]' for matplotlib[/yellow]")
+        console.print(f"[yellow]no chart: {_lit(PLOT_EXTRA)} for matplotlib[/yellow]")
     if args.push:
-        console.print(f"pushed to {args.push}")
+        console.print(f"pushed to {_lit(args.push)}")
     return 0
 
 
@@ -470,8 +540,8 @@ def cmd_make_synthetic(args) -> int:
         build_zip(out)
     else:
         build_corpus(out, wrap=False)
-    console.print(f"synthetic ADEPT written to {out} (for testing the pipeline only; it is not "
-                  "the real corpus)")
+    console.print(f"synthetic ADEPT written to {_lit(out)} (for testing the pipeline only; it is "
+                  "not the real corpus)")
     return 0
 
 
@@ -528,7 +598,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "llm_base_url=http://localhost:8000/v1; listener=NAME works here too")
     p.add_argument("--tasks", nargs="+", action="extend", metavar="TASK",
                    help="tasks or groups, space- or comma-separated (default: adept)")
-    p.add_argument("--limit", type=int, help="questions per task (a quick, partial ceiling)")
+    p.add_argument("--limit", type=_positive_int,
+                   help="questions per task, at least 1 (a quick, partial ceiling)")
     p.set_defaults(func=cmd_ceiling)
 
     p = sub.add_parser("report", help="print an lm-eval run's results with n, intervals, tests "

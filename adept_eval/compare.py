@@ -435,7 +435,10 @@ def _new_table(title: str, columns):
     from rich import box
     from rich.table import Table
 
-    t = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False)
+    from rich.markup import escape
+
+    # names and scorer labels are data: "[3f2a...]" in them must not be read as Rich markup
+    t = Table(title=escape(title), box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False)
     for col in columns:
         t.add_column(col, justify="left" if col in ("figure", "verdict") else "right",
                      overflow="fold")

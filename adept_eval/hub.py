@@ -57,6 +57,20 @@ def _endpoint() -> str | None:
     return os.environ.get("HF_ENDPOINT") or None
 
 
+def require_token(what: str) -> None:
+    """Refuse, before any network call, a push that has no Hugging Face token to push with.
+
+    The token is looked up the way huggingface_hub's own calls will look it up
+    (``huggingface_hub.get_token``: ``HF_TOKEN``, then the token file that ``hf auth login``
+    writes), so this never refuses a push the client could make. The token itself is never
+    part of a message."""
+    from huggingface_hub import get_token
+
+    if not get_token():
+        raise PublishError(f"{what}: no Hugging Face token - set HF_TOKEN or log in with "
+                           "`hf auth login` (the hf CLI), then run the same command again")
+
+
 def hub_api():
     from huggingface_hub import HfApi
 
@@ -197,9 +211,24 @@ def load_run(path: str | Path, run: str | None = None) -> Run:
     elif not path.exists():
         raise PublishError(f"{path}: no such file")
     else:
-        chosen = Run(path, json.loads(path.read_text(encoding="utf-8")))
+        chosen = Run(path, _results_json(path))
         chosen.chosen = ""
     return attach_samples(chosen)
+
+
+def _results_json(path: Path) -> dict:
+    """An lm-eval results file's contents; PublishError naming the file when it is not one."""
+    what = ("an lm-eval results JSON (results_<timestamp>.json, or the --output_path folder "
+            "holding it)")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise PublishError(f"{path}: not {what}: it is not text") from None
+    except ValueError as exc:
+        raise PublishError(f"{path}: not {what}: not JSON ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
+        raise PublishError(f"{path}: not {what}: it has no \"results\" object")
+    return data
 
 
 def attach_samples(run: Run) -> Run:
@@ -211,11 +240,22 @@ def attach_samples(run: Run) -> Run:
     return run
 
 
+#: adept-eval's own working folders inside a results tree: ``publish``'s prepared upload (a copy
+#: of a run's results.json without its samples) and ``leaderboard --from-hub``'s download. A
+#: folder search never counts them as runs: publishing must not change what a later
+#: ``leaderboard`` of the same folder computes.
+STAGING_DIRS = frozenset({"hub_upload", "_hub_runs"})
+
+
 def find_runs(paths: list[str | Path]) -> list[Run]:
+    """Every lm-eval run under ``paths`` (folders searched recursively, or results files),
+    skipping adept-eval's own staging folders (``STAGING_DIRS``) inside a searched folder."""
     runs = []
     for p in paths:
         p = Path(p)
-        files = sorted(p.rglob("results*.json")) if p.is_dir() else [p]
+        files = sorted(f for f in p.rglob("results*.json")
+                       if not STAGING_DIRS & set(f.relative_to(p).parts[:-1])) \
+            if p.is_dir() else [p]
         for f in files:
             try:
                 data = json.loads(f.read_text(encoding="utf-8"))
@@ -317,6 +357,7 @@ def publish(results: str | Path, repo_id: str, *, samples: bool = True, audio: b
             private: bool = False, staging: str | Path | None = None,
             run_id: str | None = None) -> PublishReport:
     """Push one run to a results dataset and, when the user owns it, onto the model repo."""
+    require_token(f"publishing to {repo_id}")
     run = load_run(results, run_id)
     run.check_publishable()
     staging = Path(staging) if staging else run.results_path.parent / "hub_upload"
@@ -470,6 +511,10 @@ def push_space(folder: Path, repo: str, message: str) -> None:
     leaks = find_secrets(folder)
     if leaks:
         raise SystemExit("refusing to upload: secret values in " + "; ".join(leaks))
+    try:
+        require_token(f"publishing the Space {repo}")
+    except PublishError as exc:
+        raise SystemExit(str(exc)) from None
     api = hub_api()
     with_retries(lambda: api.create_repo(repo, repo_type="space", space_sdk="gradio",
                                          exist_ok=True), f"creating {repo}")

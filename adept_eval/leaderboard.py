@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import spec, stats, vstyle
-from .hub import PublishError, Run, hub_api, find_runs, with_retries
+from .hub import PublishError, Run, find_runs, hub_api, require_token, with_retries
 from .report import csv_safe, pooled
 
 
@@ -529,6 +529,8 @@ def leaderboard(sources: list[str], out: str | Path, *, hub_repo: str | None = N
                 push_repo: str | None = None,
                 sort: str = "accuracy") -> tuple[list[Row], list[Path]]:
     out = Path(out)
+    if push_repo:  # before any download or network call
+        require_token(f"pushing the leaderboard to {push_repo}")
     runs = find_runs(sources) if sources else []
     if hub_repo:
         runs += from_hub(hub_repo, out / "_hub_runs")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -74,6 +75,9 @@ class FolderCheck:
     samples: dict[str, AudioReport] = field(default_factory=dict)  # stimulus_id -> report
     extra: list[str] = field(default_factory=list)
     ambiguous: list[str] = field(default_factory=list)
+    #: files in the folder that could be samples: an accepted audio format (in any letter case)
+    #: or a stimulus' name in another format; 0 means the folder holds no samples at all
+    candidates: int = 0
 
     @property
     def problems(self) -> list[Problem]:
@@ -122,7 +126,13 @@ def check_folder(corpus: Corpus, folder: str | Path, *, stimuli: list[str] | Non
     for sid in tqdm(wanted, desc="checking samples", unit="file", disable=not progress):
         path = sample_path(folder, sid)
         ref = corpus.get(sid)
-        if path is None:
+        broken = _broken_link(folder / sid) if path is None else None
+        if broken is not None:
+            report = AudioReport(str(broken))
+            report.problems.append(Problem(report.path, "error", "broken_link",
+                                           f"{broken}: broken link: it points to "
+                                           f"{os.readlink(broken)}, which does not exist"))
+        elif path is None:
             report = AudioReport(str(folder / f"{sid}.wav"))
             report.problems.append(Problem(report.path, "error", "missing",
                                            f"{report.path}: "
@@ -136,13 +146,26 @@ def check_folder(corpus: Corpus, folder: str | Path, *, stimuli: list[str] | Non
     if folder.is_dir():
         known = {r.stimulus_id for r in corpus.recordings}
         for path in sorted(folder.rglob("*")):
-            if not path.is_file() or path.name.startswith("."):
+            if not (path.is_file() or path.is_symlink()) or path.name.startswith("."):
                 continue
             rel = path.relative_to(folder).with_suffix("").as_posix()
+            if path.suffix.lower() in AUDIO_EXTENSIONS or rel in known:
+                result.candidates += 1
+            if not path.is_file():
+                continue
             if path.suffix.lower() not in AUDIO_EXTENSIONS or rel not in known:
                 if path.suffix.lower() in AUDIO_EXTENSIONS:
                     result.extra.append(str(path))
     return result
+
+
+def _broken_link(stem: Path) -> Path | None:
+    """A symbolic link named for the stimulus (in an accepted format) whose target is gone."""
+    for ext in AUDIO_EXTENSIONS:
+        candidate = stem.parent / (stem.name + ext)
+        if os.path.islink(candidate) and not _exists(candidate):
+            return candidate
+    return None
 
 
 def _check_speech(path: Path, report: AudioReport) -> None:

@@ -241,3 +241,20 @@ def test_the_llm_check_stops_decoding_once_the_file_is_proven_not_silent(tmp_pat
         assert refused == full[name], name
     assert "speech-then-silence.wav" not in decoded_whole
     assert {"blip-in-silence.wav", "silent.wav"} <= set(decoded_whole)
+
+
+@pytest.mark.parametrize("make, expected", [
+    (lambda x: np.zeros(RATE), "silent (digital silence: every sample is the same value)"),
+    (lambda x: np.full(RATE, 0.5), "no signal, only a constant offset (DC +0.500); no variation "
+                                   "around it at all"),
+    (lambda x: np.stack([x, -x], axis=1), "its channels cancel when downmixed to mono "
+                                          "(anti-phase stereo): channels at -17.0, -17.0 dBFS "
+                                          "cancel exactly (the mono mix is digital silence)"),
+])
+def test_silence_messages_read_as_sentences(tmp_path, make, expected):
+    """A level of -inf dB was printed as "RMS no variation at all < -55 dBFS" and "the mono mix
+    at no variation at all": every silence message says what was measured, in words."""
+    path = tmp_path / "s.wav"
+    sf.write(path, make(_speech_like()), RATE, subtype="FLOAT")
+    message, = [p.message for p in check_audio(path).problems if p.severity == "error"]
+    assert message == f"{path}: {expected}"

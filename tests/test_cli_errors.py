@@ -88,3 +88,76 @@ def test_lm_eval_bad_metadata_is_one_message(metadata, expected, corpus, tmp_pat
     assert "Traceback" not in done.stderr and "ValueError" not in done.stderr
     error, = [line for line in done.stderr.splitlines() if "error: " in line]
     assert expected in error
+
+
+def _one_error_line(done) -> str:
+    assert "Traceback" not in done.stderr and "This is a bug" not in done.stderr, done.stderr
+    lines = [x for x in done.stderr.splitlines() if "error" in x]
+    assert len(lines) == 1, done.stderr
+    return lines[0]
+
+
+def test_ceiling_names_an_unknown_task_and_the_valid_ones(corpus, tmp_path):
+    """A typo in --tasks is a user error (exit 2), not "unexpected KeyError ... a bug"."""
+    done = _run([console_script("adept-eval"), "ceiling", "-q", "--tasks", "adept_emotoin"],
+                tmp_path, ADEPT_EVAL_CORPUS=str(corpus.root))
+    assert done.returncode == 2, done.stderr
+    line = _one_error_line(done)
+    assert line.startswith("error: --tasks: unknown ADEPT task or group 'adept_emotoin'"), line
+    assert "did you mean adept_emotion" in line
+    assert "valid: adept, adept_emotion," in line and "adept_topical_emphasis_male" in line
+
+
+@pytest.mark.parametrize("value", ["-3", "0", "x"])
+def test_ceiling_limit_must_be_a_positive_count(value, tmp_path):
+    done = _run([console_script("adept-eval"), "ceiling", "-q", "--limit", value], tmp_path)
+    assert done.returncode == 2
+    assert "argument --limit: expected a whole number of at least 1" in done.stderr, done.stderr
+    assert "islice" not in done.stderr
+
+
+def test_ceiling_and_prepare_mark_the_synthetic_corpus(corpus, tmp_path):
+    """As report and leaderboard do: figures on the stand-in are not ADEPT's."""
+    exe = console_script("adept-eval")
+    for args in (["prepare", "-q"], ["ceiling", "-q", "--tasks", "adept_emotion_female",
+                                     "--limit", "1"]):
+        done = _run([exe, *args], tmp_path, ADEPT_EVAL_CORPUS=str(corpus.root), COLUMNS="250")
+        assert done.returncode == 0, done.stderr
+        assert "SYNTHETIC stand-in corpus: not ADEPT results" in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize("content", ["stimulus_id,speaker\nemotion/fear/ad00_0000,female\n",
+                                     '["not", "results"]', "\x00\x81binary"])
+def test_report_of_a_file_that_is_not_results_json(content, tmp_path):
+    path = tmp_path / "manifest.csv"
+    path.write_text(content, encoding="latin-1")
+    done = _run([console_script("adept-eval"), "report", str(path)], tmp_path)
+    assert done.returncode == 2
+    assert _one_error_line(done).startswith(f"error: {path}: not an lm-eval results JSON")
+
+
+def _results_file(folder, system: str):
+    """A minimal lm-eval results file: one ADEPT task, no recorded identity."""
+    import json
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "results_2026-01-01T00-00-00.000000.json").write_text(json.dumps(
+        {"results": {"adept_emotion_female": {"acc,none": 0.5, "n,none": 20}},
+         "configs": {}, "model_name": system}))
+
+
+def test_bracketed_text_is_printed_literally_not_eaten_as_markup(tmp_path):
+    """Rich takes "[plot]" or "[bold]" for markup: the missing-matplotlib hint lost its extra's
+    name, a system called "[bold]tts" its brackets. Run as the real executable, with
+    matplotlib made unimportable for that process only."""
+    import sys
+
+    _results_file(tmp_path / "out" / "tts", "[bold]tts[/bold] [plot]")
+    done = _run([sys.executable, "-c",
+                 "import runpy, sys; sys.modules['matplotlib'] = None; "
+                 f"sys.argv = ['adept-eval', 'leaderboard', 'out', '-o', 'l[plot]b']; "
+                 f"runpy.run_path({console_script('adept-eval')!r}, run_name='__main__')"],
+                tmp_path, COLUMNS="250")
+    assert done.returncode == 0, done.stderr
+    assert "no chart: pip install 'adept-eval[plot]' for matplotlib" in done.stdout, done.stdout
+    assert "[bold]tts[/bold] [plot]" in done.stdout and "l[plot]b/leaderboard.md" in done.stdout

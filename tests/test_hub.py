@@ -296,3 +296,42 @@ def test_vstyle_downloads_from_the_hub(tmp_path):
                      "sorted(q.name for q in p.parent.iterdir()))"], env, tmp_path)
     assert done.stdout.split()[:2] == ["33", "0"]  # all 33 records; instruction audio not uploaded
     assert "'en'" in done.stdout and "'zh'" not in done.stdout  # only the language asked for
+
+
+def _closed_port() -> int:
+    """A loopback port nothing listens on: a Hub that is down."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_push_without_a_token_is_refused_before_any_network_call(hub, runs):
+    """No HF_TOKEN and no `hf auth login`: one message saying so, before any request - not a
+    401 from the Hub after it, nor four retries against a Hub that is down. A login's token
+    file is found as huggingface_hub finds it, and the token is never printed."""
+    tmp, env = runs
+    home = tmp / "not-logged-in"
+    env = {k: v for k, v in env.items() if k not in ("HF_TOKEN", "HF_TOKEN_PATH")}
+    env["HF_HOME"] = str(home)
+    before = set(hub.repos)
+    commands = [("publish", str(tmp / "out" / "flat-tts"), "--repo", "alice/no-token"),
+                ("leaderboard", str(tmp / "out"), "-o", str(tmp / "lb-no-token"), "--push",
+                 "alice/no-token-lb")]
+    for endpoint in (hub.url, f"http://127.0.0.1:{_closed_port()}"):
+        for args in commands:
+            done = _run(_adept_eval(*args), {**env, "HF_ENDPOINT": endpoint}, tmp, check=False)
+            assert done.returncode == 2, done.stderr
+            line, = done.stderr.strip().splitlines()
+            assert line.startswith("error: ") and "no Hugging Face token - set HF_TOKEN or log in" \
+                in line and "hf auth login" in line, done.stderr
+            assert "401" not in done.stderr and "attempts" not in done.stderr
+    assert set(hub.repos) == before and not (tmp / "lb-no-token").exists()
+    # `hf auth login` writes the token to $HF_HOME/token: that is a token too
+    home.mkdir(exist_ok=True)
+    (home / "token").write_text(hub.token)
+    done = _run(_adept_eval("publish", str(tmp / "out" / "flat-tts"), "--repo",
+                            "alice/token-file"), {**env, "HF_ENDPOINT": hub.url}, tmp)
+    assert hub.repo("alice/token-file") is not None
+    assert hub.token not in done.stdout + done.stderr

@@ -232,3 +232,34 @@ def test_lm_eval_scores_blinded_responses_and_records_no_salt(use_corpus, tmp_pa
     r = out["results"][MULTI]
     assert r["n,none"] == len(export) and r["acc,none"] == pytest.approx(right / len(export))
     assert salt not in json.dumps(out, default=str)
+
+
+def test_a_file_answering_some_questions_says_how_many(corpus, tmp_path):
+    """2 of the task's 20 questions answered: lm_eval reports n 2, so the run says in one line
+    how many questions the file covers of how many, and which subcategories have no responses
+    (their accuracy is undefined) - not a silent n 2 beside bare NaNs."""
+    import os
+    import subprocess
+
+    from faults import console_script
+
+    task = "adept_emotion_female"
+    qs = build_questions(corpus, task)
+    path = tmp_path / "answers.csv"
+    path.write_text("participant,question_id,answer\n" + "".join(
+        f"p1,{q.question_id},{q.answer_letter}\n" for q in qs[:2]))
+    missing = sorted({q.target for q in qs} - {q.target for q in qs[:2]})
+    env = {**os.environ, "ADEPT_EVAL_CORPUS": str(corpus.root), "TQDM_DISABLE": "1",
+           "ADEPT_EVAL_HOME": str(tmp_path / "home")}
+    done = subprocess.run([console_script("lm_eval"), "--model", "adept-natural", "--tasks", task,
+                           "--metadata", f"listener=human,responses={path}"],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    line, = [x for x in done.stderr.splitlines() if "answers.csv has responses" in x]
+    assert line.startswith("warning: answers.csv has responses to 2 of the 20 questions of "
+                           f"{task}: the 18 without responses are left out of n"), line
+    assert f"no responses at all for {', '.join(missing)}" in line
+    # a file that answers every question asked warns of nothing
+    full = tmp_path / "full.csv"
+    full.write_text(_csv(qs, participants=("p1",)))
+    assert HumanListener(responses=str(full), corpus=corpus).coverage_warning(qs) is None

@@ -157,3 +157,29 @@ def test_tie_brackets_by_hand():
     rows[0]._tied = {"b", "c"}
     rows[2]._tied = {"a", "b"}
     assert tie_brackets(rows) == [(0, 2)]  # (1, 2) lies inside (0, 2)
+
+
+def test_publishing_a_run_changes_no_later_leaderboard(full_runs, tmp_path):
+    """`publish` prepares its upload in <run folder>/hub_upload/ (a results.json without the
+    logged samples beside it); a later `leaderboard` of the same folders must not count that
+    copy as a run: the same rows, the same paired tests, the same files, byte for byte."""
+    tmp, env = full_runs
+    out = tmp_path / "out"
+    shutil.copytree(tmp / "out", out)
+    before = _run([_exe("adept-eval"), "leaderboard", str(out), "-o", str(tmp_path / "lb")],
+                  env, tmp_path)
+    written = {f: (tmp_path / "lb" / f).read_bytes() for f in ("leaderboard.md",
+                                                                "leaderboard.csv")}
+    assert "paired by question (sentence sign-flip test)" in before.stdout
+    with HubServer() as hub:
+        hub_env = {**env, "HF_ENDPOINT": hub.url, "HF_HUB_DISABLE_XET": "1",
+                   "HF_TOKEN": hub.token, "HF_HUB_DISABLE_TELEMETRY": "1",
+                   "HF_HOME": str(tmp_path / "hf")}
+        for system in ("copy", "flat"):
+            _run([_exe("adept-eval"), "publish", str(out / system), "--repo",
+                  "alice/adept-results"], hub_env, tmp_path)
+    assert list((out / "copy" / "hub_upload").rglob("results.json"))  # staged where documented
+    after = _run([_exe("adept-eval"), "leaderboard", str(out), "-o", str(tmp_path / "lb")],
+                 env, tmp_path)
+    assert after.stdout == before.stdout
+    assert {f: (tmp_path / "lb" / f).read_bytes() for f in written} == written

@@ -96,3 +96,56 @@ def test_check_missing_folder(corpus, monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("ADEPT_EVAL_CORPUS", str(corpus.root))
     assert main(["check", str(tmp_path / "nope")]) == 2
     assert "no such folder" in capsys.readouterr().err
+
+
+def _check(folder, corpus, tmp_path):
+    import os
+    import subprocess
+
+    from faults import console_script
+
+    env = {**os.environ, "ADEPT_EVAL_CORPUS": str(corpus.root), "COLUMNS": "400",
+           "ADEPT_EVAL_HOME": str(tmp_path / "home"), "TQDM_DISABLE": "1"}
+    return subprocess.run([console_script("adept-eval"), "check", "-q", "--all", str(folder)],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+
+
+def test_check_of_a_folder_without_audio_is_one_message(corpus, tmp_path):
+    """Not 195 "missing" rows: the folder holds no audio file at all (a wrong folder, or the
+    synthesis has not run)."""
+    empty = tmp_path / "empty"
+    (empty / "emotion").mkdir(parents=True)
+    (empty / "notes.txt").write_text("to do")
+    done = _check(empty, corpus, tmp_path)
+    assert done.returncode == 1
+    lines = [x for x in (done.stdout + done.stderr).splitlines() if x.strip()]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"{empty}: contains no audio files (looked for .wav, .flac")
+    assert "missing" not in lines[0]
+
+
+def test_check_says_broken_link_and_what_silence_is(corpus, synthetic_root, tmp_path):
+    """A dangling symlink is a broken link (with its target), not "missing"; a file of
+    zeros and stereo that cancels exactly are said in words, not "RMS no variation at all"."""
+    system = _system_from_corpus(synthetic_root, tmp_path / "sys")
+    link = system / "emotion/fear/ad00_0000.wav"
+    link.unlink()
+    link.symlink_to(tmp_path / "gone" / "ad00_0000.wav")
+    rate = 44100
+    sf.write(system / "emotion/fear/ad00_0001.wav", np.zeros(rate * 2), rate)
+    x = np.round(0.3 * np.sin(np.arange(rate * 2) / 5.0) * 32768) / 32768  # exact in PCM_16
+    sf.write(system / "emotion/fear/ad00_0002.wav", np.stack([x, -x], axis=1), rate,
+             subtype="PCM_16")
+    done = _check(system, corpus, tmp_path)
+    assert done.returncode == 1
+    rows = {line.split("│")[2].strip(): line.split("│")[3].strip()
+            for line in done.stdout.splitlines() if line.count("│") >= 4}
+    assert rows.get("broken_link") == (f"{link}: broken link: it points to "
+                                       f"{tmp_path / 'gone' / 'ad00_0000.wav'}, which does not "
+                                       "exist"), done.stdout
+    assert rows.get("silent") == (f"{system / 'emotion/fear/ad00_0001.wav'}: silent (digital "
+                                  "silence: every sample is the same value)"), done.stdout
+    assert rows.get("phase", "").endswith("dBFS cancel exactly (the mono mix is digital "
+                                          "silence)"), done.stdout
+    assert "no variation" not in done.stdout and "missing" not in done.stdout
+    assert "192/195 samples usable" in done.stdout

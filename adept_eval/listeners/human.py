@@ -33,6 +33,7 @@ import codecs
 import csv
 import io
 import json
+import logging
 import os
 import re
 from collections import defaultdict
@@ -44,6 +45,8 @@ from ..corpus import Corpus, load_corpus
 from ..errors import UserError
 from ..questions import DEFAULT_BLIND_SALT, LETTERS, Question, all_questions, unblinding
 from . import Answer, Listener, Response, register_listener
+
+log = logging.getLogger(__name__)
 
 REQUIRED = ("participant", "question_id", "answer")
 BLINDED = re.compile(r"^[qs][0-9a-f]{12}$")  # questions.blinded_id's form
@@ -308,6 +311,36 @@ class HumanListener(Listener):
         participants = {r.participant for v in self._by_question.values() for r in v}
         return {"listener": self.name, "responses_file": Path(self.responses).name,
                 "participants": len(participants), "responses": n}
+
+    def answer_many(self, asked: list[tuple[Question, dict[str, str]]]) -> list[Answer]:
+        """Every question's responses; one warning line when the file answers only some of the
+        questions asked (a pilot, a file of another task, a partial export)."""
+        warning = self.coverage_warning([q for q, _ in asked])
+        if warning:
+            log.warning(warning)
+        return [self.answer(q, samples) for q, samples in asked]
+
+    def coverage_warning(self, questions: list[Question]) -> str | None:
+        """What a run should be told when the responses file does not cover ``questions``:
+        how many it answers of how many, and which subcategories have no responses at all
+        (their ``acc_<subcategory>`` is then undefined: NaN in lm-eval's table)."""
+        from .. import spec
+
+        covered = [q for q in questions if self._by_question.get(q.question_id)]
+        if len(covered) == len(questions):
+            return None
+        tasks = sorted({q.task for q in questions})
+        scored = {q.task for q in questions
+                  if spec.CLASSES[spec.TASKS[q.task].cls.name].has_subcategory_scores} \
+            if all(q.task in spec.TASKS for q in questions) else set()
+        empty = sorted({q.target for q in questions if q.task in scored}
+                       - {q.target for q in covered if q.task in scored})
+        subs = (f"; no responses at all for {', '.join(empty)} (accuracy undefined: NaN in "
+                f"lm-eval's table)" if empty else "")
+        return (f"warning: {Path(self.responses).name} has responses to {len(covered)} of the "
+                f"{len(questions)} questions of {', '.join(tasks)}: the "
+                f"{len(questions) - len(covered)} without responses are left out of n and the "
+                f"accuracy{subs}")
 
     def answer(self, question: Question, samples: dict[str, str]) -> Answer:
         responses = tuple(self._by_question.get(question.question_id, ()))
