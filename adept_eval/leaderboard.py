@@ -149,8 +149,9 @@ def row_of(run: Run) -> Row:
 
 def _graded(row: Row, run: Run, res: dict) -> None:
     """The run's pooled prosody distance: from its logged samples (every stimulus once, a
-    sentence-clustered bootstrap interval), else the tasks' means weighted by their n (no
-    interval: it needs the stimuli)."""
+    sentence-clustered bootstrap interval), else the tasks' means weighted by their n, with an
+    interval pooled from the tasks' own (``stats.pooled_interval``: the tasks hold different
+    stimuli), so runs without samples are still compared, if less exactly."""
     from .report import graded_pooled
 
     s = graded_pooled(run.samples).get("prosody_distance") if run.samples else None
@@ -167,6 +168,12 @@ def _graded(row: Row, run: Run, res: dict) -> None:
             row.adept_prosody_distance, row.adept_graded_n = mean, int(n)
             row.adept_graded_failed = sum(int((r.get("graded_failed,none") or 0))
                                           for t, r in res.items() if t in spec.TASKS)
+            low, high, _ = stats.pooled_interval(
+                (r.get("prosody_distance,none"), r.get("prosody_distance_ci_low,none"),
+                 r.get("prosody_distance_ci_high,none"), r.get("graded_n,none"))
+                for t, r in res.items() if t in spec.TASKS and r.get("graded_n,none"))
+            if not math.isnan(low):
+                row.adept_prosody_distance_ci_low, row.adept_prosody_distance_ci_high = low, high
 
 
 SORTS = {"accuracy": ("adept_acc", True), "prosody_distance": ("adept_prosody_distance", False)}
@@ -234,11 +241,13 @@ def _pair_p(a: Row, b: Row, suite: str, attr: str) -> tuple[float, str]:
                                        round(b.adept_acc * b.adept_n), b.adept_n),
                 "unpaired two-proportion test (no logged samples)")
     if figure == "prosody_distance":
-        return (stats.interval_difference_p(
+        p = stats.interval_difference_p(
             a.adept_prosody_distance, a.adept_prosody_distance_ci_low,
             a.adept_prosody_distance_ci_high, b.adept_prosody_distance,
-            b.adept_prosody_distance_ci_low, b.adept_prosody_distance_ci_high),
-            "unpaired z test from the intervals (no logged samples)")
+            b.adept_prosody_distance_ci_low, b.adept_prosody_distance_ci_high)
+        if math.isnan(p):
+            return p, "not tested (no logged samples, no recorded interval): counted as tied"
+        return p, "unpaired z test from the intervals (no logged samples)"
     return math.nan, "not tested (no logged samples): counted as tied"
 
 

@@ -207,6 +207,22 @@ def pooled_mean(parts: Iterable[tuple[float | None, int | float | None]]) -> tup
     return (num / den if den else NAN), den
 
 
+def pooled_interval(parts: Iterable[tuple[float | None, float | None, float | None,
+                                          int | float | None]]) -> tuple[float, float, int]:
+    """A 95% interval of the n-weighted mean of independent parts given as (mean, 95% interval
+    low, high, n): each part's standard error read as its interval's width / 3.92, the pooled
+    one sqrt(sum (n_i / N)^2 se_i^2) (the parts hold different items, so they are independent;
+    a normal approximation). (nan, nan, N) when any part with an n lacks its interval."""
+    rows = [(float(m), float(lo), float(hi), int(n)) for m, lo, hi, n in parts
+            if n and m is not None and not math.isnan(float(m))]
+    total = sum(n for *_, n in rows)
+    if not total or any(v is None or math.isnan(v) for _, lo, hi, _ in rows for v in (lo, hi)):
+        return NAN, NAN, total
+    mean = sum(m * n for m, _, _, n in rows) / total
+    se = math.sqrt(sum((n / total * (hi - lo) / 3.92) ** 2 for _, lo, hi, n in rows))
+    return mean - 1.96 * se, mean + 1.96 * se, total
+
+
 def pooled_counts(parts: Iterable[tuple[float | None, int | float | None]]) -> tuple[int, int]:
     """(correct, n) pooled over parts given as (accuracy, n responses)."""
     k = n = 0

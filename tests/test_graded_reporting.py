@@ -37,6 +37,13 @@ def test_leaderboard_sorts_by_prosody_distance_lower_first(tmp_path):
     assert "prosody distance" in (tmp_path / "lb" / "leaderboard.md").read_text()
     with pytest.raises(ValueError):
         build(runs, sort="loudness")
+    # without logged samples the interval is pooled from the tasks' own: 12 tasks of 10
+    # stimuli, each +-0.1, so the pooled se is sqrt(12 (10/120)^2 (0.2/3.92)^2) - and 0.3
+    # against 0.8 is a difference, not a tie (no interval was recorded, every pair tied)
+    se = math.sqrt(12 * (10 / 120) ** 2 * (0.2 / 3.92) ** 2)
+    assert by_pd["close"].adept_prosody_distance_ci_low == pytest.approx(0.3 - 1.96 * se)
+    assert by_pd["close"].adept_prosody_distance_ci_high == pytest.approx(0.3 + 1.96 * se)
+    assert by_pd["close"].adept_rank_range == "1" and by_pd["acc-best"].adept_rank_range == "2"
 
 
 def _stimulus(sid, pd, status="ok"):
