@@ -223,7 +223,7 @@ def test_bad_input_fails_only_that_item(vstyle, server, tmp_path):
     st = [(x["status"], x["detail"]) for x in out["items"]]
     assert [s for s, _ in st] == ["ok", "ok", "bad_input", "bad_input", "bad_input", "bad_input",
                                   "too_long"]
-    assert "missing" in st[2][1] and "silent" in st[3][1] and "unreadable" in st[4][1]
+    assert "missing" in st[2][1] and "silent" in st[3][1] and "not decodable audio" in st[4][1]
     assert "transcript" in st[5][1] and "not truncated" in st[6][1]
     assert out["n_failed"] == 5 and out["failure_rate"] == pytest.approx(5 / 7)
 
