@@ -14,6 +14,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .errors import UserError
+
 METADATA_NAMES = ("metadata.jsonl", "metadata_sample.jsonl")
 HUB_REPO = "zhanjun/VStyle"
 LANGUAGES = ("en", "zh")
@@ -54,8 +56,8 @@ def subcategory_weights() -> dict[tuple[str, str], float]:
     return weights
 
 
-class VStyleError(ValueError):
-    pass
+class VStyleError(UserError, ValueError):
+    """The VStyle data cannot be found, fetched or read (shown as one message)."""
 
 
 @dataclass(frozen=True)
@@ -148,10 +150,25 @@ def locate(language: str = "en", folder: str | Path | None = None) -> Path:
         for candidate in (local / language, local):
             if any((candidate / n).exists() for n in METADATA_NAMES):
                 return candidate
-        raise VStyleError(f"{local}: no VStyle metadata for {language!r} (looked for "
+        where = "vstyle_dir" if folder else "VSTYLE_DIR"
+        if not local.exists():
+            raise VStyleError(f"{where}={local}: no such folder")
+        raise VStyleError(f"{where}={local}: no VStyle metadata for {language!r} (looked for "
                           f"{' or '.join(METADATA_NAMES)} in it and in {local / language})")
     from huggingface_hub import snapshot_download
 
-    root = snapshot_download(HUB_REPO, repo_type="dataset", allow_patterns=[f"{language}/*",
-                                                                           f"{language}/**"])
-    return Path(root) / language
+    try:
+        root = snapshot_download(HUB_REPO, repo_type="dataset",
+                                 allow_patterns=[f"{language}/*", f"{language}/**"])
+    except Exception as exc:  # no network, offline mode, the Hub refusing: one message
+        why = " ".join(str(exc).split())[:300]
+        raise VStyleError(
+            f"the VStyle dataset ({HUB_REPO}, {language}) could not be fetched from the Hugging "
+            f"Face Hub ({type(exc).__name__}{': ' + why if why else ''}); give a local copy "
+            "with --metadata vstyle_dir=FOLDER or VSTYLE_DIR=FOLDER") from None
+    folder = Path(root) / language
+    if not any((folder / n).exists() for n in METADATA_NAMES):
+        raise VStyleError(f"the VStyle dataset ({HUB_REPO}) fetched into {root} has no "
+                          f"{' or '.join(METADATA_NAMES)} for {language!r}; give a local copy "
+                          "with --metadata vstyle_dir=FOLDER or VSTYLE_DIR=FOLDER")
+    return folder

@@ -19,8 +19,9 @@ from functools import lru_cache
 from pathlib import Path
 
 from . import identity, settings, stats
+from .errors import UserError
 from .judge import JudgeConfig, JudgeItem, judge
-from .judge.runner import judge_option_names
+from .judge.runner import SERVER_OPTIONS, JudgeOptionError, judge_option_names
 from .metric_items import SameRecord, record_of
 from .suites import VSTYLE
 from .vstyle import CATEGORIES, load_records, locate, subcategory_weights
@@ -32,25 +33,85 @@ HEADLINE = VSTYLE.headline  # the metric whose logged value carries the whole re
 JUDGE_KEYS = judge_option_names()
 
 
+class JudgeSettingError(UserError, ValueError):
+    """A ``--metadata judge_*`` value that cannot be used (one message naming the option)."""
+
+
+def _prompts_table(value) -> dict:
+    """``judge_prompts``: a folder of ``<category>.txt`` (VStyle's layout), a JSON object
+    (category -> template file or text) given inline or in a ``.json`` file, or a dict."""
+    if not isinstance(value, str):
+        return dict(value)
+    text = value.strip()
+    if not text.startswith("{"):
+        path = Path(text).expanduser()
+        if path.is_dir():  # VStyle's layout: one <category>.txt per category
+            table = {p.stem: str(p.resolve()) for p in sorted(path.glob("*.txt"))}
+            if not table:
+                raise JudgeSettingError(f"judge_prompts={value}: the folder holds no "
+                                        "<category>.txt prompt files")
+            return table
+        if not path.is_file():
+            raise JudgeSettingError(
+                f"judge_prompts={value}: no such folder or file (give a folder of "
+                "<category>.txt prompts, VStyle's layout, or a JSON object of category -> "
+                "prompt file)")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise JudgeSettingError(f"judge_prompts={value}: cannot be read ({exc})") from None
+    try:
+        table = json.loads(text)
+    except ValueError as exc:
+        raise JudgeSettingError(f"judge_prompts={value}: not a folder of prompts nor a JSON "
+                                f"object ({exc})") from None
+    if not isinstance(table, dict):
+        raise JudgeSettingError(f"judge_prompts={value}: the JSON is not an object of "
+                                "category -> prompt file")
+    return table
+
+
 def judge_config(judge_share: dict) -> dict:
     """JudgeConfig keyword arguments (JSON-able) from the run's judge settings: the ``judge``
-    share of ``settings.split``, which has already refused an unknown ``judge_*`` key."""
+    share of ``settings.split``, which has already refused an unknown ``judge_*`` key. A value
+    that cannot be used is one ``UserError`` naming its ``judge_*`` option."""
     cfg = {JUDGE_KEYS[key]: value for key, value in judge_share.items()}
+    option = {field: key for key, field in JUDGE_KEYS.items()}
     prompts = cfg.get("prompts")
-    if isinstance(prompts, str):
-        path = Path(prompts).expanduser()
-        if path.is_dir():  # VStyle's layout: one <category>.txt per category
-            prompts = {p.stem: str(p.resolve()) for p in sorted(path.glob("*.txt"))}
-        else:
-            prompts = json.loads(prompts)
+    if prompts:
+        prompts = _prompts_table(prompts)
     if prompts:
         cfg["prompts"] = sorted((str(k), str(v)) for k, v in dict(prompts).items())
     if cfg.get("prompt") and Path(str(cfg["prompt"])).expanduser().is_file():
         cfg["prompt"] = str(Path(str(cfg["prompt"])).expanduser().resolve())
-    # fail now, not after the model has run: unknown fields, unreadable or placeholder-less prompts
-    JudgeConfig(**{k: tuple(map(tuple, v)) if k == "prompts" else v
-                   for k, v in cfg.items()}).prompt_set()
-    return cfg
+    # fail now, not after the model has run: bad values, unreadable or placeholder-less prompts
+    try:
+        config = JudgeConfig(**{k: tuple(map(tuple, v)) if k == "prompts" else v
+                                for k, v in cfg.items()})
+    except JudgeOptionError as exc:
+        raise JudgeSettingError(f"--metadata {option.get(exc.field, exc.field)}={exc.value!r}: "
+                                f"{exc.problem}") from None
+    config.prompt_set()
+    # the values as read (judge_concurrency="8" -> 8), JSON-able
+    return {k: getattr(config, k) if k != "prompts" else v for k, v in cfg.items()}
+
+
+_CHECKED: set = set()  # judge servers that answered in this process (one check per server)
+
+
+def check_judge_server(cfg: dict) -> None:
+    """Stop before any work if the judge's server does not answer (``LLMUnavailable``, one
+    message naming judge_base_url and the URL): otherwise every answer would be produced, then
+    fail to be judged."""
+    from .judge.runner import JudgeRunner
+    from .llm import check_server
+
+    config = _config_from({"judge": json.dumps(cfg)})
+    connection = config.connection(JudgeRunner.model_of(config))
+    if connection in _CHECKED:
+        return
+    check_server(connection, **SERVER_OPTIONS)
+    _CHECKED.add(connection)
 
 
 def _config_from(doc: dict) -> JudgeConfig:
@@ -75,6 +136,7 @@ def load_vstyle(category: str, language: str = "en", vstyle_dir: str | None = No
                            suite="vstyle")
     cfg = judge_config(share.judge)
     folder = locate(language, str(vstyle_dir) if vstyle_dir else None)
+    check_judge_server(cfg)
     identity.note(f"vstyle_{language}_{category}", scorer=judge_identity(cfg),
                   corpus=identity.vstyle_corpus(folder, language))
     weights = subcategory_weights()

@@ -67,18 +67,18 @@ def test_original_mp3_bytes_are_sent_and_nothing_decoded_twice(mp3s, tmp_path):
         runner.client.close()
         sent = [p["input_audio"] for b in srv.bodies for p in b["messages"][-1]["content"]
                 if p["type"] == "input_audio"]
+        # a warm rerun (new runner, same cache, same server) asks nothing and decodes nothing
+        asked = srv.requests
+        runner = JudgeRunner(_cfg(srv, cache_path=str(tmp_path / "c.sqlite")))
+        again = runner.run(_items(files), progress=False)
+        assert runner.client.checks.decodes == 0 and srv.requests == asked
+        runner.client.close()
     assert all(r.status == "ok" for r in results)
     assert {a["format"] for a in sent} == {"mp3"}
     import base64
 
     assert {hashlib.sha256(base64.b64decode(a["data"])).hexdigest() for a in sent} == \
         {hashlib.sha256(open(f, "rb").read()).hexdigest() for f in mp3s[:3]}
-    # a warm rerun (new runner, same cache) asks nothing and decodes nothing
-    with JudgeServer() as srv2:
-        runner = JudgeRunner(_cfg(srv2, cache_path=str(tmp_path / "c.sqlite")))
-        again = runner.run(_items(files), progress=False)
-        assert runner.client.checks.decodes == 0 and srv2.requests == 0
-        runner.client.close()
     assert [r.score for r in again] == [r.score for r in results]
     assert all(r.cached == 1 for r in again)
 

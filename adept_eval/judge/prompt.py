@@ -15,11 +15,13 @@ from functools import cached_property
 from importlib import resources
 from pathlib import Path
 
+from ..errors import UserError
+
 PLACEHOLDERS = ("{instruction_type}", "{input_instruction}")
 
 
-class PromptError(ValueError):
-    pass
+class PromptError(UserError, ValueError):
+    """A prompt that cannot be used (shown as one message naming it)."""
 
 
 @dataclass(frozen=True)
@@ -51,8 +53,14 @@ def load(source: str | Path | Prompt | None) -> Prompt:
     text, name = str(source), "inline"
     if "\n" not in text and Path(text).expanduser().is_file():
         path = Path(text).expanduser()
-        text, name = path.read_text(encoding="utf-8"), path.name
+        try:
+            text, name = path.read_text(encoding="utf-8"), path.name
+        except (OSError, UnicodeDecodeError) as exc:
+            raise PromptError(f"prompt file {path}: cannot be read ({exc})") from None
     missing = [p for p in PLACEHOLDERS if p not in text]
+    if missing and name == "inline" and "\n" not in text and "{" not in text:
+        raise PromptError(f"prompt {text!r}: no such file (and, as template text, it lacks the "
+                          f"placeholder(s) {', '.join(missing)})")
     if missing:
         raise PromptError(f"prompt {name!r} lacks the placeholder(s) {', '.join(missing)}")
     return Prompt(text, name)

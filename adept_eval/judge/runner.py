@@ -1,9 +1,13 @@
 """Judge many spoken responses with the shared LLM client (``adept_eval.llm``).
 
-Per item: the response's bytes are read and hashed, and checked (decodes, finite, not silent,
-not over the length limit) once per distinct content - the outcome is cached by hash, so a file
-seen before is not decoded again. Per judgement: a cache hit (key: the audio's hash, the
-rendered prompt and the judge settings), or a request carrying the original MP3/WAV bytes when
+Before any item, the judge's server is checked once (``GET /models``): a server that is not
+there, or refuses the key, stops the run with one message naming ``judge_base_url`` and the URL
+(``LLMUnavailable``) instead of failing every item. Per item: the response's bytes are read and
+hashed, and checked (decodes, finite, not silent, not over the length limit) once per distinct
+content - the outcome is cached by hash, so a file seen before is not decoded again. Per
+judgement: a cache hit (key: the server that answers, the model, the audio's hash, the rendered
+prompt and the judge's decoding and audio settings - never a key or anything secret), or a
+request carrying the original MP3/WAV bytes when
 the backend takes them (otherwise a 16-bit WAV at ``audio_rate``). The client retries transport
 errors, 429s and 5xx, honouring Retry-After; a verdict without a parseable score is asked again
 up to ``max_reasks`` times, then recorded as a failure. An item is scored only if all its
@@ -29,11 +33,56 @@ from ..llm.audio import AudioChecks, AudioPolicy, BadInput, inspect, payload
 from ..llm.backends import DEFAULT_MODELS, Backend, Encoded, Part
 from ..llm.cache import cache_key
 from ..llm.client import Connection, LLMClient, RateLimiter, default_cache, run_sync
+from ..options import OptionError, yes_no
 from .prompt import PromptSet
 from .verdict import parse_verdict
 
-__all__ = ["BadInput", "ItemResult", "JudgeConfig", "JudgeItem", "JudgeRunner", "RateLimiter",
-           "judge", "prepare_audio", "run_sync", "summarize"]
+__all__ = ["BadInput", "ItemResult", "JudgeConfig", "JudgeItem", "JudgeOptionError", "JudgeRunner",
+           "RateLimiter", "judge", "prepare_audio", "run_sync", "summarize"]
+
+
+class JudgeOptionError(OptionError):
+    """A judge setting whose value cannot be used; ``field``, ``value`` and ``problem`` let a
+    caller name the option as its user spelled it (``--metadata judge_concurrency=``)."""
+
+    def __init__(self, field: str, value, problem: str):
+        super().__init__(f"{field}={value!r}: {problem}")
+        self.field, self.value, self.problem = field, value, problem
+
+
+# JudgeConfig field -> (kind, smallest allowed value or None); every other field is text
+_NUMBERS = {"judgements": ("int", 1), "temperature": ("float?", 0.0), "max_tokens": ("int", 1),
+            "seed": ("int?", None), "concurrency": ("int", 1), "rpm": ("float?", 0.0),
+            "timeout": ("float", None), "max_retries": ("int", 0), "max_reasks": ("int", 0),
+            "audio_rate": ("int", 1), "max_audio_seconds": ("float", None)}
+_POSITIVE = {"timeout", "max_audio_seconds"}  # > 0, not >= 0
+
+
+def _number(name: str, value):
+    """``value`` of the numeric field ``name`` as its type (None for an optional field given
+    None, "" or "none"); JudgeOptionError saying what is wrong otherwise."""
+    kind, least = _NUMBERS[name]
+    optional = kind.endswith("?")
+    if optional and (value is None or str(value).strip().lower() in ("", "none")):
+        return None
+    whole = kind.startswith("int")
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        number = float(str(value).strip()) if isinstance(value, str) else float(value)
+        if number != number or number in (float("inf"), float("-inf")):
+            raise ValueError
+        if whole and number != int(number):
+            raise ValueError
+    except (TypeError, ValueError):
+        raise JudgeOptionError(name, value, "not a whole number" if whole else
+                               "not a number") from None
+    number = int(number) if whole else number
+    if name in _POSITIVE and number <= 0:
+        raise JudgeOptionError(name, value, "must be more than 0")
+    if least is not None and number < least:
+        raise JudgeOptionError(name, value, f"must be at least {least:g}")
+    return number
 
 
 @dataclass(frozen=True)
@@ -63,6 +112,20 @@ class JudgeConfig:
     max_audio_seconds: float = 300.0  # longer responses fail with status "too_long"
     cache_path: str | None = None  # None: $ADEPT_EVAL_HOME/judge_cache.sqlite; "": no cache
 
+    def __post_init__(self):
+        """Read every setting as its type now (option text such as ``concurrency="8"`` too):
+        a value that cannot be used is one ``JudgeOptionError`` naming it, before any work."""
+        for name in _NUMBERS:
+            object.__setattr__(self, name, _number(name, getattr(self, name)))
+        try:
+            flag = yes_no(self.include_instruction_audio, "include_instruction_audio")
+        except OptionError:
+            raise JudgeOptionError("include_instruction_audio", self.include_instruction_audio,
+                                   "must be true or false") from None
+        object.__setattr__(self, "include_instruction_audio", flag)
+        if self.audio_format not in ("original", "wav"):
+            raise JudgeOptionError("audio_format", self.audio_format, "use 'original' or 'wav'")
+
     @property
     def sampling_temperature(self) -> float:
         if self.temperature is not None:
@@ -73,8 +136,6 @@ class JudgeConfig:
         return PromptSet.build(self.prompt, dict(self.prompts))
 
     def audio_policy(self, backend_formats=None) -> AudioPolicy:
-        if self.audio_format not in ("original", "wav"):
-            raise ValueError(f"audio_format={self.audio_format!r}: use 'original' or 'wav'")
         formats = frozenset() if self.audio_format == "wav" else \
             frozenset(backend_formats if backend_formats is not None else AudioPolicy.formats)
         return AudioPolicy(formats=formats, rate=int(self.audio_rate),
@@ -142,14 +203,24 @@ def _parse(text: str):
     return parsed.score, "" if parsed.ok else f"unparseable verdict ({parsed.problem})"
 
 
+#: how the judge's server settings are named to its users (``LLMClient.check``)
+SERVER_OPTIONS = {"who": "speech judge", "url_option": "judge_base_url",
+                  "key_option": "judge_api_key_env"}
+
+
 class JudgeRunner:
     def __init__(self, config: JudgeConfig, backend: Backend | None = None):
         self.config = config
         self.prompts = config.prompt_set()
-        self.model = config.model or DEFAULT_MODELS.get(config.backend, "")
+        self.model = self.model_of(config)
         config.audio_policy()  # a bad audio_format fails here, before any work
         self.client = LLMClient(config.connection(self.model),
                                 default_cache("judge_cache.sqlite", config.cache_path), backend)
+
+    @staticmethod
+    def model_of(config: JudgeConfig) -> str:
+        """The model that judges: the one named, else the backend's default."""
+        return config.model or DEFAULT_MODELS.get(config.backend, "")
 
     @property
     def cache(self):
@@ -166,25 +237,37 @@ class JudgeRunner:
 
     # ------------------------------------------------------------------------- running
     def run(self, items: list[JudgeItem], progress: bool = True) -> list[ItemResult]:
-        """Judge all items (blocking); results in input order, exactly one per item."""
+        """Judge all items (blocking); results in input order, exactly one per item. The
+        server is checked first: if it does not answer, ``LLMUnavailable`` (one message naming
+        ``judge_base_url`` and the URL) and nothing is judged - not even from the cache."""
         return run_sync(self._run(items, progress))
 
     async def _run(self, items: list[JudgeItem], progress: bool) -> list[ItemResult]:
-        policy = self.config.audio_policy(self.client.backend().audio_formats)
+        backend = self.client.backend()
+        policy = self.config.audio_policy(backend.audio_formats)
         identity = self.identity()
+        if items:
+            try:
+                await self.client.check(**SERVER_OPTIONS)
+            except BaseException:
+                await self.client.aclose()
+                raise
+        # the server that answers is part of every verdict's key (its URL, never a key): a
+        # verdict from one server is never served as another's, and the row records it
+        server = backend.endpoint or backend.name
 
         def outcome(res: ItemResult) -> str:
             return ("done" if res.status == "ok" else "failed") + (",cached" if res.cached else "")
 
         try:
             return await self.client.map(
-                lambda i, ready: self._judge_item(ready, identity), items,
-                prepare=lambda i, item: self._prepare(i, item, policy),
+                lambda i, ready: self._judge_item(ready, {**identity, "server": server}), items,
+                prepare=lambda i, item: self._prepare(i, item, policy, server),
                 desc="judging", progress=progress, postfix=outcome)
         finally:
             await self.client.aclose()
 
-    def _prepare(self, index: int, item: JudgeItem, policy: AudioPolicy) -> _Ready:
+    def _prepare(self, index: int, item: JudgeItem, policy: AudioPolicy, server: str) -> _Ready:
         """Everything before the requests, on a worker thread (ahead of the requests: see
         ``LLMClient.map``): read, hash and check the audio, render the prompt, look the
         judgements up in the cache (sqlite reads stay off the event loop) and, only if one is
@@ -192,13 +275,13 @@ class JudgeRunner:
         item here, with its status."""
         res = ItemResult(index, item.item_id or str(index), item.instruction_type)
         try:
-            keys, hits, parts = self._look_up(item, policy, res)
+            keys, hits, parts = self._look_up(item, policy, server, res)
         except BadInput as exc:
             res.status, res.detail = exc.status, str(exc)
             return _Ready(res)
         return _Ready(res, keys, hits, parts)
 
-    def _look_up(self, item: JudgeItem, policy: AudioPolicy, res: ItemResult):
+    def _look_up(self, item: JudgeItem, policy: AudioPolicy, server: str, res: ItemResult):
         c = self.config
         instruction = " ".join(str(item.instruction or "").split())
         if not instruction:
@@ -213,7 +296,8 @@ class JudgeRunner:
         prompt = self.prompts.for_type(item.instruction_type)
         res.prompt, res.prompt_sha256 = prompt.source, prompt.sha256
         text = prompt.render(item.instruction_type, instruction)
-        base_key = dict(backend=c.backend, model=self.model, prompt_sha256=prompt.sha256,
+        base_key = dict(backend=c.backend, server=server, model=self.model,
+                        prompt_sha256=prompt.sha256,
                         prompt=text, audio=response.sha256,
                         instruction_audio=instr.sha256 if instr else None,
                         temperature=c.sampling_temperature, max_tokens=c.max_tokens, seed=c.seed,

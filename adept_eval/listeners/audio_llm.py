@@ -30,8 +30,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..corpus import Corpus, load_corpus
-from ..llm import (AudioPolicy, BackendError, BadInput, Connection, LLMClient, Part, cache_key,
-                   default_cache, inspect, payload, run_sync)
+from ..llm import (AudioPolicy, BadInput, Connection, LLMClient, LLMUnavailable, Part,
+                   cache_key, check_server, default_cache, inspect, payload, run_sync)
 from ..options import yes_no
 from ..questions import LETTERS, Question
 from . import Answer, Listener, Response, register_listener
@@ -55,8 +55,7 @@ def parse_letter(reply: str | None, n_choices: int) -> int | None:
     return idx if idx < n_choices else None
 
 
-class LLMUnavailable(RuntimeError):
-    """The audio LLM cannot be reached or refuses us: stop the run, say where and why."""
+__all__ = ["AudioLLMListener", "LLMUnavailable", "parse_letter"]  # LLMUnavailable: adept_eval.llm's
 
 
 @register_listener("audio-llm")
@@ -91,21 +90,10 @@ class AudioLLMListener(Listener):
         # a missing key or model fails here; an unreachable server fails the preflight
         self.connection.open()
         if yes_no(self.llm_preflight, "llm_preflight", "--metadata"):
-            run_sync(self._preflight())
+            check_server(self.connection, who="audio-llm listener", url_option="llm_base_url",
+                         key_option="llm_api_key_env")
         self._client = LLMClient(self.connection,
                                  default_cache("listener_cache.sqlite", self.llm_cache))
-
-    async def _preflight(self) -> None:
-        backend = self.connection.open()
-        try:
-            await backend.preflight()
-        except BackendError as exc:
-            where = self.llm_base_url or f"the {self.llm_backend} API"
-            raise LLMUnavailable(f"audio-llm listener: {where} does not answer: {exc} "
-                                 "(is the server running, is llm_base_url right, does it need "
-                                 "llm_api_key_env=NAME?)") from None
-        finally:
-            await backend.aclose()
 
     def identity(self) -> dict:
         return {"listener": self.name, "backend": self.llm_backend, "model": self.llm_model,
@@ -188,7 +176,9 @@ class AudioLLMListener(Listener):
 
     async def _ask(self, q: Question, perm: list[int], audio: dict):
         parts = self._parts(q, perm, audio)
-        key = cache_key(kind="adept-listener", backend=self.llm_backend, model=self.llm_model,
+        # the server that answers (its URL, never a key) is part of the key, as in the judge's
+        key = cache_key(kind="adept-listener", backend=self.llm_backend,
+                        server=self._client.backend().endpoint, model=self.llm_model,
                         temperature=self.llm_temperature, max_tokens=self.llm_max_tokens,
                         parts=[p.text if p.kind == "text" else p.audio.sha256 for p in parts])
 

@@ -15,9 +15,10 @@ from .audio import AudioChecks, AudioPayload, AudioPolicy, BadInput, Source, ins
 from .backends import (Backend, BackendError, Encoded, Part, count_requests, get_backend,
                        register_backend)
 from .cache import ReplyCache, cache_key
-from .client import Connection, LLMClient, RateLimiter, Reply, default_cache, run_sync
+from .client import (Connection, LLMClient, LLMUnavailable, RateLimiter, Reply, check_server,
+                     default_cache, run_sync)
 
 __all__ = ["AudioChecks", "AudioPayload", "AudioPolicy", "BadInput", "Backend", "BackendError",
-           "Connection", "Encoded", "LLMClient", "Part", "RateLimiter", "Reply", "ReplyCache", "Source",
-           "cache_key", "count_requests", "default_cache", "get_backend", "inspect", "payload",
-           "register_backend", "run_sync"]
+           "Connection", "Encoded", "LLMClient", "LLMUnavailable", "Part", "RateLimiter", "Reply",
+           "ReplyCache", "Source", "cache_key", "check_server", "count_requests",
+           "default_cache", "get_backend", "inspect", "payload", "register_backend", "run_sync"]

@@ -72,9 +72,29 @@ class BackendError(RuntimeError):
     why (e.g. "APIConnectionError: Connection error.", "AuthenticationError (HTTP 401)")."""
 
 
+def public_url(url: str) -> str:
+    """``url`` without what may be a secret (``user:password@``, a query string, a fragment),
+    and without a trailing slash: the server's identity as it may be shown and stored."""
+    parts = urlparse(str(url).strip())
+    if not parts.scheme or not parts.netloc:
+        return str(url).strip().rstrip("/")
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    netloc = host + (f":{port}" if port is not None else "")
+    return f"{parts.scheme.lower()}://{netloc}{parts.path.rstrip('/')}"
+
+
 class Backend:
     name = ""
     audio_formats: frozenset = ORIGINAL_FORMATS  # original formats sent without re-encoding
+    #: the server answering (``public_url``): part of every cached reply's key, since another
+    #: server (another model behind the same name, another quantisation) may answer otherwise
+    endpoint: str = ""
 
     def identity(self) -> dict:
         raise NotImplementedError
@@ -198,6 +218,7 @@ class OpenAICompatible(Backend):
         root = str(base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL).rstrip("/")
         self._url = root + "/chat/completions"
         self._models_url = root + "/models"
+        self.endpoint = public_url(root)
         self.size = max(1, int(concurrency))
         self.timeout, self.max_retries = float(timeout), max(0, int(max_retries))
         self._headers = {"Content-Type": "application/json", "Accept": "application/json",

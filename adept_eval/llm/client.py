@@ -26,7 +26,7 @@ from tqdm.auto import tqdm
 
 from ..errors import UserError
 from .audio import AudioChecks
-from .backends import Backend, BackendError, Part, count_requests, get_backend
+from .backends import Backend, BackendError, Part, count_requests, get_backend, public_url
 from .cache import ReplyCache
 
 
@@ -125,6 +125,40 @@ class Connection:
                            max_retries=self.max_retries, concurrency=self.concurrency)
 
 
+class LLMUnavailable(UserError, RuntimeError):
+    """The server of an audio LLM does not answer, or refuses us: the run stops before any
+    work, with one message naming the option that sets the server and its URL."""
+
+
+def check_server(connection: Connection, *, who: str, url_option: str,
+                 key_option: str) -> None:
+    """Stop now, with one message, if the server behind ``connection`` is not there or refuses
+    us (one ``GET /models``, no retries; a server without that route passes): the one check
+    the judge, the audio-LLM listener and ``openai-speech`` make before they start. ``who``
+    names the server's user ("speech judge"), ``url_option`` and ``key_option`` the options that
+    set its URL and its key (``judge_base_url``, ``judge_api_key_env``)."""
+
+    async def check():
+        backend = connection.open()
+        try:
+            await _check(backend, connection, who, url_option, key_option)
+        finally:
+            await backend.aclose()
+
+    run_sync(check())
+
+
+async def _check(backend: Backend, connection: Connection, who: str, url_option: str,
+                 key_option: str) -> None:
+    try:
+        await backend.preflight()
+    except BackendError as exc:
+        where = (f"{url_option}={public_url(connection.base_url)}" if connection.base_url
+                 else backend.endpoint or f"the {connection.backend} API")
+        raise LLMUnavailable(f"{who}: {where} does not answer: {exc} (is the server running, "
+                             f"is {url_option} right, does it need {key_option}=NAME?)") from None
+
+
 @dataclass
 class Reply:
     """One asked-for value: the reply text, the parsed value (None: failed), why it failed,
@@ -153,6 +187,10 @@ class LLMClient:
         if self._backend is None:
             self._backend = self.connection.open()
         return self._backend
+
+    async def check(self, *, who: str, url_option: str, key_option: str) -> None:
+        """``check_server`` on this client's own backend (inside a running event loop)."""
+        await _check(self.backend(), self.connection, who, url_option, key_option)
 
     async def ask(self, parts: list[Part], parse: Callable[[str], tuple[Any, str]], *,
                   key: str | None, identity: dict, reasks: int, hit=_LOOK, **sampling) -> Reply:

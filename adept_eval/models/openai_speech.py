@@ -10,7 +10,9 @@ transcript next to it (``.json``). Answers are cached by content (model, voice, 
 the instruction audio's hash), so a rerun costs nothing and a run killed halfway resumes. The
 shared LLM client (``adept_eval.llm``) does the asking: bounded concurrency, a requests-per-minute
 limit, retries honouring Retry-After, requests counted as sent, a key only from
-``api_key_env`` for a custom ``base_url``. A failed answer fails that stimulus only.
+``api_key_env`` for a custom ``base_url``. The server is checked when the model is created (one
+``GET /models``): one that does not answer, or refuses the key, stops the run there with one
+message naming ``base_url`` and the URL. A failed answer (the server up) fails that stimulus only.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import os
 from pathlib import Path
 
 from ..llm import (AudioPolicy, BackendError, BadInput, Connection, LLMClient, Part,
-                   count_requests, inspect, payload, run_sync)
+                   check_server, count_requests, inspect, payload, run_sync)
 from ..llm.audio import sniff_format
 from ..options import yes_no
 from .base import Produced, SpeechSystem, Stimulus, SystemSetupError
@@ -57,6 +59,9 @@ class OpenAISpeechSystem(SpeechSystem):
             self.connection.open()
         except ValueError as exc:
             raise SystemSetupError(f"openai-speech: {exc}") from None
+        # and if the server does not answer (one GET /models): one message naming base_url
+        check_server(self.connection, who="openai-speech", url_option="base_url",
+                     key_option="api_key_env")
 
     @classmethod
     def name_from_args(cls, args: dict) -> str:
