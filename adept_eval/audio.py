@@ -74,7 +74,6 @@ def read_audio(path: str | Path) -> Audio:
         raise AudioError(f"{path}: cannot be read ({_os_reason(exc)})") from None
     if size == 0:
         raise AudioError(f"{path}: file is empty (0 bytes)")
-    _refuse_fake_mp3(path)
     try:
         with sf.SoundFile(str(path)) as f:  # one open for the header and the samples
             announced, rate = f.frames, f.samplerate
@@ -93,110 +92,11 @@ def read_audio(path: str | Path) -> Audio:
 
 def read_audio_bytes(data: bytes, name: str = "in-memory audio") -> Audio:
     """Decode encoded audio held in memory (e.g. a Hub dataset's Audio cell) like a file."""
-    if _mpeg_like(data[:4]) and not looks_like_mpeg(data[:MPEG_SCAN_BYTES]):
-        raise AudioError(f"{name}: not decodable audio ({NOT_MPEG})")
     try:
         samples, rate = sf.read(io.BytesIO(data), dtype="float32", always_2d=True)
     except Exception as exc:
         raise AudioError(f"{name}: not decodable audio ({_decode_reason(exc)})") from None
     return _audio(samples, int(rate), name)
-
-
-# ----------------------------------------------------------------------------- MP3 sanity
-# libsndfile hands a file named .mp3 that no other format claims to libmpg123, which prints
-# "Note: Illegal Audio-MPEG-Header..." to the process's stderr (C level: nothing Python can
-# catch) and then fails with "File does not exist or is not a regular file" - about a file that
-# does exist. So MPEG audio is recognised here first, by its frame headers: what holds no two
-# consecutive MPEG frames near its start is refused with a message saying so, and libmpg123
-# never sees it.
-MPEG_SCAN_BYTES = 1 << 16  # how far past any ID3v2 tag the first frame may start
-NOT_MPEG = "no MPEG audio frames where an MP3's begin: the file holds something else"
-_MPEG_BITRATES = {  # kbit/s for indices 1..14, by (MPEG-1?, layer)
-    (True, 1): (32, 64, 96, 128, 160, 192, 224, 256, 288, 320, 352, 384, 416, 448),
-    (True, 2): (32, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384),
-    (True, 3): (32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320),
-    (False, 1): (32, 48, 56, 64, 80, 96, 112, 128, 144, 160, 176, 192, 224, 256),
-    (False, 2): (8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160),
-}
-_MPEG_BITRATES[(False, 3)] = _MPEG_BITRATES[(False, 2)]
-_MPEG_RATES = {3: (44100, 48000, 32000), 2: (22050, 24000, 16000), 0: (11025, 12000, 8000)}
-
-
-def _mpeg_like(head: bytes) -> bool:
-    """What libsndfile may hand to libmpg123: an ID3v2 tag or an MPEG frame sync."""
-    return head[:3] == b"ID3" or (len(head) > 1 and head[0] == 0xFF and head[1] & 0xE0 == 0xE0)
-
-
-def _mpeg_frame(data: bytes, pos: int) -> tuple[tuple, int] | None:
-    """(the stream's constants, the frame's length in bytes; 0 for free format) of a valid
-    MPEG audio frame header at ``pos``, else None."""
-    if pos + 4 > len(data) or data[pos] != 0xFF or data[pos + 1] & 0xE0 != 0xE0:
-        return None
-    version, layer_bits = (data[pos + 1] >> 3) & 3, (data[pos + 1] >> 1) & 3
-    bitrate_index, rate_index = data[pos + 2] >> 4, (data[pos + 2] >> 2) & 3
-    if version == 1 or layer_bits == 0 or bitrate_index == 15 or rate_index == 3:
-        return None
-    layer, mpeg1 = 4 - layer_bits, version == 3
-    rate = _MPEG_RATES[version][rate_index]
-    padding = (data[pos + 2] >> 1) & 1
-    if bitrate_index == 0:
-        return (version, layer, rate), 0
-    bitrate = _MPEG_BITRATES[(mpeg1, layer)][bitrate_index - 1] * 1000
-    if layer == 1:
-        length = (12 * bitrate // rate + padding) * 4
-    else:
-        length = (144 if mpeg1 or layer == 2 else 72) * bitrate // rate + padding
-    return (version, layer, rate), length
-
-
-def looks_like_mpeg(data: bytes) -> bool:
-    """True if ``data`` (a file's first bytes; ``MPEG_SCAN_BYTES`` past any ID3v2 tag suffice)
-    holds MPEG audio: after the tags, a frame header followed by a second one of the same
-    stream where the first frame ends (or, right at the start, a frame that runs to the end of
-    what was read, or one in free format)."""
-    start = 0
-    while data[start:start + 3] == b"ID3" and start + 10 <= len(data):  # ID3v2 tags
-        size = 0
-        for b in data[start + 6:start + 10]:
-            size = (size << 7) | (b & 0x7F)
-        start += 10 + size + (10 if data[start + 5] & 0x10 else 0)
-    end = min(len(data), start + MPEG_SCAN_BYTES)
-    pos = data.find(b"\xff", start, end)
-    while pos >= 0:
-        frame = _mpeg_frame(data, pos)
-        if frame is not None:
-            stream, length = frame
-            if length == 0 or pos + length + 4 > len(data):
-                # free format (no length to find the next frame by), or a file of one frame or
-                # cut short after its first header: only right at the start
-                if pos == start:
-                    return True
-            else:
-                following = _mpeg_frame(data, pos + length)
-                if following is not None and following[0] == stream:
-                    return True
-        pos = data.find(b"\xff", pos + 1, end)
-    return False
-
-
-def _refuse_fake_mp3(path: Path) -> None:
-    """AudioError for a file libsndfile would give to libmpg123 that holds no MPEG audio."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(4)
-            if path.suffix.lower() != ".mp3" and not _mpeg_like(head):
-                return
-            if head[:3] == b"ID3":
-                head += fh.read(6)
-                tag = 0
-                for b in head[6:10]:
-                    tag = (tag << 7) | (b & 0x7F)
-                head += fh.read(tag + 10)
-            head += fh.read(MPEG_SCAN_BYTES + 8192)
-    except OSError:
-        return  # libsndfile will say what is wrong
-    if not looks_like_mpeg(head):
-        raise AudioError(f"{path}: not decodable audio ({NOT_MPEG})")
 
 
 def _decode_reason(exc: Exception, path: Path | None = None) -> str:

@@ -177,7 +177,7 @@ def test_audio_llm_listener_down_is_one_message(corpus, tmp_path):
 
 
 # ----------------------------------------------------------------------------- junk audio
-def test_an_mp3_holding_junk_is_named_not_decodable_quietly(tmp_path):
+def test_an_mp3_holding_junk_is_named_not_decodable(tmp_path):
     junk = tmp_path / "answer-Kimi.mp3"
     junk.write_bytes(np.random.default_rng(1).bytes(5000))
     tagged = tmp_path / "tagged.mp3"  # an ID3 tag, then junk
@@ -192,8 +192,7 @@ def test_an_mp3_holding_junk_is_named_not_decodable_quietly(tmp_path):
     assert len(lines) == 2, done.stdout + done.stderr
     for path, line in zip((junk, tagged), lines):
         assert line.startswith(f"{path}: not decodable audio"), line
-        assert "does not exist" not in line
-    assert "MPEG" not in done.stderr and "mpg123" not in done.stderr, done.stderr
+        assert "does not exist" not in line  # libsndfile's words for a file it cannot place
     # the judge fails that item only, with the same words
     with JudgeServer() as srv:
         out = judge([JudgeItem(str(junk), "say hi", "t"), JudgeItem(str(tagged), "say hi", "t")],
@@ -204,13 +203,12 @@ def test_an_mp3_holding_junk_is_named_not_decodable_quietly(tmp_path):
 
 
 def test_real_mp3s_are_still_recognised(tmp_path):
-    from adept_eval.audio import looks_like_mpeg, read_audio
+    from adept_eval.audio import read_audio
 
     t = np.arange(8000) / 8000
     for rate in (8000, 11025, 16000, 22050, 24000, 32000, 44100, 48000):
         path = tmp_path / f"tone{rate}.mp3"
         sf.write(path, (0.3 * np.sin(2 * np.pi * 220 * t)).astype("float32"), rate)
-        assert looks_like_mpeg(path.read_bytes()), rate
         assert read_audio(path).rate == rate
 
 
