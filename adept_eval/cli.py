@@ -414,7 +414,11 @@ def cmd_report(args) -> int:
         groups = group_table(res)
         if groups is not None:
             console.print(groups)
-        from .report import graded_table
+        from .report import graded_table, subcategory_table
+
+        subcategories = subcategory_table(run.samples or {})
+        if subcategories is not None:
+            _print_whole(subcategories)
 
         graded = graded_table(res, run.samples)
         if graded is not None:

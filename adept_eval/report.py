@@ -68,6 +68,62 @@ def adept_table(results: dict, title: str = "ADEPT") -> Table:
     return table
 
 
+def question_records(samples: dict) -> dict[str, list[dict]]:
+    """task -> its questions' records (what the task's aggregations read: ``harness``), from
+    lm-eval's logged samples; ADEPT tasks only."""
+    import json
+    from pathlib import Path
+
+    out = {}
+    for task, path in samples.items():
+        if task not in spec.TASKS:
+            continue
+        records = []
+        for line in Path(path).read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                rec = json.loads(line).get(ADEPT.headline)
+                rec = rec[0] if isinstance(rec, list) and rec else rec
+                if isinstance(rec, dict):
+                    records.append(rec)
+        if records:
+            out[task] = records
+    return out
+
+
+def subcategory_table(samples: dict) -> Table | None:
+    """Recognition accuracy per subcategory - the tutorial's table - each with its n, a 95%
+    interval and the test against chance, computed as the task's own figures are
+    (``harness``: exact for a machine listener, the two-way cluster bootstrap over participants
+    and questions for people), on the subcategory's questions. lm-eval's table prints these
+    accuracies bare; they need the run's logged samples."""
+    from . import harness
+
+    records = question_records(samples)
+    table = Table(title="ADEPT subcategories: recognition accuracy (the tutorial's table)",
+                  box=box.SIMPLE_HEAD)
+    for col in ("task", "subcategory", "n", "acc", "95% CI", "p"):
+        table.add_column(col, justify="left" if col in ("task", "subcategory") else "right",
+                         no_wrap=True)
+    rows = 0
+    for task in spec.TASKS:
+        if task not in records or not spec.TASKS[task].cls.has_subcategory_scores:
+            continue
+        by_sub: dict[str, list[dict]] = {}
+        for rec in records[task]:
+            by_sub.setdefault(rec["sub"], []).append(rec)
+        for sub, items in by_sub.items():
+            k, n = harness._counts(items)
+            if not n:
+                table.add_row(task.removeprefix("adept_"), sub, "0", "-", "-", "-")
+                continue
+            table.add_row(task.removeprefix("adept_"), sub, str(n), _f(k / n),
+                          f"{_f(harness.ci_low(items), '{:.2f}')}-"
+                          f"{_f(harness.ci_high(items), '{:.2f}')}",
+                          _p(harness.p_chance(items)))
+            rows += 1
+    return table if rows else None
+
+
 def pooled(results: dict, tasks: list[str]) -> tuple[int, int]:
     """(correct, n) over the given tasks' responses, from their accuracies and n."""
     key, weight = ADEPT.key(ADEPT.headline), ADEPT.key(ADEPT.pooled[ADEPT.headline])
@@ -99,23 +155,11 @@ def graded_records(samples: dict) -> dict[str, list]:
     """task -> its stimuli's ``graded.StimulusScores``, read from lm-eval's logged samples
     (``samples_<task>_<time>.jsonl``; each question's record under the headline, ``acc``,
     holds them)."""
-    import json
-    from pathlib import Path
-
     from .graded import StimulusScores
 
     out = {}
-    for task, path in samples.items():
-        if task not in spec.TASKS:
-            continue
-        records = []
-        for line in Path(path).read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            rec = json.loads(line).get(ADEPT.headline)
-            rec = rec[0] if isinstance(rec, list) and rec else rec
-            if isinstance(rec, dict):
-                records += [StimulusScores.from_dict(g) for g in rec.get("graded") or ()]
+    for task, recs in question_records(samples).items():
+        records = [StimulusScores.from_dict(g) for rec in recs for g in rec.get("graded") or ()]
         if records:
             out[task] = records
     return out
@@ -160,7 +204,7 @@ def graded_table(results: dict, samples: dict | None = None) -> Table | None:
                       _figure(r, "prosody_distance"),
                       f"{_figure(r, 'prosody_distance_ci_low')}-"
                       f"{_figure(r, 'prosody_distance_ci_high')}",
-                      _figure(r, "graded_n"), _figure(r, "graded_failed"), "-",
-                      _better("prosody_distance"))
+                      _figure(r, "graded_n"), _figure(r, "graded_failed"),
+                      _figure(r, "graded_undefined"), _better("prosody_distance"))
         rows += 1
     return table if rows else None

@@ -1,6 +1,7 @@
 """Results to a loopback Hugging Face Hub through the real huggingface_hub client: lm-eval's own
 push, `adept-eval publish`, eval results on a model repo, the leaderboard, the metric Space."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -246,6 +247,20 @@ def test_report_prints_n_intervals_and_pooled_groups(runs):
     assert "emotion_female" in out and "95% CI" in out and "chance" in out
     assert "pooled" in out and "adept " in out.replace("\n", " ")
     assert "SYNTHETIC" in out and "partial" in out and "features-v" in out
+    # the tutorial's table: every subcategory with its n, its exact interval and its p
+    # (lm-eval's own table prints these accuracies bare)
+    from scipy.stats import binomtest
+
+    results = json.loads(next((tmp / "out" / "flat-tts").rglob("results_*.json")).read_text())
+    assert "recognition accuracy (the tutorial's table)" in out
+    for sub in ("anger", "fear", "joy", "sadness"):
+        acc = results["results"]["adept_emotion_female"][f"acc_{sub},none"]
+        k = round(acc * 5)
+        ci = binomtest(k, 5).proportion_ci(0.95, method="exact")
+        row = f"emotion_female  {sub}"
+        line = next(x for x in out.splitlines() if x.strip().startswith(row.strip()[:14]) and
+                    f" {sub} " in f" {x} ")
+        assert line.split()[2:5] == ["5", f"{acc:.3f}", f"{ci.low:.2f}-{ci.high:.2f}"], line
     # a folder with two systems: the newest run by timestamp, and the report says which
     out = _run(_adept_eval("report", str(tmp / "out")), env, tmp).stdout
     assert "run: flat-tts" in out and "newest of 2" in out

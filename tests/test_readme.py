@@ -128,7 +128,8 @@ RULES: tuple[Rule, ...] = (
          expect=(r"recommended: \d+ participants per system|not reached", r"power")),
     Rule(r"^adept-eval leaderboard out/ -o leaderboard/$", "run",
          expect=(r"written: ", r"rank")),
-    Rule(r"^adept-eval report out/$", "run", expect=(r"emotion_female", r"prosody_distance", r"SYNTHETIC")),
+    Rule(r"^adept-eval report out/$", "run", expect=(r"emotion_female", r"prosody_distance",
+                                                     r"SYNTHETIC", r"recognition accuracy")),
     Rule(r"^export OPENAI_API_KEY=\.\.\. GEMINI_API_KEY=\.\.\.$", "run"),
     Rule(r"^lm_eval --model openai-speech .*judge_backend=gemini", "adapted",
          "Gemini is not reachable here: the judge's documented judge_base_url option points "
