@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .errors import UserError
 
-__all__ = ["OptionError", "YES", "NO", "yes_no", "parse_model_args"]
+__all__ = ["OptionError", "YES", "NO", "number", "yes_no", "parse_model_args"]
 
 YES = frozenset({"1", "true", "yes", "on"})
 NO = frozenset({"0", "false", "no", "off"})
@@ -35,6 +35,37 @@ def yes_no(value, name: str, where: str = "") -> bool:
     place = f"{where} " if where else ""
     raise OptionError(f"{place}{name}= must be true or false (or yes/no, on/off, 1/0), "
                       f"not {value!r}")
+
+
+def number(value, name: str, where: str = "", *, whole: bool = False, least: float | None = None,
+           positive: bool = False, optional: bool = False, fail=None):
+    """``value`` of the numeric option ``name`` as an int (``whole``) or a float: text or a
+    number, finite, at least ``least``, above 0 if ``positive``; None for an ``optional``
+    option given None, "" or "none". Anything else is an error naming the option (``fail``:
+    a function from the problem to the exception to raise, for a caller with its own type;
+    default ``OptionError``) - never a traceback from ``int()`` or ``float()``."""
+    def problem(text: str) -> Exception:
+        if fail is not None:
+            return fail(text)
+        place = f"{where} " if where else ""
+        return OptionError(f"{place}{name}={value}: {text}")
+
+    if optional and (value is None or str(value).strip().lower() in ("", "none")):
+        return None
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        x = float(str(value).strip()) if isinstance(value, str) else float(value)
+        if x != x or x in (float("inf"), float("-inf")) or (whole and x != int(x)):
+            raise ValueError
+    except (TypeError, ValueError):
+        raise problem("not a whole number" if whole else "not a number") from None
+    x = int(x) if whole else x
+    if positive and x <= 0:
+        raise problem("must be more than 0")
+    if least is not None and x < least:
+        raise problem(f"must be at least {least:g}")
+    return x
 
 
 def parse_model_args(model_args) -> dict:

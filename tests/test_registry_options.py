@@ -113,3 +113,36 @@ def test_lm_eval_bad_listener_option_is_one_message_before_any_question(metadata
     error, = [line for line in done.stderr.splitlines() if "error: " in line]
     assert expected in error
     assert not list((tmp_path / "out").rglob("results_*.json"))
+
+
+# ----------------------------------------------------------------------------- numeric options
+@pytest.mark.parametrize("value, rule, expected", [
+    ("8", {"whole": True}, 8), (8, {"whole": True}, 8), (" 2.5 ", {}, 2.5), ("3.0", {"whole": True}, 3),
+    ("none", {"optional": True}, None), ("", {"optional": True}, None), (None, {"optional": True}, None),
+])
+def test_numeric_options_read_text_and_numbers_alike(value, rule, expected):
+    from adept_eval.options import number
+
+    assert number(value, "x", **rule) == expected
+
+
+@pytest.mark.parametrize("value, rule, problem", [
+    ("abc", {"whole": True}, "not a whole number"), ("2.5", {"whole": True}, "not a whole number"),
+    ("nan", {}, "not a number"), ("inf", {}, "not a number"), (True, {}, "not a number"),
+    ("0", {"positive": True}, "must be more than 0"), ("-1", {"least": 0}, "must be at least 0"),
+    ("", {}, "not a number"),
+])
+def test_a_bad_numeric_option_is_an_error_naming_it(value, rule, problem):
+    from adept_eval.options import number
+
+    with pytest.raises(OptionError) as info:
+        number(value, "concurrency", "--model_args", **rule)
+    assert str(info.value) == f"--model_args concurrency={value}: {problem}"
+
+
+def test_openai_speech_numeric_args_are_one_message(monkeypatch):
+    from adept_eval.models.openai_speech import OpenAISpeechSystem
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-000000")
+    with pytest.raises(OptionError, match=r"--model_args concurrency=abc: not a whole number"):
+        OpenAISpeechSystem(model="m", base_url="http://127.0.0.1:9/v1", concurrency="abc")

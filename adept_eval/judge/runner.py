@@ -33,7 +33,7 @@ from ..llm.audio import AudioChecks, AudioPolicy, BadInput, inspect, payload
 from ..llm.backends import DEFAULT_MODELS, Backend, Encoded, Part
 from ..llm.cache import cache_key
 from ..llm.client import Connection, LLMClient, RateLimiter, default_cache, run_sync
-from ..options import OptionError, yes_no
+from ..options import OptionError, number, yes_no
 from .prompt import PromptSet
 from .verdict import parse_verdict
 
@@ -62,27 +62,9 @@ def _number(name: str, value):
     """``value`` of the numeric field ``name`` as its type (None for an optional field given
     None, "" or "none"); JudgeOptionError saying what is wrong otherwise."""
     kind, least = _NUMBERS[name]
-    optional = kind.endswith("?")
-    if optional and (value is None or str(value).strip().lower() in ("", "none")):
-        return None
-    whole = kind.startswith("int")
-    try:
-        if isinstance(value, bool):
-            raise ValueError
-        number = float(str(value).strip()) if isinstance(value, str) else float(value)
-        if number != number or number in (float("inf"), float("-inf")):
-            raise ValueError
-        if whole and number != int(number):
-            raise ValueError
-    except (TypeError, ValueError):
-        raise JudgeOptionError(name, value, "not a whole number" if whole else
-                               "not a number") from None
-    number = int(number) if whole else number
-    if name in _POSITIVE and number <= 0:
-        raise JudgeOptionError(name, value, "must be more than 0")
-    if least is not None and number < least:
-        raise JudgeOptionError(name, value, f"must be at least {least:g}")
-    return number
+    return number(value, name, whole=kind.startswith("int"), least=least,
+                  positive=name in _POSITIVE, optional=kind.endswith("?"),
+                  fail=lambda problem: JudgeOptionError(name, value, problem))
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,7 @@ import numpy as np
 from .. import spec
 from ..audio import find_audio
 from ..corpus import Corpus, load_corpus
-from ..options import OptionError, yes_no
+from ..options import OptionError, number, yes_no
 from ..prosody import (TERMS, FeatureStore, VoiceNorm, compare_sentence, distance_terms,
                        one_blas_thread, onto, sentence_profiles)
 from ..questions import Question
@@ -358,26 +358,18 @@ def _workers(value) -> int | None:
     (``prosody.default_workers``)."""
     if value is None or str(value).strip().lower() in ("", "auto"):
         return None
-    try:
-        n = int(str(value).strip())
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise OptionError(f"--metadata workers={value}: expected a positive number of "
-                          "processes or 'auto'")
-    return n
+    return number(value, "workers", "--metadata", whole=True, least=1,
+                  fail=lambda problem: OptionError(
+                      f"--metadata workers={value}: expected a positive number of processes or "
+                      f"'auto' ({problem})"))
 
 
 def _temperature(value) -> float:
     """``temperature=``: the posterior's softmax temperature, a positive number."""
-    try:
-        t = float(str(value).strip())
-    except ValueError:
-        t = float("nan")
-    if not (t > 0 and np.isfinite(t)):
-        raise OptionError(f"--metadata temperature={value}: expected a positive number "
-                          f"(default {TEMPERATURE})")
-    return t
+    return number(value, "temperature", "--metadata", positive=True,
+                  fail=lambda problem: OptionError(
+                      f"--metadata temperature={value}: expected a positive number (default "
+                      f"{TEMPERATURE}; {problem})"))
 
 
 def _usable_cache_dir(value) -> str | None:

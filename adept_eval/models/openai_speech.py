@@ -26,7 +26,7 @@ from pathlib import Path
 from ..llm import (AudioPolicy, BackendError, BadInput, Connection, LLMClient, Part,
                    check_server, count_requests, inspect, payload, run_sync)
 from ..llm.audio import sniff_format
-from ..options import yes_no
+from ..options import number, yes_no
 from .base import Produced, SpeechSystem, Stimulus, SystemSetupError
 
 
@@ -44,9 +44,14 @@ class OpenAISpeechSystem(SpeechSystem):
         self.model, self.base_url, self.api_key_env = model, base_url, api_key_env
         self.voice, self.system_prompt = voice, system_prompt
         self.send_text = yes_no(send_text, "send_text", "--model_args")
-        self.connection = Connection("openai", model, base_url, api_key_env, float(timeout),
-                                     int(max_retries), max(1, int(concurrency)),
-                                     float(rpm) if rpm else None)
+        def option(value, name, **rule):
+            return number(value, name, "--model_args", **rule)
+
+        self.connection = Connection(
+            "openai", model, base_url, api_key_env, option(timeout, "timeout", positive=True),
+            option(max_retries, "max_retries", whole=True, least=0),
+            option(concurrency, "concurrency", whole=True, least=1),
+            option(rpm, "rpm", positive=True, optional=True) if rpm else None)
         if cache_dir is None:
             from ..corpus import cache_home
 
