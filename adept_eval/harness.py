@@ -30,6 +30,7 @@ from functools import lru_cache
 from . import identity, settings, spec, stats
 from .questions import LETTERS, Question, build_questions
 from .metric_items import SameRecord, record_of
+from .recognition import counts, recognition
 from .suites import ADEPT
 
 log = logging.getLogger(__name__)
@@ -363,50 +364,24 @@ def metric_names(task: str) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- aggregation
-def _counts(items, sub: str | None = None) -> tuple[int, int]:
-    k = n = 0
-    for it in map(record_of, items):
-        if sub is None or it["sub"] == sub:
-            k += it["correct"]
-            n += it["n"]
-    return k, n
-
-
 def accuracy(items) -> float:
     """Correct responses over all responses (the tutorial's recognition accuracy)."""
-    k, n = _counts(items)
+    k, n = counts(items)
     return k / n if n else float("nan")
 
 
-def _clustered(items):
-    """The two-way cluster bootstrap over participants and questions when people answered
-    (their responses are not independent trials); None for one-response machine listeners."""
-    recs = [record_of(it) for it in items]
-    trials = [stats.Trial(who, r["question_id"], bool(ok))
-              for r in recs for who, ok in (r.get("responses") or ())]
-    if not trials:
-        return None
-    return stats.cluster_bootstrap(trials, recs[0]["chance"])
-
-
 def ci_low(items) -> float:
-    clustered = _clustered(items)
-    return clustered.ci_low if clustered else stats.clopper_pearson(*_counts(items))[0]
+    return recognition(items).ci_low
 
 
 def ci_high(items) -> float:
-    clustered = _clustered(items)
-    return clustered.ci_high if clustered else stats.clopper_pearson(*_counts(items))[1]
+    return recognition(items).ci_high
 
 
 def p_chance(items) -> float:
     """Two-sided test of the accuracy against chance (1 / choices): exact binomial for a
     machine listener, the same cluster bootstrap as the interval for people."""
-    clustered = _clustered(items)
-    if clustered:
-        return clustered.p_chance
-    k, n = _counts(items)
-    return stats.binomial_p(k, n, record_of(items[0])["chance"]) if n else float("nan")
+    return recognition(items).p_chance
 
 
 def chance(items) -> float:
@@ -414,7 +389,7 @@ def chance(items) -> float:
 
 
 def n_responses(items) -> int:
-    return _counts(items)[1]
+    return counts(items)[1]
 
 
 def n_failed(items) -> int:
@@ -431,7 +406,7 @@ def order_agreement(items) -> float:
 
 def _subcategory_accuracy(sub: str):
     def agg(items) -> float:
-        k, n = _counts(items, sub)
+        k, n = counts(items, sub)
         return k / n if n else float("nan")
 
     agg.__name__ = f"acc_{sub}"

@@ -96,7 +96,7 @@ def subcategory_table(samples: dict) -> Table | None:
     (``harness``: exact for a machine listener, the two-way cluster bootstrap over participants
     and questions for people), on the subcategory's questions. lm-eval's table prints these
     accuracies bare; they need the run's logged samples."""
-    from . import harness
+    from .recognition import recognition
 
     records = question_records(samples)
     table = Table(title="ADEPT subcategories: recognition accuracy (the tutorial's table)",
@@ -110,16 +110,16 @@ def subcategory_table(samples: dict) -> Table | None:
             continue
         by_sub: dict[str, list[dict]] = {}
         for rec in records[task]:
-            by_sub.setdefault(rec["sub"], []).append(rec)
+            if {"sub", "correct", "n", "chance", "question_id"} <= rec.keys():
+                by_sub.setdefault(rec["sub"], []).append(rec)
         for sub, items in by_sub.items():
-            k, n = harness._counts(items)
-            if not n:
+            r = recognition(items)
+            if not r.n:
                 table.add_row(task.removeprefix("adept_"), sub, "0", "-", "-", "-")
                 continue
-            table.add_row(task.removeprefix("adept_"), sub, str(n), _f(k / n),
-                          f"{_f(harness.ci_low(items), '{:.2f}')}-"
-                          f"{_f(harness.ci_high(items), '{:.2f}')}",
-                          _p(harness.p_chance(items)))
+            table.add_row(task.removeprefix("adept_"), sub, str(r.n), _f(r.accuracy),
+                          f"{_f(r.ci_low, '{:.2f}')}-{_f(r.ci_high, '{:.2f}')}",
+                          _p(r.p_chance))
             rows += 1
     return table if rows else None
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import os
 import re
 import subprocess
 import sys
@@ -64,6 +65,11 @@ def test_tts_command_records_a_redacted_template(tmp_path, monkeypatch):
     from adept_eval.models.tts_command import TTSCommandSystem
 
     monkeypatch.setenv("MY_TTS_TOKEN", "envsecretvalue12345")
+    program = tmp_path / "bin" / "tts"  # the template's program must exist (checked up front)
+    program.parent.mkdir()
+    program.write_text("#!/bin/sh\n")
+    program.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{program.parent}{os.pathsep}{os.environ['PATH']}")
     template = tmp_path / "cmd.txt"
     template.write_text(f"tts --api-key {SECRET} --voice alloy --auth=envsecretvalue12345 "
                         "--url https://bob:hunter2pw@tts.example/v1 --text {text} --out {output}")

@@ -70,11 +70,12 @@ def test_an_mp3_system_is_evaluated_like_a_wav_one(synthetic_root, systems, tmp_
     assert r["failed,none"] == 0 and r["acc,none"] >= 0.9
 
 
-def test_lm_eval_exits_1_with_one_message_on_an_error_of_ours(tmp_path):
+def test_lm_eval_exits_2_with_one_message_on_an_error_of_ours(tmp_path):
+    """As adept-eval's own commands (docs/reliability-and-speed.md)."""
     done = _lm_eval("--model", "adept-natural", "--tasks", "adept_emotion_female",
                     env={"ADEPT_EVAL_CORPUS": str(tmp_path / "no-such-corpus"),
                          "ADEPT_EVAL_HOME": str(tmp_path / "h")})
-    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
     assert "no-such-corpus" in done.stderr and "Traceback" not in done.stderr
 
 

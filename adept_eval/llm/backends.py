@@ -367,8 +367,10 @@ class OpenAICompatible(Backend):
         return f"{kind} (HTTP {status})" + (f": {message}" if message else "")
 
     async def preflight(self) -> None:
-        """``GET /models`` without retries: a connection error or a refused key (401/403)
-        is a BackendError; a server without that route (404/405/501) is fine."""
+        """``GET /models`` without retries: a connection error, a timeout or a refused key
+        (401/403) is a BackendError; any other reply - a server without that route (404, 405,
+        501, or 400 from a minimal server), or one busy for now (5xx: the requests retry) - is a
+        server that answers."""
         import aiohttp
 
         try:
@@ -376,7 +378,7 @@ class OpenAICompatible(Backend):
                     self._models_url,
                     timeout=aiohttp.ClientTimeout(total=min(self.timeout, 15.0))) as resp:
                 raw = await resp.read()
-                if resp.status >= 400 and resp.status not in (404, 405, 501):
+                if resp.status in (401, 403):
                     raise BackendError(self._status_error(resp.status, raw))
         except asyncio.TimeoutError:
             raise BackendError("APITimeoutError: no reply to GET /models within "
