@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from . import stats
 from .metric_items import record_of
 
-__all__ = ["Recognition", "counts", "recognition"]
+__all__ = ["Recognition", "counts", "recognition", "trials"]
 
 
 def counts(items, sub: str | None = None) -> tuple[int, int]:
@@ -26,6 +26,13 @@ def counts(items, sub: str | None = None) -> tuple[int, int]:
             k += rec["correct"]
             n += rec["n"]
     return k, n
+
+
+def trials(items) -> list[stats.Trial]:
+    """People's responses as trials (participant, question, right?) - the same responses the
+    accuracy counts; none for a machine listener's records."""
+    return [stats.Trial(who, r["question_id"], bool(ok))
+            for r in map(record_of, items) for who, ok in (r.get("responses") or ())]
 
 
 @dataclass(frozen=True)
@@ -48,10 +55,9 @@ def recognition(items) -> Recognition:
     nan = float("nan")
     if not recs:
         return Recognition(0, 0, nan, nan, nan)
-    trials = [stats.Trial(who, r["question_id"], bool(ok))
-              for r in recs for who, ok in (r.get("responses") or ())]
-    if trials:
-        c = stats.cluster_bootstrap(trials, recs[0]["chance"])
+    given = trials(recs)
+    if given:
+        c = stats.cluster_bootstrap(given, recs[0]["chance"])
         return Recognition(k, n, c.ci_low, c.ci_high, c.p_chance)
     low, high = stats.clopper_pearson(k, n)
     p = stats.binomial_p(k, n, recs[0]["chance"]) if n else nan

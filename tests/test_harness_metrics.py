@@ -4,7 +4,7 @@ import math
 
 from scipy.stats import binomtest
 
-from adept_eval import harness
+from adept_eval import harness, recognition
 
 
 def _items(pattern, sub="fear", chance=0.2):
@@ -76,7 +76,7 @@ def test_human_responses_get_intervals_clustered_by_participant_and_question():
             question_id=f"q{q}", sub="joy", target="joy", correct_answer="A", chance=0.25,
             listener="human", correct=sum(ok for _, ok in responses), n=3,
             responses=responses).to_json())
-    k, n = harness._counts(records)
+    k, n = recognition.counts(records)
     exact = stats.clopper_pearson(k, n)
     low, high = harness.ci_low(records), harness.ci_high(records)
     assert low <= k / n <= high
@@ -108,5 +108,6 @@ def test_a_question_one_person_answered_is_in_the_interval_as_in_the_accuracy():
                     chance=0.5, listener="human")
         answer = Answer(tuple(Response(i % 2, participant=p) for p in people))
         records.append(harness._answered(q, base, answer).to_json())
-    assert harness._counts(records) == (3, 4)
-    assert harness._clustered(records).n == 4 and harness._clustered(records).correct == 3
+    assert recognition.counts(records) == (3, 4)
+    given = recognition.trials(records)
+    assert len(given) == 4 and sum(t.correct for t in given) == 3
