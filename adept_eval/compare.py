@@ -34,14 +34,13 @@ as the leaderboard does. The per-question outcomes come from the runs' logged sa
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from itertools import combinations
 
 from . import spec, stats
 from .errors import UserError
-from .hub import Run, load_run
+from .hub import Run, load_run, logged_samples
 from .suites import SUITES
 
 SEED = 0
@@ -87,15 +86,12 @@ def _read_samples(run: Run, tasks: list[str], parse) -> dict:
                            "--log_samples")
     out = {}
     for task in tasks:
-        with open(run.samples[task], encoding="utf-8") as fh:
-            for line_no, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    out.update([parse(task, json.loads(line))])
-                except (ValueError, KeyError, TypeError) as exc:
-                    raise CompareError(f"{run.samples[task]}:{line_no}: not an adept-eval "
-                                       f"sample record ({type(exc).__name__}: {exc})") from None
+        for line_no, record in logged_samples(run.samples[task]):
+            try:
+                out.update([parse(task, record)])
+            except (ValueError, KeyError, TypeError) as exc:
+                raise CompareError(f"{run.samples[task]}:{line_no}: not an adept-eval "
+                                   f"sample record ({type(exc).__name__}: {exc})") from None
     return out
 
 

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from . import spec, vstyle
 from .identity import RunIdentity, SuiteIdentity, label
-from .settings import environment_secrets
+from .settings import URL_CREDENTIALS, environment_secrets
 from .suites import SUITES, suite_of, tasks_by_suite
 
 log = logging.getLogger(__name__)
@@ -38,7 +38,8 @@ def secret_values() -> dict[str, str]:
 
 
 def find_secrets(folder: Path) -> list[str]:
-    """Files under ``folder`` that contain a secret's value: ``path (VARIABLE)`` entries."""
+    """Files under ``folder`` that contain a secret's value, or a password written into a URL
+    (a server option given as ``https://user:password@host``): ``path (what)`` entries."""
     secrets = secret_values()
     found = []
     for path in sorted(p for p in Path(folder).rglob("*") if p.is_file()):
@@ -46,6 +47,8 @@ def find_secrets(folder: Path) -> list[str]:
         for name, value in secrets.items():
             if value.encode() in data:
                 found.append(f"{path} ({name})")
+        if URL_CREDENTIALS.search(data):
+            found.append(f"{path} (a password in a URL)")
     return found
 
 
@@ -231,6 +234,22 @@ def _results_json(path: Path) -> dict:
     return data
 
 
+def logged_samples(path: str | Path):
+    """(line number, record) of every line of an lm-eval logged-samples file
+    (``samples_<task>_<time>.jsonl``), blank lines skipped: the one reader of those files. A
+    line that is not JSON is a PublishError naming the file and the line."""
+    with open(path, encoding="utf-8") as fh:
+        for line_no, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError as exc:
+                raise PublishError(f"{path}:{line_no}: not a logged sample, the file is damaged "
+                                   f"({exc})") from None
+            yield line_no, record
+
+
 def attach_samples(run: Run) -> Run:
     """Find the run's logged samples (``samples_<task>_<timestamp>.jsonl`` beside its results)."""
     stamp = run.timestamp
@@ -270,10 +289,7 @@ def find_runs(paths: list[str | Path]) -> list[Run]:
 def _details_table(samples_file: Path) -> pa.Table:
     """Per-question (ADEPT) or per-instruction (VStyle) details of one task, flat columns."""
     rows = []
-    for line in samples_file.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        s = json.loads(line)
+    for _, s in logged_samples(samples_file):
         doc = s.get("doc", {})
         rec = next((s[su.headline] for su in SUITES.values() if isinstance(s.get(su.headline),
                                                                           (dict, list))), None)
@@ -301,10 +317,7 @@ def audio_files(run: Run) -> dict[str, Path]:
     """stimulus id -> the system's audio file, from the logged model outputs."""
     out = {}
     for samples_file in run.samples.values():
-        for line in samples_file.read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            s = json.loads(line)
+        for _, s in logged_samples(samples_file):
             for resp in (s.get("resps") or [[]])[0][:1]:
                 try:
                     produced = json.loads(resp)

@@ -71,20 +71,18 @@ def adept_table(results: dict, title: str = "ADEPT") -> Table:
 def question_records(samples: dict) -> dict[str, list[dict]]:
     """task -> its questions' records (what the task's aggregations read: ``harness``), from
     lm-eval's logged samples; ADEPT tasks only."""
-    import json
-    from pathlib import Path
+    from .hub import logged_samples
 
     out = {}
     for task, path in samples.items():
         if task not in spec.TASKS:
             continue
         records = []
-        for line in Path(path).read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                rec = json.loads(line).get(ADEPT.headline)
-                rec = rec[0] if isinstance(rec, list) and rec else rec
-                if isinstance(rec, dict):
-                    records.append(rec)
+        for _, sample in logged_samples(path):
+            rec = sample.get(ADEPT.headline) if isinstance(sample, dict) else None
+            rec = rec[0] if isinstance(rec, list) and rec else rec
+            if isinstance(rec, dict):
+                records.append(rec)
         if records:
             out[task] = records
     return out

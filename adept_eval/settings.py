@@ -36,9 +36,15 @@ JUDGE_PREFIX = "judge_"
 
 _SECRET_WORDS = {"key", "apikey", "token", "secret", "password", "passwd", "passphrase",
                  "credential", "credentials", "auth", "bearer"}
+#: a password written into a URL (``https://user:password@host``): refused in options (it is a
+#: credential like the others below), and a file holding one is never uploaded
+#: (``hub.find_secrets``)
+_URL_CREDENTIALS = r"[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@\"']+:[^/\s@\"']+@"
+URL_CREDENTIALS = re.compile(_URL_CREDENTIALS.encode())
 _SECRET_VALUE = re.compile(
     r"(?<![A-Za-z0-9])(sk-[A-Za-z0-9_\-]{12,}|hf_[A-Za-z0-9]{16,}|AIza[0-9A-Za-z_\-]{20,}"
-    r"|gh[pousr]_[A-Za-z0-9]{20,}|xox[abp]-[A-Za-z0-9\-]{10,}|Bearer\s+\S{8,})")
+    r"|gh[pousr]_[A-Za-z0-9]{20,}|xox[abp]-[A-Za-z0-9\-]{10,}|Bearer\s+\S{8,}"
+    rf"|{_URL_CREDENTIALS})")
 _ENV_SECRET_NAME = re.compile(r"(TOKEN|KEY|SECRET|PASSWORD)", re.IGNORECASE)
 
 

@@ -213,10 +213,16 @@ def pooled_interval(parts: Iterable[tuple[float | None, float | None, float | No
     low, high, n): each part's standard error read as its interval's width / 3.92, the pooled
     one sqrt(sum (n_i / N)^2 se_i^2) (the parts hold different items, so they are independent;
     a normal approximation). (nan, nan, N) when any part with an n lacks its interval."""
-    rows = [(float(m), float(lo), float(hi), int(n)) for m, lo, hi, n in parts
-            if n and m is not None and not math.isnan(float(m))]
+    def value(x) -> float:
+        try:
+            return float(x)
+        except (TypeError, ValueError):  # None, "N/A": no figure
+            return NAN
+
+    rows = [(value(m), value(lo), value(hi), int(n)) for m, lo, hi, n in parts
+            if n and not math.isnan(value(m))]
     total = sum(n for *_, n in rows)
-    if not total or any(v is None or math.isnan(v) for _, lo, hi, _ in rows for v in (lo, hi)):
+    if not total or any(math.isnan(v) for _, lo, hi, _ in rows for v in (lo, hi)):
         return NAN, NAN, total
     mean = sum(m * n for m, _, _, n in rows) / total
     se = math.sqrt(sum((n / total * (hi - lo) / 3.92) ** 2 for _, lo, hi, n in rows))

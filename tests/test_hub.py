@@ -239,6 +239,11 @@ def test_publish_refuses_files_containing_secrets(tmp_path, monkeypatch):
     (tmp_path / "b.json").write_text("{}")
     found = find_secrets(tmp_path)
     assert len(found) == 1 and "a.json" in found[0] and "MY_SERVICE_TOKEN" in found[0]
+    # a server option written with its password (lm-eval records options verbatim)
+    (tmp_path / "c.json").write_text('{"judge_base_url": "https://bob:hunter2pw@j.example/v1"}')
+    found = find_secrets(tmp_path)
+    assert len(found) == 2 and "c.json (a password in a URL)" in found[1]
+    assert "hunter2pw" not in " ".join(found)
 
 
 def test_report_prints_n_intervals_and_pooled_groups(runs):
@@ -264,6 +269,22 @@ def test_report_prints_n_intervals_and_pooled_groups(runs):
     # a folder with two systems: the newest run by timestamp, and the report says which
     out = _run(_adept_eval("report", str(tmp / "out")), env, tmp).stdout
     assert "run: flat-tts" in out and "newest of 2" in out
+
+
+def test_a_damaged_samples_file_is_named(runs, tmp_path):
+    """Every reader of logged samples (report, leaderboard, compare) names the file and the
+    line of a damaged one - it said only 'Unterminated string starting at ...'."""
+    tmp, env = runs
+    copy = tmp_path / "flat-tts"
+    shutil.copytree(tmp / "out" / "flat-tts", copy)
+    damaged = sorted(copy.rglob("samples_adept_emotion_female_*.jsonl"))[0]
+    damaged.write_text(damaged.read_text()[:2000])
+    for args in (("report", str(copy)), ("leaderboard", str(copy), "-o", str(tmp_path / "lb"))):
+        done = subprocess.run(_adept_eval(*args), env=env, cwd=tmp_path, capture_output=True,
+                              text=True, timeout=600)
+        assert done.returncode == 2, done.stderr[-2000:]
+        assert f"{damaged}:1: not a logged sample, the file is damaged" in done.stderr, args
+        assert "Traceback" not in done.stderr
 
 
 def test_corpus_dataset_pushed_to_the_hub(hub, corpus, tmp_path):

@@ -123,6 +123,7 @@ def test_tts_command_synthesises_once_and_survives_failures(use_corpus, tmp_path
      "file on PATH"),
     ("command_file=/nonexistent/template.txt",
      "tts-command: command_file=/nonexistent/template.txt: cannot be read (No such file"),
+    ("command=cp {reference} {output},timeout=abc", "--model_args timeout=abc: not a number"),
 ])
 def test_tts_command_that_cannot_run_is_one_message_before_any_stimulus(model_args, expected,
                                                                        corpus, tmp_path):
@@ -184,6 +185,11 @@ def test_in_process_model(use_corpus, tmp_path):
                           bootstrap_iters=0)
     r = res["results"]["adept_marked_tonicity_male"]
     assert r["acc,none"] == 1.0 and r["failed,none"] == 0  # it read as 98% clipped
+    # a 64-bit integer array is floats cast by mistake: refused (it read as silence)
+    from adept_eval.models.synthesizing import _as_float
+
+    with pytest.raises(TypeError, match="int64 samples"):
+        _as_float(np.round(np.zeros(10) * 32767).astype(np.int64))
 
 
 def test_human_listener_scores_responses_file(use_corpus, tmp_path):

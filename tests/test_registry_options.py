@@ -95,6 +95,10 @@ def test_listeners_backends_and_models_use_the_registry_without_importing_early(
     ("temperature=0", "--metadata temperature=0: expected a positive number"),
     ("cache_dir=/etc/passwd", "--metadata cache_dir=/etc/passwd: not a folder features can be "
                               "written to"),
+    ("listener=audio-llm,llm_model=m,llm_base_url=http://127.0.0.1:9/v1,llm_concurrency=abc",
+     "--metadata llm_concurrency=abc: not a whole number"),
+    ("listener=audio-llm,llm_model=m,llm_base_url=http://127.0.0.1:9/v1,orders=0",
+     "--metadata orders=0: must be at least 1"),
 ])
 def test_lm_eval_bad_listener_option_is_one_message_before_any_question(metadata, expected,
                                                                         corpus, tmp_path):

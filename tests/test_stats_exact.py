@@ -228,3 +228,13 @@ def test_pooled_counts_rounds_to_the_nearest_count():
     assert stats.pooled_counts([(0.29, 100)]) == (29, 100)
     assert stats.pooled_counts([(0.57, 100), (0.29, 100), (2 / 3, 15)]) == (57 + 29 + 10, 215)
     assert stats.pooled_counts([(0.5, 10), (None, 5), (float("nan"), 5), (0.3, 0)]) == (5, 10)
+
+
+def test_pooled_interval_of_parts_without_an_interval_is_nan_not_an_error():
+    from adept_eval.stats import pooled_interval
+
+    for lo, hi in ((None, None), ("N/A", 0.4), (float("nan"), 0.4)):
+        low, high, n = pooled_interval([(0.3, lo, hi, 10), (0.5, 0.4, 0.6, 10)])
+        assert math.isnan(low) and math.isnan(high) and n == 20
+    low, high, n = pooled_interval([(0.3, 0.2, 0.4, 10), (None, None, None, 5)])
+    assert n == 10 and (low, high) == pytest.approx((0.2, 0.4))

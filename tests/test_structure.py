@@ -52,6 +52,7 @@ def test_unknown_or_misplaced_keys_are_errors_listing_the_valid_ones(no_model_re
 @pytest.mark.parametrize("options", [
     {"api_key": "abc"}, {"llm_api_key": "abc"}, {"hf_token": "abc"}, {"password": "x"},
     {"judge_model": "sk-" + "a" * 30}, {"note": "hf_" + "B" * 30}, {"x": "AIza" + "c" * 35},
+    {"judge_base_url": "https://bob:hunter2pw@judge.example/v1"},  # a password in a URL
 ])
 def test_secret_options_are_refused_without_repeating_them(options, no_model_record):
     with pytest.raises(SettingsError, match="_env") as err:
@@ -59,6 +60,11 @@ def test_secret_options_are_refused_without_repeating_them(options, no_model_rec
     for value in options.values():
         if len(value) > 5:
             assert value not in str(err.value)
+
+
+def test_a_server_url_without_a_password_is_not_a_secret(no_model_record):
+    for url in ("http://127.0.0.1:8000/v1", "https://judge.example/v1?x=1"):
+        settings.split({"judge_base_url": url}, suite="vstyle")  # no SettingsError
 
 
 def test_env_named_options_and_counts_are_not_secrets():

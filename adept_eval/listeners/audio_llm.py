@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from ..corpus import Corpus, load_corpus
 from ..llm import (AudioPolicy, BadInput, Connection, LLMClient, LLMUnavailable, Part,
                    cache_key, check_server, default_cache, inspect, payload, run_sync)
-from ..options import yes_no
+from ..options import number, yes_no
 from ..questions import LETTERS, Question
 from . import Answer, Listener, Response, register_listener
 
@@ -81,11 +81,16 @@ class AudioLLMListener(Listener):
 
     def __post_init__(self):
         self.corpus = self.corpus or load_corpus()
-        self.orders = max(1, int(self.orders))
-        self.connection = Connection(self.llm_backend, self.llm_model, self.llm_base_url,
-                                     self.llm_api_key_env, float(self.llm_timeout),
-                                     int(self.llm_max_retries), max(1, int(self.llm_concurrency)),
-                                     float(self.llm_rpm) if self.llm_rpm else None)
+        def option(value, name, **rule):
+            return number(value, name, "--metadata", **rule)
+
+        self.orders = option(self.orders, "orders", whole=True, least=1)
+        self.connection = Connection(
+            self.llm_backend, self.llm_model, self.llm_base_url, self.llm_api_key_env,
+            option(self.llm_timeout, "llm_timeout", positive=True),
+            option(self.llm_max_retries, "llm_max_retries", whole=True, least=0),
+            option(self.llm_concurrency, "llm_concurrency", whole=True, least=1),
+            option(self.llm_rpm, "llm_rpm", least=0, optional=True) or None)
         self.policy = AudioPolicy(max_seconds=60.0)
         # a missing key or model fails here; an unreachable server fails the preflight
         self.connection.open()

@@ -26,6 +26,7 @@ from pathlib import Path
 from ..llm import (AudioPolicy, BackendError, BadInput, Connection, LLMClient, Part,
                    check_server, count_requests, inspect, payload, run_sync)
 from ..llm.audio import sniff_format
+from ..llm.backends import public_url
 from ..options import number, yes_no
 from .base import Produced, SpeechSystem, Stimulus, SystemSetupError
 
@@ -51,7 +52,7 @@ class OpenAISpeechSystem(SpeechSystem):
             "openai", model, base_url, api_key_env, option(timeout, "timeout", positive=True),
             option(max_retries, "max_retries", whole=True, least=0),
             option(concurrency, "concurrency", whole=True, least=1),
-            option(rpm, "rpm", positive=True, optional=True) if rpm else None)
+            option(rpm, "rpm", least=0, optional=True) or None)  # 0: no limit, as the judge's
         if cache_dir is None:
             from ..corpus import cache_home
 
@@ -92,8 +93,10 @@ class OpenAISpeechSystem(SpeechSystem):
             try:
                 src = await asyncio.to_thread(inspect, s.reference_audio, client.checks,
                                               self.policy, "instruction audio")
+                # the server is part of the key (its public URL: no credentials), as for the
+                # judge's verdicts: another server's answers are never served as this one's
                 key = hashlib.sha256(json.dumps(
-                    [self.model, self.voice, self.system_prompt,
+                    [public_url(self.base_url or ""), self.model, self.voice, self.system_prompt,
                      s.text if self.send_text else "", src.sha256]).encode()).hexdigest()[:32]
                 target = self._cached(key)
                 if target is None:

@@ -137,6 +137,10 @@ def _as_float(samples: np.ndarray) -> np.ndarray:
     """Integer PCM (int16 from many TTS libraries, int32, uint8) to floats in [-1, 1] by its
     type's full scale, as a WAV reader would; floats are left as they are. (Passed on as
     numbers, int16 samples read as 98% clipped and every answer was wrong.)"""
+    if np.issubdtype(samples.dtype, np.integer) and samples.dtype.itemsize > 4:
+        raise TypeError(f"synthesize() returned {samples.dtype} samples: return floats in "
+                        "[-1, 1], or PCM as int16, int32 or uint8 (a 64-bit integer array is "
+                        "usually floats cast by mistake, e.g. np.round(x * 32767).astype(int))")
     if np.issubdtype(samples.dtype, np.signedinteger):
         return samples.astype(np.float64) / float(-np.iinfo(samples.dtype).min)
     if np.issubdtype(samples.dtype, np.unsignedinteger):

@@ -25,6 +25,7 @@ import subprocess
 from pathlib import Path
 
 
+from ..options import number
 from .base import Stimulus, SystemSetupError
 from .synthesizing import SynthesizingSystem
 
@@ -104,7 +105,7 @@ class TTSCommandSystem(SynthesizingSystem):
         if not any("{output}" in a for a in self.template):
             raise SystemSetupError(f"tts-command: the template must contain {{output}}: {command!r}")
         _check_program(self.template[0])
-        self.timeout = float(timeout)
+        self.timeout = number(timeout, "timeout", "--model_args", positive=True)
         super().__init__(name=name or Path(self.template[0]).name, **kwargs)
 
     @classmethod
