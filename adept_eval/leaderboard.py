@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from . import spec, stats, vstyle
 from .hub import PublishError, Run, find_runs, hub_api, require_token, with_retries
-from .report import csv_safe, pooled
+from .report import csv_safe, pooled_recognition
 
 
 @dataclass
@@ -110,10 +110,11 @@ def row_of(run: Run) -> Row:
         failed += int(r.get("failed,none") or 0)
         by_class.setdefault(spec.TASKS[task].cls.name, []).append((acc, tn))
         chance_parts.append((r.get("chance,none", spec.TASKS[task].chance), tn))
-    k, n = pooled(res, list(row.tasks))
+    k, n, low, high = pooled_recognition(res, list(row.tasks), run.samples,
+                                         people=run.listener() == "human")
     if n:
         row.adept_acc, row.adept_n, row.adept_tasks, row.adept_failed = k / n, n, len(row.tasks), failed
-        row.adept_ci_low, row.adept_ci_high = stats.clopper_pearson(k, n)
+        row.adept_ci_low, row.adept_ci_high = low, high
         row.adept_chance = stats.pooled_mean(chance_parts)[0]
         row.classes = {c: stats.pooled_mean(v)[0] for c, v in by_class.items()
                        if sum(m for _, m in v)}

@@ -129,9 +129,30 @@ def pooled(results: dict, tasks: list[str]) -> tuple[int, int]:
                                 (results.get(t) or {}).get(weight)) for t in tasks)
 
 
-def group_table(results: dict) -> Table | None:
-    """ADEPT groups pooled over their tasks' responses: n and an exact 95% interval, which
-    lm-eval's own group rows (a weighted mean) do not carry."""
+def pooled_recognition(results: dict, tasks: list[str], samples: dict | None = None,
+                       people: bool = False) -> tuple[int, int, float, float]:
+    """(correct, n, 95% interval) over the given tasks' responses. From the logged samples when
+    they hold every task (``recognition``: exact for a machine listener, the two-way cluster
+    bootstrap over participants and questions for people); else from the results' accuracies
+    and n - exact for a machine listener, but no interval for people (their responses are not
+    independent trials, and the results alone cannot say how they cluster)."""
+    from .recognition import recognition
+
+    k, n = pooled(results, tasks)
+    if samples and all(t in samples for t in tasks):
+        records = question_records({t: samples[t] for t in tasks})
+        r = recognition([rec for t in tasks for rec in records.get(t, ())])
+        if r.n:
+            return r.correct, r.n, r.ci_low, r.ci_high
+    if people or not n:
+        return k, n, math.nan, math.nan
+    return (k, n, *stats.clopper_pearson(k, n))
+
+
+def group_table(results: dict, samples: dict | None = None, people: bool = False
+                ) -> Table | None:
+    """ADEPT groups pooled over their tasks' responses: n and a 95% interval
+    (``pooled_recognition``), which lm-eval's own group rows (a weighted mean) do not carry."""
     groups = ADEPT.groups
     table = Table(title="ADEPT groups (pooled over all their questions)", box=box.SIMPLE_HEAD)
     for col in ("group", "tasks", "n", "acc", "95% CI"):
@@ -139,11 +160,13 @@ def group_table(results: dict) -> Table | None:
     rows = 0
     for name, tasks in groups.items():
         present = [t for t in tasks if t in results]
-        k, n = pooled(results, present)
-        if n == 0 or (len(present) < 2):
+        if len(present) < 2:
             continue
-        low, high = stats.clopper_pearson(k, n)
-        table.add_row(name, str(len(present)), str(n), f"{k / n:.3f}", f"{low:.2f}-{high:.2f}")
+        k, n, low, high = pooled_recognition(results, present, samples, people)
+        if n == 0:
+            continue
+        table.add_row(name, str(len(present)), str(n), f"{k / n:.3f}",
+                      f"{_f(low, '{:.2f}')}-{_f(high, '{:.2f}')}")
         rows += 1
     return table if rows else None
 

@@ -111,3 +111,38 @@ def test_a_question_one_person_answered_is_in_the_interval_as_in_the_accuracy():
     assert recognition.counts(records) == (3, 4)
     given = recognition.trials(records)
     assert len(given) == 4 and sum(t.correct for t in given) == 3
+
+
+def test_pooled_groups_of_people_get_the_clustered_interval_or_none(tmp_path):
+    """A group's pooled accuracy (adept-eval report, the leaderboard) rests on the same rule as
+    a task's: from logged samples people's responses get the two-way cluster bootstrap, never
+    Clopper-Pearson over responses as if independent; without samples, no interval at all."""
+    import json as json_module
+
+    from adept_eval import harness, stats
+    from adept_eval.report import pooled_recognition
+
+    tasks = ["adept_emotion_female", "adept_emotion_male"]
+    samples, results, everything = {}, {}, []
+    for t in tasks:
+        records = []
+        for q in range(8):
+            responses = (("p1", 1), ("p2", int(q % 2 == 0)), ("p3", 0))
+            records.append(harness.QuestionRecord(
+                question_id=f"{t}/q{q}", sub="joy", target="joy", correct_answer="A",
+                chance=0.25, listener="human", correct=sum(ok for _, ok in responses), n=3,
+                responses=responses).to_json())
+        path = tmp_path / f"samples_{t}.jsonl"
+        path.write_text("\n".join(json_module.dumps({"acc": r}) for r in records) + "\n")
+        samples[t] = path
+        k, n = recognition.counts(records)
+        results[t] = {"acc,none": k / n, "n,none": n}
+        everything += records
+    k, n, low, high = pooled_recognition(results, tasks, samples, people=True)
+    r = recognition.recognition(everything)
+    assert (k, n, low, high) == (r.correct, r.n, r.ci_low, r.ci_high) == (k, 48, low, high)
+    exact = stats.clopper_pearson(k, n)
+    assert high - low > exact[1] - exact[0]  # wider than the responses taken as independent
+    k2, n2, low2, high2 = pooled_recognition(results, tasks, None, people=True)
+    assert (k2, n2) == (k, n) and math.isnan(low2) and math.isnan(high2)
+    assert pooled_recognition(results, tasks, None, people=False)[2:] == exact
