@@ -90,6 +90,9 @@ RULES: tuple[Rule, ...] = (
          subs=((r"^pip install \. && ", ""),), expect=(r"adept\b",)),
     Rule(r"^pip install \"\.\[test\]\" && python -m pytest", "not run",
          "this is the test suite itself: running it from inside would recurse"),
+    Rule(r"^python -m pytest (tests/test_listener\.py -n 0|-k hub)$", "not run",
+         "part of the test suite itself: running it from inside would recurse (the modules run "
+         "in the suite)"),
     Rule(r"^lm_eval .*listener=audio-llm llm_base_url=http://localhost:8000/v1", "adapted",
          "llm_base_url names a local vLLM server; here the loopback server answers",
          subs=((LLM_URL, r"\g<1>{llm}"),), expect=(LM_EVAL_TABLE,)),
