@@ -34,15 +34,12 @@ PLOT_EXTRA = "pip install 'adept-eval[plot]'"
 
 
 def _positive_int(text: str) -> int:
-    """argparse type of a count such as --limit: a whole number of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}") \
-            from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {value}")
-    return value
+    """argparse type of a count such as --limit: a whole number of at least 1 (the one rule for
+    numeric option text, ``options.number``)."""
+    from .options import number
+
+    return number(text, "count", whole=True, least=1, fail=lambda problem: (
+        argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")))
 
 
 def cmd_prepare(args) -> int:

@@ -19,7 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from . import identity, settings, stats
-from .errors import UserError
+from .options import OptionError
 from .judge import JudgeConfig, JudgeItem, judge
 from .judge.runner import SERVER_OPTIONS, JudgeOptionError, judge_option_names
 from .metric_items import SameRecord, record_of
@@ -33,10 +33,6 @@ HEADLINE = VSTYLE.headline  # the metric whose logged value carries the whole re
 JUDGE_KEYS = judge_option_names()
 
 
-class JudgeSettingError(UserError, ValueError):
-    """A ``--metadata judge_*`` value that cannot be used (one message naming the option)."""
-
-
 def _prompts_table(value) -> dict:
     """``judge_prompts``: a folder of ``<category>.txt`` (VStyle's layout), a JSON object
     (category -> template file or text) given inline or in a ``.json`` file, or a dict."""
@@ -48,25 +44,25 @@ def _prompts_table(value) -> dict:
         if path.is_dir():  # VStyle's layout: one <category>.txt per category
             table = {p.stem: str(p.resolve()) for p in sorted(path.glob("*.txt"))}
             if not table:
-                raise JudgeSettingError(f"judge_prompts={value}: the folder holds no "
+                raise OptionError(f"judge_prompts={value}: the folder holds no "
                                         "<category>.txt prompt files")
             return table
         if not path.is_file():
-            raise JudgeSettingError(
+            raise OptionError(
                 f"judge_prompts={value}: no such folder or file (give a folder of "
                 "<category>.txt prompts, VStyle's layout, or a JSON object of category -> "
                 "prompt file)")
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise JudgeSettingError(f"judge_prompts={value}: cannot be read ({exc})") from None
+            raise OptionError(f"judge_prompts={value}: cannot be read ({exc})") from None
     try:
         table = json.loads(text)
     except ValueError as exc:
-        raise JudgeSettingError(f"judge_prompts={value}: not a folder of prompts nor a JSON "
+        raise OptionError(f"judge_prompts={value}: not a folder of prompts nor a JSON "
                                 f"object ({exc})") from None
     if not isinstance(table, dict):
-        raise JudgeSettingError(f"judge_prompts={value}: the JSON is not an object of "
+        raise OptionError(f"judge_prompts={value}: the JSON is not an object of "
                                 "category -> prompt file")
     return table
 
@@ -89,7 +85,7 @@ def judge_config(judge_share: dict) -> dict:
         config = JudgeConfig(**{k: tuple(map(tuple, v)) if k == "prompts" else v
                                 for k, v in cfg.items()})
     except JudgeOptionError as exc:
-        raise JudgeSettingError(f"--metadata {option.get(exc.field, exc.field)}={exc.value!r}: "
+        raise OptionError(f"--metadata {option.get(exc.field, exc.field)}={exc.value!r}: "
                                 f"{exc.problem}") from None
     config.prompt_set()
     # the values as read (judge_concurrency="8" -> 8), JSON-able
