@@ -288,3 +288,64 @@ def test_a_flat_salience_profile_is_half_way_from_every_candidate():
     system = _profiles(np.zeros((1, 6)))
     comparison = prosody.compare_sentence(system, natural)
     assert comparison.terms["salience"].tolist() == [[0.5, 0.5, 0.5]]
+
+
+# ----------------------------------------------------------------------------- multi: one each
+def test_one_each_is_the_posterior_under_the_samples_being_the_candidates_one_each():
+    """Worked by hand over the six assignments of three samples (rows) to three candidates
+    (columns): rows anger-sample [.31 .09 .60], fear-sample [.45 .18 .37], joy-sample
+    [.07 .04 .89]; P(anger-sample is anger) = (.31*.18*.89 + .31*.37*.04) / Z and
+    P(fear-sample is anger) = (.09*.45*.89 + .09*.37*.07) / Z ... with Z the sum of all six."""
+    from adept_eval.listeners.acoustic import one_each
+    post = np.array([[.31, .09, .60], [.45, .18, .37], [.07, .04, .89]])
+    weights = {(0, 1, 2): .31 * .18 * .89, (0, 2, 1): .31 * .37 * .04,
+               (1, 0, 2): .09 * .45 * .89, (1, 2, 0): .09 * .37 * .07,
+               (2, 0, 1): .60 * .45 * .04, (2, 1, 0): .60 * .18 * .07}
+    z = sum(weights.values())
+    expected = np.zeros((3, 3))
+    for perm, w in weights.items():
+        for sample, candidate in enumerate(perm):
+            expected[sample, candidate] += w / z
+    got = one_each(post)
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    # the fear sample's own row gives "anger" the most (.45 > .31), but the anger sample is the
+    # anger one once each sample must be a different candidate
+    assert post[:, 0].argmax() == 1 and got[:, 0].argmax() == 0
+
+
+def test_one_each_of_identical_samples_is_a_tie():
+    """Renditions that do not differ get identical rows: no sample may be preferred (the
+    listener then guesses, seeded by the question id: chance for a flat system)."""
+    from adept_eval.listeners.acoustic import one_each
+    row = np.array([.5, .3, .2])
+    got = one_each(np.tile(row, (3, 1)))
+    np.testing.assert_allclose(got, np.full((3, 3), 1 / 3), rtol=1e-12)
+
+
+def test_a_multi_stimulus_question_is_answered_by_one_each(tmp_path):
+    """Through ``answer``: with the per-sample posteriors fixed (incredulity, surprise,
+    neutral; the surprise sample's own row gives incredulity the most), the question "which
+    sample is incredulous" is answered with the incredulity sample, as ``one_each`` says, and
+    its scores are ``one_each``'s incredulity column in the order the samples are presented."""
+    from adept_eval.listeners.acoustic import one_each
+    natural = _natural(tmp_path / "natural", "propositional_attitude", "female", "0200")
+    listener = _listener(natural, tmp_path)
+    subs = tuple(spec.CLASSES["propositional_attitude"].subcategories_for("female"))
+    assert subs == ("incredulity", "surprise", "neutral")
+    post = np.array([[.45, .10, .45], [.50, .40, .10], [.05, .05, .90]])
+    listener._posterior = lambda total: post
+    shown = ("surprise", "neutral", "incredulity")  # the order the samples are presented in
+    key = "ad00_0200"
+    q = Question(f"adept_propositional_attitude_female/{key}/incredulity",
+                 "adept_propositional_attitude_female", "propositional_attitude", "female",
+                 "multi", "0200", synthetic.sentence("propositional_attitude", "0200"), "?",
+                 tuple(f"propositional_attitude/{s}/{key}" for s in shown), shown,
+                 ("Sample A", "Sample B", "Sample C"), subs, shown.index("incredulity"),
+                 "incredulity")
+
+    answer = listener.answer(q, dict(natural))
+
+    expected = one_each(post)[[subs.index(s) for s in shown], 0]
+    np.testing.assert_allclose(answer.scores, expected, rtol=1e-12)
+    assert post[:, 0].argmax() == subs.index("surprise")  # the rows alone would pick surprise
+    assert answer.responses[0].choice == shown.index("incredulity") and answer.correct(q) == 1

@@ -21,7 +21,9 @@ places); F0, energy and tempo weighted towards the frames where the natural cand
 most, each term scaled by how far those candidates lie from one another. The weighted sum
 becomes a posterior over candidates, softmax(-d / temperature).
 
-- multi-stimulus questions: the sample with the highest posterior for the target subcategory;
+- multi-stimulus questions: the sample most likely to be the target subcategory given that the
+  samples are the candidates one each (``one_each``: each sample's posterior over the candidates,
+  combined over the ways of giving every sample a different one);
 - single-stimulus questions: the interpretation with the highest posterior. The system's other
   renditions of the sentence come from the samples it is given (the harness hands every
   question the map of all the system's samples of the task, whatever folder layout the model
@@ -41,6 +43,7 @@ Every answer's ``detail`` holds, per candidate, the distance per term and the po
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import tempfile
 from dataclasses import dataclass, field
@@ -82,7 +85,9 @@ TEMPERATURE = 0.5
 # Method v15: the level term abstains when the renditions' speech powers lie within
 # ``prosody.LEVEL_VOTE_DB`` (v13 asked it of the mean of their frame decibels, which timing moves:
 # a slow voice's loudness-normalised files still spread); its vote is v13's.
-METHOD_VERSION = "15"
+# Method v16: a multi-stimulus question is answered knowing that its samples are the candidates
+# one each (``one_each``): v15 took each sample's own posterior alone.
+METHOD_VERSION = "16"
 
 
 def listener_version() -> str:
@@ -99,6 +104,26 @@ def posterior(total: np.ndarray, temperature: float = TEMPERATURE) -> np.ndarray
     logits = logits - logits.max(axis=-1, keepdims=True)
     w = np.exp(logits)
     return w / w.sum(axis=-1, keepdims=True)
+
+
+def one_each(post: np.ndarray) -> np.ndarray:
+    """Per sample (row) and candidate (column), the probability that the sample is that
+    candidate given that the samples are the candidates one each, from each sample's own
+    posterior (rows; square): the sum over the assignments that give the sample that candidate
+    of the product of every sample's posterior of its assigned candidate, over all assignments.
+
+    Why: a multi-stimulus question plays the same sentence in every subcategory (ADEPT's
+    design: "the same sentence said in each of the subcategories + neutral"), so a listener
+    asked which sample is the angry one hears the others too: a sample that sounds as angry as
+    it sounds fearful is not the angry one when another sample is more likely angry than
+    anything else. Identical renditions give identical rows and identical scores (chance)."""
+    n = post.shape[0]
+    out = np.zeros_like(post, dtype=float)
+    rows = np.arange(n)
+    for perm in itertools.permutations(range(n)):
+        out[rows, perm] += float(np.prod(post[rows, perm]))
+    total = out.sum(axis=1, keepdims=True)
+    return np.divide(out, total, out=np.full_like(out, 1.0 / n), where=total > 0)
 
 
 @register_listener("acoustic")
@@ -236,7 +261,7 @@ class AcousticListener(Listener):
         if question.design == "multi":
             target = subs.index(question.target)
             by_stimulus = [subs.index(s) for s in question.stimulus_subcategories]
-            scores = np.array([post[i, target] for i in by_stimulus])
+            scores = one_each(post)[by_stimulus, target]
             rows = by_stimulus
         else:
             row = subs.index(question.target) if paths else 0
