@@ -373,9 +373,16 @@ def _identity_lines(run) -> list[str]:
 
         lines.append(f"{SUITES[name].title}: scorer {_lit(label(s.scorer))}; corpus "
                      f"{_lit(corpus)}{synthetic}; "
-                     f"{len(s.tasks)} tasks ({'complete' if s.complete else 'partial'}); "
+                     f"{len(s.tasks)} tasks ({_completeness(s)}); "
                      f"adept-eval {ident.version}")
     return lines
+
+
+def _completeness(s) -> str:
+    """'complete', or why a run is partial (a task set short of a complete one, or --limit)."""
+    if s.limited:
+        return f"partial: run with --limit, {s.limited[0]} of {s.limited[1]} questions"
+    return "complete" if s.complete else "partial"
 
 
 def cmd_compare(args) -> int:

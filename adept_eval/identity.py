@@ -94,13 +94,36 @@ def attach(results: dict, model=None, model_args=None) -> dict:
             {"mixed": sorted(json.loads(s) or {} for s in scorers)}
         corpus = json.loads(corpora.pop()) if len(corpora) == 1 else \
             {"mixed": sorted(json.loads(c) or {} for c in corpora)}
-        suites[name] = {"tasks": sorted(tasks), "complete": suite.complete(tasks),
+        part = limited(results, tasks)
+        suites[name] = {"tasks": sorted(tasks), "complete": suite.complete(tasks) and not part,
                         "scorer": scorer, "corpus": corpus}
+        if part:
+            suites[name]["limited"] = {"documents": part[0], "of": part[1]}
     if suites:
         results[KEY] = {"version": __version__, "system": system,
                         "model": model if isinstance(model, str) else type(model).__name__,
                         "suites": suites}
     return results
+
+
+def limited(results: dict, tasks) -> tuple[int, int] | None:
+    """(documents run, documents held) over ``tasks`` when lm-eval ran any of them on fewer
+    documents than the task holds (``--limit``), read from its own ``n-samples`` record; else
+    None. Such a run answered only some questions of its tasks: its task set may be whole, but
+    it is not a complete run, and must not be ranked or reported as one."""
+    counts = results.get("n-samples") if isinstance(results, dict) else None
+    if not isinstance(counts, dict):
+        return None
+    run = held = 0
+    short = False
+    for task in tasks:
+        c = counts.get(task)
+        try:
+            effective, original = int(c["effective"]), int(c["original"])
+        except (TypeError, KeyError, ValueError):
+            continue
+        run, held, short = run + effective, held + original, short or effective < original
+    return (run, held) if short else None
 
 
 def _system_name(model, model_args, results) -> str:
@@ -125,6 +148,7 @@ class SuiteIdentity:
     complete: bool
     scorer: dict
     corpus: dict
+    limited: tuple[int, int] | None = None  # (documents run, held) of a run made with --limit
 
     @property
     def synthetic(self) -> bool:
@@ -151,11 +175,16 @@ class RunIdentity:
 
     @classmethod
     def of(cls, results: dict) -> RunIdentity | None:
-        """The identity recorded in a results file (None for runs made before it was)."""
+        """The identity recorded in a results file (None for runs made before it was). A run
+        made with ``--limit`` is partial whatever its file says: lm-eval's ``n-samples`` record
+        decides (results written before adept-eval looked at it called such runs complete)."""
         data = results.get(KEY) if isinstance(results, dict) else None
         if not isinstance(data, dict):
             return None
-        suites = {name: SuiteIdentity(name, tuple(s.get("tasks", ())), bool(s.get("complete")),
-                                      s.get("scorer") or {}, s.get("corpus") or {})
-                  for name, s in (data.get("suites") or {}).items()}
+        suites = {}
+        for name, s in (data.get("suites") or {}).items():
+            tasks = tuple(s.get("tasks", ()))
+            part = limited(results, tasks)
+            suites[name] = SuiteIdentity(name, tasks, bool(s.get("complete")) and part is None,
+                                         s.get("scorer") or {}, s.get("corpus") or {}, part)
         return cls(str(data.get("system") or "unknown"), str(data.get("version") or ""), suites)

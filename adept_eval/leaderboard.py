@@ -87,6 +87,8 @@ def _unranked(run: Run, suite: str) -> str | None:
         return "no run identity recorded (made before adept-eval recorded it)"
     if s.mixed:
         return "tasks scored by different scorers or corpora"
+    if s.limited:
+        return f"partial: run with --limit ({s.limited[0]} of {s.limited[1]} questions)"
     if not s.complete:
         return f"partial: {len(s.tasks)} of its tasks only"
     return None
