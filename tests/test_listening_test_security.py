@@ -270,6 +270,31 @@ def test_served_audio_does_not_tell_systems_or_catch_trials_apart(corpus, system
     assert config.loudness == "as each system produced it"
 
 
+def test_served_audio_headers_do_not_date_systems_or_catch_trials(corpus, systems, tmp_path):
+    """The build writes one system's files, then the next's, the beeps last: a file's own
+    modification time, sent as Last-Modified, told a HEAD request which system a stimulus came
+    from and which items are attention checks. Here the three groups' files are dated apart,
+    as a slower build dates them; every way of fetching a file must answer with one date."""
+    config = build_test(corpus, tmp_path / "t", {"a": systems["copy"], "b": systems["flat"]},
+                        tasks=["adept_marked_tonicity_male"], seed=4)
+    audio = tmp_path / "t" / "audio"
+    groups = {"a": set(config.samples["a"].values()), "b": set(config.samples["b"].values()),
+              "catch": set(config.catch_tokens)}
+    for day, tokens in enumerate(groups.values()):
+        for token in tokens:
+            os.utime(audio / config.files[token], (1.6e9 + day * 86400,) * 2)
+    with ServerProcess(tmp_path / "t") as s, httpx.Client(base_url=s.url) as c:
+        dates = {}
+        for group, tokens in groups.items():
+            for token in tokens:
+                for method, headers in (("HEAD", {}), ("GET", {"Range": "bytes=0-"}),
+                                        ("GET", {"Range": "bytes=0-1,4-5"})):  # the fallback
+                    r = c.request(method, f"/audio/{token}", headers=headers)
+                    assert r.status_code in (200, 206), (method, headers, r.status_code)
+                    dates.setdefault(r.headers.get("last-modified"), set()).add(group)
+    assert len(dates) == 1, dates
+
+
 def test_loudness_matching_is_applied_and_recorded(corpus, systems, tmp_path):
     import soundfile as sf
 

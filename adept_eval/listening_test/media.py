@@ -25,6 +25,11 @@ import anyio.to_thread
 from starlette.responses import FileResponse, JSONResponse, Response
 
 CACHE_CONTROL = "private, max-age=604800, immutable"
+#: the Last-Modified of every audio file: one date for all. A file's own modification time
+#: would tell the order the build wrote them in - one system's stimuli, then the next
+#: system's, the attention-check beeps last - to anyone sending a HEAD request; the ETag alone
+#: serves revalidation, and it is a hash that orders nothing.
+LAST_MODIFIED = formatdate(0, usegmt=True)
 DEFAULT_BUDGET = 256 * 1024 * 1024
 SIMPLE_RANGE = re.compile(r"^bytes=(\d+)-(\d*)$")
 
@@ -66,7 +71,7 @@ class AudioFiles:
         entry = Cached(data, {"content-type": self._media_type(path),
                               "content-length": str(len(data)), "accept-ranges": "bytes",
                               "etag": f'"{etag}"', "cache-control": CACHE_CONTROL,
-                              "last-modified": formatdate(stat.st_mtime, usegmt=True)})
+                              "last-modified": LAST_MODIFIED})
         if len(data) <= self.budget:
             if token not in self._cache:  # another request may have filled it meanwhile
                 self._size += len(data)
@@ -98,8 +103,10 @@ class AudioFiles:
         m = SIMPLE_RANGE.match(wanted.strip())
         if m is None or "if-range" in request.headers or int(m.group(1)) >= size or (
                 m.group(2) and int(m.group(2)) < int(m.group(1))):
+            # FileResponse would add the file's own date and an ETag of it: given ours instead
             return FileResponse(path, media_type=entry.headers["content-type"],
-                                headers={"cache-control": CACHE_CONTROL})
+                                headers={k: entry.headers[k] for k in
+                                         ("cache-control", "etag", "last-modified")})
         start = int(m.group(1))
         end = min(int(m.group(2)) + 1, size) if m.group(2) else size
         headers = {**entry.headers, "content-length": str(end - start),
