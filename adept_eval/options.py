@@ -38,12 +38,12 @@ def yes_no(value, name: str, where: str = "") -> bool:
 
 
 def number(value, name: str, where: str = "", *, whole: bool = False, least: float | None = None,
-           positive: bool = False, optional: bool = False, fail=None):
+           positive: bool = False, optional: bool = False, fail=None, most: float | None = None):
     """``value`` of the numeric option ``name`` as an int (``whole``) or a float: text or a
-    number, finite, at least ``least``, above 0 if ``positive``; None for an ``optional``
-    option given None, "" or "none". Anything else is an error naming the option (``fail``:
-    a function from the problem to the exception to raise, for a caller with its own type;
-    default ``OptionError``) - never a traceback from ``int()`` or ``float()``."""
+    number, finite, at least ``least``, at most ``most``, above 0 if ``positive``; None for an
+    ``optional`` option given None, "" or "none". Anything else is an error naming the option
+    (``fail``: a function from the problem to the exception to raise, for a caller with its own
+    type; default ``OptionError``) - never a traceback from ``int()`` or ``float()``."""
     def problem(text: str) -> Exception:
         if fail is not None:
             return fail(text)
@@ -65,7 +65,21 @@ def number(value, name: str, where: str = "", *, whole: bool = False, least: flo
         raise problem("must be more than 0")
     if least is not None and x < least:
         raise problem(f"must be at least {least:g}")
+    if most is not None and x > most:
+        raise problem(f"must be at most {most:g}")
     return x
+
+
+def arg_type(what: str, **rules):
+    """An argparse ``type`` reading a command-line number by the one rule (``number``, with its
+    ``rules``): a bad value is argparse's one message naming the option, then ``what`` it
+    expects and the problem, never a traceback or a value taken silently."""
+    import argparse
+
+    def read(text: str):
+        return number(text, "value", fail=lambda problem: argparse.ArgumentTypeError(
+            f"expected {what}, got {text!r} ({problem})"), **rules)
+    return read
 
 
 def parse_model_args(model_args) -> dict:

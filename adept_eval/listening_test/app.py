@@ -135,6 +135,29 @@ def check_writable(folder: Path) -> None:
                           "serve a copy of the test in a folder you can write") from None
 
 
+def check_address(host: str, port: int) -> None:
+    """Refuse an address the server cannot listen on (a port in use, a host name that does not
+    resolve or is not this machine's) before the URL is printed: uvicorn would print its own
+    error after that URL and exit with status 3. The probe socket is closed at once; uvicorn
+    binds its own."""
+    import socket
+
+    from ..errors import UserError
+
+    class Unavailable(UserError):
+        pass
+
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+            probe.bind(address)
+    except OSError as exc:
+        raise Unavailable(f"--host {host} --port {port}: cannot listen there "
+                          f"({exc.strerror or exc})") from None
+
+
 class Edge:
     """ASGI middleware, the app's outermost layer (outside Starlette's own error handler, so an
     error's 500 gets it too): on every HTTP response the security headers and a

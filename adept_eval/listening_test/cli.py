@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .. import spec
+from ..options import arg_type
 
 console = Console(soft_wrap=True)
 EXTRA_HINT = "the listening test needs its extra: pip install 'adept-eval[listening-test]'"
@@ -33,30 +34,38 @@ def add_parser(sub, common) -> None:
         p.add_argument("--tasks", nargs="*", help="ADEPT tasks (default: all 12)")
         p.add_argument("--title", default="ADEPT listening test")
         p.add_argument("--seed", type=int, help="design seed (default: random, recorded)")
-        p.add_argument("--catch-per-task", type=int, default=1,
-                       help="attention checks per task (default 1)")
-        p.add_argument("--min-catch-correct", type=float, default=1.0,
+        p.add_argument("--catch-per-task", type=arg_type("0 or more", whole=True, least=0),
+                       default=1, help="attention checks per task (default 1)")
+        p.add_argument("--min-catch-correct", type=arg_type("a share from 0 to 1", least=0,
+                                                            most=1), default=1.0,
                        help="share of attention checks a participant must pass (default 1.0)")
         p.add_argument("--completion-code", help="shown at the end (default: random)")
         p.add_argument("--screenout-code", help="shown after a failed headphone check")
         p.add_argument("--completion-url", default="", help="link shown at the end; {code} is "
                        "filled, e.g. https://app.prolific.com/submissions/complete?cc={code}")
-        p.add_argument("--match-loudness", type=float, metavar="DBFS",
+        p.add_argument("--match-loudness", type=arg_type("a speech level in dBFS, e.g. -23"),
+                       metavar="DBFS",
                        help="bring every stimulus to this speech level, e.g. -23 (default: as "
                        "each system produced it); recorded in the test's description")
 
     def serve_args(p):
         p.add_argument("--host", default="127.0.0.1")
-        p.add_argument("--port", type=int, default=8000)
+        p.add_argument("--port", type=arg_type("a port number from 1 to 65535", whole=True,
+                                               least=1, most=65535), default=8000)
         p.add_argument("--mirror-to", metavar="REPO", help="also push the responses to this "
                        "private Hub dataset (token from HF_TOKEN / hf auth login)")
-        p.add_argument("--mirror-every", type=float, default=5.0, metavar="MINUTES")
-        p.add_argument("--audio-cache-mb", type=float, default=256.0, metavar="MIB",
+        p.add_argument("--mirror-every", type=arg_type("minutes above 0", positive=True),
+                       default=5.0, metavar="MINUTES")
+        p.add_argument("--audio-cache-mb", type=arg_type("0 or more MiB", least=0),
+                       default=256.0, metavar="MIB",
                        help="keep up to this much of the test's audio in memory (default 256)")
-        p.add_argument("--max-participants", type=int, default=1000, metavar="N",
+        p.add_argument("--max-participants", type=arg_type("1 or more", whole=True, least=1),
+                       default=1000, metavar="N",
                        help="take at most N participants in all (default 1000): a flood of "
                        "fake arrivals cannot grow the database without bound")
-        p.add_argument("--new-sessions-per-minute", type=int, default=30, metavar="N",
+        p.add_argument("--new-sessions-per-minute", type=arg_type("1 or more", whole=True,
+                                                                  least=1),
+                       default=30, metavar="N",
                        help="new sessions one client address may start per minute (default "
                        "30; raise it for a lab whose participants share one address)")
 
@@ -97,7 +106,8 @@ def add_parser(sub, common) -> None:
     p.add_argument("test")
     p.add_argument("-o", "--output", help="folder for report.json and the charts "
                    "(default: <test>/report)")
-    p.add_argument("--replicates", type=int, default=2000, help="bootstrap replicates")
+    p.add_argument("--replicates", type=arg_type("100 or more", whole=True, least=100),
+                   default=2000, help="bootstrap replicates (at least 100)")
     p.add_argument("--include-incomplete", action="store_true")
     p.set_defaults(func=cmd_report)
 
@@ -180,12 +190,13 @@ def cmd_build(args):
 def _serve(test, host, port, mirror_to=None, mirror_every=5.0, audio_cache_mb=256.0,
            max_participants=1000, sessions_per_minute=30):
     try:
-        from .app import ADMIN_TOKEN_ENV, serve
+        from .app import ADMIN_TOKEN_ENV, check_address, serve
     except ImportError:
         raise RuntimeError(EXTRA_HINT) from None
     from .design import load_test
 
     load_test(test)  # a clear message before uvicorn starts
+    check_address(host, port)  # before the URL is printed: a port in use is one message
     shown = "localhost" if host in ("127.0.0.1", "0.0.0.0", "::") else host
     console.print(f"Listening test at http://{shown}:{port}/?PROLIFIC_PID=<participant id>  "
                   "(Ctrl-C stops it; responses are kept)")

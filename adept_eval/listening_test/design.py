@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import random
 import secrets
 from dataclasses import asdict, dataclass, field
@@ -272,6 +273,14 @@ def build_test(corpus: Corpus, out: str | Path, systems: dict[str, str | Path | 
             raise DesignError(f"system name {name!r}: use letters, digits, '-', '_' or '.'")
     if catch_per_task < 0:
         raise DesignError("catch_per_task must be 0 or more")
+    if not 0 <= min_catch_correct <= 1:  # a share: above 1 no participant could be included
+        raise DesignError(f"min_catch_correct={min_catch_correct}: a share of the attention "
+                          "checks, from 0 to 1")
+    if match_loudness is not None and not (math.isfinite(match_loudness) and match_loudness < 0):
+        # NaN made every stimulus full-scale noise; 0 dBFS or above cannot be reached without
+        # clipping, so each stimulus would be lowered on its own and not matched at all
+        raise DesignError(f"match_loudness={match_loudness}: a speech level in dBFS below 0 "
+                          "(full scale), e.g. -23")
     out = Path(out)
     if (out / CONFIG_FILE).exists():
         raise DesignError(f"{out} already holds a listening test; choose another folder "

@@ -1,0 +1,83 @@
+"""The listening test's numeric options and its address: a value that cannot work is one message
+naming the option before anything is built or served, never a test that misbehaves.
+
+Found by using the commands: ``serve --port 99999`` printed that port's URL and listened on
+34463 (99999 mod 65536); ``build --match-loudness nan`` wrote every stimulus as full-scale noise;
+``--min-catch-correct 5`` excluded every participant; ``--max-participants -1`` turned everyone
+away; a port in use printed the URL, then uvicorn's own error, and exited with status 3."""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from adept_eval.cli import build_parser
+from adept_eval.listening_test.design import DesignError, build_test
+
+TASK = "adept_syntactic_phrasing_female"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, corpus):
+    out = tmp_path_factory.mktemp("opts") / "test"
+    build_test(corpus, out, {"natural": None}, tasks=[TASK], seed=1)
+    return out
+
+
+@pytest.mark.parametrize("command, option, value, expected", [
+    ("serve", "--port", "99999", "must be at most 65535"),
+    ("serve", "--port", "0", "must be at least 1"),
+    ("serve", "--port", "-1", "must be at least 1"),
+    ("serve", "--max-participants", "-1", "must be at least 1"),
+    ("serve", "--new-sessions-per-minute", "0", "must be at least 1"),
+    ("serve", "--audio-cache-mb", "nan", "not a number"),
+    ("serve", "--mirror-every", "0", "must be more than 0"),
+    ("build", "--min-catch-correct", "5", "must be at most 1"),
+    ("build", "--catch-per-task", "-1", "must be at least 0"),
+    ("build", "--match-loudness", "nan", "not a number"),
+    ("report", "--replicates", "0", "must be at least 100"),
+])
+def test_a_number_that_cannot_work_is_one_message(command, option, value, expected, built,
+                                                  tmp_path, capsys):
+    """Parsed only (the command is not run: on the old code serve would have served)."""
+    target = [str(tmp_path / "systems"), "-o", str(tmp_path / "new")] if command == "build" \
+        else [str(built)]
+    with pytest.raises(SystemExit) as stop:
+        build_parser().parse_args(["listening-test", command, *target, option, value])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {option}: expected" in err and expected in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("kw, expected", [
+    ({"match_loudness": math.nan}, "match_loudness=nan: a speech level in dBFS below 0"),
+    ({"match_loudness": 3.0}, "match_loudness=3.0: a speech level in dBFS below 0"),
+    ({"min_catch_correct": 1.5}, "min_catch_correct=1.5: a share"),
+])
+def test_build_test_refuses_levels_and_shares_that_cannot_work(kw, expected, corpus, tmp_path):
+    """The Python API too: NaN made every stimulus full-scale noise, and a level at or above
+    full scale had every stimulus lowered on its own - not matched - while the test said so."""
+    with pytest.raises(DesignError, match=expected):
+        build_test(corpus, tmp_path / "t", {"natural": None}, tasks=[TASK], **kw)
+    assert not (tmp_path / "t").exists()
+
+
+def test_serve_on_a_port_in_use_is_one_message_before_the_url(built, tmp_path):
+    pytest.importorskip("uvicorn", reason="needs the listening-test extra (uvicorn)")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "adept_eval.cli", "listening-test", "serve", str(built),
+             "--port", str(port)], capture_output=True, text=True, timeout=120,
+            env={**os.environ, "ADEPT_LISTENING_ADMIN_TOKEN": ""})
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.strip() == (f"error: --host 127.0.0.1 --port {port}: cannot listen "
+                                   "there (Address already in use)")
+    assert "Listening test at" not in done.stdout
