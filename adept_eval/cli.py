@@ -415,7 +415,7 @@ def cmd_report(args) -> int:
     if run.listener() is not None:
         console.print(adept_table(res, title=_lit(f"{run.system}: ADEPT, {run.listener()} "
                                                   "listener")))
-        groups = group_table(res, run.samples, people=run.listener() == "human")
+        groups = group_table(res, run.samples, people=run.people)
         if groups is not None:
             console.print(groups)
         from .report import graded_table, subcategory_table

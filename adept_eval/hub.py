@@ -169,6 +169,13 @@ class Run:
     def listener(self) -> str | None:
         return self.scorer("adept")
 
+    @property
+    def people(self) -> bool:
+        """Whether people answered the run's ADEPT questions (the ``human`` listener), read from
+        the recorded scorer's kind: its label also names the responses file and counts."""
+        s = self.suite("adept")
+        return s is not None and s.people
+
     def judge(self) -> str | None:
         return self.scorer("vstyle")
 

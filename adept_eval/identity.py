@@ -162,9 +162,17 @@ class SuiteIdentity:
     def mixed(self) -> bool:
         return "mixed" in self.scorer or "mixed" in self.corpus
 
+    @property
+    def people(self) -> bool:
+        """ADEPT questions answered by people (the ``human`` listener)."""
+        return self.suite == "adept" and self.scorer.get("listener") == "human"
+
     def comparable_key(self) -> tuple:
-        """Runs are ranked together only when this key is equal."""
-        return (self.suite, self.corpus_sha256, scorer_key(self.scorer))
+        """Runs are ranked together only when this key is equal. People are compared by the
+        listener's kind only, as ``compare`` does: the runs of one listening test differ by
+        design in their responses file, participants and counts, which the identity records."""
+        scorer = {"listener": "human"} if self.people else self.scorer
+        return (self.suite, self.corpus_sha256, scorer_key(scorer))
 
 
 @dataclass(frozen=True)

@@ -113,7 +113,7 @@ def row_of(run: Run) -> Row:
         by_class.setdefault(spec.TASKS[task].cls.name, []).append((acc, tn))
         chance_parts.append((r.get("chance,none", spec.TASKS[task].chance), tn))
     k, n, low, high = pooled_recognition(res, list(row.tasks), run.samples,
-                                         people=run.listener() == "human")
+                                         people=run.people)
     if n:
         row.adept_acc, row.adept_n, row.adept_tasks, row.adept_failed = k / n, n, len(row.tasks), failed
         row.adept_ci_low, row.adept_ci_high = low, high
@@ -239,6 +239,9 @@ def _pair_p(a: Row, b: Row, suite: str, attr: str) -> tuple[float, str]:
             return tie_test(runs[0], runs[1], figure)
         except CompareError:
             pass
+    if figure == "accuracy" and any(run is not None and run.people for run in runs):
+        return math.nan, ("not tested (people's runs without logged samples: their responses "
+                          "are not independent trials): counted as tied")
     if figure == "accuracy":
         return (stats.two_proportion_p(round(a.adept_acc * a.adept_n), a.adept_n,
                                        round(b.adept_acc * b.adept_n), b.adept_n),
@@ -281,7 +284,10 @@ def heading(rows: list[Row], suite: str) -> str:
         corpus = f"ADEPT {r.adept_corpus[:12]}" if r.adept_corpus else "ADEPT (unrecorded copy)"
         if r.adept_synthetic:
             corpus += " - SYNTHETIC stand-in corpus, not ADEPT results"
-        return f"ADEPT, scored by the `{r.listener}` listener, corpus {corpus}"
+        run = getattr(r, "_run", None)
+        listener = "human (participants differ between runs)" if run is not None and run.people \
+            else r.listener
+        return f"ADEPT, scored by the `{listener}` listener, corpus {corpus}"
     corpus = f"VStyle {r.vstyle_corpus[:12]}" if r.vstyle_corpus else "VStyle"
     return f"VStyle, judged by `{r.judge}`, {corpus}"
 
