@@ -380,8 +380,10 @@ def _identity_lines(run) -> list[str]:
 
 def _completeness(s) -> str:
     """'complete', or why a run is partial (a task set short of a complete one, or --limit)."""
+    from .identity import answered
+
     if s.limited:
-        return f"partial: run with --limit, {s.limited[0]} of {s.limited[1]} questions"
+        return f"partial: run with --limit, {answered(s.limited)}"
     return "complete" if s.complete else "partial"
 
 
@@ -454,7 +456,7 @@ def cmd_publish(args) -> int:
 
     report = publish(args.results, args.repo, samples=not args.no_details, audio=args.audio,
                      model_repo=args.model_repo, benchmark_dataset=args.benchmark_dataset,
-                     private=args.private, run_id=args.run)
+                     private=args.private, run_id=args.run, allow_partial=args.allow_partial)
     if report.chosen:
         console.print(f"run: {_lit(report.chosen)}")
     console.print(f"pushed {report.files} files to {_lit(report.repo_id)}/"
@@ -638,6 +640,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model-repo", help="the system's model repo, to write eval results to")
     p.add_argument("--benchmark-dataset", help="the Hub dataset ADEPT scores refer to "
                    "(your copy from scripts/publish_corpus.py)")
+    p.add_argument("--allow-partial", action="store_true",
+                   help="with --model-repo: write the scores of a run made with lm-eval's "
+                   "--limit (refused without this), each labelled partial with the questions "
+                   "its task answered")
     p.add_argument("--private", action="store_true")
     p.set_defaults(func=cmd_publish)
 

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import spec, vstyle
-from .identity import RunIdentity, SuiteIdentity, label
+from .identity import RunIdentity, SuiteIdentity, answered, label, limited
 from .settings import URL_CREDENTIALS, environment_secrets
 from .suites import SUITES, suite_of, tasks_by_suite
 
@@ -375,11 +375,17 @@ def _safe(name: str) -> str:
 def publish(results: str | Path, repo_id: str, *, samples: bool = True, audio: bool = False,
             model_repo: str | None = None, benchmark_dataset: str | None = None,
             private: bool = False, staging: str | Path | None = None,
-            run_id: str | None = None) -> PublishReport:
-    """Push one run to a results dataset and, when the user owns it, onto the model repo."""
+            run_id: str | None = None, allow_partial: bool = False) -> PublishReport:
+    """Push one run to a results dataset and, when the user owns it, onto the model repo.
+
+    A run made with lm-eval's ``--limit`` is refused for the model repo before anything is
+    pushed (``refuse_partial_scores``), unless ``allow_partial``: the whole command fails
+    rather than leave the run half published."""
     require_token(f"publishing to {repo_id}")
     run = load_run(results, run_id)
     run.check_publishable()
+    if model_repo and not allow_partial:
+        refuse_partial_scores(run, model_repo)
     staging = Path(staging) if staging else run.results_path.parent / "hub_upload"
     staged = stage_run(run, staging, samples=samples, audio=audio)
     leaks = find_secrets(staged)
@@ -407,7 +413,7 @@ def publish(results: str | Path, repo_id: str, *, samples: bool = True, audio: b
         report.model_repo = model_repo
         report.model_repo_written, report.note = write_model_results(
             run, model_repo, results_repo=repo_id, path_in_repo=path_in_repo,
-            benchmark_dataset=benchmark_dataset)
+            benchmark_dataset=benchmark_dataset, allow_partial=allow_partial)
     return report
 
 
@@ -427,15 +433,43 @@ def _results_card(repo_id: str, api) -> str:
     return "\n".join(lines)
 
 
+def refuse_partial_scores(run: Run, model_repo: str) -> None:
+    """Refuse to write the scores of a run made with lm-eval's ``--limit`` onto a model repo.
+
+    A model-index entry, and an ``.eval_results`` entry (which the benchmark dataset's Hub
+    leaderboard lists), reads as the model's result on the whole task; a run that answered only
+    some of its questions is no such result - adept-eval's own leaderboard lists it apart,
+    never ranked. A run short of some tasks is not refused: each task it ran is whole; nor
+    one on the synthetic stand-in corpus, whose scores never reach a card. The message names
+    the run and how much it answered; ``--allow-partial`` (``allow_partial``) writes the
+    scores anyway, each labelled partial."""
+    ident = run.identity
+    for s in (ident.suites.values() if ident is not None else ()):
+        if s.limited and not s.synthetic:
+            raise PublishError(
+                f"{run.system} ({run.results_path}) is a partial run: made with lm-eval's "
+                f"--limit, it answered {answered(s.limited)} of its {len(s.tasks)} "
+                f"{SUITES[s.suite].title} tasks, so its scores are not written to "
+                f"{model_repo} as the model's results; run every question (lm_eval without "
+                "--limit), publish without --model-repo, or pass --allow-partial to write "
+                "them labelled partial")
+
+
 def write_model_results(run: Run, model_repo: str, *, results_repo: str, path_in_repo: str,
-                        benchmark_dataset: str | None) -> tuple[bool, str]:
+                        benchmark_dataset: str | None,
+                        allow_partial: bool = False) -> tuple[bool, str]:
     """Scores onto the system's model repo: ``.eval_results/*.yaml`` and the card's model-index.
 
-    Only when the token's user (or one of their organisations) owns the repo."""
+    Only when the token's user (or one of their organisations) owns the repo. A run made with
+    ``--limit`` only when ``allow_partial``; then each score of a task it cut short says so in
+    the entry's notes and the model-index metric's name (with that task's questions answered),
+    where a reader of the card or of the benchmark's leaderboard sees the value."""
     import yaml
     from huggingface_hub import EvalResult, EvalResultEntry, ModelCardData, \
         eval_result_entries_to_yaml, metadata_update
 
+    if not allow_partial:
+        refuse_partial_scores(run, model_repo)
     api = hub_api()
     who = with_retries(lambda: api.whoami(), "who am I")
     owners = {who.get("name")} | {o.get("name") for o in who.get("orgs", [])}
@@ -443,7 +477,7 @@ def write_model_results(run: Run, model_repo: str, *, results_repo: str, path_in
         return False, (f"{model_repo} belongs to {model_repo.split('/')[0]}, not to "
                        f"{', '.join(sorted(o for o in owners if o))}: its card was left alone")
     source = f"{(_endpoint() or 'https://huggingface.co').rstrip('/')}/datasets/{results_repo}/tree/main/{path_in_repo}"
-    entries, index, skipped, skipped_synthetic = [], [], 0, 0
+    entries, index, skipped, skipped_synthetic, partial = [], [], 0, 0, 0
     res = run.results["results"]
     listener, judge = run.listener(), run.judge()
     for task in run.task_names():
@@ -469,11 +503,16 @@ def write_model_results(run: Run, model_repo: str, *, results_repo: str, path_in
             continue
         if value is None or (isinstance(value, float) and math.isnan(value)):
             continue
+        part = limited(run.results, [task])
+        flag = f"partial: run with lm-eval --limit, {answered(part)}" if part else None
+        partial += part is not None
         entries.append(EvalResultEntry(dataset_id=dataset, task_id=task, value=round(value, 4),
-                                       source_url=source, source_name="adept-eval", notes=notes))
+                                       source_url=source, source_name="adept-eval",
+                                       notes=f"{flag}; {notes}" if flag else notes))
         index.append(EvalResult(task_type="text-to-speech", dataset_type=dataset,
                                 dataset_name=dataset.split("/")[-1], task_name=task,
                                 metric_type=metric, metric_value=round(value, 4),
+                                metric_name=f"{metric} ({flag})" if flag else None,
                                 source_name="adept-eval", source_url=source))
     hint = (f"; {skipped} ADEPT scores skipped: pass --benchmark-dataset with the Hub copy of "
             "ADEPT they refer to (scripts/publish_corpus.py makes one)") if skipped else ""
@@ -490,7 +529,9 @@ def write_model_results(run: Run, model_repo: str, *, results_repo: str, path_in
     model_index = ModelCardData(model_name=run.system, eval_results=index).to_dict()["model-index"]
     with_retries(lambda: metadata_update(model_repo, {"model-index": model_index}, overwrite=True),
                  f"updating the card of {model_repo}")
-    return True, f"wrote {len(entries)} scores to {model_repo}{hint}"
+    labelled = (f", {partial} of them labelled partial (run with --limit: "
+                f"{answered(limited(run.results, run.task_names()))})") if partial else ""
+    return True, f"wrote {len(entries)} scores to {model_repo}{labelled}{hint}"
 
 
 def publish_metric_space(argv: list[str] | None, *, name: str, module: Path, app: str,

@@ -126,6 +126,13 @@ def limited(results: dict, tasks) -> tuple[int, int] | None:
     return (run, held) if short else None
 
 
+def answered(part: tuple[int, int]) -> str:
+    """How much of its tasks a run made with ``--limit`` answered, from ``limited``'s
+    (documents run, held): "36 of 165 questions" - the one wording of report, leaderboard and
+    publish, so a partial run reads the same wherever it is named."""
+    return f"{part[0]} of {part[1]} questions"
+
+
 def _system_name(model, model_args, results) -> str:
     try:
         from lm_eval.api.registry import get_model

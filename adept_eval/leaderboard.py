@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from . import spec, stats, vstyle
 from .hub import PublishError, Run, find_runs, hub_api, require_token, with_retries
+from .identity import answered
 from .report import csv_safe, pooled_recognition
 
 
@@ -88,7 +89,7 @@ def _unranked(run: Run, suite: str) -> str | None:
     if s.mixed:
         return "tasks scored by different scorers or corpora"
     if s.limited:
-        return f"partial: run with --limit ({s.limited[0]} of {s.limited[1]} questions)"
+        return f"partial: run with --limit ({answered(s.limited)})"
     if not s.complete:
         return f"partial: {len(s.tasks)} of its tasks only"
     return None

@@ -151,6 +151,51 @@ def test_publish_run_details_audio_and_model_card(hub, runs):
     assert "left alone" in out and hub.repo("bob/someone-elses", "model") is None
 
 
+def test_a_limited_run_is_not_written_to_a_model_card_as_a_full_evaluation(hub, runs):
+    """A run made with lm-eval's --limit answered some questions of each task: publish with
+    --model-repo refuses it (one message naming the run and how much it answered, before
+    anything is pushed) - its scores were written into the card's model-index as if the model
+    had been evaluated on every question. --allow-partial writes them, each labelled partial."""
+    import yaml
+
+    tmp, env = runs
+    out = tmp / "limited"
+    _run(_lm_eval("--model", "adept-natural", "--tasks", TASKS, "--output_path", str(out),
+                  "--log_samples", "--limit", "3"), env, tmp)
+    results = next(out.rglob("results_*.json"))
+    data = json.loads(results.read_text())
+    assert data["adept_eval"]["suites"]["adept"]["limited"] == {"documents": 6, "of": 30}
+    # as if made on the real corpus: the synthetic stand-in's scores are never written anyway
+    data["adept_eval"]["suites"]["adept"]["corpus"]["synthetic"] = False
+    results.write_text(json.dumps(data))
+    _run([sys.executable, "-c", "from huggingface_hub import HfApi; "
+          "HfApi().create_repo('alice/limited-tts')"], env, tmp)
+    args = (str(out), "--repo", "adept-lab/limited-results", "--model-repo", "alice/limited-tts",
+            "--benchmark-dataset", "adept-lab/ADEPT")
+    done = _run(_adept_eval("publish", *args), env, tmp, check=False)
+    assert done.returncode == 2, done.stdout + done.stderr
+    line, = done.stderr.strip().splitlines()
+    assert line.startswith("error: adept-natural (") and str(results) in line, line
+    assert "partial run" in line and "answered 6 of 30 questions" in line, line
+    assert "--allow-partial" in line and "Traceback" not in done.stderr
+    assert hub.repo("adept-lab/limited-results") is None  # nothing pushed, not even the run
+    assert "README.md" not in hub.repo("alice/limited-tts", "model").files
+    # asked for explicitly: written, and each score says it is partial wherever it is shown
+    done = _run(_adept_eval("publish", *args, "--allow-partial"), env, tmp)
+    assert ("wrote 2 scores to alice/limited-tts, 2 of them labelled partial (run with "
+            "--limit: 6 of 30 questions)") in done.stdout, done.stdout
+    model = hub.repo("alice/limited-tts", "model")
+    card = model.files["README.md"].decode()
+    index = yaml.safe_load(card.split("---")[1])["model-index"][0]["results"]
+    names = sorted(m["name"] for r in index for m in r["metrics"])
+    assert names == ["accuracy (partial: run with lm-eval --limit, 3 of 10 questions)",
+                     "accuracy (partial: run with lm-eval --limit, 3 of 20 questions)"], index
+    evals = [p for p in model.files if p.startswith(".eval_results/")]
+    entries = yaml.safe_load(model.files[evals[0]])
+    assert len(entries) == 2 and all(
+        e["notes"].startswith("partial: run with lm-eval --limit, 3 of ") for e in entries), entries
+
+
 def test_failed_push_is_retried_and_never_loses_local_results(hub, runs):
     tmp, env = runs
     folder = tmp / "out" / "adept-natural"

@@ -56,3 +56,27 @@ def test_report_says_a_limited_run_is_partial(tmp_path, capsys, monkeypatch):
     out = capsys.readouterr().out
     assert "12 tasks (partial: run with --limit, 36 of 165 questions)" in out
     assert "(complete)" not in out
+
+
+def test_a_limited_run_is_refused_for_a_model_card_before_any_network_call(tmp_path,
+                                                                           monkeypatch):
+    """write_model_results from Python refuses as publish does (tests/test_hub.py runs the
+    command against the loopback Hub): the refusal names the run and what it answered, and
+    comes before the Hub is asked anything - here a Hub that is down."""
+    import socket
+
+    import pytest
+
+    from adept_eval.hub import PublishError, write_model_results
+
+    with socket.socket() as s:  # a loopback port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
+    run = _run(tmp_path, "limited", "2026-01-01T00-00-00",
+               _limited(_results("limited", {t: 1.0 for t in spec.TASKS}), 3))
+    with pytest.raises(PublishError, match=r"^limited \(.*results_2026-01-01T00-00-00\.json\) "
+                       r"is a partial run: made with lm-eval's --limit, it answered 36 of 165 "
+                       r"questions of its 12 ADEPT tasks"):
+        write_model_results(run, "me/limited", results_repo="me/results", path_in_repo="runs/x",
+                            benchmark_dataset="me/ADEPT")
