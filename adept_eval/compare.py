@@ -28,8 +28,8 @@ that failed on either side is left out of the pairing, and how many were is repo
 With more than two runs every pair is compared and each family of p-values (pooled accuracy,
 pooled distance, per class, per task, VStyle overall and per category) is Holm-adjusted over
 the pairs. Runs whose identity differs (corpus, scorer, task set) are refused, naming the field,
-as the leaderboard does. The per-question outcomes come from the runs' logged samples
-(``lm_eval --log_samples``).
+as the leaderboard does; so is one run named twice (``check_distinct``). The per-question
+outcomes come from the runs' logged samples (``lm_eval --log_samples``).
 """
 
 from __future__ import annotations
@@ -294,8 +294,26 @@ def load_runs(paths: list[str], run: str | None = None) -> list[Run]:
     if len(paths) < 2:
         raise CompareError("compare needs at least two runs")
     runs = [load_run(p, run) for p in paths]
+    check_distinct(paths, runs)
     check_comparable(runs)
     return runs
+
+
+def check_distinct(paths: list[str], runs: list[Run]) -> None:
+    """Refuse a run named twice - the same argument, or two (a folder and its results file, a
+    link) that resolve to one results file: compared with itself it differs in nothing, and a
+    table of zeros saying "no detectable difference" would read as a finding about two
+    systems. The results file decides, not the samples: two runs of identical samples (one
+    system evaluated twice, under two names) are two runs, and are compared."""
+    seen: dict[tuple[int, int], int] = {}
+    for i, r in enumerate(runs):
+        info = r.results_path.stat()
+        first = seen.setdefault((info.st_dev, info.st_ino), i)
+        if first != i:
+            named = f"{paths[i]} is named twice" if str(paths[first]) == str(paths[i]) else \
+                f"{paths[first]} and {paths[i]} are one run"
+            raise CompareError(f"{named}: {r.system} ({r.results_path}); a run compared with "
+                               "itself differs in nothing - compare two different runs")
 
 
 def compare(paths: list[str], run: str | None = None) -> dict:
@@ -546,6 +564,6 @@ def _p(cell) -> str:
     return "<1e-4" if p < 1e-4 else f"{p:.2g}"
 
 
-__all__ = ["CompareError", "JudgedItem", "QuestionOutcome", "check_comparable", "compare",
-           "compare_pair", "compare_vstyle_pair", "judged_items", "outcomes", "render", "table",
-           "tie_test", "to_json", "verdict"]
+__all__ = ["CompareError", "JudgedItem", "QuestionOutcome", "check_comparable", "check_distinct",
+           "compare", "compare_pair", "compare_vstyle_pair", "judged_items", "outcomes", "render",
+           "table", "tie_test", "to_json", "verdict"]

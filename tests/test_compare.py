@@ -503,6 +503,37 @@ def test_compare_refuses_different_evaluations_and_runs_without_samples(runs):
     assert done.returncode == 2 and "at least two runs" in done.stderr
 
 
+def test_compare_refuses_one_run_named_twice_and_compares_two_runs_of_the_same_samples(runs):
+    """The same run twice - one folder named twice, a folder and its own results file, a link
+    to it, or among three runs - printed a table of zeros marked "no detectable difference";
+    it is one message naming the run, exit status 2. Two runs of identical samples (one system
+    evaluated twice, under two names) are two runs, and are compared."""
+    out, env, tmp = runs
+    copy = out["copy"]
+    results = next(copy.glob("results_*.json"))
+    link = tmp / "link-to-sim-copy"
+    if not link.exists():
+        link.symlink_to(copy, target_is_directory=True)
+    for args, named in (([copy, copy], f"{copy} is named twice"),
+                        ([copy, results], f"{copy} and {results} are one run"),
+                        ([link, copy], f"{link} and {copy} are one run"),
+                        ([copy, out["flat"], copy], f"{copy} is named twice")):
+        done = _compare(args, env, tmp)
+        assert done.returncode == 2, (args, done.stdout, done.stderr)
+        line, = done.stderr.strip().splitlines()
+        assert line == (f"error: {named}: sim-copy ({results}); a run compared with itself "
+                        "differs in nothing - compare two different runs"), line
+        assert done.stdout == "" and "no detectable difference" not in done.stdout
+    _, _, systems = out["_systems"]
+    again = _lm_eval(systems["copy"], "sim-copy-again", "adept_emotion_female,"
+                     "adept_topical_emphasis_male", tmp / "again", env)
+    done = _compare([copy, again, "--json", tmp / "again.json"], env, tmp)
+    assert done.returncode == 0, done.stderr
+    pooled = json.loads((tmp / "again.json").read_text())["adept"]["pooled"]
+    assert pooled["n"] == 35 and pooled["acc_difference"] == 0
+    assert "sim-copy (A) vs sim-copy-again (B)" in done.stdout
+
+
 def test_leaderboard_gives_the_prosody_distance_an_interval(runs):
     """Runs made with --log_samples: the leaderboard's prosody-distance "95% CI" column is an
     interval (it was '---' on every row: the runs were found without their samples)."""
