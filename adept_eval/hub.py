@@ -463,7 +463,16 @@ def write_model_results(run: Run, model_repo: str, *, results_repo: str, path_in
     Only when the token's user (or one of their organisations) owns the repo. A run made with
     ``--limit`` only when ``allow_partial``; then each score of a task it cut short says so in
     the entry's notes and the model-index metric's name (with that task's questions answered),
-    where a reader of the card or of the benchmark's leaderboard sees the value."""
+    where a reader of the card or of the benchmark's leaderboard sees the value.
+
+    Each task's score is its own model-index entry, whose dataset config is the task's name:
+    huggingface_hub groups model-index results by task type, dataset, config, split and
+    revision - not by task name - so without a config per task every score would land in one
+    entry under the first task's name, and a reader of the card could not tell the tasks apart.
+    The Hub copy of ADEPT (``scripts/publish_corpus.py``) has exactly these configs, one per
+    task; VStyle's Hub dataset has none per category, so there the config names the lm-eval
+    task the score is of. The ``.eval_results`` entry of the same score carries the same task
+    (``task_id``), dataset and value."""
     import yaml
     from huggingface_hub import EvalResult, EvalResultEntry, ModelCardData, \
         eval_result_entries_to_yaml, metadata_update
@@ -510,7 +519,8 @@ def write_model_results(run: Run, model_repo: str, *, results_repo: str, path_in
                                        source_url=source, source_name="adept-eval",
                                        notes=f"{flag}; {notes}" if flag else notes))
         index.append(EvalResult(task_type="text-to-speech", dataset_type=dataset,
-                                dataset_name=dataset.split("/")[-1], task_name=task,
+                                dataset_name=dataset.split("/")[-1], dataset_config=task,
+                                task_name=task,
                                 metric_type=metric, metric_value=round(value, 4),
                                 metric_name=f"{metric} ({flag})" if flag else None,
                                 source_name="adept-eval", source_url=source))

@@ -144,11 +144,39 @@ def test_publish_run_details_audio_and_model_card(hub, runs):
     assert "model-index" in card and "adept_emotion_female" in card
     evals = [p for p in model.files if p.startswith(".eval_results/")]
     assert evals and b"adept-lab/ADEPT" in model.files[evals[0]]
+    # read back as anyone reads the card: each task's score is an entry of its own (its dataset
+    # config is the task, as in the Hub copy of ADEPT), not one entry holding every score under
+    # the first task's name; the .eval_results entries say the same
+    index, entries = _read_back_eval_results(env, tmp, "alice/flat-tts", evals[0])
+    assert len(index) == 2 and {r["config"] for r in index} == set(TASKS.split(",")), index
+    assert all(r["task"] == r["config"] and r["dataset"] == "adept-lab/ADEPT" for r in index)
+    assert {r["task"]: r["value"] for r in index} == {e["task"]: e["value"] for e in entries}
+    results = json.loads(next(real.glob("results_*.json")).read_text())["results"]
+    assert {r["task"]: r["value"] for r in index} == {
+        t: round(results[t]["acc,none"], 4) for t in TASKS.split(",")}
     # a repo the user does not own is left alone
     out = _run(_adept_eval("publish", str(tmp / "out" / "adept-natural"), "--repo",
                            "adept-lab/adept-results", "--model-repo", "bob/someone-elses"),
                env, tmp).stdout
     assert "left alone" in out and hub.repo("bob/someone-elses", "model") is None
+
+
+def _read_back_eval_results(env, cwd, model_repo: str, eval_file: str):
+    """A model repo's scores as huggingface_hub reads them from the Hub: the card's model-index
+    (``ModelCard.load``: one item per metric, with its entry's task and dataset) and an
+    ``.eval_results`` file (``parse_eval_result_entries``)."""
+    code = (
+        "import json, sys, yaml; from huggingface_hub import ModelCard, hf_hub_download, "
+        "parse_eval_result_entries; repo, name = sys.argv[1:]; "
+        "card = ModelCard.load(repo); "
+        "index = [{'task': r.task_name, 'dataset': r.dataset_type, 'config': r.dataset_config, "
+        "'value': r.metric_value} for r in card.data.eval_results]; "
+        "raw = yaml.safe_load(open(hf_hub_download(repo, name)).read()); "
+        "entries = [{'task': e.task_id, 'dataset': e.dataset_id, 'value': e.value} "
+        "for e in parse_eval_result_entries(raw)]; "
+        "print(json.dumps([index, entries]))")
+    done = _run([sys.executable, "-c", code, model_repo, eval_file], env, cwd)
+    return json.loads(done.stdout)
 
 
 def test_a_limited_run_is_not_written_to_a_model_card_as_a_full_evaluation(hub, runs):
