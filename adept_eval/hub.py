@@ -70,8 +70,14 @@ def require_token(what: str) -> None:
     from huggingface_hub import get_token
 
     if not get_token():
-        raise PublishError(f"{what}: no Hugging Face token - set HF_TOKEN or log in with "
-                           "`hf auth login` (the hf CLI), then run the same command again")
+        raise _no_token(what)
+
+
+def _no_token(what: str) -> PublishError:
+    """The one message for a call that has no token to send, however it was found missing:
+    before the call (``require_token``) or by huggingface_hub during it (``with_retries``)."""
+    return PublishError(f"{what}: no Hugging Face token - set HF_TOKEN or log in with "
+                        "`hf auth login` (the hf CLI), then run the same command again")
 
 
 def hub_api():
@@ -80,23 +86,64 @@ def hub_api():
     return HfApi(endpoint=_endpoint())
 
 
+def _transient(exc: BaseException) -> bool:
+    """Whether a failed Hub call may succeed if simply made again: the Hub busy or failing
+    (429, 5xx) or the network in the way (a connection refused, reset or dropped, a timeout),
+    also when huggingface_hub reports it as another error raised from it (``snapshot_download``
+    raises "cannot find the requested files" from the connection error). Anything else - no
+    token, a token the Hub refuses (401, 403), any other 4xx, a local error - fails the same
+    way every time: retrying only delays the message by the back-off."""
+    from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
+
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, HfHubHTTPError):
+            status = getattr(exc.response, "status_code", None)
+            return status is None or status == 429 or status >= 500
+        if isinstance(exc, OfflineModeIsEnabled):  # HF_HUB_OFFLINE: no call will be made
+            return False
+        if isinstance(exc, (ConnectionError, TimeoutError)):
+            return True
+        # the HTTP clients' own transport errors (requests: huggingface_hub < 1; httpx/httpx2
+        # after), by name, so that no client is imported that the installed hub does not use
+        for cls in type(exc).__mro__:
+            if (cls.__module__.split(".")[0], cls.__name__) in _TRANSPORT_ERRORS:
+                return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+#: (top-level module, class) of the HTTP clients' errors for a failed connection or a timeout
+_TRANSPORT_ERRORS = frozenset({("requests", "ConnectionError"), ("requests", "Timeout"),
+                               ("httpx", "TransportError"), ("httpx2", "TransportError")})
+
+
 def with_retries(action, what: str, attempts: int = 4, backoff: float = 1.0):
-    """Run a Hub call, retrying 429/5xx and network failures with exponential back-off."""
-    from huggingface_hub.errors import HfHubHTTPError
+    """Run a Hub call, retrying what may pass on a second try (``_transient``: 429, 5xx,
+    connection errors, timeouts) with exponential back-off. Everything else fails at once, in
+    one message: no token, or one the Hub refuses (401/403), says so; any other Hub refusal
+    is a PublishError with the Hub's answer; another error is left to propagate."""
+    from huggingface_hub.errors import HfHubHTTPError, LocalTokenNotFoundError
 
     for attempt in range(attempts):
         try:
             return action()
-        except HfHubHTTPError as exc:
-            status = getattr(exc.response, "status_code", None)
-            if status is not None and status < 500 and status != 429:
+        except LocalTokenNotFoundError:
+            raise _no_token(what) from None
+        except Exception as exc:
+            if not _transient(exc):
+                if not isinstance(exc, HfHubHTTPError):
+                    raise
+                status = getattr(exc.response, "status_code", None)
+                if status in (401, 403):
+                    said = getattr(exc, "server_message", None) or ""
+                    raise PublishError(
+                        f"{what}: the Hugging Face Hub refused the token (HTTP {status}"
+                        f"{': ' + said if said else ''}): it is not valid, or may not write "
+                        "there - set HF_TOKEN to a valid token with write access, or log in "
+                        "with `hf auth login`, then run the same command again") from None
                 raise PublishError(f"{what}: {exc}") from None
-            error = exc
-        except (OSError, ConnectionError) as exc:
-            error = exc
-        except Exception as exc:  # httpx transport errors and the like
-            if type(exc).__module__.split(".")[0] not in ("httpx", "httpx2", "httpcore"):
-                raise
             error = exc
         if attempt + 1 < attempts:
             wait = backoff * 2 ** attempt

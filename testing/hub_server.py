@@ -5,7 +5,8 @@ storage here). It keeps repos in memory and speaks the JSON/NDJSON the client ex
 whoami, repo creation, pre-upload (every file is "regular", so contents arrive inline in the
 commit), commits, repo info, tree listing, paths-info, and file resolution (HEAD/GET with
 ``X-Repo-Commit`` and ``ETag``). Writes need a known token. ``fail_commits`` makes the next
-commits answer 503, to test retries; ``uploaded`` keeps every file ever committed, to scan it.
+commits answer 503, to test retries; ``uploaded`` keeps every file ever committed, to scan it;
+``requests`` is every request received (``"GET /api/whoami-v2"``), in order, to count calls.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ class HubServer(LoopbackServer):
         self.repos: dict[tuple[str, str], Repo] = {}
         self.uploaded: list[tuple[str, str, bytes]] = []
         self.fail_commits = 0
+        self.requests: list[str] = []
         self.commit_attempts = 0
         self._lock = threading.Lock()
         self._serve(self._handler())
@@ -131,6 +133,8 @@ class HubServer(LoopbackServer):
                 self._is_head = method == "HEAD"  # HEAD answers carry headers only
                 url = urlparse(self.path)
                 path = unquote(url.path)
+                with server._lock:
+                    server.requests.append(f"{method} {path}")
                 try:
                     if path == "/api/whoami-v2":
                         user = self._user()

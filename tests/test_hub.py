@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -246,6 +247,50 @@ def test_failed_push_is_retried_and_never_loses_local_results(hub, runs):
     _run(_adept_eval("publish", str(folder), "--repo", "adept-lab/retry-results"), env, tmp)
     pushed_after = set(hub.repo("adept-lab/retry-results").files)
     assert pushed_after > pushed_before  # the per-question details arrived this time
+
+
+def test_a_missing_or_refused_token_fails_at_once_for_python_callers(hub, runs):
+    """write_model_results (any Hub call adept-eval retries) without a token: huggingface_hub's
+    "no token" error is an OSError, and was retried with back-off (~7 s) as if the network had
+    failed, then reported as "failed after 4 attempts". Now it is one message at once, as is a
+    token the Hub refuses (401). Counted, not timed: the retries adept-eval logs and the
+    requests the Hub received."""
+    tmp, env = runs
+    env = {k: v for k, v in env.items() if k not in ("HF_TOKEN", "HF_TOKEN_PATH")}
+    env["HF_HOME"] = str(tmp / "python-not-logged-in")
+    code = textwrap.dedent("""
+        import json, logging, os, sys
+        from adept_eval.hub import PublishError, load_run, write_model_results
+
+        retries = []
+        class Retries(logging.Handler):
+            def emit(self, record):
+                retries.append(record.getMessage())
+        logging.getLogger("adept_eval.hub").addHandler(Retries())
+        run = load_run(sys.argv[1])
+        out = []
+        for token in (None, "hf_refused_token_0123456789abcdef"):
+            if token:
+                os.environ["HF_TOKEN"] = token
+            retries.clear()
+            try:
+                write_model_results(run, "alice/flat-tts", results_repo="adept-lab/x",
+                                    path_in_repo="runs/x", benchmark_dataset="adept-lab/ADEPT")
+                out.append({"error": None})
+            except PublishError as exc:
+                out.append({"error": str(exc), "retries": list(retries)})
+        print(json.dumps(out))
+    """)
+    before = len(hub.requests)
+    done = _run([sys.executable, "-c", code, str(tmp / "out" / "flat-tts")], env, tmp)
+    missing, refused = json.loads(done.stdout)
+    assert missing["retries"] == [] and refused["retries"] == [], (missing, refused)
+    assert missing["error"].startswith("who am I: no Hugging Face token - set HF_TOKEN"), missing
+    assert refused["error"].startswith(
+        "who am I: the Hugging Face Hub refused the token (HTTP 401"), refused
+    assert "hf_refused_token" not in refused["error"]
+    # no request without a token; one whoami with the refused one, never repeated
+    assert hub.requests[before:] == ["GET /api/whoami-v2"], hub.requests[before:]
 
 
 def test_leaderboard_local_and_from_the_hub(hub, runs):
