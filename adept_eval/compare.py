@@ -303,12 +303,12 @@ def check_distinct(paths: list[str], runs: list[Run]) -> None:
     """Refuse a run named twice - the same argument, or two (a folder and its results file, a
     link) that resolve to one results file: compared with itself it differs in nothing, and a
     table of zeros saying "no detectable difference" would read as a finding about two
-    systems. The results file decides, not the samples: two runs of identical samples (one
-    system evaluated twice, under two names) are two runs, and are compared."""
+    systems. The results file decides (``Run.file_id``), not the samples: two runs of
+    identical samples (one system evaluated twice, under two names) are two runs, and are
+    compared."""
     seen: dict[tuple[int, int], int] = {}
     for i, r in enumerate(runs):
-        info = r.results_path.stat()
-        first = seen.setdefault((info.st_dev, info.st_ino), i)
+        first = seen.setdefault(r.file_id, i)
         if first != i:
             named = f"{paths[i]} is named twice" if str(paths[first]) == str(paths[i]) else \
                 f"{paths[first]} and {paths[i]} are one run"

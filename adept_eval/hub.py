@@ -182,6 +182,15 @@ class Run:
         return m.group(1) if m else self.results_path.stem
 
     @property
+    def file_id(self) -> tuple[int, int]:
+        """The results file itself (device, inode), whatever path reached it: a folder and a
+        folder inside it, a link, the file named directly. The one test of "is this the same
+        run": the file decides, not its contents - a copy of it, or one system evaluated twice
+        with identical samples, is another run."""
+        info = self.results_path.stat()
+        return info.st_dev, info.st_ino
+
+    @property
     def when(self) -> float:
         """When the run was made: lm-eval's ``date`` (seconds), else the file name's stamp."""
         date = self.results.get("date")
@@ -322,21 +331,37 @@ STAGING_DIRS = frozenset({"hub_upload", "_hub_runs"})
 
 def find_runs(paths: list[str | Path]) -> list[Run]:
     """Every lm-eval run under ``paths`` (folders searched recursively, or results files),
-    skipping adept-eval's own staging folders (``STAGING_DIRS``) inside a searched folder."""
-    runs = []
-    for p in paths:
-        p = Path(p)
+    skipping adept-eval's own staging folders (``STAGING_DIRS``) inside a searched folder.
+
+    Each results file is one run however many of the paths reach it (``Run.file_id``), so
+    that ``out/ out/my-tts``, or a link to a run's folder, which name one run twice, count it
+    once. Every path must hold a run (perhaps one an earlier path reached too): a mistyped or
+    empty one beside good ones is a PublishError naming it, not a system left out without a
+    word."""
+    runs: list[Run] = []
+    seen: set[tuple[int, int]] = set()
+    for source in paths:
+        p = Path(source)
         files = sorted(f for f in p.rglob("results*.json")
                        if not STAGING_DIRS & set(f.relative_to(p).parts[:-1])) \
             if p.is_dir() else [p]
+        found = []
         for f in files:
             try:
                 data = json.loads(f.read_text(encoding="utf-8"))
             except (OSError, ValueError):
                 continue
             if isinstance(data, dict) and "results" in data and "configs" in data:
+                found.append(Run(f, data))
+        if not found:
+            raise PublishError(f"{source}: " + ("no lm-eval results file (results_*.json) "
+                                                "there" if p.exists() else
+                                                "no such file or folder"))
+        for run in found:
+            if run.file_id not in seen:
+                seen.add(run.file_id)
                 # with its logged samples: the pooled figures' intervals need the stimuli
-                runs.append(attach_samples(Run(f, data)))
+                runs.append(attach_samples(run))
     return runs
 
 

@@ -550,14 +550,7 @@ def leaderboard(sources: list[str], out: str | Path, *, hub_repo: str | None = N
     out = Path(out)
     if push_repo:  # before any download or network call
         require_token(f"pushing the leaderboard to {push_repo}")
-    runs = []
-    for source in sources or []:  # each one named must hold runs: a mistyped folder beside
-        found = find_runs([source])  # good ones was left out without a word
-        if not found:
-            raise PublishError(f"{source}: " + (
-                "no lm-eval results file (results_*.json) there" if Path(source).exists()
-                else "no such file or folder"))
-        runs += found
+    runs = find_runs(sources) if sources else []  # each source holds runs; each run once
     if hub_repo:
         runs += from_hub(hub_repo, out / "_hub_runs")
     if not runs:

@@ -1,13 +1,17 @@
 """Every source named to `adept-eval leaderboard` must hold runs: a mistyped folder beside good
-ones was left out of the leaderboard without a word (`compare` already names a missing run)."""
+ones was left out of the leaderboard without a word (`compare` already names a missing run).
+And a run reached through two sources is one run."""
 
 from __future__ import annotations
+
+import csv
+import shutil
 
 import pytest
 
 from adept_eval import spec
 from adept_eval.cli import main
-from adept_eval.hub import PublishError
+from adept_eval.hub import PublishError, find_runs
 from adept_eval.leaderboard import leaderboard
 from test_structure import _results, _run
 
@@ -31,3 +35,25 @@ def test_the_command_says_it_in_one_message(tmp_path, capsys):
                  "-o", str(tmp_path / "lb")])
     err = capsys.readouterr().err
     assert code == 2 and err.strip() == f"error: {tmp_path / 'typo'}: no such file or folder"
+
+
+def test_a_run_reached_through_two_sources_is_counted_once(tmp_path, capsys):
+    """`adept-eval leaderboard out/ out/my-tts`, a link to a run's folder, or the results file
+    itself beside its folder: each source was searched on its own and the run found through
+    every one of them was counted again each time. The results file decides, as for
+    `compare`'s refusal of one run named twice: a copy of it is another run."""
+    out = tmp_path / "out"
+    a = _run(out, "a", "2026-01-01T00-00-00", _results("a", {t: 0.5 for t in spec.TASKS}))
+    b = _run(out, "b", "2026-01-01T00-00-01", _results("b", {t: 0.6 for t in spec.TASKS}))
+    (tmp_path / "link").symlink_to(out / "a", target_is_directory=True)
+    sources = [out, out / "a", tmp_path / "link", a.results_path]
+    found = find_runs(sources)
+    assert [r.results_path for r in found] == [a.results_path, b.results_path], found
+    # a copy of a's results is another run (of the same system), found with a
+    shutil.copytree(out / "a", tmp_path / "copy" / "a")
+    assert len(find_runs([out, tmp_path / "copy"])) == 3
+    # the command: one row per run, whatever the sources that reached it
+    assert main(["leaderboard", *map(str, sources), "-o", str(tmp_path / "lb")]) == 0
+    capsys.readouterr()
+    with open(tmp_path / "lb" / "leaderboard.csv", encoding="utf-8") as fh:
+        assert sorted(row["system"] for row in csv.DictReader(fh)) == ["a", "b"]
