@@ -106,6 +106,16 @@ def test_add_batch_combine_arrays_and_direct_class(vstyle, server, tmp_path):
     assert all(x["status"] == "ok" for x in from_arrays["items"])
 
 
+def test_empty_inputs_are_one_clear_error():
+    """Empty lists used to fail inside evaluate (it reads the first example to pick the input
+    format) as a bare IndexError; they are one message naming the metric, before any request."""
+    from adept_eval.metrics.speech_judge import SpeechJudge
+
+    with pytest.raises(ValueError, match="speech_judge: predictions is empty"):
+        SpeechJudge().compute(predictions=[], references=[], instruction_types=[],
+                              model="judge", base_url="http://127.0.0.1:9/v1", cache_path="")
+
+
 def test_transient_faults_are_retried_and_nothing_is_lost(vstyle, server, tmp_path):
     items = _items(vstyle)[:20]
     server.add_fault("429", 1.0)

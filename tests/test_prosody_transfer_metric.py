@@ -122,6 +122,9 @@ def test_bad_options_are_one_clear_error(metric, wavs):
     with pytest.raises(ValueError, match="others"):
         metric.compute(predictions=[str(wavs["ref_a"])], references=[str(wavs["ref_a"])],
                        others=[[], []], cache_dir="")
+    # empty lists: evaluate itself would fail with a bare IndexError (its first example)
+    with pytest.raises(ValueError, match="prosody_transfer: predictions is empty"):
+        metric.compute(predictions=[], references=[], cache_dir="")
 
 
 def test_corpus_voice_norm_keeps_level_differences(metric, wavs):

@@ -7,6 +7,7 @@ import datasets
 import evaluate
 
 from adept_eval import graded
+from adept_eval.metrics import refuse_empty
 
 _CITATION = "\n".join(graded.CITATIONS[k] for k in ("skerry-ryan2018", "chu2009", "nakatani2008"))
 
@@ -71,6 +72,11 @@ class ProsodyTransfer(evaluate.Metric):
             reference_urls=["https://proceedings.mlr.press/v80/skerry-ryan18a.html",
                             "https://doi.org/10.1109/ICASSP.2009.4960497"],
         )
+
+    def add_batch(self, *, predictions=None, references=None, **kwargs):
+        """As evaluate's, with empty lists one clear error (``refuse_empty``)."""
+        refuse_empty("prosody_transfer", predictions)
+        return super().add_batch(predictions=predictions, references=references, **kwargs)
 
     def _compute(self, predictions, references, others=None, ids=None, clusters=None,
                  voice_norm="utterance", confidence=0.95, n_resamples=2000, seed=0,

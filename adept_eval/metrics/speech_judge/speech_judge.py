@@ -7,6 +7,7 @@ import datasets
 import evaluate
 
 from adept_eval.judge import JudgeConfig, JudgeItem, judge
+from adept_eval.metrics import refuse_empty
 
 _CITATION = """\
 @article{zhan2025vstyle,
@@ -82,6 +83,11 @@ class SpeechJudge(evaluate.Metric):
             ],
             reference_urls=["https://arxiv.org/abs/2509.09716"],
         )
+
+    def add_batch(self, *, predictions=None, references=None, **kwargs):
+        """As evaluate's, with empty lists one clear error (``refuse_empty``)."""
+        refuse_empty("speech_judge", predictions)
+        return super().add_batch(predictions=predictions, references=references, **kwargs)
 
     def _compute(self, predictions, references, instruction_types, instruction_audio=None,
                  progress=True, prompts=None, **options):
