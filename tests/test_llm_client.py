@@ -166,3 +166,22 @@ def test_error_reasons_keep_status_and_body_but_never_the_key(monkeypatch):
     assert 5 <= _retry_after({"Retry-After": formatdate(time.time() + 7, usegmt=True)}) <= 7
     assert _retry_after({"Retry-After": "3600"}) == 60.0  # capped: a run must not look hung
     assert _retry_after({}) is None
+
+
+def test_a_reply_echoing_our_key_never_stores_it(mp3s, tmp_path, monkeypatch):
+    """A server that echoes the key it was sent (in a verdict here; a transcript would be the
+    same) used to have it kept in the item's verdicts and in the reply cache: lm-eval's results
+    were then refused at writing, and every rerun served the key again from the cache."""
+    key = "sk-test-echoed-0123456789abcdef"
+    monkeypatch.setenv("JUDGE_KEY_UNDER_TEST", key)
+    cache = tmp_path / "cache.sqlite"
+    with JudgeServer(api_key=key) as srv:
+        srv.responder = lambda body, audios, texts: f"Your key is {key}.\n\nFinal score: [[4]]"
+        out = judge(_items(mp3s[:2]), _cfg(srv, api_key_env="JUDGE_KEY_UNDER_TEST",
+                                           cache_path=str(cache)), progress=False)
+        again = judge(_items(mp3s[:2]), _cfg(srv, api_key_env="JUDGE_KEY_UNDER_TEST",
+                                             cache_path=str(cache)), progress=False)
+    assert out["n_judged"] == 2 and again["n_cached_judgements"] == 2
+    assert all(v == "Your key is ***.\n\nFinal score: [[4]]"
+               for r in (out, again) for x in r["items"] for v in x["verdicts"])
+    assert key.encode() not in b"".join(p.read_bytes() for p in tmp_path.iterdir())

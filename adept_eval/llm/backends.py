@@ -268,7 +268,7 @@ class OpenAICompatible(Backend):
         if seed is not None:
             kwargs["seed"] = seed
         content = _first_message(await self._post(self.body(kwargs, parts))).get("content")
-        return content if isinstance(content, str) else ""
+        return self._hide_key(content) if isinstance(content, str) else ""
 
     async def speak(self, parts, *, voice, system_prompt="", temperature=None):
         """A spoken reply (WAV bytes) and its transcript, from a model with audio output."""
@@ -281,8 +281,8 @@ class OpenAICompatible(Backend):
         if not isinstance(audio, dict) or not audio.get("data"):
             raise BackendError("the reply has no audio (does the model produce speech?)")
         try:
-            return base64.b64decode(audio["data"], validate=True), str(audio.get("transcript")
-                                                                        or "")
+            return (base64.b64decode(audio["data"], validate=True),
+                    self._hide_key(str(audio.get("transcript") or "")))
         except (ValueError, TypeError) as exc:
             raise BackendError(f"the reply's audio is not base64 ({exc})") from None
 
@@ -346,12 +346,16 @@ class OpenAICompatible(Backend):
                            f"({self._snippet(raw, 80)!r})", False)
         return reply
 
+    def _hide_key(self, text: str) -> str:
+        """``text`` with our key, should the server echo it, replaced by ``***``: whatever a
+        server sends back (a verdict, a transcript, an error) is kept - in results, samples and
+        the reply cache - and a key must never be, or the run's results would be refused at
+        writing and the cached reply would bring the key back on every rerun."""
+        return text.replace(self._key, "***") if self._key else text
+
     def _snippet(self, raw: bytes, n: int = 200) -> str:
         """The start of a body, whitespace collapsed, our key (if a server echoes it) hidden."""
-        text = " ".join(raw[:4 * n].decode("utf-8", "replace").split())
-        if self._key:
-            text = text.replace(self._key, "***")
-        return text[:n]
+        return self._hide_key(" ".join(raw[:4 * n].decode("utf-8", "replace").split()))[:n]
 
     def _status_error(self, status: int, raw: bytes) -> str:
         kind = STATUS_NAMES.get(status, "InternalServerError" if status >= 500 else "APIStatusError")
@@ -361,9 +365,7 @@ class OpenAICompatible(Backend):
             message = err.get("message", "") if isinstance(err, dict) else str(err or "")
         except (ValueError, AttributeError):
             pass
-        message = " ".join(str(message).split())[:200] or self._snippet(raw)
-        if self._key:
-            message = message.replace(self._key, "***")
+        message = self._hide_key(" ".join(str(message).split()))[:200] or self._snippet(raw)
         return f"{kind} (HTTP {status})" + (f": {message}" if message else "")
 
     async def preflight(self) -> None:
