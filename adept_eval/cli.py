@@ -104,6 +104,9 @@ def cmd_check(args) -> int:
                           f"at {_lit(folder)}/<output_path>, as `adept-eval manifest` lists "
                           f"them[/red]", highlight=False)
         return 1
+    if result.layout_hint:  # one message, not a "missing" row per stimulus and an "extra" per file
+        err_console.print(f"[red]{_lit(result.layout_hint)}[/red]", highlight=False)
+        return 1
     problems = result.problems
     if problems:
         table = Table(title=f"Problems in {_lit(folder)}")

@@ -79,6 +79,10 @@ class FolderCheck:
     #: or a stimulus' name in another format; 0 means the folder holds no samples at all
     candidates: int = 0
 
+    #: set when no expected sample is where the manifest puts it but audio files are there:
+    #: what the layout looks like instead (see ``_layout_hint``)
+    layout_hint: str = ""
+
     @property
     def problems(self) -> list[Problem]:
         out = [p for r in self.samples.values() for p in r.problems]
@@ -156,7 +160,36 @@ def check_folder(corpus: Corpus, folder: str | Path, *, stimuli: list[str] | Non
             if path.suffix.lower() not in AUDIO_EXTENSIONS or rel not in known:
                 if path.suffix.lower() in AUDIO_EXTENSIONS:
                     result.extra.append(str(path))
+        if result.extra and all(not _exists(Path(r.path)) for r in result.samples.values()):
+            result.layout_hint = _layout_hint(folder, result.extra, known)
     return result
+
+
+def _layout_hint(folder: Path, extra: list[str], known: set[str]) -> str:
+    """Why a folder with audio files has none where the manifest puts them: one message, not
+    a "missing" row per stimulus plus an "extra" row per file. The usual mistakes are naming
+    the folder above the samples' (``adept-eval check out/`` for ``out/my_tts/emotion/...``),
+    for which the folder to name instead is given, and a layout of one's own (flat names such
+    as ``emotion_fear_ad00_0001.wav``), for which an example of the expected path is."""
+    prefixes: dict[str, int] = {}
+    for x in extra:
+        rel = Path(x).relative_to(folder).with_suffix("").as_posix()
+        for sid in known:
+            if rel.endswith("/" + sid):
+                prefix = rel[: -len(sid) - 1]
+                prefixes[prefix] = prefixes.get(prefix, 0) + 1
+                break
+    example = sorted(known)[0]
+    head = (f"{folder}: none of the samples is where the manifest puts it, but "
+            f"{len(extra)} audio file(s) are elsewhere")
+    if prefixes:
+        prefix, n = max(prefixes.items(), key=lambda kv: kv[1])
+        return (f"{head}: {n} follow the manifest's layout inside {folder / prefix}; check "
+                f"that folder instead (adept-eval check {folder / prefix}, or path="
+                f"{folder / prefix} for lm_eval's audio-dir)")
+    shown = Path(sorted(extra)[0]).relative_to(folder).as_posix()
+    return (f"{head}, e.g. {shown}; each sample goes at {folder}/<output_path> as `adept-eval "
+            f"manifest` lists them, in ADEPT's layout: e.g. {folder / example}.wav")
 
 
 def _broken_link(stem: Path) -> Path | None:

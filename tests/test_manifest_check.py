@@ -124,6 +124,29 @@ def test_check_of_a_folder_without_audio_is_one_message(corpus, tmp_path):
     assert "missing" not in lines[0]
 
 
+def test_check_of_a_folder_in_another_layout_is_one_message(corpus, synthetic_root, tmp_path,
+                                                           monkeypatch, capsys):
+    """The samples one folder deeper (the parent named), or under names of one's own: one
+    message saying where they are or what the layout must be, not a "missing" row per stimulus
+    and an "extra" row per file (390 rows that never said why)."""
+    monkeypatch.setenv("ADEPT_EVAL_CORPUS", str(corpus.root))
+    monkeypatch.setenv("COLUMNS", "1000")
+    nested = tmp_path / "out"
+    _system_from_corpus(synthetic_root, nested / "my-tts")
+    assert main(["check", "-q", str(nested)]) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"195 follow the manifest's layout inside {nested / 'my-tts'}" in err
+    assert f"adept-eval check {nested / 'my-tts'}" in err and "missing" not in err
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    for sid in ("emotion/fear/ad00_0001", "emotion/joy/ad00_0002"):
+        shutil.copy(synthetic_root / "wav_44khz" / f"{sid}.wav", flat / f"{sid.replace('/', '_')}.wav")
+    assert main(["check", "-q", str(flat)]) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert "2 audio file(s) are elsewhere, e.g. emotion_fear_ad00_0001.wav" in err
+    assert f"in ADEPT's layout: e.g. {flat}/emotion/" in err and "missing" not in err
+
+
 def test_check_says_broken_link_and_what_silence_is(corpus, synthetic_root, tmp_path):
     """A dangling symlink is a broken link (with its target), not "missing"; a file of
     zeros and stereo that cancels exactly are said in words, not "RMS no variation at all"."""
