@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -45,6 +46,18 @@ def _positive_int(text: str) -> int:
 def cmd_prepare(args) -> int:
     from .identity import is_synthetic
 
+    if args.refetch:
+        from .corpus import CorpusError, refetch_corpus
+
+        named = args.corpus or os.environ.get("ADEPT_EVAL_CORPUS")
+        if named:
+            raise CorpusError(f"--refetch downloads the cache's copy of ADEPT again; the corpus "
+                              f"in use is {named} (--corpus or ADEPT_EVAL_CORPUS), which "
+                              "adept-eval does not download")
+        if args.no_download:
+            raise CorpusError("--refetch downloads ADEPT again: it cannot be used with "
+                              "--no-download")
+        refetch_corpus(progress=not args.quiet)
     corpus = _corpus(args)
     synthetic = is_synthetic(corpus)
     table = Table(title=f"ADEPT: {len(corpus)} recordings, 12 listening tests"
@@ -572,6 +585,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("prepare", parents=[common], help="fetch and verify ADEPT; print a summary")
+    p.add_argument("--refetch", action="store_true", help="download ADEPT again and extract it "
+                   "afresh (when the cached copy was damaged after it was verified)")
     p.set_defaults(func=cmd_prepare)
 
     p = sub.add_parser("manifest", parents=[common],

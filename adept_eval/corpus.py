@@ -442,6 +442,20 @@ def _with_record(corpus: Corpus, zip_path: Path, target: Path) -> Corpus:
     return corpus
 
 
+def refetch_corpus(*, progress: bool = True) -> Path:
+    """Download ADEPT.zip again and forget the cache's extracted copy of the old one: what
+    ``adept-eval prepare --refetch`` does when the cached copy was damaged after it was verified
+    (a disk error, a file deleted by hand). A zip that is no longer readable is extracted under
+    a new name anyway (its digest changed); an intact zip whose extracted copy lost a file keeps
+    its name, so that copy is removed first."""
+    cached_zip = cache_home() / spec.ZENODO_FILE_KEY
+    if cached_zip.exists():
+        extracted = _extracted_dir_for(cached_zip)
+        with _lock(extracted):
+            shutil.rmtree(extracted, ignore_errors=True)
+    return download_corpus(force=True, progress=progress)
+
+
 def download_corpus(*, force: bool = False, progress: bool = True) -> Path:
     """Fetch ADEPT.zip from Zenodo into the cache (verified), returning the zip's path."""
     home = cache_home()
@@ -464,7 +478,12 @@ def load_corpus(corpus: str | Path | None = None, *, download: bool = True,
     home = cache_home()
     cached_zip = home / spec.ZENODO_FILE_KEY
     if cached_zip.exists():
-        return open_path(cached_zip, progress=progress)
+        try:
+            return open_path(cached_zip, progress=progress)
+        except CorpusError as exc:  # the copy was verified when downloaded: damaged since
+            raise CorpusError(f"{exc} - in the copy of ADEPT that adept-eval keeps in its cache "
+                              f"({home}); `adept-eval prepare --refetch` downloads and extracts "
+                              "it again") from None
     if not download:
         raise CorpusError(f"ADEPT is not in the cache ({home}) and downloading is off; set "
                           f"ADEPT_EVAL_CORPUS to a local ADEPT.zip or extracted folder")

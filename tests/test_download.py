@@ -129,3 +129,35 @@ def test_zip_missing_files_lists_them(synthetic_zip, tmp_path, monkeypatch, caps
     err = capsys.readouterr().err
     assert "10 problems" in err
     assert "missing: wav_44khz/emotion/joy/ad01_0004.wav" in err
+
+
+def test_a_damaged_cached_copy_names_the_cache_and_refetch_restores_it(zenodo_server, tmp_path,
+                                                                      capsys):
+    """The cache's ADEPT.zip was verified when downloaded; damaged since (truncated by a full
+    disk, say) it was 'not a readable zip archive' with no way out but finding and deleting the
+    file. Now the message says it is the cache's copy and names `prepare --refetch`, which
+    downloads and extracts it again; a file deleted from the extracted copy is the same case."""
+    assert main(["prepare", "-q"]) == 0
+    home = tmp_path / "adept_home"
+    cached = home / "ADEPT.zip"
+    cached.write_bytes(cached.read_bytes()[:1000])  # truncated
+    capsys.readouterr()
+    assert main(["prepare", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "not a readable zip" in err and "prepare --refetch" in err and str(home) in err
+    assert main(["prepare", "-q", "--refetch"]) == 0
+    assert zenodo_server.downloads == 2
+    corpus = load_corpus(download=False)
+    # a recording deleted by hand from the extracted copy: the zip itself is intact
+    victim = next(p for p in corpus.root.rglob("*.wav"))
+    victim.unlink()
+    assert main(["prepare", "-q"]) == 2
+    assert "prepare --refetch" in capsys.readouterr().err
+    assert main(["prepare", "-q", "--refetch"]) == 0
+    assert zenodo_server.downloads == 3 and victim.exists()
+
+
+def test_refetch_refuses_a_corpus_it_does_not_download(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("ADEPT_EVAL_CORPUS", str(tmp_path / "my_adept"))
+    assert main(["prepare", "-q", "--refetch"]) == 2
+    assert "ADEPT_EVAL_CORPUS" in capsys.readouterr().err
