@@ -116,6 +116,17 @@ def test_empty_inputs_are_one_clear_error():
                               model="judge", base_url="http://127.0.0.1:9/v1", cache_path="")
 
 
+def test_a_key_given_as_a_value_points_to_api_key_env():
+    """``api_key="sk-..."`` was "unknown option(s) api_key" and no more: the message says keys
+    come from the environment and which option names the variable, before any request."""
+    from adept_eval.metrics.speech_judge import SpeechJudge
+
+    with pytest.raises(ValueError, match=r"unknown option\(s\) api_key;.*api_key_env=NAME"):
+        SpeechJudge().compute(predictions=["a.wav"], references=["b.wav"],
+                              instruction_types=["emotion"], model="judge",
+                              base_url="http://127.0.0.1:9/v1", api_key="sk-not-a-real-key")
+
+
 def test_transient_faults_are_retried_and_nothing_is_lost(vstyle, server, tmp_path):
     items = _items(vstyle)[:20]
     server.add_fault("429", 1.0)

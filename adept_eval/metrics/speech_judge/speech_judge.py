@@ -93,7 +93,11 @@ class SpeechJudge(evaluate.Metric):
                  progress=True, prompts=None, **options):
         unknown = set(options) - _CONFIG_KEYS
         if unknown:
-            raise ValueError(f"speech_judge: unknown option(s) {', '.join(sorted(unknown))}")
+            hint = ("; a key is never passed as a value (it would end up in code and logs): put "
+                    "it in an environment variable and name that variable with api_key_env=NAME"
+                    if unknown & {"api_key", "key", "token"} else "")
+            raise ValueError(f"speech_judge: unknown option(s) {', '.join(sorted(unknown))}"
+                             f"{hint}")
         if instruction_audio is not None and len(instruction_audio) != len(predictions):
             raise ValueError("instruction_audio must have one entry per prediction")
         config = JudgeConfig(prompts=tuple(sorted((prompts or {}).items())), **options)
