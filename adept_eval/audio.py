@@ -365,17 +365,25 @@ def missing_audio_message(stem: Path) -> str:
     """What to tell a user for whom ``find_audio(stem)`` found nothing: which formats were tried
     and, when a file of that name is there with another extension - a format not read here
     (``.m4a``/``.aac`` from a TTS API, say), or an accepted one in capitals (``.WAV``: they are
-    matched as written) - that file and what to do with it, rather than a bare "missing"."""
+    matched as written) - that file and what to do with it, rather than a bare "missing". The
+    name is matched whatever its case (``AD00_0000.wav``) and with an accepted extension written
+    twice (``.wav.wav``, as a tool that appends one leaves it); a further dot otherwise makes it
+    another name (``item.10.wav`` is not ``item.1``'s)."""
     tried = f"missing (also tried {', '.join(AUDIO_EXTENSIONS[1:])})"
+
+    def named_so(p: Path) -> bool:
+        if not p.name.lower().startswith(stem.name.lower() + "."):
+            return False
+        extensions = p.name[len(stem.name):].lower().split(".")[1:]
+        return len(extensions) == 1 or all("." + e in AUDIO_EXTENSIONS for e in extensions)
+
     try:
-        near = sorted(p for p in stem.parent.iterdir()
-                      if p.name.startswith(stem.name + ".")
-                      and "." not in p.name[len(stem.name) + 1:] and p.is_file())
+        near = sorted(p for p in stem.parent.iterdir() if named_so(p) and p.is_file())
     except OSError:  # no such folder, or not readable: "missing" says it
         return tried
     if not near:
         return tried
-    found, suffix = near[0], near[0].name[len(stem.name):]
+    found, suffix = near[0], near[0].suffix
     if suffix.lower() in AUDIO_EXTENSIONS:
         return f"{tried}; {found.name} is there: rename it to {stem.name}{suffix.lower()}"
     return (f"{tried}; {found.name} is there, in a format not read here ({suffix}): convert "

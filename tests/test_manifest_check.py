@@ -3,6 +3,7 @@ import json
 import shutil
 
 import numpy as np
+import pytest
 import soundfile as sf
 
 from adept_eval.cli import main
@@ -172,3 +173,28 @@ def test_check_says_broken_link_and_what_silence_is(corpus, synthetic_root, tmp_
                                           "silence)"), done.stdout
     assert "no variation" not in done.stdout and "missing" not in done.stdout
     assert "192/195 samples usable" in done.stdout
+
+
+@pytest.mark.parametrize("written, hint", [
+    ("AD00_0000.wav", "AD00_0000.wav is there: rename it to ad00_0000.wav"),
+    ("ad00_0000.wav.wav", "ad00_0000.wav.wav is there: rename it to ad00_0000.wav"),
+    ("ad00_0000.WAV", "ad00_0000.WAV is there: rename it to ad00_0000.wav"),
+    ("ad00_0000.m4a", "ad00_0000.m4a is there, in a format not read here (.m4a)"),
+])
+def test_a_sample_named_nearly_right_is_named_with_the_fix(tmp_path, written, hint):
+    """A file whose name differs from the expected one only in letter case, or by an accepted
+    extension written twice (a tool that appends one), was a bare "missing": the message names
+    it and the name it should have."""
+    from adept_eval.audio import missing_audio_message
+
+    (tmp_path / written).write_bytes(b"RIFF")
+    assert hint in missing_audio_message(tmp_path / "ad00_0000")
+
+
+def test_a_longer_name_is_not_taken_for_the_sample(tmp_path):
+    """Ids may hold dots: item.10.wav is another sample's file, not a misnamed item.1."""
+    from adept_eval.audio import missing_audio_message
+
+    (tmp_path / "item.10.wav").write_bytes(b"RIFF")
+    message = missing_audio_message(tmp_path / "item.1")
+    assert message.startswith("missing") and "item.10.wav" not in message
