@@ -162,7 +162,17 @@ def wav_data_shortfall(path: Path, size: int) -> tuple[int, int] | None:
 
 
 def from_array(samples: np.ndarray, rate: int) -> Audio:
-    """Wrap an in-memory signal (e.g. from an in-process TTS model) as Audio."""
+    """Wrap an in-memory signal (e.g. from an in-process TTS model) as Audio. Integer PCM of up
+    to 32 bits (int16 from many TTS libraries, int32, uint8) is scaled to [-1, 1] by its type's
+    full scale, as a WAV reader would (passed on as numbers, int16 samples read as 98% clipped);
+    floats, and wider integers (Python ints), are taken as they are."""
+    samples = np.asarray(samples)
+    if np.issubdtype(samples.dtype, np.integer) and samples.dtype.itemsize <= 4:
+        if np.issubdtype(samples.dtype, np.signedinteger):
+            samples = samples.astype(np.float64) / float(-np.iinfo(samples.dtype).min)
+        else:
+            half = float(np.iinfo(samples.dtype).max) / 2.0 + 0.5
+            samples = (samples.astype(np.float64) - half) / half
     arr = np.asarray(samples, dtype=np.float32)
     if arr.ndim == 1:
         arr = arr[:, None]

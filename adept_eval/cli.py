@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from rich.table import Table
 
 from . import __version__, spec
 from .corpus import load_corpus
+from .options import arg_type
 from .questions import DEFAULT_BLIND_SALT
 
 console = Console(soft_wrap=True)  # messages stay greppable; tables still fit the width
@@ -34,30 +34,13 @@ SYNTHETIC_NOTE = "SYNTHETIC stand-in corpus: not ADEPT results"
 PLOT_EXTRA = "pip install 'adept-eval[plot]'"
 
 
-def _positive_int(text: str) -> int:
-    """argparse type of a count such as --limit: a whole number of at least 1 (the one rule for
-    numeric option text, ``options.number``)."""
-    from .options import number
-
-    return number(text, "count", whole=True, least=1, fail=lambda problem: (
-        argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")))
-
-
 def cmd_prepare(args) -> int:
     from .identity import is_synthetic
 
     if args.refetch:
-        from .corpus import CorpusError, refetch_corpus
+        from .corpus import refetch_corpus
 
-        named = args.corpus or os.environ.get("ADEPT_EVAL_CORPUS")
-        if named:
-            raise CorpusError(f"--refetch downloads the cache's copy of ADEPT again; the corpus "
-                              f"in use is {named} (--corpus or ADEPT_EVAL_CORPUS), which "
-                              "adept-eval does not download")
-        if args.no_download:
-            raise CorpusError("--refetch downloads ADEPT again: it cannot be used with "
-                              "--no-download")
-        refetch_corpus(progress=not args.quiet)
+        refetch_corpus(args.corpus, download=not args.no_download, progress=not args.quiet)
     corpus = _corpus(args)
     synthetic = is_synthetic(corpus)
     table = Table(title=f"ADEPT: {len(corpus)} recordings, 12 listening tests"
@@ -626,7 +609,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "llm_base_url=http://localhost:8000/v1; listener=NAME works here too")
     p.add_argument("--tasks", nargs="+", action="extend", metavar="TASK",
                    help="tasks or groups, space- or comma-separated (default: adept)")
-    p.add_argument("--limit", type=_positive_int,
+    p.add_argument("--limit", type=arg_type("a whole number of at least 1", whole=True, least=1),
                    help="questions per task, at least 1 (a quick, partial ceiling)")
     p.set_defaults(func=cmd_ceiling)
 

@@ -442,12 +442,22 @@ def _with_record(corpus: Corpus, zip_path: Path, target: Path) -> Corpus:
     return corpus
 
 
-def refetch_corpus(*, progress: bool = True) -> Path:
+def refetch_corpus(corpus: str | Path | None = None, *, download: bool = True,
+                   progress: bool = True) -> Path:
     """Download ADEPT.zip again and forget the cache's extracted copy of the old one: what
     ``adept-eval prepare --refetch`` does when the cached copy was damaged after it was verified
     (a disk error, a file deleted by hand). A zip that is no longer readable is extracted under
     a new name anyway (its digest changed); an intact zip whose extracted copy lost a file keeps
-    its name, so that copy is removed first."""
+    its name, so that copy is removed first. Refused for a corpus the user names (``corpus``
+    or ``ADEPT_EVAL_CORPUS``, which ``load_corpus`` would use instead) and without ``download``."""
+    named = corpus or os.environ.get("ADEPT_EVAL_CORPUS")
+    if named:
+        raise CorpusError(f"refetching downloads the cache's copy of ADEPT again; the corpus in "
+                          f"use is {named} (--corpus or ADEPT_EVAL_CORPUS), which adept-eval does "
+                          "not download")
+    if not download:
+        raise CorpusError("refetching downloads ADEPT again: it cannot be used with "
+                          "--no-download")
     cached_zip = cache_home() / spec.ZENODO_FILE_KEY
     if cached_zip.exists():
         extracted = _extracted_dir_for(cached_zip)

@@ -97,7 +97,8 @@ def attach(results: dict, model=None, model_args=None) -> dict:
         part = limited(results, tasks)
         suites[name] = {"tasks": sorted(tasks), "complete": suite.complete(tasks) and not part,
                         "scorer": scorer, "corpus": corpus}
-        if part:
+        if part:  # for readers of the file (a Hub card, a person); RunIdentity.of reads
+            # lm-eval's own record again, so that results written before this key count too
             suites[name]["limited"] = {"documents": part[0], "of": part[1]}
     if suites:
         results[KEY] = {"version": __version__, "system": system,

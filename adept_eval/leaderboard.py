@@ -31,6 +31,7 @@ class Row:
     system: str
     run: str
     listener: str | None = None
+    people: bool = False  # people answered its ADEPT questions (the human listener)
     adept_acc: float | None = None
     adept_n: int | None = None
     adept_ci_low: float | None = None
@@ -72,7 +73,7 @@ class Row:
 
     def flat(self) -> dict:
         out = {k: v for k, v in asdict(self).items()
-               if k not in ("tasks", "classes", "vstyle_categories", "_keys")}
+               if k not in ("tasks", "classes", "vstyle_categories", "_keys", "people")}
         out.update({f"acc_{t.removeprefix('adept_')}": v for t, v in self.tasks.items()})
         out.update({f"class_{c}": v for c, v in self.classes.items()})
         out.update({f"vstyle_{c}": v for c, v in self.vstyle_categories.items()})
@@ -99,7 +100,8 @@ def row_of(run: Run) -> Row:
     res = run.results["results"]
     date = datetime.fromtimestamp(run.when, tz=timezone.utc).strftime("%Y-%m-%d %H:%M") \
         if run.when else None
-    row = Row(run.system, run.timestamp, run.listener(), judge=run.judge(), date=date)
+    row = Row(run.system, run.timestamp, run.listener(), people=run.people, judge=run.judge(),
+              date=date)
     row._run = run  # not a field: the tie tests read its logged samples
     failed = 0
     by_class: dict[str, list[tuple[float, int]]] = {}
@@ -113,8 +115,7 @@ def row_of(run: Run) -> Row:
         failed += int(r.get("failed,none") or 0)
         by_class.setdefault(spec.TASKS[task].cls.name, []).append((acc, tn))
         chance_parts.append((r.get("chance,none", spec.TASKS[task].chance), tn))
-    k, n, low, high = pooled_recognition(res, list(row.tasks), run.samples,
-                                         people=run.people)
+    k, n, low, high = pooled_recognition(res, list(row.tasks), run.samples, people=row.people)
     if n:
         row.adept_acc, row.adept_n, row.adept_tasks, row.adept_failed = k / n, n, len(row.tasks), failed
         row.adept_ci_low, row.adept_ci_high = low, high
@@ -240,7 +241,7 @@ def _pair_p(a: Row, b: Row, suite: str, attr: str) -> tuple[float, str]:
             return tie_test(runs[0], runs[1], figure)
         except CompareError:
             pass
-    if figure == "accuracy" and any(run is not None and run.people for run in runs):
+    if figure == "accuracy" and (a.people or b.people):
         return math.nan, ("not tested (people's runs without logged samples: their responses "
                           "are not independent trials): counted as tied")
     if figure == "accuracy":
@@ -285,9 +286,7 @@ def heading(rows: list[Row], suite: str) -> str:
         corpus = f"ADEPT {r.adept_corpus[:12]}" if r.adept_corpus else "ADEPT (unrecorded copy)"
         if r.adept_synthetic:
             corpus += " - SYNTHETIC stand-in corpus, not ADEPT results"
-        run = getattr(r, "_run", None)
-        listener = "human (participants differ between runs)" if run is not None and run.people \
-            else r.listener
+        listener = "human (participants differ between runs)" if r.people else r.listener
         return f"ADEPT, scored by the `{listener}` listener, corpus {corpus}"
     corpus = f"VStyle {r.vstyle_corpus[:12]}" if r.vstyle_corpus else "VStyle"
     return f"VStyle, judged by `{r.judge}`, {corpus}"

@@ -258,3 +258,23 @@ def test_silence_messages_read_as_sentences(tmp_path, make, expected):
     sf.write(path, make(_speech_like()), RATE, subtype="FLOAT")
     message, = [p.message for p in check_audio(path).problems if p.severity == "error"]
     assert message == f"{path}: {expected}"
+
+
+def test_integer_pcm_arrays_are_scaled_by_their_full_scale():
+    """Every in-memory array (an in-process TTS model's, a judge's or a metric's
+    ``{"array": ...}``) goes through ``audio.from_array``: int16/int32/uint8 PCM is scaled as a
+    WAV reader would (int16 full scale read as 32767x too loud was 98% clipped); floats and
+    Python ints are taken as they are."""
+    import numpy as np
+
+    from adept_eval.audio import from_array
+
+    tone = np.sin(np.linspace(0, 200, 8000))
+    for pcm, step in ((np.round(tone * 32767).astype(np.int16), 1e-4),
+                      (np.round(tone * 2147483647).astype(np.int32), 1e-4),
+                      (np.round(tone * 127.5 + 127.5).astype(np.uint8), 0.02)):  # 8 bits
+        got = from_array(pcm, 16000).samples
+        assert abs(float(np.max(np.abs(got))) - 1.0) < step, pcm.dtype
+        assert np.allclose(got, tone, atol=step), pcm.dtype
+    floats = from_array(tone * 0.5, 16000).samples
+    assert np.allclose(floats, tone * 0.5, atol=1e-6)

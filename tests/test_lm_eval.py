@@ -186,10 +186,10 @@ def test_in_process_model(use_corpus, tmp_path):
     r = res["results"]["adept_marked_tonicity_male"]
     assert r["acc,none"] == 1.0 and r["failed,none"] == 0  # it read as 98% clipped
     # a 64-bit integer array is floats cast by mistake: refused (it read as silence)
-    from adept_eval.models.synthesizing import _as_float
+    from adept_eval.models.synthesizing import _checked_pcm
 
     with pytest.raises(TypeError, match="int64 samples"):
-        _as_float(np.round(np.zeros(10) * 32767).astype(np.int64))
+        _checked_pcm(np.round(np.zeros(10) * 32767).astype(np.int64))
 
 
 def test_human_listener_scores_responses_file(use_corpus, tmp_path):

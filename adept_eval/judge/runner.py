@@ -195,7 +195,6 @@ class JudgeRunner:
         self.config = config
         self.prompts = config.prompt_set()
         self.model = self.model_of(config)
-        config.audio_policy()  # a bad audio_format fails here, before any work
         self.client = LLMClient(config.connection(self.model),
                                 default_cache("judge_cache.sqlite", config.cache_path), backend)
 
