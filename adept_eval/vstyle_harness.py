@@ -157,7 +157,7 @@ def load_vstyle(category: str, language: str = "en", vstyle_dir: str | None = No
 
 def judge_identity(cfg: dict) -> dict:
     """The judge's own identity (backend, model, prompt hashes, sampling) plus its server."""
-    from urllib.parse import urlparse
+    from .llm.backends import server_name
 
     config = _config_from({"judge": json.dumps(cfg)})
     try:
@@ -167,7 +167,7 @@ def judge_identity(cfg: dict) -> dict:
     except Exception:  # the identity must not depend on the runner's internals
         ident = {k: v for k, v in asdict(config).items() if k not in ("cache_path",)}
     if config.base_url and "server" not in ident:
-        ident["server"] = urlparse(config.base_url).netloc or config.base_url
+        ident["server"] = server_name(config.base_url)
     return ident
 
 

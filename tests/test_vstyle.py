@@ -152,6 +152,23 @@ def test_judge_settings_from_metadata(tmp_path):
         judge_config({"judge_prompts": str(tmp_path)})
 
 
+def test_judge_identity_names_the_host_either_way(monkeypatch):
+    """The scorer identity names the judge's host, whether or not the runner can be built: one
+    rule (``server_name``), so a run is not told apart from another by how it was identified."""
+    from adept_eval.judge import runner
+    from adept_eval.vstyle_harness import judge_config, judge_identity
+
+    cfg = judge_config({"judge_base_url": "http://127.0.0.1:8123/v1", "judge_model": "m",
+                        "judge_cache": ""})
+    assert judge_identity(cfg)["server"] == "127.0.0.1"
+
+    def cannot_build(self, config):
+        raise RuntimeError("no runner here")
+
+    monkeypatch.setattr(runner.JudgeRunner, "__init__", cannot_build)
+    assert judge_identity(cfg)["server"] == "127.0.0.1"
+
+
 def test_group_score_mean_weighs_only_judged_answers(examples, replay, tmp_path):
     """Answers the judge could not score are counted failures: the group's score_mean is the
     mean of the scores actually recorded, not a document-weighted mean of category means."""
@@ -193,6 +210,6 @@ def test_group_score_mean_weighs_only_judged_answers(examples, replay, tmp_path)
     # the run carries its identity: judge (with its server), corpus, complete task set
     ident = res["adept_eval"]["suites"]["vstyle"]
     assert ident["complete"] and ident["scorer"]["model"] == "replay-judge"
-    assert ident["scorer"]["server"].startswith("127.0.0.1")
+    assert ident["scorer"]["server"] == "127.0.0.1"  # the host: a restart on another port is the same judge
     assert len(ident["corpus"]["sha256"]) == 64 and ident["corpus"]["synthetic"] is False
     assert res["adept_eval"]["system"] == system

@@ -89,6 +89,13 @@ def public_url(url: str) -> str:
     return f"{parts.scheme.lower()}://{netloc}{parts.path.rstrip('/')}"
 
 
+def server_name(url: str) -> str:
+    """The host a server runs on, as a run's scorer identity records it: a restart on another
+    port is the same judge (the model and prompts say which), while every cached reply is keyed
+    by the full ``public_url``."""
+    return urlparse(str(url).strip()).hostname or public_url(url)
+
+
 class Backend:
     name = ""
     audio_formats: frozenset = ORIGINAL_FORMATS  # original formats sent without re-encoding
@@ -231,7 +238,7 @@ class OpenAICompatible(Backend):
     def identity(self) -> dict:
         ident = {"backend": self.name, "model": self.model}
         if self.base_url:
-            ident["server"] = urlparse(str(self.base_url)).hostname or str(self.base_url)
+            ident["server"] = server_name(self.base_url)
         return ident
 
     def encode(self, parts: list[Part]) -> Encoded:
