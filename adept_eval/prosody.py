@@ -17,7 +17,7 @@ import hashlib
 import os
 import warnings
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -1132,9 +1132,20 @@ def _bridged_pitch(f: Features) -> np.ndarray | None:
 
 
 def onto(system: SentenceProfiles, natural: SentenceProfiles) -> SentenceProfiles:
-    """The system's profiles on the natural anchor's time axis (one cross-voice alignment)."""
-    pos = _positions(natural.anchor, system.anchor)
+    """The system's profiles on the natural anchor's time axis (one cross-voice alignment, on
+    variance-normalised cepstra: ``_standardised_cepstra``)."""
+    pos = _positions(_standardised_cepstra(natural.anchor), _standardised_cepstra(system.anchor))
     return system.on(np.clip(np.round(pos).astype(int), 0, system.anchor.n - 1))
+
+
+def _standardised_cepstra(f: Features) -> Features:
+    """``f`` with each cepstral coefficient centred and scaled to unit variance over its frames
+    (cepstral mean and variance normalisation; Viikki & Laurila 1998): two voices spread their
+    coefficients differently, and without it the frame cost of a cross-voice alignment is
+    dominated by whichever coefficients one voice happens to move most."""
+    m = f.mfcc - f.mfcc.mean(axis=0, keepdims=True)
+    sd = m.std(axis=0, keepdims=True)
+    return replace(f, mfcc=m / np.where(sd > 0, sd, 1.0))
 
 
 def _discriminative_weights(natural: SentenceProfiles) -> dict[str, np.ndarray]:

@@ -159,3 +159,33 @@ def test_the_level_term_abstains_when_the_renditions_share_one_power():
     louder = onto(sentence_profiles([rendition(steady), rendition(steady + 6.0)]), natural)
     assert louder.level_spread == pytest.approx(6.0, abs=0.01)
     assert compare_sentence(louder, natural).terms["level"].any()
+
+
+def test_the_cross_voice_alignment_does_not_depend_on_how_a_voice_spreads_its_cepstra():
+    """Two voices spread their cepstral coefficients differently (one moves c1 widely, another
+    c5): the alignment that puts a system's profiles on the references' time axis compares
+    cepstra normalised per coefficient (method v17), so rescaling one voice's coefficients
+    leaves where each of its frames lands unchanged. Without it, the coefficient a voice moves
+    most decides the frame cost, and the same words land elsewhere."""
+    from adept_eval.prosody import Features, onto, sentence_profiles
+
+    rng = np.random.default_rng(7)
+    n = 90
+    words = np.cumsum(rng.normal(size=(n, 12)), axis=0)  # a smooth path through cepstral space
+    warp = np.clip(np.round(np.linspace(0, 1, n) ** 1.6 * (n - 1)).astype(int), 0, n - 1)
+    t = np.arange(n)
+
+    def rendition(cepstra, accent=0.0):  # the second of a sentence's renditions is accented
+        pitch = accent * np.exp(-0.5 * ((t - n / 2) / 6.0) ** 2)
+        return Features(pitch, np.full(n, -26.0), cepstra, np.ones(n, bool))
+
+    natural = sentence_profiles([rendition(words), rendition(words, 6.0)])
+    spoken = words[warp] + rng.normal(scale=0.3, size=(n, 12))
+    spoken[:, 0] = rng.normal(size=n)  # a coefficient this voice moves its own way
+    other_voice = spoken * np.r_[30.0, np.ones(11)]  # ... and moves widely in another voice
+    as_is = onto(sentence_profiles([rendition(spoken), rendition(spoken, 6.0)]), natural)
+    spread = onto(sentence_profiles([rendition(other_voice), rendition(other_voice, 6.0)]),
+                  natural)
+    assert np.ptp(as_is.f0) > 1.0  # the accent is there to be placed
+    np.testing.assert_array_equal(as_is.f0, spread.f0)
+    np.testing.assert_array_equal(as_is.tempo, spread.tempo)

@@ -87,7 +87,9 @@ TEMPERATURE = 0.5
 # a slow voice's loudness-normalised files still spread); its vote is v13's.
 # Method v16: a multi-stimulus question is answered knowing that its samples are the candidates
 # one each (``one_each``): v15 took each sample's own posterior alone.
-METHOD_VERSION = "16"
+# Method v17: the cross-voice alignment (``prosody.onto``) compares cepstra normalised to unit
+# variance per coefficient (``prosody._standardised_cepstra``); v16 compared them mean-normalised.
+METHOD_VERSION = "17"
 
 
 def listener_version() -> str:
