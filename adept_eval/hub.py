@@ -544,10 +544,10 @@ def write_model_results(run: Run, model_repo: str, *, results_repo: str, path_in
     The Hub copy of ADEPT (``scripts/publish_corpus.py``) has exactly these configs, one per
     task; VStyle's Hub dataset has none per category, so there the config names the lm-eval
     task the score is of. The ``.eval_results`` entry of the same score carries the same task
-    (``task_id``), dataset and value."""
+    (``task_id``), dataset and value. Publishing again replaces the scores adept-eval wrote
+    before for the same tasks (``replace_model_index_scores``)."""
     import yaml
-    from huggingface_hub import EvalResult, EvalResultEntry, ModelCardData, \
-        eval_result_entries_to_yaml, metadata_update
+    from huggingface_hub import EvalResult, EvalResultEntry, eval_result_entries_to_yaml
 
     if not allow_partial:
         refuse_partial_scores(run, model_repo)
@@ -608,12 +608,58 @@ def write_model_results(run: Run, model_repo: str, *, results_repo: str, path_in
                                          path_in_repo=f".eval_results/adept-eval-{_safe(run.system)}.yaml",
                                          commit_message="adept-eval: evaluation results"),
                  f"writing eval results to {model_repo}")
-    model_index = ModelCardData(model_name=run.system, eval_results=index).to_dict()["model-index"]
-    with_retries(lambda: metadata_update(model_repo, {"model-index": model_index}, overwrite=True),
+    with_retries(lambda: replace_model_index_scores(model_repo, run.system, index),
                  f"updating the card of {model_repo}")
     labelled = (f", {partial} of them labelled partial (run with --limit: "
                 f"{answered(limited(run.results, run.task_names()))})") if partial else ""
     return True, f"wrote {len(entries)} scores to {model_repo}{labelled}{hint}"
+
+
+def same_score(result) -> tuple | None:
+    """What makes two model-index results one score for ``replace_model_index_scores``: the
+    dataset config and the metric, of a result adept-eval wrote (its source is adept-eval);
+    None for anyone else's.
+
+    The config is the lm-eval task (one per task, see ``write_model_results``), so with the
+    metric it names the score a reader of the card takes for one result. What a re-publish
+    changes is left out: the source URL (the run's folder in the results dataset: a newer run,
+    or the same one fixed, is another folder), the metric's name (it says a score is partial:
+    a full run replaces a partial one) and the dataset (``--benchmark-dataset``, corrected or
+    renamed, is still the same task's score). Only adept-eval's own results have a key: a score
+    another tool wrote, even of the same task and metric, is its claim, not ours to remove."""
+    if result.source_name != "adept-eval":
+        return None
+    return result.dataset_config, result.metric_type
+
+
+def replace_model_index_scores(model_repo: str, model_name: str, results: list) -> None:
+    """Write ``results`` (huggingface_hub ``EvalResult``s) into the card's model-index in one
+    commit, replacing every result adept-eval wrote before for the same score (``same_score``)
+    and keeping all other results and the rest of the card as they were.
+
+    Not ``metadata_update``: it replaces a result only when every field but the value is equal,
+    source URL and metric name included, so re-publishing (a run fixed, a newer run of the same
+    model) added its scores beside the old ones and the card showed two values for one task.
+    Duplicates left by that are removed with the rest of the old scores. A repo without a card
+    gets huggingface_hub's default one, as ``metadata_update`` gives it. One limit stays, both
+    ways the card is written: huggingface_hub writes the results of one task type, dataset,
+    config, split and revision as one entry with one source, the first's, so another tool's
+    text-to-speech score of the same dataset and task would be read back as having ours (or
+    ours as having its); another tool's score of any other kind or dataset is not affected."""
+    from huggingface_hub import ModelCard, ModelCardData
+    from huggingface_hub.errors import EntryNotFoundError
+
+    try:
+        card = ModelCard.load(model_repo)
+    except EntryNotFoundError:
+        card = ModelCard.from_template(ModelCardData())
+    new = {same_score(r) for r in results}
+    kept = [r for r in card.data.eval_results or []
+            if same_score(r) is None or same_score(r) not in new]
+    if not card.data.eval_results:  # the model-index has one name: a card's own is kept
+        card.data.model_name = model_name
+    card.data.eval_results = kept + list(results)
+    card.push_to_hub(model_repo, commit_message="adept-eval: evaluation results in the model-index")
 
 
 def publish_metric_space(argv: list[str] | None, *, name: str, module: Path, app: str,

@@ -171,13 +171,104 @@ def _read_back_eval_results(env, cwd, model_repo: str, eval_file: str):
         "parse_eval_result_entries; repo, name = sys.argv[1:]; "
         "card = ModelCard.load(repo); "
         "index = [{'task': r.task_name, 'dataset': r.dataset_type, 'config': r.dataset_config, "
-        "'value': r.metric_value} for r in card.data.eval_results]; "
+        "'value': r.metric_value, 'metric': r.metric_type, 'name': r.metric_name, "
+        "'source': r.source_name, 'url': r.source_url} for r in card.data.eval_results]; "
         "raw = yaml.safe_load(open(hf_hub_download(repo, name)).read()); "
         "entries = [{'task': e.task_id, 'dataset': e.dataset_id, 'value': e.value} "
         "for e in parse_eval_result_entries(raw)]; "
         "print(json.dumps([index, entries]))")
     done = _run([sys.executable, "-c", code, model_repo, eval_file], env, cwd)
     return json.loads(done.stdout)
+
+
+def _as_real_run(source: Path, dest: Path, *, stamp: str | None = None, date: float | None = None,
+                 scores: dict | None = None, cut_short: str | None = None) -> Path:
+    """A copy of a run folder as if made on the real corpus (the synthetic stand-in's scores
+    never reach a card): its files renamed to another timestamp, its date, scores and a task
+    it ran with lm-eval's --limit (``n-samples``) changed - a newer run, or the same one fixed."""
+    shutil.copytree(source, dest, ignore=shutil.ignore_patterns("hub_upload"))
+    results = next(dest.glob("results_*.json"))
+    old = results.name[len("results_"):-len(".json")]
+    data = json.loads(results.read_text())
+    data["adept_eval"]["suites"]["adept"]["corpus"]["synthetic"] = False
+    for task, value in (scores or {}).items():
+        data["results"][task]["acc,none"] = value
+    if date is not None:
+        data["date"] = date
+    if cut_short:
+        data["n-samples"][cut_short]["effective"] = 3
+    results.write_text(json.dumps(data))
+    if stamp:
+        for path in list(dest.glob(f"*_{old}.json*")):
+            path.rename(path.with_name(path.name.replace(old, stamp)))
+    return dest
+
+
+def test_republishing_replaces_the_scores_adept_eval_wrote_and_keeps_the_others(hub, runs):
+    """Publishing a model's scores again - a partial run redone in full, a newer run of the same
+    tasks, the same run twice - replaces the model-index entries adept-eval wrote for those
+    tasks and metrics. huggingface_hub's merge replaced an entry only when everything but its
+    value was equal, source (the run's folder) and metric name (partial or not) included, so
+    each re-publish added a second, contradictory score per task beside the first. Entries
+    adept-eval did not write stay as they were (one of the same dataset, config and metric
+    among them), and so do its own scores of tasks the new run did not have."""
+    tmp, env = runs
+    model = "alice/republished-tts"
+    code = textwrap.dedent("""
+        import sys
+        from huggingface_hub import EvalResult, HfApi, ModelCardData, metadata_update
+        repo = sys.argv[1]
+        HfApi().create_repo(repo)
+        ADEPT = dict(dataset_type="adept-lab/ADEPT", dataset_name="ADEPT")
+        before = [
+            EvalResult(task_type="automatic-speech-recognition", dataset_type="other/asr",
+                       dataset_name="asr", metric_type="wer", metric_value=0.123,
+                       source_name="another-tool", source_url="https://example.org/wer"),
+            EvalResult(task_type="audio-classification", **ADEPT,
+                       dataset_config="adept_emotion_female", metric_type="accuracy",
+                       metric_value=0.777, source_name="another-tool",
+                       source_url="https://example.org/emotion"),
+            EvalResult(task_type="text-to-speech", **ADEPT,
+                       dataset_config="adept_marked_tonicity_female",
+                       task_name="adept_marked_tonicity_female", metric_type="accuracy",
+                       metric_value=0.5, source_name="adept-eval",
+                       source_url="https://example.org/an-earlier-run")]
+        card = ModelCardData(model_name="republished-tts", eval_results=before).to_dict()
+        metadata_update(repo, {"model-index": card["model-index"]})
+    """)
+    _run([sys.executable, "-c", code, model], env, tmp)
+    kept = sorted([("adept_emotion_female", "accuracy", 0.777, "another-tool"),
+                   ("adept_marked_tonicity_female", "accuracy", 0.5, "adept-eval"),
+                   (None, "wer", 0.123, "another-tool")], key=repr)
+    first = _as_real_run(tmp / "out" / "flat-tts", tmp / "republish" / "first",
+                         cut_short="adept_emotion_female")
+    second = _as_real_run(tmp / "out" / "flat-tts", tmp / "republish" / "second",
+                          stamp="2099-01-01T00-00-00.000000", date=4070908800.0,
+                          scores={"adept_emotion_female": 0.55,
+                                  "adept_syntactic_phrasing_male": 0.25})
+    args = ("--repo", "adept-lab/republished-results", "--model-repo", model,
+            "--benchmark-dataset", "adept-lab/ADEPT")
+    done = _run(_adept_eval("publish", str(first), *args, "--allow-partial"), env, tmp)
+    assert "wrote 2 scores" in done.stdout and "1 of them labelled partial" in done.stdout, \
+        done.stdout
+    evals = [p for p in hub.repo(model, "model").files if p.startswith(".eval_results/")]
+    index, _ = _read_back_eval_results(env, tmp, model, evals[0])
+    assert len(index) == 5, index
+    for _ in range(2):  # the newer run, then the same run again
+        done = _run(_adept_eval("publish", str(second), *args), env, tmp)
+        assert "wrote 2 scores" in done.stdout and "partial" not in done.stdout, done.stdout
+        index, entries = _read_back_eval_results(env, tmp, model, evals[0])
+        ours = sorted((r["config"], r["metric"], r["value"], r["name"], r["source"])
+                      for r in index if r["url"].startswith(hub.url))
+        assert ours == [("adept_emotion_female", "accuracy", 0.55, None, "adept-eval"),
+                        ("adept_syntactic_phrasing_male", "accuracy", 0.25, None, "adept-eval")
+                        ], index
+        assert all(r["url"].endswith("/runs/flat-tts/2099-01-01T00-00-00.000000")
+                   for r in index if r["url"].startswith(hub.url)), index
+        assert sorted(((r["config"], r["metric"], r["value"], r["source"]) for r in index
+                       if not r["url"].startswith(hub.url)), key=repr) == kept, index
+        assert {e["task"]: e["value"] for e in entries} == {
+            "adept_emotion_female": 0.55, "adept_syntactic_phrasing_male": 0.25}
 
 
 def test_a_limited_run_is_not_written_to_a_model_card_as_a_full_evaluation(hub, runs):
