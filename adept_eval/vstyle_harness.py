@@ -24,7 +24,7 @@ from .judge import JudgeConfig, JudgeItem, judge
 from .judge.runner import SERVER_OPTIONS, JudgeOptionError, judge_option_names
 from .metric_items import SameRecord, record_of
 from .suites import VSTYLE
-from .vstyle import CATEGORIES, load_records, locate, subcategory_weights
+from .vstyle import CATEGORIES, load_records, locate, normalise_ability, subcategory_weights
 
 HEADLINE = VSTYLE.headline  # the metric whose logged value carries the whole record
 
@@ -67,6 +67,33 @@ def _prompts_table(value) -> dict:
     return table
 
 
+def _by_category(table: dict, value) -> dict:
+    """``judge_prompts`` keyed the way the judge looks prompts up: by a VStyle category, or
+    ``category/subcategory``, read with the rule that reads VStyle's abilities
+    (``normalise_ability``: ``acoustic_properties.txt`` -> acoustic_attributes, ``role_playing``
+    -> role_play). A prompt whose name matches none is refused, naming it: the judge would
+    otherwise never use it and judge that category with the built-in prompt, without a word."""
+    folder = isinstance(value, str) and not value.strip().startswith("{") \
+        and Path(value.strip()).expanduser().is_dir()
+    out, named = {}, {}
+    for key, prompt in table.items():
+        what = f"prompt file {Path(str(prompt)).name}" if folder else f"prompt key {key!r}"
+        cat, sub = normalise_ability(str(key))
+        if cat not in CATEGORIES or (sub and sub not in CATEGORIES[cat]):
+            raise OptionError(
+                f"judge_prompts={value}: {what} matches no VStyle category"
+                f"{' and subcategory' if sub else ''}; name it after one of "
+                f"{', '.join(CATEGORIES)} (VStyle's spellings acoustic_properties and "
+                "role_playing are read as acoustic_attributes and role_play)"
+                + ("" if folder else ", or category/subcategory for one subcategory"))
+        key = f"{cat}/{sub}" if sub else cat
+        if key in out:
+            raise OptionError(f"judge_prompts={value}: {named[key]} and {what} are both the "
+                              f"prompt for {key}; keep one")
+        out[key], named[key] = prompt, what
+    return out
+
+
 def judge_config(judge_share: dict) -> dict:
     """JudgeConfig keyword arguments (JSON-able) from the run's judge settings: the ``judge``
     share of ``settings.split``, which has already refused an unknown ``judge_*`` key. A value
@@ -77,6 +104,7 @@ def judge_config(judge_share: dict) -> dict:
     if prompts:
         prompts = _prompts_table(prompts)
     if prompts:
+        prompts = _by_category(prompts, cfg["prompts"])
         cfg["prompts"] = sorted((str(k), str(v)) for k, v in dict(prompts).items())
     if cfg.get("prompt") and Path(str(cfg["prompt"])).expanduser().is_file():
         cfg["prompt"] = str(Path(str(cfg["prompt"])).expanduser().resolve())

@@ -132,8 +132,8 @@ def _one_error(done) -> str:
     return errors[0]
 
 
-@pytest.mark.parametrize("case", ["dead_judge", "concurrency", "prompts", "vstyle_dir",
-                                  "offline", "dead_speech_model"])
+@pytest.mark.parametrize("case", ["dead_judge", "concurrency", "prompts", "prompt_name",
+                                  "vstyle_dir", "offline", "dead_speech_model"])
 def test_vstyle_run_mistakes_are_one_message(case, examples, tmp_path):
     dead = _dead_url()
     judge_args = f"judge_base_url={dead},judge_model=x,judge_cache={tmp_path / 'c.sqlite'}"
@@ -147,6 +147,14 @@ def test_vstyle_run_mistakes_are_one_message(case, examples, tmp_path):
     elif case == "prompts":
         metadata += f",judge_prompts={missing}"
         expect = [f"judge_prompts={missing}: no such folder or file"]
+    elif case == "prompt_name":  # a prompt file named after no category: never used before
+        prompts = tmp_path / "eval_prompts"
+        prompts.mkdir()
+        for stem in ("role_playing", "roleplay"):
+            (prompts / f"{stem}.txt").write_text("{instruction_type} {input_instruction}")
+        metadata += f",judge_prompts={prompts}"
+        expect = [f"judge_prompts={prompts}: prompt file roleplay.txt matches no VStyle category",
+                  "acoustic_attributes, instruction, role_play, empathy"]
     elif case == "vstyle_dir":
         metadata = f"vstyle_dir={missing},{judge_args}"
         expect = [f"vstyle_dir={missing}: no such folder"]

@@ -152,6 +152,41 @@ def test_judge_settings_from_metadata(tmp_path):
         judge_config({"judge_prompts": str(tmp_path)})
 
 
+def test_prompts_named_as_vstyle_names_its_categories_judge_them(examples, tmp_path):
+    """A ``judge_prompts`` folder in VStyle's own spellings (``role_playing.txt``,
+    ``acoustic_properties.txt``) judges those categories with its prompts, and a category it has
+    no prompt for with the built-in one; each logged sample names its prompt. Before, the two
+    files matched no category and were ignored: every answer got the built-in prompt."""
+    folder, _ = examples
+    prompts = tmp_path / "eval_prompts"
+    prompts.mkdir()
+    for stem, label in (("role_playing", "ROLE-PLAY JUDGE"), ("acoustic_properties", "ACOUSTIC")):
+        (prompts / f"{stem}.txt").write_text(f"{label}: {{instruction_type}} "
+                                             "{input_instruction}", encoding="utf-8")
+    verdicts = {"ROLE-PLAY JUDGE": 5, "ACOUSTIC": 4}
+
+    def verdict(body, audios, texts):
+        score = next((v for k, v in verdicts.items() if any(t.startswith(k) for t in texts)), 1)
+        return f"Judged.\n\nFinal score: [[{score}]]"
+
+    tasks = ["vstyle_en_role_play", "vstyle_en_acoustic_attributes", "vstyle_en_empathy"]
+    with JudgeServer() as server:
+        server.responder = verdict
+        res = run_lm_eval("audio-dir", tasks,
+                          model_args={"path": str(folder / "wav"), "pattern": "{id}-Kimi"},
+                          metadata={"vstyle_dir": str(folder), "judge_base_url": server.url,
+                                    "judge_model": "m", "judge_cache": "",
+                                    "judge_prompts": str(prompts)})
+    expected = {"vstyle_en_role_play": (5.0, "role_playing.txt"),
+                "vstyle_en_acoustic_attributes": (4.0, "acoustic_properties.txt"),
+                "vstyle_en_empathy": (1.0, "builtin:vstyle-instruction")}
+    for task, (score, prompt) in expected.items():
+        assert res["results"][task]["score_mean,speech_judge"] == score, task
+        logged = [s["score"][0] if isinstance(s["score"], list) else s["score"]
+                  for s in res["samples"][task]]
+        assert logged and {r["prompt"] for r in logged} == {prompt}, task
+
+
 def test_judge_identity_names_the_host_either_way(monkeypatch):
     """The scorer identity names the judge's host, whether or not the runner can be built: one
     rule (``server_name``), so a run is not told apart from another by how it was identified."""
