@@ -175,6 +175,34 @@ def test_vstyle_run_mistakes_are_one_message(case, examples, tmp_path):
     assert "n_failed" not in done.stdout  # no table: nothing was run
 
 
+def test_vstyle_missing_answers_say_what_on_missing_wrong_does_there(examples, tmp_path):
+    """A VStyle run missing answers stops with one message whose advice fits VStyle:
+    on_missing=wrong makes the unanswered instructions counted failed judgements, never scores
+    (it said "score the questions that need them as wrong answers", ADEPT's words); with the
+    option the run completes and its warning says the same."""
+    answers = tmp_path / "answers"
+    answers.mkdir()
+    for mp3 in sorted((examples / "wav").glob("empathy-*-Kimi.mp3"))[:2]:
+        shutil.copy(mp3, answers / mp3.name)
+    said = "count the VStyle instructions left unanswered as failed judgements (n_failed; " \
+           "never scored)"
+    with JudgeServer() as srv:
+        run = ["--tasks", "vstyle_en_empathy", "--metadata",
+               f"vstyle_dir={examples},judge_base_url={srv.url},judge_model=m,"
+               f"judge_cache={tmp_path / 'c.sqlite'}"]
+        model_args = f"path={answers},pattern={{id}}-Kimi,name=partial"
+        done = _lm_eval(["--model", "audio-dir", "--model_args", model_args, *run], tmp_path)
+        message = _one_error(done)
+        assert f"pass on_missing=wrong in --model_args to {said}" in message, message
+        assert "wrong answers" not in message
+        assert srv.requests == 0  # nothing was judged
+        done = _lm_eval(["--model", "audio-dir", "--model_args",
+                         model_args + ",on_missing=wrong", *run], tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"on_missing=wrong {said.replace('count', 'counts', 1)}" in done.stderr
+    assert "wrong answers" not in done.stderr and "n_failed" in done.stdout
+
+
 def test_audio_llm_listener_down_is_one_message(corpus, tmp_path):
     dead = _dead_url()
     done = _lm_eval(["--model", "adept-natural", "--tasks", "adept_emotion_male", "--metadata",

@@ -64,6 +64,8 @@ def test_audio_dir_missing_samples_fail_before_scoring(use_corpus, systems, tmp_
     msg = str(info.value)
     assert "2 of 25 samples" in msg and "emotion/fear/ad00_0002" in msg and "silent" in msg
     assert "ad00_0002.aac is there, in a format not read here (.aac)" in msg
+    assert "on_missing=wrong in --model_args to score the ADEPT questions that need them as " \
+           "wrong answers" in msg
     # the explicit option scores them as wrong answers and says so
     res = run_lm_eval("audio-dir", ["adept_emotion_female"],
                       model_args={"path": str(folder), "on_missing": "wrong"})

@@ -6,8 +6,9 @@ For VStyle, samples are keyed by record id (``acoustic_properties-age-1.wav``); 
 names files otherwise, e.g. ``pattern={id}-Kimi`` for ``acoustic_properties-age-1-Kimi.mp3``.
 
 Missing or unusable samples stop the run before anything is scored, with a list of them;
-``on_missing=wrong`` scores the questions that need them as wrong answers instead (each such
-sample is marked ``failed`` in the logged samples and counted in the ``failed`` metric).
+``on_missing=wrong`` goes on without them: ADEPT scores the questions that need them as wrong
+answers (counted in ``failed``), VStyle counts the instructions left unanswered as failed
+judgements (``n_failed``, never scored); each is marked failed in the logged samples.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from tqdm.auto import tqdm
 
 from ..audio import check_audio
 from ..options import yes_no
+from ..suites import suite_of
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +62,8 @@ class SpeechSystem(LM):
     default_name = "speech-system"
 
     #: what happens when samples are missing or unusable: "error" stops before any scoring
-    #: with a list of them; "wrong" scores the questions that need them as wrong answers
+    #: with a list of them; "wrong" goes on without them (``ON_MISSING_WRONG`` says what each
+    #: suite makes of that)
     default_on_missing = "error"
 
     def __init__(self, name: str | None = None, on_missing: str | None = None,
@@ -122,12 +124,12 @@ class SpeechSystem(LM):
             more = [f"... and {len(failed) - 50} more"] if len(failed) > 50 else []
             raise SystemSetupError(
                 f"{self.name}: {len(failed)} of {len(produced)} samples are missing or unusable; "
-                "nothing was scored. Fix them, or pass on_missing=wrong in --model_args to score "
-                "the questions that need them as wrong answers:\n  " + "\n  ".join(shown + more))
+                "nothing was scored. Fix them, or pass on_missing=wrong in --model_args to "
+                f"{on_missing_wrong(requests, failed, 'do')}:\n  " + "\n  ".join(shown + more))
         if failed:
-            log.warning("%s: %d of %d samples missing or unusable; their questions are scored "
-                        "as wrong answers (on_missing=wrong). %s", self.name, len(failed),
-                        len(produced), first_reasons(failed))
+            log.warning("%s: %d of %d samples missing or unusable; on_missing=wrong %s. %s",
+                        self.name, len(failed), len(produced),
+                        on_missing_wrong(requests, failed, "does"), first_reasons(failed))
         out = []
         for req in requests:
             records = [produced[s.stimulus_id].to_json() for s in stimuli_of(req.doc)]
@@ -164,6 +166,33 @@ class SpeechSystem(LM):
     @property
     def tokenizer_name(self) -> str:
         return self.name
+
+
+#: what ``on_missing=wrong`` makes of a missing sample, per suite (as "to do" and "it does"):
+#: an ADEPT question without its sample is answered wrong; the VStyle judge cannot judge an
+#: answer it does not have, so the instruction is a counted failure (``n_failed``), never a score
+ON_MISSING_WRONG = {
+    "adept": ("score the ADEPT questions that need them as wrong answers",
+              "scores the ADEPT questions that need them as wrong answers"),
+    "vstyle": ("count the VStyle instructions left unanswered as failed judgements "
+               "(n_failed; never scored)",
+               "counts the VStyle instructions left unanswered as failed judgements "
+               "(n_failed; never scored)"),
+}
+
+
+def on_missing_wrong(requests, failed: list[Produced], form: str) -> str:
+    """What ``on_missing=wrong`` does with these failed samples, in the words of the suites
+    whose tasks asked for them (a VStyle run told "scored as wrong answers" would expect scores
+    where it gets failures). ``form``: "do" (after "to") or "does"."""
+    ids = {p.stimulus_id for p in failed}
+    names = []
+    for req in requests:
+        suite = suite_of(getattr(req, "task_name", None) or "")
+        name = suite.name if suite is not None and suite.name in ON_MISSING_WRONG else "adept"
+        if name not in names and ids & {s.stimulus_id for s in stimuli_of(req.doc)}:
+            names.append(name)
+    return " and ".join(ON_MISSING_WRONG[n][form == "does"] for n in names or ["adept"])
 
 
 def first_reasons(failed: list[Produced], shown: int = 3) -> str:
