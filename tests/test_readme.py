@@ -139,6 +139,10 @@ RULES: tuple[Rule, ...] = (
          "the gemini backend at the loopback server (OpenAI's API is the loopback server too, "
          "through OPENAI_BASE_URL)", subs=((r"(--metadata )", r"\g<1>judge_base_url={judge} "),),
          expect=(LM_EVAL_TABLE,)),
+    Rule(r"^lm_eval --model openai-speech --tasks adept ", "not run",
+         "test_documented_commands.py::test_openai_speech_adept_command_as_documented runs it "
+         "as written (with --limit 2) through the real lm_eval against a loopback server that "
+         "checks what each request holds"),
     Rule(r"^adept-eval publish ", "run", expect=(r"pushed \d+ files",),
          needs=("out/my-tts", "lm_eval --model audio-dir --model_args path=my_tts/,name=my-tts "
                               "--tasks adept --output_path out/ --log_samples")),

@@ -4,10 +4,14 @@ output (OpenAI's audio models, or an omni model served by vLLM / SGLang).
     lm_eval --model openai-speech --model_args model=gpt-4o-audio-preview,voice=alloy \\
         --tasks vstyle_en --metadata judge_backend=gemini
 
-Each stimulus's audio (the spoken VStyle instruction, its original MP3/WAV bytes) is sent as an
-``input_audio`` part; the spoken answer is saved in the format it came in (WAV, or MP3) with its
-transcript next to it (``.json``). Answers are cached by content (model, voice, system prompt,
-the instruction audio's hash), so a rerun costs nothing and a run killed halfway resumes. The
+Each stimulus's audio (the spoken VStyle instruction; for ADEPT, the reference recording) is
+sent as an ``input_audio`` part, its original MP3/WAV bytes, after the stimulus text when
+``send_text`` is on, with ``system_prompt`` as the system message when given. Nothing else is
+sent: for ADEPT a model told nothing answers the recording instead of re-speaking its sentence,
+so prosody transfer needs an instruction (``system_prompt``; docs/openai-speech.md). The spoken
+answer is saved in the format it came in (WAV, or MP3) with its transcript next to it
+(``.json``). Answers are cached by content (server, model, voice, system prompt, the text when
+sent, the stimulus audio's hash), so a rerun costs nothing and a run killed halfway resumes. The
 shared LLM client (``adept_eval.llm``) does the asking: bounded concurrency, a requests-per-minute
 limit, retries honouring Retry-After, requests counted as sent, a key only from
 ``api_key_env`` for a custom ``base_url``. The server is checked when the model is created (one
