@@ -144,8 +144,9 @@ METRICS: tuple[MetricInfo, ...] = (
                "count", False, (0.0, _INF), 0.0, ()),
     MetricInfo("listener_distance", "the acoustic listener's distance to the correct "
                "reference: in the ADEPT tasks its sentence-relative comparison "
-               "(prosody.compare_sentence: weighted F0, energy, tempo and pause terms, each in "
-               "units of how far the natural candidates lie apart); for pairs scored on their own, "
+               "(prosody.compare_sentence: the weighted sum of its F0, energy, level, tempo, "
+               "pause, salience and boundary terms, each in units of how far the natural "
+               "candidates lie apart); for pairs scored on their own, "
                "prosody.distance (F0, energy, tempo and timing beyond just-noticeable "
                "differences)", "listener units", False, (0.0, _INF), 0.0,
                ("torresquintero2021",)),

@@ -235,6 +235,25 @@ def test_every_figure_has_metadata():
     assert len(graded.metric_table()) == len(graded.METRICS)
 
 
+def test_listener_distance_names_every_term_the_listener_sums():
+    """``listener_distance`` in the ADEPT tasks is the acoustic listener's sentence-relative
+    total (``prosody.TERMS`` weighted by ``TERM_WEIGHTS``): docs/graded.md's row and the
+    figure's metadata name every one of its terms (they named four of the seven)."""
+    import re
+    from pathlib import Path
+
+    from adept_eval.listeners.acoustic import TERM_WEIGHTS
+
+    assert set(TERM_WEIGHTS) == set(prosody.TERMS)
+    page = Path(__file__).resolve().parents[1] / "docs" / "graded.md"
+    row = next(line for line in page.read_text(encoding="utf-8").splitlines()
+               if line.startswith("| `listener_distance` |"))
+    for text in (row, graded.METRIC_BY_NAME["listener_distance"].description):
+        adept = text.split("for pairs scored on their own")[0]  # not prosody.distance's terms
+        for term in prosody.TERMS:
+            assert re.search(rf"\b{term}\b", adept, re.I), (term, adept)
+
+
 # ----------------------------------------------------------------------------- pauses
 def _with_gap(speech: Audio, at_s: float, gap_s: float) -> Audio:
     i = int(at_s * speech.rate)
