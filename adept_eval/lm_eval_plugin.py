@@ -36,9 +36,10 @@ refusals, ``settings.SettingsError``, are not errors of ours and do propagate.)
 lm-eval 0.4.x reads no entry points, so this hook is the only way our models and tasks are
 found. A run whose tasks are all ours skips indexing lm-eval's own task folder
 (``integration.task_index``). The patches live in ``adept_eval/integration/``, one module per
-purpose, each naming the lm-eval version it was written against (0.4.13). Set ``ADEPT_EVAL_NO_LM_EVAL_HOOK=1`` to switch the hook off (``--include_path``
-with ``adept_eval.lm_eval_plugin.task_dir()`` then still works), or call ``register()`` to
-apply it by hand (e.g. from an editable install, where the .pth is not installed).
+purpose, each naming the lm-eval version it was written against (0.4.13). Editable installs
+get the .pth too (setup.py). Set ``ADEPT_EVAL_NO_LM_EVAL_HOOK=1`` to switch the hook off
+(``--include_path`` with ``task_dir()`` then still finds the tasks, but lm-eval knows none of
+our models), or call ``register()`` to apply it by hand (from Python, before lm-eval runs).
 """
 
 from __future__ import annotations

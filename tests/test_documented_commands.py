@@ -278,6 +278,70 @@ def test_speech_judge_module_card_has_evaluate_metadata():
         assert section in card, section
 
 
+def test_editable_install_gets_the_start_up_hook(corpus, tmp_path):
+    """``pip install -e .`` as a developer runs it (isolated build, current setuptools) installs
+    ``adept_eval_lm_eval.pth`` too, so the real ``lm_eval`` of that environment runs our models
+    and tasks from the source tree; with the hook switched off it knows none of our models,
+    ``--include_path`` or not (as docs/evaluating.md says). Before, an editable install had no
+    .pth: "no model for this name found".
+
+    The new environment borrows this one's packages (lm-eval, numpy...) through a folder of links
+    named by a .pth path line: .pth files are read only in site-packages, so this environment's
+    own hook is not run, and its installed adept_eval (if any) is left out of the links."""
+    import shutil
+    import sysconfig
+
+    src = tmp_path / "src"
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(
+        ".git", "build", "*.egg-info", "__pycache__", ".pytest_cache", "out*"))
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
+                   timeout=120)
+    python = venv / "bin" / "python"
+    done = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install",
+                           "--no-deps", "-e", str(src)], capture_output=True, text=True,
+                          timeout=600)
+    log = done.stdout + done.stderr
+    if done.returncode != 0 and re.search(r"(Could not find a version|No matching distribution|"
+                                          r"Failed to establish|NewConnectionError)", log):
+        pytest.skip("no package index reachable to build in isolation")
+    assert done.returncode == 0, log[-4000:]
+    site = Path(subprocess.run([str(python), "-c", "import sysconfig; "
+                                "print(sysconfig.get_paths()['purelib'])"], capture_output=True,
+                               text=True, check=True).stdout.strip())
+    borrowed = venv / "borrowed"  # inside the environment: dill pickles its modules by name
+    borrowed.mkdir()
+    for entry in Path(sysconfig.get_paths()["purelib"]).iterdir():
+        if not entry.name.startswith(("adept_eval", "__editable__")) and entry.suffix != ".pth":
+            (borrowed / entry.name).symlink_to(entry)
+    (site / "zz_borrowed.pth").write_text(f"{borrowed}\n")
+    lm_eval = venv / "bin" / "lm_eval"  # this environment's console script, for the new one
+    script = (Path(sys.executable).parent / "lm_eval").read_text().splitlines(keepends=True)
+    lm_eval.write_text(f"#!{python}\n" + "".join(script[1:]))
+    lm_eval.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "ADEPT_EVAL_DEBUG")}
+    env.update(ADEPT_EVAL_CORPUS=str(corpus.root), ADEPT_EVAL_HOME=str(tmp_path / "home"))
+    where = subprocess.run([str(python), "-c", "import adept_eval; print(adept_eval.__file__)"],
+                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert where.stdout.strip() == str(src / "adept_eval" / "__init__.py"), where.stderr
+    task = "adept_marked_tonicity_female"
+    done = subprocess.run([str(lm_eval), "--model", "adept-natural", "--tasks", task,
+                           "--limit", "2"], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert re.search(rf"^\|{task}\s*\|.*\|\s*acc\s*\|", done.stdout, re.M), done.stdout
+    assert (site / "adept_eval_lm_eval.pth").is_file()
+    # the hook switched off: the tasks can be found with --include_path, our models cannot
+    from adept_eval.names import task_dir
+
+    done = subprocess.run([str(lm_eval), "--model", "adept-natural", "--tasks", task,
+                           "--include_path", str(task_dir()), "--limit", "2"],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path,
+                          env={**env, "ADEPT_EVAL_NO_LM_EVAL_HOOK": "1"})
+    assert done.returncode != 0 and "no model for this name found" in done.stderr, \
+        done.stderr[-3000:]
+
+
 def test_wheel_ships_data_and_card_without_packaging_warnings(tmp_path):
     """``pip wheel .`` as a user runs it (isolated build, current setuptools)."""
     import shutil
