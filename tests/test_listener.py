@@ -189,3 +189,50 @@ def test_the_cross_voice_alignment_does_not_depend_on_how_a_voice_spreads_its_ce
     assert np.ptp(as_is.f0) > 1.0  # the accent is there to be placed
     np.testing.assert_array_equal(as_is.f0, spread.f0)
     np.testing.assert_array_equal(as_is.tempo, spread.tempo)
+
+
+def test_a_temperature_that_changes_answers_changes_the_scorer_identity(corpus, systems,
+                                                                         tmp_path):
+    """Through the real `lm_eval` and `adept-eval compare`: `--metadata temperature=20` moves
+    the answers of multi-stimulus questions (``one_each`` combines the posteriors it sets), so
+    its run records another scorer and compare refuses to pair it with a default run, as it
+    refuses any two scorers. It recorded the default's identity, and the two runs were compared
+    as one scorer's. A default run's identity is unchanged (``temperature=0.5`` spelled out
+    too), so the results files written before stay comparable."""
+    import json
+    import os
+    import subprocess
+
+    from faults import console_script
+
+    from adept_eval.listeners.acoustic import listener_version
+
+    env = {**os.environ, "ADEPT_EVAL_CORPUS": str(corpus.root), "TQDM_DISABLE": "1",
+           "ADEPT_EVAL_HOME": str(tmp_path / "home"), "COLUMNS": "200"}
+    scorers, accuracy = {}, {}
+    for name, metadata in (("default", []), ("spelled", ["--metadata", "temperature=0.50"]),
+                           ("hot", ["--metadata", "temperature=20"])):
+        done = subprocess.run(
+            [console_script("lm_eval"), "--model", "audio-dir", "--model_args",
+             f"path={systems['partial']},name={name}", "--tasks", "adept_emotion_female",
+             "--output_path", str(tmp_path / "out"), "--log_samples", *metadata],
+            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        results = json.loads(next((tmp_path / "out" / name).glob("results_*.json")).read_text())
+        scorers[name] = results["adept_eval"]["suites"]["adept"]["scorer"]
+        accuracy[name] = results["results"]["adept_emotion_female"]["acc,none"]
+    default = {"listener": "acoustic", "listener_version": listener_version()}
+    assert scorers["default"] == scorers["spelled"] == default
+    assert scorers["hot"] == {**default, "temperature": 20.0}
+    assert accuracy["hot"] != accuracy["default"]  # why it must be told apart
+    compare = [console_script("adept-eval"), "compare"]
+    done = subprocess.run([*compare, str(tmp_path / "out" / "default"),
+                           str(tmp_path / "out" / "hot")],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "differ in their ADEPT scorer (listener identity)" in done.stderr, done.stderr
+    assert "temperature=20.0" in done.stderr, done.stderr
+    done = subprocess.run([*compare, str(tmp_path / "out" / "default"),
+                           str(tmp_path / "out" / "spelled")],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stderr

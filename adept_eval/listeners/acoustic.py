@@ -152,7 +152,20 @@ class AcousticListener(Listener):
         self._scorer = None
 
     def identity(self) -> dict:
-        return {"listener": self.name, "listener_version": listener_version()}
+        """What distinguishes this listener's scores (``identity``: runs are ranked and compared
+        only among equal identities). ``temperature`` is recorded when it is not the default:
+        it sets every posterior, and a multi-stimulus answer combines the posteriors of its
+        samples (``one_each``), so another temperature gives other answers (adept_emotion_female
+        of one synthetic system: 0.45 at 0.5, 0.60 at 20). At the default it is left out, so a
+        default run's identity is the one earlier results files record. The other options
+        change no answer or figure: ``graded`` only adds the graded figures or leaves them out
+        (accuracy unchanged; a run without them is not ranked by prosody distance), and
+        ``workers``, ``progress`` and ``cache_dir`` change only speed and where features are
+        kept."""
+        ident = {"listener": self.name, "listener_version": listener_version()}
+        if self.temperature != TEMPERATURE:
+            ident["temperature"] = self.temperature
+        return ident
 
     # ------------------------------------------------------------------ pieces
     def _natural_paths(self, cls: str, speaker: str, sentence_id: str,
