@@ -397,11 +397,16 @@ def n_failed(items) -> int:
 
 
 def order_agreement(items) -> float:
-    """Mean share of presentation orders agreeing with the listener's answer (1.0 for
-    listeners that hear every order the same way); failed questions count as 0."""
-    recs = [record_of(it) for it in items]
-    return sum(r.get("agreement", 0.0) if not r["failed"] else 0.0 for r in recs) / len(recs) \
-        if recs else float("nan")
+    """Mean share of presentation orders agreeing with the listener's answer, over the
+    questions it answered (1.0 for listeners that hear every order the same way; NaN when none
+    was answered). A failed question has no answer for orders to agree with: it is counted in
+    ``failed`` and scored wrong in ``acc`` already. Counted here as 0 (as it was), missing files
+    read as position sensitivity: an order-blind listener showed 0.80, and ``adept-eval
+    report`` an ``agree`` column. Its n is the questions answered: the task's questions less
+    ``failed``."""
+    answered = [r for r in map(record_of, items) if not r["failed"]]
+    return sum(float(r.get("agreement", 0.0)) for r in answered) / len(answered) \
+        if answered else float("nan")
 
 
 def _subcategory_accuracy(sub: str):

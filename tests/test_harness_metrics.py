@@ -146,3 +146,47 @@ def test_pooled_groups_of_people_get_the_clustered_interval_or_none(tmp_path):
     k2, n2, low2, high2 = pooled_recognition(results, tasks, None, people=True)
     assert (k2, n2) == (k, n) and math.isnan(low2) and math.isnan(high2)
     assert pooled_recognition(results, tasks, None, people=False)[2:] == exact
+
+
+def test_order_agreement_is_over_the_questions_answered():
+    """A failed question has no answer for presentation orders to agree with: it is counted in
+    ``failed`` (and wrong in ``acc``), not as disagreement here."""
+    answered = [{"failed": 0, "agreement": a} for a in (1.0, 1.0, 1 / 3)]
+    failed = [{"failed": 1, "agreement": 0.0}] * 2
+    assert math.isclose(harness.order_agreement(answered + failed), (2 + 1 / 3) / 3)
+    assert math.isnan(harness.order_agreement(failed))
+
+
+def test_missing_files_do_not_read_as_position_sensitivity(corpus, systems, tmp_path):
+    """Through the real `lm_eval` and `adept-eval report`: an order-blind listener (acoustic)
+    with two of a system's files missing (``on_missing=wrong``) fails 8 questions; they are in
+    ``failed`` and ``acc``, and ``order_agreement`` stays 1.0 over the 12 answered. It printed
+    0.60 (failures as 0), and report added an ``agree`` column of it."""
+    import json
+    import os
+    import shutil
+    import subprocess
+
+    from faults import console_script
+
+    folder = tmp_path / "sys"
+    shutil.copytree(systems["copy"], folder)
+    for stimulus in ("emotion/fear/ad00_0002", "emotion/joy/ad00_0003"):
+        (folder / f"{stimulus}.wav").unlink()
+    env = {**os.environ, "ADEPT_EVAL_CORPUS": str(corpus.root), "TQDM_DISABLE": "1",
+           "ADEPT_EVAL_HOME": str(tmp_path / "home"), "COLUMNS": "200"}
+    done = subprocess.run(
+        [console_script("lm_eval"), "--model", "audio-dir", "--model_args",
+         f"path={folder},name=gappy,on_missing=wrong", "--tasks", "adept_emotion_female",
+         "--output_path", str(tmp_path / "out"), "--log_samples"],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(next((tmp_path / "out").rglob("results_*.json")).read_text())
+    r = results["results"]["adept_emotion_female"]
+    assert r["failed,none"] == 8 and r["n,none"] == 20 and r["acc,none"] == 12 / 20
+    assert r["order_agreement,none"] == 1.0
+    done = subprocess.run([console_script("adept-eval"), "report", str(tmp_path / "out")],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stderr
+    header = next(line for line in done.stdout.splitlines() if line.split()[:2] == ["task", "n"])
+    assert "fail" in header and "agree" not in header, done.stdout
