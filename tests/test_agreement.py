@@ -44,3 +44,28 @@ def test_judge_agreement_command(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "Spearman" in out and "1 left out" in out
     assert json.loads((tmp_path / "a.json").read_text())["overall"]["n"] == 9
+
+
+def test_a_mean_of_raters_is_rounded_one_way_for_exact_agreement(tmp_path):
+    """Through the real `adept-eval judge-agreement`: two raters' 4 and 5 (mean 4.5) and 3 and
+    4 (mean 3.5) are rounded alike, half up, so a judge's 5 and 4 agree exactly with them, and
+    kappa reads the same whole scores. Python's round() (half to even) made 4.5 a 4 and 3.5 a
+    4: the first pair disagreed and the second agreed."""
+    import os
+    import subprocess
+
+    from faults import console_script
+
+    judge = {"items": [{"item_id": "a", "score": 5}, {"item_id": "b", "score": 4},
+                       {"item_id": "c", "score": 2}]}
+    (tmp_path / "judge.json").write_text(json.dumps(judge))
+    (tmp_path / "human.csv").write_text("id,score\na,4\na,5\nb,3\nb,4\nc,2\nc,2\n")
+    done = subprocess.run([console_script("adept-eval"), "judge-agreement",
+                           str(tmp_path / "judge.json"), str(tmp_path / "human.csv"),
+                           "-o", str(tmp_path / "a.json")],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=600,
+                          env={**os.environ, "ADEPT_EVAL_HOME": str(tmp_path / "home")})
+    assert done.returncode == 0, done.stderr
+    overall = json.loads((tmp_path / "a.json").read_text())["overall"]
+    assert overall["n"] == 3 and overall["exact"] == 1.0 and overall["within_1"] == 1.0
+    assert overall["qwk"] == pytest.approx(1.0)

@@ -2,13 +2,23 @@
 
 Spearman and Kendall correlations (scipy), quadratic-weighted Cohen's kappa (scikit-learn),
 exact and within-1 agreement, overall and per instruction type, each with its n. Pairs where
-either side has no score (a failed judgement) are left out and counted, never imputed.
+either side has no score (a failed judgement) are left out and counted, never imputed. Exact
+agreement and kappa compare whole scores: a mean of several raters (or judge samples) is
+rounded half up (``whole_score``); within-1 and the correlations use the scores as they are.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
+
+
+def whole_score(score: float) -> int:
+    """A score on the 1-5 scale as the nearest whole score, a half rounded up (4.5 -> 5,
+    3.5 -> 4): what exact agreement and kappa compare. Python's ``round`` rounds a half to the
+    even number (4.5 -> 4, 3.5 -> 4), so of two items whose raters gave 4 and 5, and 3 and 4, a
+    judge's 4 agreed "exactly" with both, and a 5 with neither."""
+    return math.floor(score + 0.5)
 
 
 def _stats(pairs: list[tuple[float, float]]) -> dict:
@@ -22,7 +32,7 @@ def _stats(pairs: list[tuple[float, float]]) -> dict:
                 "exact": math.nan, "within_1": math.nan}
     judge = [p[0] for p in pairs]
     human = [p[1] for p in pairs]
-    out["exact"] = sum(round(j) == round(h) for j, h in pairs) / n
+    out["exact"] = sum(whole_score(j) == whole_score(h) for j, h in pairs) / n
     out["within_1"] = sum(abs(j - h) <= 1 for j, h in pairs) / n
     constant = len(set(judge)) < 2 or len(set(human)) < 2
     if constant or n < 3:
@@ -34,7 +44,8 @@ def _stats(pairs: list[tuple[float, float]]) -> dict:
                    kendall=float(tau.statistic), kendall_p=float(tau.pvalue))
     labels = [1, 2, 3, 4, 5]
     out["qwk"] = math.nan if constant else float(cohen_kappa_score(
-        [round(h) for h in human], [round(j) for j in judge], labels=labels, weights="quadratic"))
+        [whole_score(h) for h in human], [whole_score(j) for j in judge], labels=labels,
+        weights="quadratic"))
     return out
 
 
