@@ -234,7 +234,7 @@ def compare_pair(a: dict[str, QuestionOutcome], b: dict[str, QuestionOutcome]) -
     sentence_of = {s: s.split("/")[-1] for s in stimuli}  # <cls>/<sub>/<spk>_<sentence>
     distance = _difference([dist_a[s] for s in stimuli], [dist_b[s] for s in stimuli],
                            [sentence_of[s] for s in stimuli], exact=False)
-    return {
+    out = {
         "listener": "human" if human else "machine",
         "pooled": acc(shared, exact=False),
         "classes": {c: acc(ks, exact=False) for c, ks in sorted(by_class.items())},
@@ -242,6 +242,37 @@ def compare_pair(a: dict[str, QuestionOutcome], b: dict[str, QuestionOutcome]) -
         "prosody_distance": distance,
         "unpaired": {"a": len(set(a) - set(b)), "b": len(set(b) - set(a))},
     }
+    if human:
+        out["participants"] = participants(a, b, shared)
+    return out
+
+
+def participants(a: dict[str, QuestionOutcome], b: dict[str, QuestionOutcome],
+                 keys) -> dict:
+    """Who answered the paired questions in each run, from the participant ids their records
+    carry: ``relation`` "same" (one set of people), "different" (no one in both), "overlapping"
+    (some in both: a rotated design) or "unknown" (a run records no ids), with how many there
+    are in A, in B and in both. The table's title says which, instead of assuming different
+    people per system: the listening test may rotate the same people over the systems."""
+    who_a = {who for k in keys for who, _ in a[k].responses}
+    who_b = {who for k in keys for who, _ in b[k].responses}
+    both = who_a & who_b
+    relation = ("unknown" if not who_a or not who_b else "same" if who_a == who_b
+                else "overlapping" if both else "different")
+    return {"relation": relation, "a": len(who_a), "b": len(who_b), "both": len(both)}
+
+
+def participants_label(p: dict | None) -> str:
+    """``participants``' finding in words, for the table's title."""
+    relation = (p or {}).get("relation", "unknown")
+    if relation == "same":
+        return f"the same {p['a']} participants in both runs"
+    if relation == "different":
+        return f"different participants per run: {p['a']} (A), {p['b']} (B)"
+    if relation == "overlapping":
+        some = f"{p['both']} participant" + ("s" if p["both"] != 1 else "")
+        return f"{some} in both runs, of {p['a']} (A) and {p['b']} (B)"
+    return "participants not recorded"
 
 
 def _vstyle_cell(a: dict[str, JudgedItem], b: dict[str, JudgedItem], keys: list[str]) -> dict:
@@ -338,8 +369,8 @@ def compare(paths: list[str], run: str | None = None) -> dict:
         pairs.append(pair)
     _holm(pairs)
     return {"runs": [{"system": n, "results": str(r.results_path)} for n, r in zip(names, runs)],
-            "listener": (("human (other participants per system)" if any(map(is_human, adept))
-                          else runs[0].listener()) if has_adept else None),
+            "listener": (("human" if any(map(is_human, adept)) else runs[0].listener())
+                         if has_adept else None),
             "judge": runs[0].judge() if has_vstyle else None,
             "level": 1 - LEVEL, "pairs": pairs}
 
@@ -483,7 +514,8 @@ def table(result: dict):
 
 def _adept_table(adept: dict, a: str, b: str, listener: str, holm: str) -> list:
     human = adept.get("listener") == "human"
-    t = _new_table(f"{a} (A) vs {b} (B): ADEPT, {listener} listener",
+    who = f" ({participants_label(adept.get('participants'))})" if human else ""
+    t = _new_table(f"{a} (A) vs {b} (B): ADEPT, {listener} listener{who}",
                    ("figure", "n (A/B)" if human else "n", "A", "B", "A - B", "95% CI", "p",
                     "verdict"))
     rows = [("accuracy, pooled", adept["pooled"])]

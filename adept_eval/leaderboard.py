@@ -286,7 +286,9 @@ def heading(rows: list[Row], suite: str) -> str:
         corpus = f"ADEPT {r.adept_corpus[:12]}" if r.adept_corpus else "ADEPT (unrecorded copy)"
         if r.adept_synthetic:
             corpus += " - SYNTHETIC stand-in corpus, not ADEPT results"
-        listener = "human (participants differ between runs)" if r.people else r.listener
+        # people's runs share a section by the listener's kind; who answered each is not
+        # known here (their ids are in the logged samples: ``compare`` says, pair by pair)
+        listener = "human (participants may differ between runs)" if r.people else r.listener
         return f"ADEPT, scored by the `{listener}` listener, corpus {corpus}"
     corpus = f"VStyle {r.vstyle_corpus[:12]}" if r.vstyle_corpus else "VStyle"
     return f"VStyle, judged by `{r.judge}`, {corpus}"

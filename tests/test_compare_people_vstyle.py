@@ -121,6 +121,40 @@ def test_compare_human_runs_same_skill_no_detectable_difference(human_runs):
     assert pooled["participants_a"] == pooled["participants_b"] == 10
 
 
+def test_compare_says_whether_the_same_people_answered_both_runs(human_runs):
+    """The title says who answered, from the participant ids the runs' records carry: A and B
+    were heard by different people, A and C by the same ten. It called every pair "other
+    participants per system", the same ten people included."""
+    tmp, env, _, _ = human_runs
+    out = tmp / "out"
+    titles = {}
+    for other, expected in (("B", {"relation": "different", "a": 10, "b": 10, "both": 0}),
+                            ("C", {"relation": "same", "a": 10, "b": 10, "both": 10})):
+        done = _run(_compare(out / "people-A", out / f"people-{other}", "--json",
+                             tmp / f"who-{other}.json"), env, tmp)
+        assert done.returncode == 0, done.stderr
+        data = json.loads((tmp / f"who-{other}.json").read_text())
+        assert data["adept"]["participants"] == expected
+        titles[other] = next(line for line in done.stdout.splitlines() if "ADEPT," in line)
+    assert titles["B"].endswith(
+        "ADEPT, human listener (different participants per run: 10 (A), 10 (B))"), titles
+    assert titles["C"].endswith("ADEPT, human listener (the same 10 participants in both runs)")
+
+
+def test_participants_of_two_runs_overlap_or_are_unknown():
+    from adept_eval.compare import QuestionOutcome, participants, participants_label
+
+    def run(*who):
+        return {"q1": QuestionOutcome("q1", "t", "emotion", "s1", 1.0, 0, "human",
+                                      responses=tuple((w, 1) for w in who))}
+
+    p = participants(run("p1", "p2", "p3"), run("p3", "p4"), ["q1"])
+    assert p == {"relation": "overlapping", "a": 3, "b": 2, "both": 1}
+    assert participants_label(p) == "1 participant in both runs, of 3 (A) and 2 (B)"
+    p = participants(run("p1"), run(), ["q1"])
+    assert p["relation"] == "unknown" and participants_label(p) == "participants not recorded"
+
+
 @pytest.fixture(scope="module")
 def machine_run(human_runs, systems):
     tmp, env, _, _ = human_runs

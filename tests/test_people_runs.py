@@ -36,7 +36,7 @@ def test_people_runs_of_two_systems_share_one_ranked_section(tmp_path):
     assert not apart
     people = next(m for m in ranked if {r.system for r in m} == {"sys-a", "sys-b"})
     assert [r.adept_rank for r in people] == [1, 2]
-    assert "`human (participants differ between runs)`" in heading(people, "adept")
+    assert "`human (participants may differ between runs)`" in heading(people, "adept")
     # no logged samples: people's responses are not independent trials, so no interval, and
     # no two-proportion test over them (it would pretend they were): the pair counts as tied
     for r in people:
