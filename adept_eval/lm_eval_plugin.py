@@ -10,6 +10,9 @@ imports lm-eval is untouched, and when lm-eval is imported:
   placeholders (the same mechanism lm-eval uses for its own models);
 - after ``lm_eval.tasks.manager`` loads: every ``TaskManager`` also indexes adept-eval's task
   folder, *before* any ``--include_path`` (so a user's own copies of our tasks still override);
+- after ``lm_eval.tasks._factory`` loads: a task of ours reports the metrics its YAML's
+  ``metric_list`` names (a user's edited copy may leave some out), and a list it cannot report
+  is one message naming the YAML (``integration.metric_list``);
 - after ``lm_eval.config.evaluate_config`` loads: the TaskManager of an ``lm_eval run`` whose
   tasks are all adept-eval's does not index lm-eval's own ~14,700 (``simple_evaluate`` without
   a ``task_manager`` likewise);
@@ -61,6 +64,7 @@ HOOKS = Registry("lm-eval hook", {
     "evaluate.loading": "adept_eval.integration.registration:patch_evaluate",
     "lm_eval.api.registry": "adept_eval.integration.registration:register_models",
     "lm_eval.tasks.manager": "adept_eval.integration.task_index:patch_task_manager",
+    "lm_eval.tasks._factory": "adept_eval.integration.metric_list:patch_task_factory",
     "lm_eval.config.evaluate_config": "adept_eval.integration.task_index:patch_config",
     "lm_eval.loggers.evaluation_tracker": "adept_eval.integration.results:patch_tracker",
     "lm_eval.evaluator": "adept_eval.integration.run:patch_evaluator",

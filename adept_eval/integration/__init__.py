@@ -9,6 +9,8 @@ What runs depend on:
   0.4.13, evaluate 0.4.6);
 - ``task_index``: our task folder in every TaskManager; lm-eval's own ~14,700 tasks not indexed
   for a run of only ours;
+- ``metric_list``: a task of ours reports the metrics its YAML lists; a list it cannot report
+  is refused naming the YAML (lm-eval 0.4.13's ``TaskFactory``);
 - ``run``: ``simple_evaluate`` refuses secret options, notes the model's keys, attaches the
   run's identity;
 - ``results``: results named after the system; secrets never written; the Hub card of a
