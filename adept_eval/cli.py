@@ -87,6 +87,11 @@ def cmd_check(args) -> int:
     from .manifest import check_folder
 
     folder = Path(args.folder)
+    if folder.is_file():  # the manifest or one sample named instead of the folder, say
+        err_console.print(f"[red]{_lit(folder)}: a file, not a folder; check takes the folder "
+                          "of a system's samples, each at <folder>/<output_path> as `adept-eval "
+                          "manifest` lists them[/red]", highlight=False)
+        return 2
     if not folder.is_dir():
         err_console.print(f"[red]{_lit(folder)}: no such folder[/red]")
         return 2

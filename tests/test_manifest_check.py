@@ -111,6 +111,19 @@ def _check(folder, corpus, tmp_path):
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
 
 
+def test_check_of_a_file_says_it_is_a_file_and_what_check_takes(corpus, tmp_path):
+    """`adept-eval check manifest.csv` (the manifest named instead of the samples' folder) said
+    "no such folder" of a file that is there: it says it is a file and what check expects."""
+    manifest = tmp_path / "manifest.csv"
+    manifest.write_text("stimulus_id,output_path\nemotion/fear/ad00_0000,emotion/fear/x.wav\n")
+    done = _check(manifest, corpus, tmp_path)
+    assert done.returncode == 2
+    lines = [x for x in (done.stdout + done.stderr).splitlines() if x.strip()]
+    assert lines == [f"{manifest}: a file, not a folder; check takes the folder of a system's "
+                     "samples, each at <folder>/<output_path> as `adept-eval manifest` lists "
+                     "them"], lines
+
+
 def test_check_of_a_folder_without_audio_is_one_message(corpus, tmp_path):
     """Not 195 "missing" rows: the folder holds no audio file at all (a wrong folder, or the
     synthesis has not run)."""
