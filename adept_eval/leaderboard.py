@@ -549,6 +549,10 @@ def leaderboard(sources: list[str], out: str | Path, *, hub_repo: str | None = N
                 push_repo: str | None = None,
                 sort: str = "accuracy") -> tuple[list[Row], list[Path]]:
     out = Path(out)
+    if not sources and not hub_repo:  # not "no runs found in -": nothing was named to look in
+        raise PublishError("no runs given: name the lm-eval --output_path folders or "
+                           "results_*.json files to rank (e.g. adept-eval leaderboard out/ -o "
+                           f"{out}), or a results dataset with --from-hub REPO")
     if push_repo:  # before any download or network call
         require_token(f"pushing the leaderboard to {push_repo}")
     runs = find_runs(sources) if sources else []  # each source holds runs; each run once

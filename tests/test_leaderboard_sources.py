@@ -37,6 +37,26 @@ def test_the_command_says_it_in_one_message(tmp_path, capsys):
     assert code == 2 and err.strip() == f"error: {tmp_path / 'typo'}: no such file or folder"
 
 
+def test_no_source_at_all_says_none_was_given_and_how_to_give_one(tmp_path):
+    """`adept-eval leaderboard -o lb` with neither a folder nor --from-hub said "no lm-eval runs
+    found in -", as if a folder named "-" had been searched. Through the real executable."""
+    import os
+    import subprocess
+
+    from faults import console_script
+
+    done = subprocess.run([console_script("adept-eval"), "leaderboard", "-o", "lb"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=600,
+                          env={**os.environ, "COLUMNS": "400",
+                               "ADEPT_EVAL_HOME": str(tmp_path / "home")})
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip() == (
+        "error: no runs given: name the lm-eval --output_path folders or results_*.json files "
+        "to rank (e.g. adept-eval leaderboard out/ -o lb), or a results dataset with "
+        "--from-hub REPO"), done.stderr
+    assert not (tmp_path / "lb").exists()
+
+
 def test_a_run_reached_through_two_sources_is_counted_once(tmp_path, capsys):
     """`adept-eval leaderboard out/ out/my-tts`, a link to a run's folder, or the results file
     itself beside its folder: each source was searched on its own and the run found through
