@@ -397,7 +397,16 @@ def missing_audio_message(stem: Path) -> str:
     if suffix.lower() in AUDIO_EXTENSIONS:
         return f"{tried}; {found.name} is there: rename it to {stem.name}{suffix.lower()}"
     return (f"{tried}; {found.name} is there, in a format not read here ({suffix}): convert "
-            f"it, e.g. ffmpeg -i {shlex.quote(found.name)} {shlex.quote(stem.name + '.wav')}")
+            f"it, e.g. ffmpeg -i {_shell_path(found)} {_shell_path(Path(f'{stem}.wav'))}")
+
+
+def _shell_path(path: Path) -> str:
+    """``path`` as written (relative to where the user ran the command when they named a
+    relative folder), quoted for a POSIX shell: a command built from bare file names failed
+    wherever it was run but inside the sample's own folder. A leading ``-`` gets ``./`` so
+    the program does not take the path for an option."""
+    text = str(path)
+    return shlex.quote(f"./{text}" if text.startswith("-") else text)
 
 
 def find_audio(stem: Path) -> Path | None:

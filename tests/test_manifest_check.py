@@ -84,7 +84,8 @@ def test_check_reports_every_kind_of_problem(corpus, synthetic_root, tmp_path, m
     aac, capitals = sorted((p for p in result.problems if p.kind == "missing"),
                            key=lambda p: "anger" in p.path)
     assert "ad00_0000.m4a is there, in a format not read here (.m4a)" in aac.message
-    assert "ffmpeg -i ad00_0000.m4a ad00_0000.wav" in aac.message
+    fear = system / "emotion/fear"
+    assert f"ffmpeg -i {fear / 'ad00_0000.m4a'} {fear / 'ad00_0000.wav'}" in aac.message
     assert "ad00_0000.WAV is there: rename it to ad00_0000.wav" in capitals.message
     monkeypatch.setenv("ADEPT_EVAL_CORPUS", str(corpus.root))
     capsys.readouterr()
@@ -159,6 +160,29 @@ def test_check_of_a_folder_in_another_layout_is_one_message(corpus, synthetic_ro
     err = " ".join(capsys.readouterr().err.split())
     assert "2 audio file(s) are elsewhere, e.g. emotion_fear_ad00_0001.wav" in err
     assert f"in ADEPT's layout: e.g. {flat}/emotion/" in err and "missing" not in err
+
+
+def test_the_ffmpeg_command_check_suggests_works_from_where_check_was_run(
+        corpus, synthetic_root, tmp_path):
+    """The conversion suggested for a sample in a format not read here named bare files
+    (`ffmpeg -i ad00_0004.m4a ad00_0004.wav`), which fail from anywhere but the sample's own
+    folder: now its paths are the folder as the user named it, relative to where they ran
+    check, and quoted for the shell (a folder name with a space). Through the real executable,
+    from the folder holding the samples' folder."""
+    import shlex
+
+    system = _system_from_corpus(synthetic_root, tmp_path / "my tts")
+    joy = system / "emotion/joy"
+    (joy / "ad00_0004.wav").rename(joy / "ad00_0004.m4a")  # as a TTS API names its AAC
+    done = _check("my tts", corpus, tmp_path)  # relative, as typed; cwd is tmp_path
+    assert done.returncode == 1, done.stderr
+    hint = [line for line in done.stdout.splitlines() if "ffmpeg -i" in line]
+    assert len(hint) == 1, done.stdout
+    command = hint[0].split("e.g. ", 1)[1].rstrip(" │")
+    argv = shlex.split(command)
+    assert argv == ["ffmpeg", "-i", "my tts/emotion/joy/ad00_0004.m4a",
+                    "my tts/emotion/joy/ad00_0004.wav"], command
+    assert (tmp_path / argv[2]).is_file() and (tmp_path / argv[3]).parent.is_dir()
 
 
 def test_check_says_broken_link_and_what_silence_is(corpus, synthetic_root, tmp_path):
