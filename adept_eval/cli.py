@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from rich import box
@@ -692,22 +693,47 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.debug:
-        return args.func(args)
+    with no_progress_bars() if getattr(args, "quiet", False) else nullcontext():
+        if args.debug:
+            return args.func(args)
+        try:
+            return args.func(args)
+        except KeyboardInterrupt:
+            err_console.print("[red]interrupted[/red]", highlight=False)
+            return 130
+        except (*user_error_types(), OSError, ValueError, RuntimeError) as exc:
+            err_console.print(f"[red]error:[/red] {escape(message(exc))}", highlight=False)
+            return USER_ERROR_STATUS
+        except Exception as exc:  # a bug: still no traceback unless asked for
+            err_console.print(f"[red]error:[/red] unexpected {type(exc).__name__}: "
+                              f"{escape(message(exc))}\n"
+                              f"This is a bug in adept-eval; rerun with --debug for the "
+                              f"traceback and please report it.", highlight=False)
+            return 3
+
+
+@contextmanager
+def no_progress_bars():
+    """``-q``'s "no progress bars", for every bar the command draws: adept-eval's own and those
+    of lm-eval (``ceiling`` runs its evaluator, whose bars take no switch), datasets and
+    huggingface_hub. Passing ``progress=False`` down reached only some of ours, and
+    ``TQDM_DISABLE`` cannot be set here: tqdm reads it once, when it is imported, which is
+    before any command runs. So every tqdm bar started inside the block is made disabled where
+    they all start (``tqdm.std.tqdm.__init__``, which tqdm.auto's and the libraries' subclasses
+    call), whatever ``disable`` its caller passed; the class is restored afterwards."""
+    from tqdm import std
+
+    original = std.tqdm.__dict__["__init__"]  # a function, or tqdm's envwrap partialmethod
+
+    def disabled(self, *args, **kwargs):
+        kwargs["disable"] = True
+        original.__get__(self, type(self))(*args, **kwargs)
+
+    std.tqdm.__init__ = disabled
     try:
-        return args.func(args)
-    except KeyboardInterrupt:
-        err_console.print("[red]interrupted[/red]", highlight=False)
-        return 130
-    except (*user_error_types(), OSError, ValueError, RuntimeError) as exc:
-        err_console.print(f"[red]error:[/red] {escape(message(exc))}", highlight=False)
-        return USER_ERROR_STATUS
-    except Exception as exc:  # a bug: still no traceback unless asked for
-        err_console.print(f"[red]error:[/red] unexpected {type(exc).__name__}: "
-                          f"{escape(message(exc))}\n"
-                          f"This is a bug in adept-eval; rerun with --debug for the traceback "
-                          f"and please report it.", highlight=False)
-        return 3
+        yield
+    finally:
+        std.tqdm.__init__ = original
 
 
 if __name__ == "__main__":

@@ -126,6 +126,33 @@ def test_ceiling_and_prepare_mark_the_synthetic_corpus(corpus, tmp_path):
         assert "SYNTHETIC stand-in corpus: not ADEPT results" in done.stdout, done.stdout
 
 
+def test_ceiling_quiet_draws_no_progress_bar(corpus, tmp_path):
+    """`ceiling -q` ("no progress bars") drew lm-eval's bar and adept-eval's ("decoding ADEPT",
+    "features", "acoustic: listening"): -q reached none of them. The real executable, in an
+    environment without TQDM_* (which would hide the bars and the fault) and a fresh cache, so
+    the corpus is decoded and features extracted; the same command without -q draws them."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TQDM_")}
+    exe = console_script("adept-eval")
+
+    def ceiling(*extra, home):
+        return subprocess.run([exe, "ceiling", *extra, "--tasks", "adept_marked_tonicity_female"],
+                              capture_output=True, text=True, cwd=tmp_path, timeout=600,
+                              env={**env, "ADEPT_EVAL_HOME": str(tmp_path / home),
+                                   "ADEPT_EVAL_CORPUS": str(corpus.root), "COLUMNS": "200"})
+
+    def bars(text):
+        return [x for x in text.replace("\r", "\n").splitlines() if "%|" in x]
+
+    quiet = ceiling("-q", home="home_q")
+    assert quiet.returncode == 0, quiet.stderr
+    assert "marked_tonicity_female" in quiet.stdout
+    assert bars(quiet.stderr) == [] and bars(quiet.stdout) == [], quiet.stderr
+    loud = ceiling("--limit", "3", home="home_loud")
+    assert loud.returncode == 0, loud.stderr
+    drawn = " ".join(bars(loud.stderr))
+    assert "decoding ADEPT" in drawn and "acoustic: listening" in drawn, loud.stderr
+
+
 @pytest.mark.parametrize("content", ["stimulus_id,speaker\nemotion/fear/ad00_0000,female\n",
                                      '["not", "results"]', "\x00\x81binary"])
 def test_report_of_a_file_that_is_not_results_json(content, tmp_path):
