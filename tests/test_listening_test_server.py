@@ -214,3 +214,50 @@ def test_responses_are_mirrored_to_a_private_hub_dataset(test_dir, tmp_path):
                             ) - 3 * len(config.tasks)  # questions only; catch trials stay home
     assert people == set(outcomes)
     assert not any(name.endswith(".sqlite") for name in repo.files)
+
+
+def test_serving_on_every_address_prints_a_url_participants_can_use(test_dir):
+    """`serve --host 0.0.0.0` printed http://localhost:PORT/ as the URL to give participants,
+    which on a participant's computer is that computer itself. The real executable serving on
+    every address: the URL it prints names this machine (its host name; its network address on
+    the next line), and each printed URL reaches the served test."""
+    import os
+    import re
+    import signal
+    import socket
+    import subprocess
+
+    import httpx
+
+    from faults import console_script
+
+    with socket.socket() as s:
+        s.bind(("0.0.0.0", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [console_script("adept-eval"), "listening-test", "serve", str(test_dir), "--host",
+         "0.0.0.0", "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "COLUMNS": "400", "PYTHONUNBUFFERED": "1"})
+    try:
+        for _ in range(300):
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                threading.Event().wait(0.1)
+        printed = [proc.stdout.readline(), proc.stdout.readline()]
+        urls = [u.replace("<participant id>", "p1") for line in printed
+                for u in re.findall(r"http://\S+?PROLIFIC_PID=<participant id>", line)]
+        assert printed[0].startswith("Listening test at http://"), printed
+        assert "localhost" not in printed[0] and "0.0.0.0" not in printed[0], printed
+        assert urls and all(f":{port}/" in u for u in urls), printed
+        for url in urls:  # the host name and the address each reach the test
+            page = httpx.get(url, timeout=10)
+            assert page.status_code == 200 and "<html" in page.text.lower(), url
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()

@@ -197,9 +197,19 @@ def _serve(test, host, port, mirror_to=None, mirror_every=5.0, audio_cache_mb=25
 
     load_test(test)  # a clear message before uvicorn starts
     check_address(host, port)  # before the URL is printed: a port in use is one message
-    shown = "localhost" if host in ("127.0.0.1", "0.0.0.0", "::") else host
+    names = machine_names() if host in EVERY_ADDRESS else []
+    shown = names[0] if names else url_host(host)
     console.print(f"Listening test at http://{shown}:{port}/?PROLIFIC_PID=<participant id>  "
                   "(Ctrl-C stops it; responses are kept)")
+    if host in EVERY_ADDRESS:
+        address = (f"; where participants' computers do not know the name {names[0]}, its "
+                   f"address: http://{names[1]}:{port}/?PROLIFIC_PID=<participant id>"
+                   if len(names) > 1 else "")
+        console.print("(served on every address of this machine" + address + (
+            "; behind a proxy, give the proxy's public address instead)" if names else
+            ": replace localhost with the name or address participants' computers reach it "
+            "by, or a proxy's public address; localhost is each participant's own computer)"),
+            highlight=False)
     if os.environ.get(ADMIN_TOKEN_ENV):
         console.print(f"Admin view: http://{shown}:{port}/admin?token=${ADMIN_TOKEN_ENV}")
     else:
@@ -217,6 +227,44 @@ def _serve(test, host, port, mirror_to=None, mirror_every=5.0, audio_cache_mb=25
     serve(test, host=host, port=port, mirror_repo=mirror_to, mirror_every=mirror_every,
           audio_cache_mb=audio_cache_mb, max_participants=max_participants,
           session_rate=(sessions_per_minute, 60.0))
+
+
+#: ``--host`` values that serve on every address of the machine (others' computers included)
+EVERY_ADDRESS = ("0.0.0.0", "::", "")
+
+
+def url_host(host: str) -> str:
+    """``--host`` as written in a URL: the loopback address as localhost (only this machine
+    reaches it anyway), an IPv6 address in brackets."""
+    if host == "127.0.0.1":
+        return "localhost"
+    return f"[{host}]" if ":" in host else host
+
+
+def machine_names() -> list[str]:
+    """What participants on other computers can reach a server on every address by: this
+    machine's host name and its address on the network (the one its default route leaves from;
+    connecting a UDP socket only chooses the route, no packet is sent), each left out when it
+    is unknown or names the loopback. The URL given to participants had said localhost, which
+    on a participant's computer is that computer itself."""
+    import socket
+
+    names = []
+    try:
+        name = socket.gethostname()
+    except OSError:
+        name = ""
+    if name and name != "localhost" and not name.startswith("127."):
+        names.append(name)
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect(("192.0.2.1", 9))  # TEST-NET-1 (RFC 5737): never a real host
+            address = probe.getsockname()[0]
+        if not address.startswith(("127.", "0.")):
+            names.append(address)
+    except OSError:  # no network route: the host name alone, or localhost with a note
+        pass
+    return names
 
 
 def cmd_serve(args):
