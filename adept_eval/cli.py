@@ -575,7 +575,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("prepare", parents=[common], help="fetch and verify ADEPT; print a summary")
     p.add_argument("--refetch", action="store_true", help="download ADEPT again and extract it "
-                   "afresh (when the cached copy was damaged after it was verified)")
+                   "afresh (when the downloaded ADEPT.zip in the cache was damaged after it was "
+                   "verified; a damaged extracted copy is extracted again by itself)")
     p.set_defaults(func=cmd_prepare)
 
     p = sub.add_parser("manifest", parents=[common],

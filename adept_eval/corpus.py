@@ -407,7 +407,14 @@ def remembered_digest(kind: str, files: list[Path], compute) -> str:
 
 def open_path(path: str | Path, *, progress: bool = False) -> Corpus:
     """A zip (extracted into the cache once, under a file lock so parallel first runs share
-    one extraction, and every recording decoded once) or a folder holding the ADEPT layout."""
+    one extraction, and every recording decoded once) or a folder holding the ADEPT layout.
+
+    The extracted copy is the cache's, made from the zip: when it fails validation after it
+    passed (a file deleted from it by hand, a disk error), it is extracted again from the zip,
+    with a one-line warning naming the folder, rather than reported as a fault of the zip,
+    which is intact (a user's ``ADEPT_EVAL_CORPUS=ADEPT.zip`` had been told its zip was
+    malformed, and ``prepare --refetch`` refuses a zip it did not download). Only a zip that
+    fails afresh is reported, as the zip's own fault."""
     path = Path(path).expanduser()
     if not path.exists():
         raise CorpusError(f"{path}: no such file or folder")
@@ -417,11 +424,25 @@ def open_path(path: str | Path, *, progress: bool = False) -> Corpus:
     marker = target / ".complete"
     with _lock(target):
         if marker.exists():
-            corpus = Corpus(find_root(target), source=str(path))
-        else:
-            corpus = Corpus(safe_extract(path, target), source=str(path))
-            marker.touch()
-        return _with_record(_decoded_once(corpus, progress), path, target)
+            try:
+                corpus = _decoded_once(Corpus(find_root(target), source=str(path)), progress)
+                return _with_record(corpus, path, target)
+            except CorpusError as exc:  # damaged since it passed: the zip is the source of truth
+                log.warning("%s: the cache's copy extracted from %s was damaged since it was "
+                            "verified (%s); extracting it again from the zip", target, path,
+                            _first_problem(exc))
+                marker.unlink()
+        corpus = _decoded_once(Corpus(safe_extract(path, target), source=str(path)), progress)
+        marker.touch()  # only once the copy passed: a marked copy that fails was damaged since
+        return _with_record(corpus, path, target)
+
+
+def _first_problem(exc: CorpusError) -> str:
+    """A corpus error's first problem and how many more, on one line (the full message lists
+    each on its own line)."""
+    lines = [line.strip() for line in str(exc).splitlines()]
+    problems = lines[1:] or lines
+    return problems[0] + (f" and {len(problems) - 1} more" if len(problems) > 1 else "")
 
 
 def _decoded_once(corpus: Corpus, progress: bool) -> Corpus:
@@ -452,9 +473,12 @@ def refetch_corpus(corpus: str | Path | None = None, *, download: bool = True,
     or ``ADEPT_EVAL_CORPUS``, which ``load_corpus`` would use instead) and without ``download``."""
     named = corpus or os.environ.get("ADEPT_EVAL_CORPUS")
     if named:
+        zipped = Path(named).expanduser().is_file()
         raise CorpusError(f"refetching downloads the cache's copy of ADEPT again; the corpus in "
                           f"use is {named} (--corpus or ADEPT_EVAL_CORPUS), which adept-eval does "
-                          "not download")
+                          "not download" + ("; the copy it extracts from that zip into the "
+                                            "cache is extracted again by itself when found "
+                                            "damaged" if zipped else ""))
     if not download:
         raise CorpusError("refetching downloads ADEPT again: it cannot be used with "
                           "--no-download")

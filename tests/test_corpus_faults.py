@@ -44,6 +44,44 @@ def test_four_parallel_prepares_share_one_extraction(synthetic_zip, tmp_path):
     assert not list((home / "extracted").glob(".extract-*"))  # no temporary folders left
 
 
+def test_a_damaged_extracted_copy_of_a_users_zip_is_extracted_again(synthetic_zip, tmp_path):
+    """ADEPT_EVAL_CORPUS=ADEPT.zip, a recording then deleted from the cache's extracted copy:
+    the next run said the (intact) zip was "incomplete or malformed" and `prepare --refetch`
+    refused the zip as not its own, since the copy's .complete marker was trusted. The zip is
+    the source of truth: the copy is extracted again from it, with one warning line naming the
+    folder, and the run goes on. The real executable; a zip that is itself incomplete is still
+    reported as the zip's (test_download.py)."""
+    home = tmp_path / "home"
+    env = {**os.environ, "ADEPT_EVAL_CORPUS": str(synthetic_zip), "ADEPT_EVAL_HOME": str(home),
+           "TQDM_DISABLE": "1", "COLUMNS": "400"}
+    exe = shutil.which("adept-eval") or str(os.path.join(os.path.dirname(sys.executable),
+                                                         "adept-eval"))
+
+    def prepare():
+        return subprocess.run([exe, "prepare", "-q"], env=env, capture_output=True, text=True,
+                              cwd=tmp_path, timeout=600)
+
+    first = prepare()
+    assert first.returncode == 0 and first.stderr == "", first.stderr
+    (copy,) = [p for p in (home / "extracted").iterdir() if p.is_dir()]
+    victim = next(copy.rglob("ad00_0301.wav"))
+    victim.unlink()
+    again = prepare()
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == first.stdout  # the same corpus, the same summary
+    rel = victim.relative_to(next(copy.rglob(PROMPTS_FILE)).parent).as_posix()
+    assert again.stderr.splitlines() == [
+        f"{copy}: the cache's copy extracted from {synthetic_zip} was damaged since it was "
+        f"verified (missing: {rel}); extracting it again from the zip"], again.stderr
+    assert victim.is_file() and (copy / ".complete").exists()
+    assert prepare().stderr == ""  # whole again: nothing more to say
+    refetch = subprocess.run([exe, "prepare", "-q", "--refetch"], env=env, capture_output=True,
+                             text=True, cwd=tmp_path, timeout=600)
+    assert refetch.returncode == 2  # nothing of the user's to download; it says why not needed
+    assert refetch.stderr.strip().endswith("the copy it extracts from that zip into the cache "
+                                           "is extracted again by itself when found damaged")
+
+
 def test_extracted_folder_follows_the_umask(synthetic_zip):
     old = os.umask(0o022)
     try:
