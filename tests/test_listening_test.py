@@ -807,6 +807,69 @@ def test_a_test_can_be_built_from_an_lm_eval_run(corpus, systems, tmp_path, monk
         build_test(corpus, tmp_path / "t2", {"swapper": run}, tasks=["adept_emotion_male"])
 
 
+def test_a_folder_of_several_systems_runs_is_refused_and_the_run_heard_is_printed(
+        corpus, systems, tmp_path):
+    """`listening-test build out2` where out2 is an lm-eval --output_path holding runs of two
+    systems printed "1 system(s) (out2)" and served the newest run of either, never saying
+    which. Now one source is one system: such a folder is refused in one message naming each
+    system and what names it; a folder of one system's runs stands for the newest, printed
+    with how it was chosen; and the system is named after the run's own system name, not the
+    folder. The real adept-eval, on real lm_eval runs."""
+    import os
+    import shlex
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from faults import console_script
+
+    env = {**os.environ, "ADEPT_EVAL_CORPUS": str(corpus.root), "COLUMNS": "1000",
+           "TQDM_DISABLE": "1"}
+    task = "adept_marked_tonicity_male"
+
+    def lm_eval(system, name=None, output="out2"):
+        args = f"path={systems[system]}" + (f",name={name}" if name else "")
+        subprocess.run([sys.executable, "-m", "lm_eval", "--model", "audio-dir", "--model_args",
+                        args, "--tasks", task, "--output_path", output, "--log_samples"],
+                       check=True, env=env, capture_output=True, timeout=600, cwd=tmp_path)
+
+    def build(*args):
+        return subprocess.run([console_script("adept-eval"), "listening-test", "build", *args,
+                               "--tasks", task, "--seed", "1"], capture_output=True, text=True,
+                              env=env, cwd=tmp_path, timeout=600)
+
+    lm_eval("copy", "copier")
+    lm_eval("flat")  # named after its samples folder, "flat"; lm-eval's folder after the path
+    lm_eval("copy", "copier")  # a later run of the same system, beside the first
+    refused = build("out2", "-o", "lt")
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "error: out2 holds lm-eval runs of 2 systems (copier, flat); a system of the test "
+        "is one system's run: name each to hear, e.g. copier="), lines
+    assert not (tmp_path / "lt").exists()
+    suggested = shlex.split(lines[0].split("e.g. ", 1)[1])
+    named = dict(item.split("=", 1) for item in suggested)
+    assert list(named) == ["copier", "flat"]
+    runs = {name: sorted((tmp_path / folder).glob("results_*.json"))
+            for name, folder in named.items()}
+    assert len(runs["copier"]) == 2 and len(runs["flat"]) == 1
+    built = build(*suggested, "-o", "lt")  # as the message says: each system by name
+    assert built.returncode == 0, built.stderr
+    newest = Path(named["copier"]) / runs["copier"][-1].name
+    assert (f"system copier: lm-eval run {newest} (the newest of 2 runs of copier in "
+            f"{named['copier']}; name another run's results_*.json to use it)") in built.stdout
+    assert f"system flat: lm-eval run {Path(named['flat']) / runs['flat'][0].name}" \
+        in built.stdout and "2 system(s) (copier, flat)" in built.stdout, built.stdout
+    config = load_test(tmp_path / "lt")
+    assert config.sources == {"copier": str(runs["copier"][-1].resolve()),
+                              "flat": str(runs["flat"][0].resolve())}
+    lm_eval("flat", output="my_run")  # an --output_path of one system's run
+    one = build("my_run", "-o", "lt_one")  # no NAME=: named after the run's system, not my_run
+    assert one.returncode == 0, one.stderr
+    assert "1 system(s) (flat)" in one.stdout, one.stdout
+
+
 def test_attention_failures_already_made_screen_out_an_incomplete_participant():
     """Someone who missed more catch trials than allowed and then left is excluded for
     attention, not merely incomplete (so --include-incomplete never counts them)."""

@@ -27,8 +27,10 @@ def add_parser(sub, common) -> None:
 
     def design_args(p):
         p.add_argument("systems", nargs="*", metavar="[NAME=]FOLDER",
-                       help="samples folders laid out as `adept-eval manifest` says; several "
-                       "systems are balanced over participants")
+                       help="samples folders laid out as `adept-eval manifest` says, or lm-eval "
+                       "runs made with --log_samples (a run's --output_path folder, one "
+                       "system's, or its results_*.json); several systems are balanced over "
+                       "participants")
         p.add_argument("--natural", action="store_true",
                        help="also (or only) ADEPT's natural recordings, as system 'natural'")
         p.add_argument("--tasks", nargs="*", help="ADEPT tasks (default: all 12)")
@@ -147,11 +149,22 @@ def add_parser(sub, common) -> None:
 
 
 def _systems(args) -> dict:
+    """name -> source of each system named on the command line. A samples folder is named after
+    the folder; an lm-eval run (its ``--output_path`` folder or ``results_*.json``) after the
+    run's own system name, not the folder's (``out``), and stands for the one run it holds,
+    printed with how it was chosen (``design.lm_eval_run``): participants hear that run."""
+    from .design import is_lm_eval_run, lm_eval_run, system_name
+
     systems: dict = {}
     for item in args.systems:
         name, sep, folder = item.partition("=")
         if not sep:
             name, folder = Path(item).resolve().name, item
+        if is_lm_eval_run(Path(folder)):
+            run, note = lm_eval_run(Path(folder), name if sep else None)
+            name = name if sep else system_name(run.system)
+            console.print(f"system {name}: lm-eval run {note}", highlight=False)
+            folder = str(run.results_path)
         if name in systems:
             raise ValueError(f"system {name!r} given twice; name them NAME=FOLDER")
         systems[name] = folder

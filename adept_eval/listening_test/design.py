@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import soundfile as sf
@@ -48,6 +49,9 @@ from .. import __version__, spec
 from ..corpus import Corpus
 from ..errors import UserError
 from ..questions import LETTERS, Question, build_questions
+
+if TYPE_CHECKING:
+    from ..hub import Run
 
 FORMAT = 1
 CONFIG_FILE = "test.json"
@@ -209,13 +213,11 @@ def _source_files(corpus: Corpus, systems: dict[str, str | Path | None],
             out[name] = {s: Path(corpus.get(s).audio_path) for s in stimuli}
             continue
         folder = Path(folder)
+        if is_lm_eval_run(folder):
+            out[name] = _run_files(corpus, name, lm_eval_run(folder, name)[0], stimuli)
+            continue
         if not folder.is_dir():
             raise DesignError(f"system {name!r}: {folder} is not a folder")
-        is_run = not any((folder / c).is_dir() for c in spec.CLASSES) and \
-            any(folder.rglob("results_*.json"))
-        if is_run:
-            out[name] = _run_files(corpus, name, folder, stimuli)
-            continue
         check = check_folder(corpus, folder, stimuli=stimuli, progress=False)
         bad = [p.message for p in check.errors]
         if bad:
@@ -226,14 +228,87 @@ def _source_files(corpus: Corpus, systems: dict[str, str | Path | None],
     return out
 
 
-def _run_files(corpus: Corpus, name: str, folder: Path, stimuli: list[str]) -> dict[str, Path]:
+def is_lm_eval_run(source: Path) -> bool:
+    """Whether a system's source is an lm-eval run (its ``results_*.json``, or an
+    ``--output_path`` folder holding runs) rather than a samples folder in ADEPT's layout."""
+    source = Path(source)
+    if source.is_file():
+        return source.name.startswith("results") and source.suffix == ".json"
+    return source.is_dir() and not any((source / c).is_dir() for c in spec.CLASSES) and \
+        any(source.rglob("results_*.json"))
+
+
+def lm_eval_run(source: Path, name: str | None = None) -> tuple["Run", str]:
+    """The run a system's source names, and how it was chosen, to print.
+
+    A ``results_*.json`` is that run. An ``--output_path`` folder may hold runs of several
+    systems (lm-eval writes each model's runs beside the others'): building took the newest of
+    them all without a word, so participants could hear another system than the one meant.
+    One source is one system of the test, as a samples folder is, so a folder holding runs of
+    several systems is refused, naming them and the source that names each; turning them into
+    several systems on its own would change the test's design (each task rotates over every
+    system, so each system gets fewer participants) behind the user's back. Among runs of one
+    system the newest is taken, and the note says which and among how many."""
+    from ..hub import PublishError, find_runs, load_run
+
+    source = Path(source)
+    label = f"system {name!r}: " if name else ""
+    try:
+        if source.is_file():
+            return load_run(source), str(source)
+        runs = find_runs([source])
+    except PublishError as exc:
+        raise DesignError(f"{label}{exc}") from None
+    by_system: dict[str, list] = {}
+    for run in runs:
+        by_system.setdefault(run.system, []).append(run)
+    if len(by_system) > 1:
+        import shlex
+
+        named = " ".join(shlex.quote(f"{system_name(s)}={_where(s, by_system)}")
+                         for s in sorted(by_system))
+        raise DesignError(f"{label}{source} holds lm-eval runs of {len(by_system)} systems "
+                          f"({', '.join(sorted(by_system))}); a system of the test is one "
+                          f"system's run: name each to hear, e.g. {named}")
+    ((system, own),) = by_system.items()
+    chosen = max(own, key=lambda r: r.when)
+    note = str(chosen.results_path)
+    if len(own) > 1:
+        note += (f" (the newest of {len(own)} runs of {system} in {source}; name another "
+                 "run's results_*.json to use it)")
+    return chosen, note
+
+
+def system_name(system: str) -> str:
+    """A run's own system name as a test's system name (no path separators or new lines)."""
+    import re
+
+    return re.sub(r"[/\\\n]+", "__", system).strip() or "system"
+
+
+def _where(system: str, by_system: dict[str, list]) -> Path:
+    """What names one system's runs in a folder holding several systems': the folder holding
+    all its runs when no other system's run is in it (lm-eval's --output_path/<model>/), else
+    its newest run's results file."""
+    import os
+
+    own = by_system[system]
+    folder = Path(os.path.commonpath([r.results_path.parent for r in own]))
+    others = [r for s, runs in by_system.items() if s != system for r in runs]
+    if not any(folder in r.results_path.parents for r in others):
+        return folder
+    return max(own, key=lambda r: r.when).results_path
+
+
+def _run_files(corpus: Corpus, name: str, run: "Run", stimuli: list[str]) -> dict[str, Path]:
     """The audio an lm-eval run of any system logged (``--output_path`` with ``--log_samples``),
     checked like a samples folder."""
     from ..audio import check_audio
-    from ..hub import PublishError, audio_files, load_run
+    from ..hub import PublishError, audio_files
 
+    folder = run.results_path
     try:
-        files = audio_files(load_run(folder))
+        files = audio_files(run)
     except PublishError as exc:
         raise DesignError(f"system {name!r}: {exc}") from None
     bad = []
@@ -285,6 +360,9 @@ def build_test(corpus: Corpus, out: str | Path, systems: dict[str, str | Path | 
     if (out / CONFIG_FILE).exists():
         raise DesignError(f"{out} already holds a listening test; choose another folder "
                           "(a test's design never changes once participants may have seen it)")
+    # an lm-eval run folder as the run it holds, so the test records the very run heard
+    systems = {n: lm_eval_run(Path(f), n)[0].results_path
+               if f is not None and is_lm_eval_run(Path(f)) else f for n, f in systems.items()}
     questions = [q for t in tasks for q in build_questions(corpus, t)]
     stimuli = sorted({s for q in questions for s in q.stimuli})
     sources = _source_files(corpus, systems, stimuli)
