@@ -231,6 +231,10 @@ def test_serving_on_every_address_prints_a_url_participants_can_use(test_dir):
 
     from faults import console_script
 
+    try:  # the URL names this machine only where its name resolves (then checked to reach it)
+        socket.getaddrinfo(socket.gethostname(), None)
+    except OSError:
+        pytest.skip("this machine's host name does not resolve: serve says to replace localhost")
     with socket.socket() as s:
         s.bind(("0.0.0.0", 0))
         port = s.getsockname()[1]
@@ -253,7 +257,7 @@ def test_serving_on_every_address_prints_a_url_participants_can_use(test_dir):
         assert "localhost" not in printed[0] and "0.0.0.0" not in printed[0], printed
         assert urls and all(f":{port}/" in u for u in urls), printed
         for url in urls:  # the host name and the address each reach the test
-            page = httpx.get(url, timeout=10)
+            page = httpx.get(url, timeout=10, trust_env=False)  # no proxy between
             assert page.status_code == 200 and "<html" in page.text.lower(), url
     finally:
         proc.send_signal(signal.SIGINT)
