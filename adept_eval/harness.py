@@ -16,8 +16,9 @@ Data flow of one ``lm_eval --tasks adept_...`` run:
 4. ``process_results`` turns the filter's result into a per-question record that the
    aggregations below turn into accuracy, per-subcategory accuracy, a 95% Clopper-Pearson
    interval, a binomial test against chance, n and failures, and the graded figures' means with
-   a 95% bootstrap interval clustered by sentence. A question that could not be answered
-   (missing sample, listener error) is a wrong answer, counted in ``failed``.
+   a 95% cluster-robust t interval over sentences (``stats.cluster_t_interval``). A question
+   that could not be answered (missing sample, listener error) is a wrong answer, counted in
+   ``failed``.
 """
 
 from __future__ import annotations
@@ -436,11 +437,11 @@ def graded_records(items) -> list:
 
 
 def graded_summary(items) -> dict:
-    """Every graded figure's ``graded.Summary`` over the items' stimuli: mean, 95% bootstrap
-    interval resampling whole sentences, n and n_failed (empty when no figures were given).
+    """Every graded figure's ``graded.Summary`` over the items' stimuli: mean, 95% cluster-robust
+    t interval over sentences (G - 1 df), n and n_failed (empty when no figures were given).
 
     lm-eval asks once per graded metric of a task (five), each time with the same questions'
-    records: the summary (a seeded bootstrap, the same every time) is computed once for them."""
+    records: the summary (the same every time) is computed once for them."""
     from . import graded
 
     recs = [record_of(it) for it in items]

@@ -154,7 +154,7 @@ def row_of(run: Run) -> Row:
 
 def _graded(row: Row, run: Run, res: dict) -> None:
     """The run's pooled prosody distance: from its logged samples (every stimulus once, a
-    sentence-clustered bootstrap interval), else the tasks' means weighted by their n, with an
+    sentence-clustered t interval), else the tasks' means weighted by their n, with an
     interval pooled from the tasks' own (``stats.pooled_interval``: the tasks hold different
     stimuli), so runs without samples are still compared, if less exactly."""
     from .report import graded_pooled

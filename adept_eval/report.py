@@ -188,7 +188,7 @@ def graded_records(samples: dict) -> dict[str, list]:
 
 def graded_pooled(samples: dict) -> dict:
     """Every graded figure pooled over the run's ADEPT tasks (``graded.Summary`` each): a
-    stimulus counts once, the bootstrap resamples whole sentences. Empty without samples."""
+    stimulus counts once, the interval is clustered by sentence. Empty without samples."""
     from . import graded
 
     records = [r for rs in graded_records(samples).values() for r in rs]
