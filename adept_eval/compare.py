@@ -7,10 +7,12 @@ two separate intervals.
 ADEPT, machine listeners (each question answered once per system), per task, per class and
 pooled over the suite:
 
-- the accuracy difference (A minus B) with a 95% interval from a bootstrap that resamples whole
-  sentences (a sentence's questions are not independent) and a p-value: for a single task the
-  exact McNemar test on the questions one system got right and the other wrong, for classes and
-  the pool a randomisation test that flips the sign of whole sentences;
+- the accuracy difference (A minus B) with a 95% cluster-robust t interval over sentences (a
+  sentence's questions mirror one another, so they are not independent; ``stats.
+  cluster_t_interval``, sentences - 1 df) and a p-value from a randomisation test that flips the
+  sign of whole sentences, in every cell, a single task's included (its 5 sentences allow at
+  best p = 2/32: a task alone cannot show a difference at 5%, and the lines under the table say
+  so);
 - the ``prosody_distance`` difference, paired by stimulus, on the same two methods' second.
 
 ADEPT, the ``human`` listener (different participants per system, or the same people on other
@@ -178,8 +180,8 @@ def check_comparable(runs: list[Run]) -> None:
                                    f"{a} vs {b}; only runs of the same evaluation can be compared")
 
 
-def _difference(a: list[float], b: list[float], clusters: list[str], *, exact: bool) -> dict:
-    d = stats.paired_difference(a, b, clusters, exact_binary=exact, seed=SEED)
+def _difference(a: list[float], b: list[float], clusters: list[str]) -> dict:
+    d = stats.paired_difference(a, b, clusters, seed=SEED)
     return {"difference": d.difference, "ci_low": d.ci_low, "ci_high": d.ci_high,
             "p_value": d.p_value, "n": d.n, "sentences": d.clusters, "method": d.method}
 
@@ -211,11 +213,11 @@ def compare_pair(a: dict[str, QuestionOutcome], b: dict[str, QuestionOutcome]) -
         raise CompareError("the two runs share no question: nothing to pair")
     human = is_human(a) or is_human(b)
 
-    def acc(keys, exact):
+    def acc(keys):
         if human:
             return _two_way(a, b, keys)
         out = _difference([a[k].correct for k in keys], [b[k].correct for k in keys],
-                          [a[k].sentence for k in keys], exact=exact)
+                          [a[k].sentence for k in keys])
         return {"acc_difference": out.pop("difference"), **out,
                 "acc_a": sum(a[k].correct for k in keys) / len(keys),
                 "acc_b": sum(b[k].correct for k in keys) / len(keys),
@@ -233,12 +235,12 @@ def compare_pair(a: dict[str, QuestionOutcome], b: dict[str, QuestionOutcome]) -
     dist_b = {s: d for k in shared for s, d in b[k].distances.items()}
     sentence_of = {s: s.split("/")[-1] for s in stimuli}  # <cls>/<sub>/<spk>_<sentence>
     distance = _difference([dist_a[s] for s in stimuli], [dist_b[s] for s in stimuli],
-                           [sentence_of[s] for s in stimuli], exact=False)
+                           [sentence_of[s] for s in stimuli])
     out = {
         "listener": "human" if human else "machine",
-        "pooled": acc(shared, exact=False),
-        "classes": {c: acc(ks, exact=False) for c, ks in sorted(by_class.items())},
-        "tasks": {t: acc(ks, exact=True) for t, ks in sorted(by_task.items())},
+        "pooled": acc(shared),
+        "classes": {c: acc(ks) for c, ks in sorted(by_class.items())},
+        "tasks": {t: acc(ks) for t, ks in sorted(by_task.items())},
         "prosody_distance": distance,
         "unpaired": {"a": len(set(a) - set(b)), "b": len(set(b) - set(a))},
     }
@@ -541,13 +543,42 @@ def _adept_table(adept: dict, a: str, b: str, listener: str, holm: str) -> list:
                 "pooled)")
     else:
         note = (f"paired over {pooled['n']} questions in {pooled['sentences']} sentences; "
-                "intervals resample whole sentences; p-values: exact McNemar per task, "
-                "sentence sign-flip test for classes, pooled and prosody_distance")
+                "intervals: cluster-robust t over sentences (sentences - 1 df); p-values: "
+                "sentence sign-flip test in every row, each task's too"
+                + _few_sentences_note(adept))
     unpaired = adept["unpaired"]
     if unpaired["a"] or unpaired["b"]:
         note += (f"; {unpaired['a']} questions only in A and {unpaired['b']} only in B left "
                  "out")
     return [t, note + holm]
+
+
+def _few_sentences_note(adept: dict) -> str:
+    """Says which rows cannot reach p < 5% at all (a task's 5 sentences: the smallest sign-flip
+    p is 2/32), so that their "no detectable difference" is read as the limit of so few
+    sentences, not as evidence that the systems are equal."""
+    def unable(cells: dict) -> dict:
+        return {name: c["sentences"] for name, c in cells.items() if c.get("sentences")
+                and stats.smallest_sign_flip_p(c["sentences"]) >= LEVEL}
+
+    tasks, classes = unable(adept["tasks"]), unable(adept["classes"])
+    if not tasks and not classes:
+        return ""
+    k = max([*tasks.values(), *classes.values()])
+    if len(tasks) == len(adept["tasks"]):
+        who = "no single task can reach p < 0.05, whatever the difference"
+    elif tasks:
+        who = f"{len(tasks)} of the {len(adept['tasks'])} tasks cannot reach p < 0.05"
+    else:
+        who = ""
+    if classes:
+        which = ", ".join(classes)
+        who += (f" (nor can the class {which})" if who else
+                f"the class {which} cannot reach p < 0.05")
+    return (f". With k sentences a row's smallest possible p is 2/2^k ({k} sentences: "
+            f"2/{2 ** k} = {stats.smallest_sign_flip_p(k):.4g}), so {who}: there \"no "
+            "detectable difference\" is that limit of few sentences, not evidence that A and B "
+            "are equal")
 
 
 def _vstyle_tables(vstyle: dict, a: str, b: str, judge: str, holm: str) -> list:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from scipy import stats as sps
 
@@ -34,33 +35,75 @@ def _run(pattern, task=TASK, cls=CLS, prefix="q"):
     return out
 
 
-# ----------------------------------------------------------------------------- per-task McNemar
-def test_per_task_cell_is_the_exact_mcnemar_and_pooled_the_sentence_sign_flip():
+# ----------------------------------------------------------------------------- per-task test
+def test_per_task_cell_is_the_sentence_sign_flip_like_the_pooled_one():
     # 4 sentences of 3 questions; A right on all 12, B on the first of each sentence only:
-    # 8 discordant questions, all for A. Exact McNemar: 2 * (1/2)^8 = 2/256. The sentence
-    # sign-flip test sees 4 sentences of +2: 2 of 16 sign patterns reach |8|, p = 1/8
+    # 8 discordant questions, all for A. An exact McNemar test over the questions (used here
+    # before) gave 2 * (1/2)^8 = 2/256, "A better", though the 12 questions are 4 sentences'
+    # worth. The sentence sign-flip test sees 4 sentences of +2: 2 of 16 sign patterns reach
+    # |8|, p = 1/8, in the task's row as in the class and pooled ones
     a = _run([[1, 1, 1]] * 4)
     b = _run([[1, 0, 0]] * 4)
     out = compare.compare_pair(a, b)
     task = out["tasks"][TASK]
     assert task["acc_difference"] == pytest.approx(8 / 12)
-    assert task["p_value"] == pytest.approx(2 / 256)
-    assert task["p_value"] == pytest.approx(sps.binomtest(8, 8, 0.5).pvalue)
-    assert "McNemar" in task["method"]
-    for cell in (out["pooled"], out["classes"][CLS]):
+    assert sps.binomtest(8, 8, 0.5).pvalue == pytest.approx(2 / 256)  # McNemar's, not used
+    for cell in (task, out["pooled"], out["classes"][CLS]):
         assert cell["p_value"] == pytest.approx(1 / 8)
-        assert "sign-flip" in cell["method"]
+        assert "sign-flip" in cell["method"] and "McNemar" not in cell["method"]
         assert cell["n"] == 12 and cell["sentences"] == 4
+    assert compare.verdict(task, "A", "B") == "no detectable difference"
+    # the 4 sentences' differences are all 2/3: no spread, so the t interval over them (as the
+    # percentile bootstrap before it) is the point; 4 sentences cannot tell more
+    assert (task["ci_low"], task["ci_high"]) == pytest.approx((2 / 3, 2 / 3))
 
 
-def test_per_task_mcnemar_ignores_concordant_questions_and_counts_both_directions():
+def _task_null(rng, sentences=5, questions=3, sd=3.0):
+    """One task's outcomes for two exchangeable systems: a sentence effect shared by both and a
+    system x sentence effect (sd ``sd``, logit scale), the same for a sentence's questions."""
+    shared = rng.normal(0.5, 1.0, sentences)
+    p_a = 1 / (1 + np.exp(-(shared + rng.normal(0.0, sd, sentences))))
+    p_b = 1 / (1 + np.exp(-(shared + rng.normal(0.0, sd, sentences))))
+    pattern_a = (rng.random((sentences, questions)) < p_a[:, None]).astype(int).tolist()
+    pattern_b = (rng.random((sentences, questions)) < p_b[:, None]).astype(int).tolist()
+    return _run(pattern_a), _run(pattern_b)
+
+
+def test_per_task_cell_holds_its_level_with_a_system_by_sentence_effect():
+    # ADEPT's size: 5 sentences x 3 questions. The exact McNemar test over the 15 questions
+    # rejected ~10% of these true nulls at 5% (7.9% with sd 2); the sentence test cannot
+    # reject at all with 5 sentences (its smallest p is 2/32)
+    rng = np.random.default_rng(5)
+    runs = 1000
+    rejected = 0
+    for _ in range(runs):
+        a, b = _task_null(rng)
+        rejected += compare.compare_pair(a, b)["tasks"][TASK]["p_value"] < 0.05
+    assert rejected / runs <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / runs), rejected
+
+
+def test_compare_footer_says_the_per_task_test_and_its_five_sentence_limit():
+    a = _run([[1, 1, 1]] * 5)
+    b = _run([[0, 0, 0]] * 5)
+    result = {"pairs": [{"a": "A", "b": "B", "adept": compare.compare_pair(a, b)}],
+              "listener": "acoustic"}
+    lines = [x for x in compare.render(result) if isinstance(x, str)]
+    note = " ".join(lines)
+    assert "sign-flip test in every row, each task's too" in note
+    assert "cluster-robust t over sentences" in note
+    assert "5 sentences: 2/32 = 0.0625" in note
+    assert "no single task can reach p < 0.05, whatever the difference" in note
+    assert "(nor can the class emotion)" in note  # one task: its class has 5 sentences too
+    assert "not evidence that A and B are equal" in note
+    assert "McNemar" not in note and "resample" not in note
+
+
+def test_per_task_sign_flip_ignores_concordant_sentences_and_counts_both_directions():
     # 6 sentences of 2: per sentence A-only, B-only, both right or both wrong.
-    # Discordant: A only 4 (2 + 1 + 1), B only 1 -> 2 * P(X <= 1 | 5, 1/2) = 2 * 6/32 = 12/32
     a = _run([[1, 1], [1, 0], [1, 1], [1, 0], [0, 0], [1, 1]])
     b = _run([[0, 0], [0, 0], [1, 0], [1, 1], [0, 0], [1, 1]])
     # sentence sums of a - b: 2, 1, 1, -1, 0, 0
     out = compare.compare_pair(a, b)
-    assert out["tasks"][TASK]["p_value"] == pytest.approx(12 / 32)
     # sign flips of (2, 1, 1, -1) (the zero sentences flip to themselves, doubling every
     # count): |sum| >= 3 when the 2's sign is shared by at least two of the three ones,
     # 4 of 8 patterns for each sign of the 2
@@ -69,6 +112,7 @@ def test_per_task_mcnemar_ignores_concordant_questions_and_counts_both_direction
                 for m in range(16))
     assert reach == 8
     assert out["pooled"]["p_value"] == pytest.approx(8 / 16)
+    assert out["tasks"][TASK]["p_value"] == pytest.approx(8 / 16)
 
 
 # ----------------------------------------------------------------------------- prosody distance
@@ -104,7 +148,8 @@ def test_prosody_distance_undefined_on_either_side_is_left_out():
 
 # ----------------------------------------------------------------------------- Holm families
 def _three_systems():
-    """Three systems on two tasks (two classes): per-task McNemar p-values known by hand."""
+    """Three systems on two tasks (two classes), every question its own sentence: per-task
+    sign-flip p-values known by hand."""
     def system(first, second):
         return {**_run(first, TASK, CLS, "e"), **_run(second, TASK2, CLS2, "t")}
 
@@ -120,7 +165,8 @@ def test_holm_adjusts_every_family_over_the_pairs():
     runs = _three_systems()
     pairs = [{"a": x, "b": y, "adept": compare.compare_pair(runs[x], runs[y])}
              for x, y in (("A", "B"), ("A", "C"), ("B", "C"))]
-    # per-task exact McNemar, by hand (two-sided 2 * P(X <= min) of a fair coin):
+    # per-task sentence sign flips, one question a sentence: 2 * P(X <= min) of a fair coin
+    # over the sentences that differ (the others flip to themselves):
     #   task 1: A-B 8:0 -> 2/256; A-C 2:0 -> 2/4; B-C 0:6 -> 2/64
     #   task 2: A-B 3:0 -> 2/8; A-C 6:0 -> 2/64; B-C 3:0 -> 2/8
     raw1 = [2 / 256, 2 / 4, 2 / 64]
@@ -134,8 +180,7 @@ def test_holm_adjusts_every_family_over_the_pairs():
     adj2 = [2 * 2 / 8, 3 * 2 / 64, 2 * 2 / 8]
     assert [pr["adept"]["tasks"][TASK]["p_adjusted"] for pr in pairs] == pytest.approx(adj1)
     assert [pr["adept"]["tasks"][TASK2]["p_adjusted"] for pr in pairs] == pytest.approx(adj2)
-    # the classes (here one task each, tested by sentence sign flips: every question its own
-    # sentence, so the same counts as McNemar's) form their own families
+    # the classes (here one task each, so the same sign flips) form their own families
     assert [pr["adept"]["classes"][CLS]["p_adjusted"] for pr in pairs] == pytest.approx(adj1)
     assert [pr["adept"]["classes"][CLS2]["p_adjusted"] for pr in pairs] == pytest.approx(adj2)
     # and the pooled cell its own: raw sign-flip p over 14 single-question sentences
