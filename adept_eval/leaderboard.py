@@ -112,6 +112,7 @@ def row_of(run: Run) -> Row:
             continue
         acc, tn = float(r["acc,none"]), int(r.get("n,none") or 0)
         row.tasks[task] = acc
+        row._task_n = {**getattr(row, "_task_n", {}), task: tn}  # not a field: for _pair_p
         failed += int(r.get("failed,none") or 0)
         by_class.setdefault(spec.TASKS[task].cls.name, []).append((acc, tn))
         chance_parts.append((r.get("chance,none", spec.TASKS[task].chance), tn))
@@ -245,9 +246,13 @@ def _pair_p(a: Row, b: Row, suite: str, attr: str) -> tuple[float, str]:
         return math.nan, ("not tested (people's runs without logged samples: their responses "
                           "are not independent trials): counted as tied")
     if figure == "accuracy":
+        deff = [_sentence_design_effect(r) for r in (a, b)]
+        if any(math.isnan(d) for d in deff):
+            return math.nan, ("not tested (no logged samples, and no task counts to bound the "
+                              "sentences' clustering): counted as tied")
         return (stats.two_proportion_p(round(a.adept_acc * a.adept_n), a.adept_n,
-                                       round(b.adept_acc * b.adept_n), b.adept_n),
-                "unpaired two-proportion test (no logged samples)")
+                                       round(b.adept_acc * b.adept_n), b.adept_n, *deff),
+                UNPAIRED_ACCURACY)
     if figure == "prosody_distance":
         p = stats.interval_difference_p(
             a.adept_prosody_distance, a.adept_prosody_distance_ci_low,
@@ -257,6 +262,32 @@ def _pair_p(a: Row, b: Row, suite: str, attr: str) -> tuple[float, str]:
             return p, "not tested (no logged samples, no recorded interval): counted as tied"
         return p, "unpaired z test from the intervals (no logged samples)"
     return math.nan, "not tested (no logged samples): counted as tied"
+
+
+UNPAIRED_ACCURACY = ("unpaired two-proportion test, each sentence's questions counted as one "
+                     "trial (a design-effect bound; no logged samples)")
+
+
+def _sentence_design_effect(row: Row) -> float:
+    """The largest design effect a row's accuracy can have from its questions' clustering by
+    sentence (``stats.max_design_effect``: a sentence's questions all alike), from its tasks'
+    question counts and ADEPT's 5 sentences a task (a task's questions spread evenly over its
+    sentences, as the questions mirror one another). Without the tasks' counts, from the
+    number of tasks and the run's n (every task taken as the same size); nan without either.
+    A two-proportion test with it cannot claim a significance the clustering would undo, at
+    the cost of power: it counts each sentence as one trial's worth (logged samples, tested
+    paired by sentence, are the powerful way)."""
+    counts = getattr(row, "_task_n", None) or {}
+    sizes = []
+    for task, n in counts.items():
+        k = min(len(spec.TASKS[task].cls.sentence_ids()), n) if task in spec.TASKS else n
+        sizes += [n / k] * k if k else []
+    if sizes:
+        return stats.max_design_effect(sizes)
+    if row.adept_tasks and row.adept_n:
+        k = 5 * row.adept_tasks
+        return stats.max_design_effect([row.adept_n / k] * k)
+    return math.nan
 
 
 def _ties(members: list[Row], suite: str, attr: str, higher: bool) -> None:

@@ -226,6 +226,12 @@ def test_rank_ranges_by_hand():
     assert [stats.format_rank_range(*r) for r in ranges] == ["1-2", "1-3", "2-3", "4"]
     # 50/100 vs 30/100: pooled 0.4, se = sqrt(0.24 * 0.02), z = 0.2 / se = 2.887
     assert stats.two_proportion_p(50, 100, 30, 100) == pytest.approx(0.00389, abs=2e-5)
+    # design effects 2 and 4: se = sqrt(0.24 * (2/100 + 4/100)), z = 0.2 / se = 1.667
+    assert stats.two_proportion_p(50, 100, 30, 100, 2.0, 4.0) == pytest.approx(0.0956, abs=2e-4)
+    # Kish's design effect at rho = 1: sum n_j^2 / n (5 sentences of 3: 3; sizes 4 and 2: 10/3)
+    assert stats.max_design_effect([3] * 5) == pytest.approx(3.0)
+    assert stats.max_design_effect([4] * 5 + [2] * 5) == pytest.approx(10 / 3)
+    assert stats.max_design_effect([]) == 1.0 and stats.max_design_effect([0.5, 0.5]) == 1.0
 
 
 # ----------------------------------------------------------------------------- planning

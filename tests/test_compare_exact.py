@@ -247,23 +247,58 @@ def _row(system, **figures):
     return r  # no _run: the runs' logged samples are not there
 
 
-def _two_proportion_by_hand(k1, n1, k2, n2):
+def _two_proportion_by_hand(k1, n1, k2, n2, deff1=1.0, deff2=1.0):
     pooled = (k1 + k2) / (n1 + n2)
-    z = (k1 / n1 - k2 / n2) / math.sqrt(pooled * (1 - pooled) * (1 / n1 + 1 / n2))
+    z = (k1 / n1 - k2 / n2) / math.sqrt(pooled * (1 - pooled) * (deff1 / n1 + deff2 / n2))
     return 2 * sps.norm.sf(abs(z))
 
 
-def test_pair_p_without_samples_accuracy_is_the_two_proportion_z_test():
-    a = _row("a", adept_acc=0.6, adept_n=165)
-    b = _row("b", adept_acc=0.5, adept_n=165)
+def test_pair_p_without_samples_accuracy_is_the_two_proportion_z_test_bounded_by_sentence():
+    # 11 tasks of 15 questions (165): 5 sentences a task, 3 questions a sentence; at most the
+    # design effect of sentences whose questions all come out alike, 3: the test counts 55
+    # sentences a side, not 165 independent questions (which gave p = 0.068)
+    a = _row("a", adept_acc=0.6, adept_n=165, adept_tasks=11)
+    b = _row("b", adept_acc=0.5, adept_n=165, adept_tasks=11)
     p, how = leaderboard._pair_p(a, b, "adept", "adept_acc")
-    assert p == pytest.approx(_two_proportion_by_hand(99, 165, 82, 165))  # 0.068
-    assert 0.05 < p < 0.1
-    assert how == "unpaired two-proportion test (no logged samples)"
+    assert p == pytest.approx(_two_proportion_by_hand(99, 165, 82, 165, 3.0, 3.0))  # 0.28
+    assert how == leaderboard.UNPAIRED_ACCURACY
+    assert "design-effect bound" in how and "no logged samples" in how
+    # from the tasks' own counts when the run's results give them: sum n_j^2 / n over the
+    # sentences, here 1 task of 20 (4 a sentence) and 1 of 10 (2): (5*16 + 5*4) / 30 = 10/3
+    c, d = (_row(s, adept_acc=acc, adept_n=30, adept_tasks=2) for s, acc in (("c", 0.9),
+                                                                            ("d", 0.5)))
+    for r in (c, d):
+        r._task_n = {TASK: 20, TASK2: 10}
+    p, _ = leaderboard._pair_p(c, d, "adept", "adept_acc")
+    assert p == pytest.approx(_two_proportion_by_hand(27, 30, 15, 30, 10 / 3, 10 / 3))
     # the counts are rounded back from the accuracy: 0.29 * 100 -> 29 right answers
-    p, _ = leaderboard._pair_p(_row("c", adept_acc=0.29, adept_n=100),
-                               _row("d", adept_acc=0.45, adept_n=100), "adept", "adept_acc")
-    assert p == pytest.approx(_two_proportion_by_hand(29, 100, 45, 100))
+    p, _ = leaderboard._pair_p(_row("c", adept_acc=0.29, adept_n=100, adept_tasks=5),
+                               _row("d", adept_acc=0.45, adept_n=100, adept_tasks=5),
+                               "adept", "adept_acc")
+    assert p == pytest.approx(_two_proportion_by_hand(29, 100, 45, 100, 4.0, 4.0))
+    # nothing to bound the clustering with: not tested, counted as tied
+    p, how = leaderboard._pair_p(_row("e", adept_acc=0.9, adept_n=100),
+                                 _row("f", adept_acc=0.1, adept_n=100), "adept", "adept_acc")
+    assert math.isnan(p) and "counted as tied" in how
+
+
+def test_pair_p_without_samples_holds_its_level_with_a_system_by_sentence_effect():
+    # the suite's size: 12 tasks x 5 sentences x 3 questions (60 sentences), two exchangeable
+    # systems with a system x sentence effect (sd 2). The two-proportion test over questions
+    # rejected ~13% of these true nulls at 5%; bounded by the sentences' design effect, <= 5%
+    rng = np.random.default_rng(13)
+    runs = 1000
+    rejected = 0
+    for _ in range(runs):
+        shared = rng.normal(0.5, 1.0, 60)
+        p_a = 1 / (1 + np.exp(-(shared + rng.normal(0.0, 2.0, 60))))
+        p_b = 1 / (1 + np.exp(-(shared + rng.normal(0.0, 2.0, 60))))
+        k_a = int(rng.binomial(3, p_a).sum())
+        k_b = int(rng.binomial(3, p_b).sum())
+        a = _row("a", adept_acc=k_a / 180, adept_n=180, adept_tasks=12)
+        b = _row("b", adept_acc=k_b / 180, adept_n=180, adept_tasks=12)
+        rejected += leaderboard._pair_p(a, b, "adept", "adept_acc")[0] < 0.05
+    assert rejected / runs <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / runs), rejected
 
 
 def test_pair_p_without_samples_prosody_distance_is_the_z_test_from_the_intervals():
@@ -283,14 +318,14 @@ def test_pair_p_without_samples_prosody_distance_is_the_z_test_from_the_interval
 
 
 def test_rank_ranges_without_samples_follow_the_unpaired_tests():
-    # accuracy 0.60, 0.55, 0.40 over 165 questions each: a-b p = 0.37 (tied), a-c and b-c
-    # far below 0.05 after Holm's 3 and 2: ranges 1-2, 1-2, 3
-    rows = [_row("a", adept_acc=0.60, adept_n=165), _row("b", adept_acc=0.55, adept_n=165),
-            _row("c", adept_acc=0.40, adept_n=165)]
-    p_ab = _two_proportion_by_hand(99, 165, 91, 165)
-    p_ac = _two_proportion_by_hand(99, 165, 66, 165)
-    p_bc = _two_proportion_by_hand(91, 165, 66, 165)
+    # accuracy 0.80, 0.70, 0.40 over 165 questions (11 tasks, 55 sentences: design effect at
+    # most 3) each: a-b tied, a-c and b-c below 0.05 after Holm's 3 and 2: ranges 1-2, 1-2, 3
+    rows = [_row(s, adept_acc=acc, adept_n=165, adept_tasks=11)
+            for s, acc in (("a", 132 / 165), ("b", 116 / 165), ("c", 66 / 165))]
+    p_ab = _two_proportion_by_hand(132, 165, 116, 165, 3.0, 3.0)
+    p_ac = _two_proportion_by_hand(132, 165, 66, 165, 3.0, 3.0)
+    p_bc = _two_proportion_by_hand(116, 165, 66, 165, 3.0, 3.0)
     assert p_ab > 0.05 and 3 * p_ac < 0.05 and 2 * p_bc < 0.05
     leaderboard._ties(rows, "adept", "adept_acc", True)
     assert [r.adept_rank_range for r in rows] == ["1-2", "1-2", "3"]
-    assert rows[0].adept_tie_method.startswith("unpaired two-proportion test (no logged samples)")
+    assert rows[0].adept_tie_method.startswith(leaderboard.UNPAIRED_ACCURACY)
