@@ -14,11 +14,11 @@ Data flow of one ``lm_eval --tasks adept_...`` run:
    do real work) and, with the acoustic listener, adds the graded prosody-transfer figures of
    every stimulus (``graded``) on the features and comparisons the listener already made;
 4. ``process_results`` turns the filter's result into a per-question record that the
-   aggregations below turn into accuracy, per-subcategory accuracy, a 95% Clopper-Pearson
-   interval, a binomial test against chance, n and failures, and the graded figures' means with
-   a 95% cluster-robust t interval over sentences (``stats.cluster_t_interval``). A question
-   that could not be answered (missing sample, listener error) is a wrong answer, counted in
-   ``failed``.
+   aggregations below turn into accuracy, per-subcategory accuracy, a 95% interval and a test
+   against chance clustered by sentence (``recognition``), n and failures, and the graded
+   figures' means with a 95% cluster-robust t interval over sentences
+   (``stats.cluster_t_interval``). A question that could not be answered (missing sample,
+   listener error) is a wrong answer, counted in ``failed``.
 """
 
 from __future__ import annotations
@@ -380,8 +380,10 @@ def ci_high(items) -> float:
 
 
 def p_chance(items) -> float:
-    """Two-sided test of the accuracy against chance (1 / choices): exact binomial for a
-    machine listener, the same cluster bootstrap as the interval for people."""
+    """Two-sided test of the accuracy against chance (1 / choices), the one the interval
+    inverts: for a machine listener the binomial test on the effective sample size of the
+    questions clustered by sentence (``stats.clustered_proportion``), for people the same
+    cluster bootstrap as the interval."""
     return recognition(items).p_chance
 
 

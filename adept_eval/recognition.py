@@ -3,9 +3,12 @@ test against chance, from the questions' records (one per question: ``correct`` 
 responses, ``chance``, and for people the ``responses`` of each participant).
 
 One home for how these figures are computed, read by the lm-eval aggregations (``harness``) and
-by ``adept-eval report`` (per subcategory, from logged samples) alike: exact for a machine
-listener (one response per question: Clopper-Pearson and the binomial test), the two-way cluster
-bootstrap over participants and questions for people, whose responses are not independent.
+by ``adept-eval report`` (per subcategory, from logged samples) alike. A sentence's questions
+mirror one another (each of its renditions is the answer to one of them), so they are not
+independent trials: the sentence is the cluster, for a machine listener (one response per
+question: ``stats.clustered_proportion``, Korn and Graubard's clustered Clopper-Pearson interval
+and the binomial test it inverts, on the effective sample size the sentences allow) and for
+people (the two-way cluster bootstrap over participants and questions).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from dataclasses import dataclass
 from . import stats
 from .metric_items import record_of
 
-__all__ = ["Recognition", "counts", "recognition", "trials"]
+__all__ = ["Recognition", "counts", "recognition", "sentence_of", "trials"]
 
 
 def counts(items, sub: str | None = None) -> tuple[int, int]:
@@ -26,6 +29,14 @@ def counts(items, sub: str | None = None) -> tuple[int, int]:
             k += rec["correct"]
             n += rec["n"]
     return k, n
+
+
+def sentence_of(record) -> str:
+    """The sentence a question belongs to, its cluster: ``task/speaker_sentence`` of its id
+    (``adept_emotion_female/ad00_0001/fear``, the id ``questions.Question`` gives and every
+    record carries); an id of another form is its own cluster."""
+    qid = str(record["question_id"])
+    return qid.rsplit("/", 1)[0] if qid.count("/") >= 2 else qid
 
 
 def trials(items) -> list[stats.Trial]:
@@ -59,6 +70,7 @@ def recognition(items) -> Recognition:
     if given:
         c = stats.cluster_bootstrap(given, recs[0]["chance"])
         return Recognition(k, n, c.ci_low, c.ci_high, c.p_chance)
-    low, high = stats.clopper_pearson(k, n)
-    p = stats.binomial_p(k, n, recs[0]["chance"]) if n else nan
-    return Recognition(k, n, low, high, p)
+    c = stats.clustered_proportion([r["correct"] for r in recs], [r["n"] for r in recs],
+                                   [sentence_of(r) if "question_id" in r else f"#{i}"
+                                    for i, r in enumerate(recs)], null=recs[0]["chance"])
+    return Recognition(k, n, c.ci_low, c.ci_high, c.p_value)

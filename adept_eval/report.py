@@ -91,9 +91,9 @@ def question_records(samples: dict) -> dict[str, list[dict]]:
 def subcategory_table(samples: dict) -> Table | None:
     """Recognition accuracy per subcategory - the tutorial's table - each with its n, a 95%
     interval and the test against chance, computed as the task's own figures are
-    (``harness``: exact for a machine listener, the two-way cluster bootstrap over participants
-    and questions for people), on the subcategory's questions. lm-eval's table prints these
-    accuracies bare; they need the run's logged samples."""
+    (``recognition``: clustered by sentence for a machine listener, the two-way cluster
+    bootstrap over participants and questions for people), on the subcategory's questions.
+    lm-eval's table prints these accuracies bare; they need the run's logged samples."""
     from .recognition import recognition
 
     records = question_records(samples)
@@ -132,10 +132,12 @@ def pooled(results: dict, tasks: list[str]) -> tuple[int, int]:
 def pooled_recognition(results: dict, tasks: list[str], samples: dict | None = None,
                        people: bool = False) -> tuple[int, int, float, float]:
     """(correct, n, 95% interval) over the given tasks' responses. From the logged samples when
-    they hold every task (``recognition``: exact for a machine listener, the two-way cluster
-    bootstrap over participants and questions for people); else from the results' accuracies
-    and n - exact for a machine listener, but no interval for people (their responses are not
-    independent trials, and the results alone cannot say how they cluster)."""
+    they hold every task (``recognition``: clustered by sentence for a machine listener, the
+    two-way cluster bootstrap over participants and questions for people); else from the
+    results' accuracies and n - Clopper-Pearson for a machine listener (the results do not say
+    which questions share a sentence, so this one ignores it), but no interval for people
+    (their responses are not independent trials, and the results alone cannot say how they
+    cluster)."""
     from .recognition import recognition
 
     k, n = pooled(results, tasks)

@@ -1,7 +1,9 @@
 """The one home of adept-eval's statistics: intervals, tests against chance and pooling.
 
 Every proportion printed by adept-eval gets an exact (Clopper-Pearson) 95% interval and an exact
-binomial test against chance; every mean of judge scores a t interval (few, bounded scores) or,
+binomial test against chance, or where its trials come in clusters (a listener's answers to a
+sentence's mirrored questions) Korn and Graubard's clustered version of both
+(``clustered_proportion``); every mean of judge scores a t interval (few, bounded scores) or,
 for a weighted mean of subgroup means, a normal interval from the subgroups' standard errors;
 graded prosody figures (unbounded, skewed, clustered by sentence) a seeded percentile bootstrap
 that resamples whole clusters; a test against chance of questions that mirror one another within
@@ -896,3 +898,94 @@ def estimate_model(trials: Sequence[Trial], *, interaction_sd: float | None = No
     return ClusterModel(accuracy=acc, participant_sd=sp, question_sd=sq,
                         interaction_sd=(DEFAULT_MODEL.interaction_sd if interaction_sd is None
                                         else interaction_sd), source=source)
+
+
+# ----------------------------------------------------------------------- clustered proportions
+@dataclass(frozen=True)
+class ClusteredProportion:
+    correct: int
+    n: int  # responses
+    clusters: int  # sentences
+    acc: float
+    ci_low: float
+    ci_high: float
+    p_value: float  # two-sided, against the ``null`` asked for (nan when none)
+    effective_n: float  # Korn-Graubard's df-adjusted effective sample size
+    df: int  # clusters - 1
+    method: str = ("Korn-Graubard clustered Clopper-Pearson (effective sample size from the "
+                   "sentence-clustered variance, df = sentences - 1)")
+
+
+def clustered_proportion(correct: Sequence[float], n: Sequence[float], clusters: Sequence[object],
+                         null: float | None = None, level: float = 0.95) -> ClusteredProportion:
+    """A proportion sum(correct) / sum(n) over units (questions) that come in clusters
+    (sentences, whose questions mirror one another), with an interval and a two-sided test of
+    ``null`` that allow for the clustering.
+
+    The interval is Korn & Graubard's (1998, "Confidence intervals for proportions with small
+    expected number of positive counts estimated from survey data", Survey Methodology
+    24(2):193-201; Korn & Graubard 1999, "Analysis of Health Surveys", Wiley, section 5.2), the
+    U.S. National Center for Health Statistics' standard for survey proportions (Parker et al.
+    2017, NCHS Data Presentation Standards for Proportions, Vital Health Stat 2(175)):
+
+    * the proportion's variance v is the with-replacement cluster (linearisation) variance of a
+      ratio estimator, G/(G - 1) * sum_g (k_g - p n_g)^2 / N^2 over the G clusters (Cochran
+      1977, "Sampling Techniques", 3rd ed., section 6.8 on cluster samples);
+    * the effective sample size n_eff = N / deff, the design effect deff = v / (p(1 - p) / (N - 1))
+      the variance over that of N independent trials (as SAS PROC SURVEYFREQ defines it),
+      truncated below at 1 (n_eff = N when p is 0 or 1 or v is 0: mirrored questions do not make
+      a sample worth more than its questions). With every unit its own cluster deff is 1 and
+      the interval is Clopper-Pearson's exactly;
+    * n_eff is scaled by (t_(N-1) / t_(G-1))^2 (the t quantiles of the level), Korn and
+      Graubard's degrees-of-freedom adjustment for a variance estimated from only G clusters;
+    * the interval is Clopper-Pearson's at x = p n_eff successes of n_eff trials (beta
+      quantiles, which accept non-integer counts).
+
+    The test is the one this interval inverts: the exact binomial test on the same effective
+    sample, both tails doubled (the central test, so p < 1 - level exactly when ``null`` lies
+    outside the interval). Dean & Pagano (2015, "Evaluating confidence interval methods for
+    binomial proportions in clustered surveys", J. Survey Statistics and Methodology
+    3(4):484-503) found it near nominal where Wald-type intervals are not. With one cluster the
+    variance cannot be estimated and all figures but the proportion are nan.
+
+    Measured (1,000 simulations each; ``tests/test_clustered_accuracy.py`` repeats a few) with
+    a sentence effect of sd 1.5 on the logit scale at true accuracies 0.31-0.81: on 165
+    questions in 60 sentences the interval covered the true accuracy 0.96-0.97 of the time
+    and the test rejected it in 3-4%, where Clopper-Pearson and the binomial test over the
+    questions covered 0.89-0.93 and rejected 9-11%; on one task (5 sentences, 10-20 questions)
+    0.98-1.00 and 0-2% (conservative: 4 degrees of freedom, and the truncated design effect),
+    where the old figures covered 0.86-0.99 and rejected 4-15%."""
+    k = np.asarray(correct, dtype=float)
+    m = np.asarray(n, dtype=float)
+    total, right = float(m.sum()), float(k.sum())
+    if total <= 0:
+        return ClusteredProportion(0, 0, 0, NAN, NAN, NAN, NAN, NAN, 0)
+    labels, inverse = np.unique(np.asarray([str(c) for c in clusters]), return_inverse=True)
+    g = len(labels)
+    p = right / total
+    if g < 2:
+        return ClusteredProportion(int(right), int(total), g, p, NAN, NAN, NAN, NAN, 0)
+    z = np.bincount(inverse, weights=k - p * m, minlength=g)
+    v = g / (g - 1) * float((z ** 2).sum()) / total ** 2
+    n_eff = total
+    if 0 < p < 1 and v > 0:
+        n_eff = min(total, total * p * (1 - p) / ((total - 1) * v))
+    df = g - 1
+    if total > 1:
+        n_eff *= (t_quantile(level, max(1, int(round(total)) - 1)) / t_quantile(level, df)) ** 2
+    from scipy.stats import beta
+
+    x = p * n_eff
+    alpha = (1 - level) / 2
+    if n_eff == total and right == int(right) and total == int(total):
+        low, high = clopper_pearson(int(right), int(total), level)  # no design effect
+    else:
+        low = float(beta.ppf(alpha, x, n_eff - x + 1)) if x > 0 else 0.0
+        high = float(beta.ppf(1 - alpha, x + 1, n_eff - x)) if x < n_eff else 1.0
+    pv = NAN
+    if null is not None:
+        upper = float(beta.cdf(null, x, n_eff - x + 1)) if x > 0 else 1.0  # P(X >= x)
+        lower = float(beta.sf(null, x + 1, n_eff - x)) if x < n_eff else 1.0  # P(X <= x)
+        pv = min(1.0, 2 * min(upper, lower))
+    return ClusteredProportion(int(round(right)), int(round(total)), g, p, low, high, pv,
+                               float(n_eff), df)
