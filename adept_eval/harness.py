@@ -155,7 +155,7 @@ class QuestionRecord:
     # stimulus; empty when the listener gives none)
     graded: tuple[dict, ...] = ()
     # who answered and whether rightly, when several people did (the human listener): the
-    # interval and test against chance then resample participants and questions together
+    # interval and test against chance then cluster by participant and by sentence
     responses: tuple[tuple[str, int], ...] = ()
 
     def to_json(self) -> dict:
@@ -382,8 +382,8 @@ def ci_high(items) -> float:
 def p_chance(items) -> float:
     """Two-sided test of the accuracy against chance (1 / choices), the one the interval
     inverts: for a machine listener the binomial test on the effective sample size of the
-    questions clustered by sentence (``stats.clustered_proportion``), for people the same
-    cluster bootstrap as the interval."""
+    questions clustered by sentence (``stats.clustered_proportion``), for people on the
+    two-way (participants, sentences) variance (``stats.two_way_proportion``)."""
     return recognition(items).p_chance
 
 

@@ -8,7 +8,8 @@ mirror one another (each of its renditions is the answer to one of them), so the
 independent trials: the sentence is the cluster, for a machine listener (one response per
 question: ``stats.clustered_proportion``, Korn and Graubard's clustered Clopper-Pearson interval
 and the binomial test it inverts, on the effective sample size the sentences allow) and for
-people (the two-way cluster bootstrap over participants and questions).
+people, whose answers also cluster by participant (``stats.two_way_proportion``: the same
+interval and test on the two-way cluster-robust variance over participants and sentences).
 """
 
 from __future__ import annotations
@@ -67,9 +68,10 @@ def recognition(items) -> Recognition:
     if not recs:
         return Recognition(0, 0, nan, nan, nan)
     given = trials(recs)
-    if given:
-        c = stats.cluster_bootstrap(given, recs[0]["chance"])
-        return Recognition(k, n, c.ci_low, c.ci_high, c.p_chance)
+    if given:  # people: participants x sentences
+        sentences = {r["question_id"]: sentence_of(r) for r in recs}
+        c = stats.two_way_proportion(given, sentences, null=recs[0]["chance"])
+        return Recognition(k, n, c.ci_low, c.ci_high, c.p_value)
     c = stats.clustered_proportion([r["correct"] for r in recs], [r["n"] for r in recs],
                                    [sentence_of(r) if "question_id" in r else f"#{i}"
                                     for i, r in enumerate(recs)], null=recs[0]["chance"])

@@ -91,8 +91,8 @@ def question_records(samples: dict) -> dict[str, list[dict]]:
 def subcategory_table(samples: dict) -> Table | None:
     """Recognition accuracy per subcategory - the tutorial's table - each with its n, a 95%
     interval and the test against chance, computed as the task's own figures are
-    (``recognition``: clustered by sentence for a machine listener, the two-way cluster
-    bootstrap over participants and questions for people), on the subcategory's questions.
+    (``recognition``: clustered by sentence, and for people by participant too), on the
+    subcategory's questions.
     lm-eval's table prints these accuracies bare; they need the run's logged samples."""
     from .recognition import recognition
 
@@ -132,8 +132,8 @@ def pooled(results: dict, tasks: list[str]) -> tuple[int, int]:
 def pooled_recognition(results: dict, tasks: list[str], samples: dict | None = None,
                        people: bool = False) -> tuple[int, int, float, float]:
     """(correct, n, 95% interval) over the given tasks' responses. From the logged samples when
-    they hold every task (``recognition``: clustered by sentence for a machine listener, the
-    two-way cluster bootstrap over participants and questions for people); else from the
+    they hold every task (``recognition``: clustered by sentence, and for people by participant
+    too); else from the
     results' accuracies and n - Clopper-Pearson for a machine listener (the results do not say
     which questions share a sentence, so this one ignores it), but no interval for people
     (their responses are not independent trials, and the results alone cannot say how they

@@ -967,10 +967,18 @@ def clustered_proportion(correct: Sequence[float], n: Sequence[float], clusters:
         return ClusteredProportion(int(right), int(total), g, p, NAN, NAN, NAN, NAN, 0)
     z = np.bincount(inverse, weights=k - p * m, minlength=g)
     v = g / (g - 1) * float((z ** 2).sum()) / total ** 2
+    return _korn_graubard(right, total, g, v, g - 1, null, level)
+
+
+def _korn_graubard(right: float, total: float, clusters: int, v: float, df: int,
+                   null: float | None, level: float, method: str | None = None
+                   ) -> ClusteredProportion:
+    """Korn & Graubard's interval and its test for ``right`` of ``total`` with design-based
+    variance ``v`` on ``df`` degrees of freedom (``clustered_proportion`` says how)."""
+    p = right / total
     n_eff = total
     if 0 < p < 1 and v > 0:
         n_eff = min(total, total * p * (1 - p) / ((total - 1) * v))
-    df = g - 1
     if total > 1:
         n_eff *= (t_quantile(level, max(1, int(round(total)) - 1)) / t_quantile(level, df)) ** 2
     from scipy.stats import beta
@@ -987,5 +995,50 @@ def clustered_proportion(correct: Sequence[float], n: Sequence[float], clusters:
         upper = float(beta.cdf(null, x, n_eff - x + 1)) if x > 0 else 1.0  # P(X >= x)
         lower = float(beta.sf(null, x + 1, n_eff - x)) if x < n_eff else 1.0  # P(X <= x)
         pv = min(1.0, 2 * min(upper, lower))
-    return ClusteredProportion(int(round(right)), int(round(total)), g, p, low, high, pv,
-                               float(n_eff), df)
+    extra = {"method": method} if method else {}
+    return ClusteredProportion(int(round(right)), int(round(total)), clusters, p, low, high, pv,
+                               float(n_eff), df, **extra)
+
+
+def two_way_proportion(trials: Sequence[Trial], item_of=None, null: float | None = None,
+                       level: float = 0.95) -> ClusteredProportion:
+    """People's accuracy over ``trials`` with an interval and a two-sided test of ``null`` that
+    allow for both ways their responses cluster: by participant (one person's answers share
+    their skill) and by sentence (``item_of`` maps a question to it; a sentence's questions
+    mirror one another). Korn & Graubard's interval and test (``clustered_proportion``) on the
+    variance of ``two_way_variance``'s one-sample form: Cameron, Gelbach & Miller's (2011)
+    two-way cluster-robust variance V = V_participants + V_sentences - V_cells of the
+    accuracy's linearisation e = (right - acc) / n, each with its G/(G - 1) factor (the larger
+    one-way variance should V come out non-positive), on min(participants, sentences) - 1
+    degrees of freedom, CGM's practice with few clusters (a task has 5 sentences). ``clusters``
+    of the result counts sentences.
+
+    Measured (300 simulations each; participant sd 1.0 or 0.5, sentence sd 1.5 on the logit
+    scale; ``tests/test_clustered_accuracy.py`` repeats two): with 10 or 30 participants on 165
+    questions in 60 sentences and 5-20 participants on one task's 5 sentences it covered the
+    true accuracy 0.97-0.98 of the time and rejected it in 2-3%, where the two-way bootstrap
+    over participants and questions (``cluster_bootstrap``) covered 0.90 and 0.78-0.87 and
+    rejected 10% and 13-22%; resampling sentences instead of questions, 0.94 and 0.88-0.92."""
+    item_of = item_of or {}
+    cells = [(t.participant, item_of.get(t.question, t.question), t.correct) for t in trials]
+    if not cells:
+        return ClusteredProportion(0, 0, 0, NAN, NAN, NAN, NAN, NAN, 0)
+    people = {w: i for i, w in enumerate(sorted({c[0] for c in cells}))}
+    items = {q: i for i, q in enumerate(sorted({c[1] for c in cells}))}
+    tot, cor = _cells(cells, people, items)
+    n, k = float(tot.sum()), float(cor.sum())
+    acc = k / n
+    g_p, g_s, g_c = len(people), len(items), int((tot > 0).sum())
+    if g_p < 2 or g_s < 2:
+        return ClusteredProportion(int(k), int(n), g_s, acc, NAN, NAN, NAN, NAN, 0)
+    e = (cor - acc * tot) / n
+    var_p = g_p / (g_p - 1) * float((e.sum(1) ** 2).sum())
+    var_s = g_s / (g_s - 1) * float((e.sum(0) ** 2).sum())
+    var_c = g_c / (g_c - 1) * float((e ** 2).sum()) if g_c > 1 else 0.0
+    var = var_p + var_s - var_c
+    if var <= 0:
+        var = max(var_p, var_s)
+    return _korn_graubard(k, n, g_s, var, min(g_p, g_s) - 1, null, level,
+                          "Korn-Graubard clustered Clopper-Pearson on the two-way "
+                          "(participants, sentences) cluster-robust variance, "
+                          "df = min(participants, sentences) - 1")
