@@ -307,12 +307,21 @@ def category_score(items) -> float:
     return _weighted(items)[0]
 
 
+def _interval(items) -> tuple[float, float]:
+    """95% interval of the category score: the stratified mean's t interval on Satterthwaite's
+    degrees of freedom (``stats.stratified_mean_interval``: why, and what a subcategory of one
+    judged answer contributes)."""
+    _, low, high, _, _ = stats.stratified_mean_interval(
+        _by_sub(items), {it["sub"]: it["weight"] for it in _recs(items)})
+    return low, high
+
+
 def ci_low(items) -> float:
-    return stats.normal_interval(*_weighted(items))[0]
+    return _interval(items)[0]
 
 
 def ci_high(items) -> float:
-    return stats.normal_interval(*_weighted(items))[1]
+    return _interval(items)[1]
 
 
 def plain_mean(items) -> float:

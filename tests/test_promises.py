@@ -247,9 +247,12 @@ def test_instruction_audio_and_per_type_prompts_reach_the_judge(tmp_path):
 
 
 def test_vstyle_category_interval_by_hand():
-    """score_ci_low/high: a normal interval over the subcategory means (each mean's variance
-    s^2/n, weights normalised over the subcategories present); failures are not scores."""
+    """score_ci_low/high: the stratified mean's t interval over the subcategory means (each
+    mean's variance s^2/n, weights normalised over the subcategories present) on
+    Satterthwaite's degrees of freedom; failures are not scores."""
     import math
+
+    from scipy.stats import t
 
     from adept_eval import vstyle_harness as vh
 
@@ -258,9 +261,11 @@ def test_vstyle_category_interval_by_hand():
         [{"sub": "b", "weight": 0.5, "score": None}]  # a failed judgement
     # mean (4.5 + 3) / 2 = 3.75; var 0.25^2... = 0.25 * 0.5/2 + 0.25 * 3/3 = 0.3125
     se = math.sqrt(0.3125)
+    # Satterthwaite: 0.3125^2 / (0.0625^2 / 1 + 0.25^2 / 2) = 2.78 degrees of freedom
+    q = t.ppf(0.975, 0.3125 ** 2 / (0.0625 ** 2 / 1 + 0.25 ** 2 / 2))
     assert vh.category_score(items) == pytest.approx(3.75)
-    assert vh.ci_low(items) == pytest.approx(3.75 - 1.959963984540054 * se)
-    assert vh.ci_high(items) == pytest.approx(3.75 + 1.959963984540054 * se)
+    assert vh.ci_low(items) == pytest.approx(3.75 - q * se)
+    assert vh.ci_high(items) == pytest.approx(3.75 + q * se)
 
 
 def test_group_rows_weight_tasks_by_questions_and_sum_n_and_failed(use_corpus, systems):
