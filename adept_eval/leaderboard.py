@@ -96,6 +96,11 @@ def _unranked(run: Run, suite: str) -> str | None:
     return None
 
 
+def _nan(value) -> bool:
+    """Whether ``value`` is a number that is not a number (NaN)."""
+    return isinstance(value, float) and math.isnan(value)
+
+
 def row_of(run: Run) -> Row:
     res = run.results["results"]
     date = datetime.fromtimestamp(run.when, tz=timezone.utc).strftime("%Y-%m-%d %H:%M") \
@@ -146,6 +151,9 @@ def row_of(run: Run) -> Row:
         s = run.suite("vstyle")
         row.vstyle_unranked = _unranked(run, "vstyle") if len(cats) == 4 else \
             f"partial: {len(cats)} of 4 categories"
+        if row.vstyle_unranked is None and _nan(row.vstyle_score):
+            row.vstyle_unranked = (f"no score: the overall is not a number ({failed_v} of "
+                                   f"{judged + failed_v} judgements failed, {judged} judged)")
         if s is not None:
             row.vstyle_corpus, row.vstyle_complete = s.corpus_sha256 or None, s.complete
             row._keys["vstyle"] = s.comparable_key()
@@ -213,6 +221,10 @@ def build(runs: list[Run], sort: str = "accuracy") -> list[Row]:
             ("vstyle", "vstyle_score", "vstyle_rank", "vstyle_unranked", True)):
         groups: dict[tuple, list[Row]] = {}
         for row in rows:
+            if getattr(row, why) is None and _nan(getattr(row, attr)):
+                # a NaN has no place in an order (stats.competition_ranks refuses it)
+                setattr(row, why, f"no score: its {attr.removeprefix(suite + '_')} is not a "
+                                  f"number (NaN)")
             if getattr(row, attr) is not None and getattr(row, why) is None:
                 groups.setdefault(row.group(suite), []).append(row)
         for members in groups.values():

@@ -275,7 +275,16 @@ def pooled_counts(parts: Iterable[tuple[float | None, int | float | None]]) -> t
 
 
 def competition_ranks(values: list[float], higher_is_better: bool = True) -> list[int]:
-    """Standard competition ranks ("1224"): equal values share a rank."""
+    """Standard competition ranks ("1224"): equal values share a rank.
+
+    A NaN is refused (ValueError): it compares false with everything, so sorting would put it
+    anywhere and misorder the numbers around it (``[3.2, nan, 4.1]`` came out ``[1, 2, 3]``).
+    Ranking it last instead would still give a failed run a place in the order; the caller
+    leaves such a row unranked and says why (``leaderboard.build``)."""
+    bad = [i for i, v in enumerate(values) if v != v]
+    if bad:
+        raise ValueError(f"competition_ranks: value {bad[0] + 1} of {len(values)} is not a "
+                         f"number (NaN); leave it out of the ranking")
     order = sorted(values, reverse=higher_is_better)
     return [order.index(v) + 1 for v in values]
 
