@@ -65,3 +65,23 @@ def install_excepthook() -> None:
 
     hook._adept_eval = True  # type: ignore[attr-defined]
     sys.excepthook = hook
+
+
+def run_script(main, *args) -> int:
+    """Run a benchmark or maintenance script's ``main``, showing its user errors as
+    ``adept-eval`` does: a ``UserError`` (a missing corpus, a bad option) is one line
+    ``error: <message>`` on stderr and exit status ``USER_ERROR_STATUS``, no traceback
+    (``ADEPT_EVAL_DEBUG=1`` shows it). Options are read by ``options.arg_type``, so a bad
+    number is argparse's one message (status 2 too). Used as
+    ``raise SystemExit(run_script(main))``."""
+    try:
+        return main(*args)
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        return 130
+    except user_error_types() as exc:
+        if os.environ.get("ADEPT_EVAL_DEBUG"):
+            raise
+        sys.stderr.write(f"error: {message(exc)}\n")
+        sys.stderr.flush()
+        return USER_ERROR_STATUS

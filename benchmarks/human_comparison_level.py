@@ -20,6 +20,10 @@ and prints the share of tests rejecting "no difference" at 5%, side by side:
   what ``compare`` and the planner use now.
 
 A rate's Monte-Carlo standard error at 1,000 tests and 5% is 0.7 points; the target is 5% +- 2%.
+Each rate is printed with its exact 95% Clopper-Pearson interval over the simulated tests. The
+simulated tests come from one seeded stream and the old bootstrap's resampling from another, so
+both methods judge the same tests whatever ``--bootstrap`` is; ``--bootstrap R`` needs
+R >= 2/0.05 = 40 (its smallest p is 2/(R + 1), which must be below 5% to reject at all).
 
     python benchmarks/human_comparison_level.py [--simulations 1000] [--accuracy 0.5]
 """
@@ -37,7 +41,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from adept_eval import spec, stats  # noqa: E402
+from adept_eval.errors import run_script  # noqa: E402
 from adept_eval.listening_test.plan import rotation  # noqa: E402
+from adept_eval.options import arg_type  # noqa: E402
 
 PER_SYSTEM = (5, 10, 20, 50)
 
@@ -80,13 +86,16 @@ def old_bootstrap_rejects(y, tot_a, tot_b, replicates, rng) -> int:
 
 
 def level(model, per_system: int, task_sizes, *, simulations: int, seed: int,
-          bootstrap: int = 0, alpha: float = 0.05) -> tuple[float, float]:
-    """(old, new): shares of ``simulations`` null tests rejected at ``alpha``."""
+          bootstrap: int = 0, alpha: float = 0.05) -> tuple[int, int]:
+    """(old, new): how many of ``simulations`` null tests each method rejects at ``alpha``.
+    The tests are drawn from one stream seeded by ``seed``, the old bootstrap's resamples from
+    another, so both methods see the same tests whatever ``bootstrap`` is."""
     people, q = 2 * per_system, sum(task_sizes)
     heard = rotation(people, task_sizes, 2)
     tot_a, tot_b = (heard == 0).astype(np.float32), (heard == 1).astype(np.float32)
     mu, _ = stats.logit_locations(model, 0.0)
-    rng = np.random.default_rng(seed)
+    data_seed, bootstrap_seed = np.random.SeedSequence(seed).spawn(2)
+    rng, boot_rng = np.random.default_rng(data_seed), np.random.default_rng(bootstrap_seed)
     z = NormalDist().inv_cdf(1 - alpha / 2)
     old = new = 0
     critical = None
@@ -103,35 +112,54 @@ def level(model, per_system: int, task_sizes, *, simulations: int, seed: int,
         critical = critical or stats.t_quantile(1 - alpha, df)
         new += int(np.sum(np.abs(d) > critical * np.sqrt(var)))
         if bootstrap:
-            old += old_bootstrap_rejects(y, tot_a, tot_b, bootstrap, rng)
+            old += old_bootstrap_rejects(y, tot_a, tot_b, bootstrap, boot_rng)
         else:
             d_old, var_old = old_delta(y, tot_a, tot_b)
             old += int(np.sum(np.abs(d_old) > z * np.sqrt(var_old)))
-    return old / simulations, new / simulations
+    return old, new
+
+
+def rate(k: int, n: int) -> str:
+    """``k``/``n`` as a percentage with its exact 95% (Clopper-Pearson) interval."""
+    low, high = stats.clopper_pearson(k, n)
+    return f"{k / n:.1%} [{100 * low:.1f}, {100 * high:.1f}]"
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--simulations", type=int, default=1000)
-    ap.add_argument("--accuracy", type=float, default=0.5, help="both systems' accuracy")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--bootstrap", type=int, default=0, metavar="R",
-                    help="run the old bootstrap itself with R replicates (default: its "
-                         "delta-method variance)")
+    ap.add_argument("--simulations", default=1000,
+                    type=arg_type("a whole number of at least 1", whole=True, least=1))
+    ap.add_argument("--accuracy", default=0.5, help="both systems' accuracy (above 0, below 1)",
+                    type=arg_type("an accuracy above 0 and below 1", positive=True, most=1))
+    ap.add_argument("--seed", type=arg_type("a whole number", whole=True), default=0)
+    ap.add_argument("--bootstrap", default=0, metavar="R",
+                    type=arg_type("0 or a whole number of replicates", whole=True, least=0),
+                    help="run the old bootstrap itself with R replicates, at least 40 (default "
+                         "0: its delta-method variance)")
     args = ap.parse_args(argv)
+    if args.accuracy >= 1:
+        ap.error(f"argument --accuracy: expected an accuracy above 0 and below 1, got "
+                 f"{args.accuracy:g}")
+    alpha = 0.05
+    if args.bootstrap and args.bootstrap + 1 <= 2 / alpha:
+        ap.error(f"argument --bootstrap: {args.bootstrap} replicates cannot reject at 5%: the "
+                 f"smallest p of the percentile bootstrap is 2/(R + 1) = "
+                 f"{2 / (args.bootstrap + 1):.3g}; use at least {int(2 / alpha)}")
     model = stats.ClusterModel(args.accuracy, 1.0, 1.5, 1.0)
     adept = [t.n_questions for t in spec.TASKS.values()]
     designs = (("rotated", adept), ("one system", [sum(adept)]))
     old_name = f"old (bootstrap, {args.bootstrap})" if args.bootstrap else "old (bootstrap*)"
-    print(f"null rejection rate at 5%, {args.simulations} tests per cell, accuracy "
-          f"{args.accuracy:g}, {sum(adept)} questions in {len(adept)} tasks (target 5% +- 2%)")
-    print(f"{'design':<12} {'per system':>10} {old_name:>20} {'new (CGM, t)':>14}")
+    print(f"null rejection rate at 5% [exact 95% interval over the simulated tests], "
+          f"n = {args.simulations} tests per cell, accuracy {args.accuracy:g}, {sum(adept)} "
+          f"questions in {len(adept)} tasks (target 5% +- 2%)")
+    print(f"{'design':<12} {'per system':>10} {old_name:>22} {'new (CGM, t)':>22}")
     started = time.perf_counter()
     for d, (name, sizes) in enumerate(designs):
         for i, n in enumerate(PER_SYSTEM):
             old, new = level(model, n, sizes, simulations=args.simulations,
                              seed=args.seed + 100 * d + i, bootstrap=args.bootstrap)
-            print(f"{name:<12} {n:>10} {old:>19.1%} {new:>14.1%}", flush=True)
+            print(f"{name:<12} {n:>10} {rate(old, args.simulations):>22} "
+                  f"{rate(new, args.simulations):>22}", flush=True)
     if not args.bootstrap:
         print("* the bootstrap's variance to the delta method's order, normal reference")
     print(f"({time.perf_counter() - started:.1f} s)")
@@ -139,4 +167,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_script(main))
