@@ -348,7 +348,23 @@ def test_cross_engine_rotation_reduced(validation_cache):
     noise_dir = validation_cache / f"flite-v{RENDER_VERSIONS['flite']}" / "nonspeech-noise"
     n_noise = len(list(noise_dir.rglob("*.wav")))
     assert noise.refused.startswith(f"{n_noise}/{n_noise} no-speech")
-    assert timing["rtf_cpu"] > 0
+    # the real-time factor counts the audio the listener was given (the first two sentences of
+    # each class), not every file in the copy folder (five sentences: 2.5x as much)
+    import soundfile as sf
+
+    from adept_eval import spec
+    from adept_eval.validation.systems import render_engine, system_folder
+
+    copy_dir = system_folder(render_engine("espeak", validation_cache, progress=False), "copy")
+    asked = [p for p in copy_dir.rglob("*.wav")
+             if int(p.stem.rsplit("_", 1)[1]) - spec.CLASSES[p.parent.parent.name].id_block < 2]
+    everything = sum(sf.info(str(p)).duration for p in copy_dir.rglob("*.wav"))
+    heard = sum(sf.info(str(p)).duration for p in asked)
+    assert heard < 0.8 * everything
+    assert timing["audio_s"] == pytest.approx(heard, rel=1e-6)
+    assert timing["cpu_s"] > 0 and timing["wall_s"] > 0
+    assert timing["rtf_cpu"] == pytest.approx(heard / timing["cpu_s"], rel=1e-6)
+    assert timing["rtf"] == pytest.approx(heard / timing["wall_s"], rel=1e-6)
 
 
 # ----------------------------------------------------------------- engines (need Debian TTS)
