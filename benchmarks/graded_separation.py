@@ -6,7 +6,10 @@ listener's ``graded_scores``: its features and its per-sentence comparison as th
 and prints, per class and pooled, each
 system's mean ``prosody_distance`` with a 95% bootstrap interval clustered by sentence, n and
 failures, plus FFE, normalised F0 RMSE and F0 correlation; then whether the systems are ordered
-as listed (e.g. copy < partial < flat) on every class. For validity, the references and the
+as listed (e.g. copy < partial < flat) on every class: each next system's prosody_distance is
+higher than the one before it on the same stimuli by a paired test (``stats.paired_difference``:
+sentence-clustered sign-flip test, p < 0.05; difference, interval, p and the pairs' n printed),
+not merely its mean. At least two systems, 1-5 sentences per class. For validity, the references and the
 systems must come from different engines/voices than the ones the listener was tuned on (see
 the listener's realistic-validation benchmark, which renders such corpora).
 
@@ -22,10 +25,17 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
+import sys  # noqa: E402
 import tempfile  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from adept_eval.errors import run_script  # noqa: E402
+from adept_eval.options import arg_type  # noqa: E402
+
 FIGURES = ("prosody_distance", "ffe", "f0_rmse_norm_st", "f0_corr")
+LEVEL = 0.05
 
 
 def score(listener, system: Path, sentence_limit: int):
@@ -45,16 +55,20 @@ def score(listener, system: Path, sentence_limit: int):
     return by_class
 
 
-def main() -> int:
+def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", required=True, help="ADEPT-layout reference corpus folder")
     parser.add_argument("--system", action="append", required=True, metavar="NAME=DIR",
                         help="a system's samples, in the expected order (repeatable)")
-    parser.add_argument("--sentences", type=int, default=5, help="sentences per class (1-5)")
+    parser.add_argument("--sentences", default=5, help="sentences per class (1-5)",
+                        type=arg_type("1 to 5 sentences per class", whole=True, least=1, most=5))
     parser.add_argument("--features", help="feature cache (default: a temporary folder)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if len(args.system) < 2:
+        parser.error(f"argument --system: give at least two systems to order (got "
+                     f"{len(args.system)})")
 
-    from adept_eval import graded
+    from adept_eval import graded, stats
     from adept_eval.corpus import Corpus
     from adept_eval.listeners import get_listener
 
@@ -73,24 +87,51 @@ def main() -> int:
     ordered_everywhere = True
     for cls in classes + ["pooled"]:
         print(f"\n{cls}")
-        means = []
+        by_system = {}
         for name, _ in systems:
             recs = (sum(results[name].values(), []) if cls == "pooled"
                     else results[name][cls])
+            by_system[name] = recs
             summary = graded.aggregate(recs, clusters=graded.adept_sentence_clusters(recs))
             pd = summary["prosody_distance"]
-            means.append(pd.mean)
             extra = "  ".join(f"{f} {summary[f].mean:6.3f}" for f in FIGURES[1:])
             print(f"  {name:10} prosody_distance {pd.mean:6.3f} [{pd.ci_low:6.3f}, "
                   f"{pd.ci_high:6.3f}]  n={pd.n:3d} failed={pd.n_failed} "
                   f"undefined={pd.n_undefined}  {extra}")
-        ok = all(a < b for a, b in zip(means, means[1:]))
+        ok = True
+        for (first, _), (second, _) in zip(systems, systems[1:]):
+            d = paired(by_system[first], by_system[second], stats)
+            higher = d.n > 0 and d.difference > 0 and d.p_value < LEVEL
+            ok &= higher
+            print(f"  {second} - {first}: {d.difference:+.3f} [{d.ci_low:+.3f}, {d.ci_high:+.3f}], "
+                  f"p = {d.p_value:.3g}, n = {d.n} stimuli in {d.clusters} sentences: "
+                  f"{'higher' if higher else 'NOT shown higher'}"
+                  + (f" (the smallest p {d.clusters} sentences allow is "
+                     f"{2 / 2 ** d.clusters:.3g})" if d.n and 2 / 2 ** d.clusters >= LEVEL
+                     else ""))
         if cls != "pooled":
             ordered_everywhere &= ok
         print(f"  ordered {' < '.join(n for n, _ in systems)}: {'yes' if ok else 'NO'}")
-    print(f"\nordered on every class: {'yes' if ordered_everywhere else 'NO'}")
+    print(f"\nordered on every class: {'yes' if ordered_everywhere else 'NO'} (each next "
+          f"system's prosody_distance higher on the same stimuli, paired sentence-clustered "
+          f"sign-flip test, p < {LEVEL:g}; {len(classes)} classes, {args.sentences} sentences "
+          f"each)")
     return 0
 
 
+def paired(a_records, b_records, stats):
+    """``stats.paired_difference`` of ``b`` - ``a`` in prosody_distance over the stimuli both
+    scored (a failed or undefined one on either side is left out), clustered by sentence."""
+    from adept_eval import graded
+
+    a = {r.id: r.prosody_distance for r in a_records if r.status == "ok"}
+    b = {r.id: r.prosody_distance for r in b_records if r.status == "ok"}
+    ids = sorted(a.keys() & b.keys())
+    clusters = graded.adept_sentence_clusters(
+        [r for r in a_records if r.id in b and r.status == "ok"])
+    return stats.paired_difference([b[i] for i in ids], [a[i] for i in ids],
+                                   [clusters.get(i, i) for i in ids])
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_script(main))

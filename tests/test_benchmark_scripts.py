@@ -64,3 +64,39 @@ def test_human_comparison_level_methods_draw_from_their_own_streams():
     low, high = stats.clopper_pearson(7, 130)
     assert bench.rate(7, 130) == f"{7 / 130:.1%} [{100 * low:.1f}, {100 * high:.1f}]"
     assert np.isfinite([low, high]).all()
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--sentences", "0"], ["--sentences", "at least 1"]),
+    (["--sentences", "6"], ["--sentences", "at most 5"]),
+    (["--only-one"], ["--system", "at least two systems"]),
+    (["--corpus", "/nonexistent"], ["/nonexistent"]),
+])
+def test_graded_separation_refuses_bad_input(args, words, tmp_path):
+    """--sentences 0 printed n=0 nan then "ordered on every class: yes"; one --system was
+    always "ordered"; a missing corpus was a CorpusError traceback."""
+    systems = ["--system", f"a={tmp_path}"] + ([] if "--only-one" in args else
+                                                 ["--system", f"b={tmp_path}"])
+    args = [a for a in args if a != "--only-one"]
+    corpus = [] if "--corpus" in args else ["--corpus", str(tmp_path)]
+    _one_message(_script("benchmarks/graded_separation.py", *corpus, *systems, *args), *words)
+
+
+def test_graded_separation_orders_by_paired_tests(synthetic_root, systems, tmp_path):
+    """Copy < flat by the paired test on every class; the reverse order is not shown."""
+    done = _script("benchmarks/graded_separation.py", "--corpus", str(synthetic_root),
+                   "--system", f"copy={systems['copy']}", "--system", f"flat={systems['flat']}",
+                   "--sentences", "3", "--features", str(tmp_path / "f"), timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "ordered on every class: yes (each next system's prosody_distance higher on the " \
+           "same stimuli, paired" in done.stdout, done.stdout[-3000:]
+    assert "flat - copy: +" in done.stdout and "p = " in done.stdout
+    few = _script("benchmarks/graded_separation.py", "--corpus", str(synthetic_root),
+                  "--system", f"copy={systems['copy']}", "--system", f"flat={systems['flat']}",
+                  "--sentences", "2", "--features", str(tmp_path / "f"), timeout=900)
+    assert "the smallest p 4 sentences allow is 0.125" in few.stdout, few.stdout[-3000:]
+    assert "ordered on every class: NO" in few.stdout
+    back = _script("benchmarks/graded_separation.py", "--corpus", str(synthetic_root),
+                   "--system", f"flat={systems['flat']}", "--system", f"copy={systems['copy']}",
+                   "--sentences", "2", "--features", str(tmp_path / "f"), timeout=900)
+    assert "ordered on every class: NO" in back.stdout, back.stdout[-3000:]
