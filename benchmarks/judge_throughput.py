@@ -47,6 +47,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from adept_eval.errors import run_script  # noqa: E402
+from adept_eval.options import arg_type  # noqa: E402
+
 DEFAULT_AUDIO = ROOT.parent / "shared" / "data" / "vstyle_examples" / "en" / "wav"
 HEADLINE = ((64, 0.25), (256, 2.0))  # the targets: >= 90% of ideal
 
@@ -171,19 +176,21 @@ def row(label, conc, lat, r) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--concurrency", type=int, nargs="*", default=[4, 16, 64, 256])
-    parser.add_argument("--latency", type=float, nargs="*", default=[0.25, 2.0])
-    parser.add_argument("--waves", type=int, default=6, help="at least waves x concurrency items")
-    parser.add_argument("--seconds", type=float, default=20.0,
+    whole = arg_type("a whole number of at least 1", whole=True, least=1)
+    parser.add_argument("--concurrency", type=whole, nargs="+", default=[4, 16, 64, 256])
+    parser.add_argument("--latency", nargs="+", default=[0.25, 2.0],
+                        type=arg_type("seconds above 0", positive=True))
+    parser.add_argument("--waves", type=whole, default=6, help="at least waves x concurrency items")
+    parser.add_argument("--seconds", type=arg_type("0 or more seconds", least=0), default=20.0,
                         help="items per run: this many seconds of ideal work (capped)")
-    parser.add_argument("--max-items", type=int, default=1500)
-    parser.add_argument("--memory-items", type=int, default=1500)
+    parser.add_argument("--max-items", type=whole, default=1500)
+    parser.add_argument("--memory-items", type=whole, default=1500)
     parser.add_argument("--loops", nargs="*", default=[],
                         help="also run the headline cells under each of these event loops")
     parser.add_argument("--audio", default=str(DEFAULT_AUDIO), help="folder of MP3/WAV responses")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
-    parser.add_argument("--items", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--items", type=whole, help=argparse.SUPPRESS)
     parser.add_argument("--cache", default="", help=argparse.SUPPRESS)
     parser.add_argument("--tag", default="", help=argparse.SUPPRESS)
     parser.add_argument("--profile", help=argparse.SUPPRESS)
@@ -194,8 +201,11 @@ def main() -> int:
 
     audio = Path(args.audio)
     if not audio.is_dir():
-        raise SystemExit(f"{audio}: no such folder (give --audio DIR with MP3/WAV responses)")
+        parser.error(f"argument --audio: {audio}: no such folder (give --audio DIR with MP3/WAV "
+                     f"responses)")
     files = [p for p in audio.iterdir() if p.suffix.lower() in (".mp3", ".wav")]
+    if not files:
+        parser.error(f"argument --audio: no .mp3/.wav files in {audio}")
     mean_kb = sum(p.stat().st_size for p in files) / len(files) / 1000
     work = Path(tempfile.mkdtemp(prefix="judge-bench-"))
     warm_cache = str(work / "cache.sqlite")
@@ -249,4 +259,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_script(main))

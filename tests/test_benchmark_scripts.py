@@ -100,3 +100,20 @@ def test_graded_separation_orders_by_paired_tests(synthetic_root, systems, tmp_p
                    "--system", f"flat={systems['flat']}", "--system", f"copy={systems['copy']}",
                    "--sentences", "2", "--features", str(tmp_path / "f"), timeout=900)
     assert "ordered on every class: NO" in back.stdout, back.stdout[-3000:]
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--audio", "EMPTY"], ["--audio", "no .mp3/.wav files in"]),
+    (["--latency", "0"], ["--latency", "above 0"]),
+    (["--concurrency", "0"], ["--concurrency", "at least 1"]),
+])
+def test_judge_throughput_refuses_bad_input(args, words, tmp_path):
+    """An empty --audio folder was a ZeroDivisionError (before the script's own check),
+    --latency 0 a division by zero."""
+    (tmp_path / "empty").mkdir()
+    args = [str(tmp_path / "empty") if a == "EMPTY" else a for a in args]
+    if "--audio" not in args:
+        (tmp_path / "one").mkdir()
+        (tmp_path / "one" / "a.wav").write_bytes(b"RIFF")
+        args += ["--audio", str(tmp_path / "one")]
+    _one_message(_script("benchmarks/judge_throughput.py", *args, timeout=120), *words)
