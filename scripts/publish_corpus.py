@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from adept_eval import __version__, spec
 from adept_eval.corpus import Corpus, load_corpus
+from adept_eval.errors import run_script
 from adept_eval.data import QUESTION_FEATURES, RECORDING_FEATURES, questions_dataset, recordings_dataset
 
 
@@ -60,9 +61,13 @@ def card(configs: dict[str, int], licence: str, fingerprint: str) -> str:
     for name in configs:
         lines += [f"- config_name: {name}", "  data_files:", "  - split: test",
                   f"    path: {name}/test-00000-of-00001.parquet"]
+    tests = [name for name in configs if name != "recordings"]
+    questions = sum(configs[name] for name in tests)
     lines += ["---", "", "# ADEPT: A Dataset for Evaluating Prosody Transfer", "",
-              "195 natural English recordings (two speakers, six prosodic classes) and the twelve "
-              "forced-choice listening tests built from them, as described in the ADEPT "
+              f"{configs.get('recordings', 0)} natural English recordings ({len(spec.SPEAKERS)} "
+              f"speakers, {len(spec.CLASSES)} prosodic classes) and the {len(tests)} "
+              f"forced-choice listening tests built from them ({questions} questions), as "
+              "described in the ADEPT "
               "evaluation tutorial. Published with "
               f"[adept-eval](https://pypi.org/project/adept-eval/) {__version__} from Zenodo "
               f"record {spec.ZENODO_RECORD_ID} (doi:{spec.ZENODO_DOI}); corpus sha256 "
@@ -112,4 +117,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script(main))

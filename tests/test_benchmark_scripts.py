@@ -117,3 +117,18 @@ def test_judge_throughput_refuses_bad_input(args, words, tmp_path):
         (tmp_path / "one" / "a.wav").write_bytes(b"RIFF")
         args += ["--audio", str(tmp_path / "one")]
     _one_message(_script("benchmarks/judge_throughput.py", *args, timeout=120), *words)
+
+
+def test_publish_corpus_card_counts_what_it_publishes():
+    """The dataset card said "195 ... twelve" whatever the corpus held."""
+    publish = _module("scripts/publish_corpus.py")
+    configs = {"recordings": 190, **{f"adept_task_{i}": 10 for i in range(11)}}
+    text = publish.card(configs, "cc-by-4.0", "0" * 64)
+    assert "190 natural English recordings (2 speakers, 6 prosodic classes) and the 11 " \
+           "forced-choice listening tests built from them (110 questions)" in text
+    assert "195" not in text and "twelve" not in text
+
+
+def test_publish_corpus_refuses_a_missing_corpus(tmp_path):
+    _one_message(_script("scripts/publish_corpus.py", "--corpus", str(tmp_path / "nonexistent"),
+                         "--local-dir", str(tmp_path / "out")), "nonexistent")
