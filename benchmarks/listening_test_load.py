@@ -258,16 +258,19 @@ FIGURES = ["client p50", "client p95", "client p99", "server p50", "server p95",
 def print_summary(rows: list[dict], names: list[str]) -> None:
     """Each figure's median over the repeats, per version, and current/baseline."""
     base, cur = names
-    print(f"\nmedians over the repeats (ms; server CPU % of a core; wall s) and {cur}/{base}")
-    print(f"{'think':>5} {'figure':<11} {base:>10} {cur:>10} {'ratio':>6}")
+    print(f"\nmedians over the repeats (ms; server CPU % of a core; wall s) and {cur}/{base}; "
+          f"n = repeats per version")
+    print(f"{'think':>5} {'figure':<11} {base:>10} {cur:>10} {'ratio':>6} {'n':>7}")
     for think in dict.fromkeys(r["think"] for r in rows):
+        n = {name: sum(1 for r in rows if r["think"] == think and r["code"] == name)
+             for name in names}
         for figure in FIGURES:
             med = {name: statistics.median(r[figure] for r in rows
                                            if r["think"] == think and r["code"] == name)
                    for name in names}
             ratio = med[cur] / med[base] if med[base] else float("nan")
             print(f"{think:>5.1f} {figure:<11} {med[base]:>10.2f} {med[cur]:>10.2f} "
-                  f"{ratio:>6.2f}")
+                  f"{ratio:>6.2f} {n[base]:>3}/{n[cur]:<3}")
 
 
 def print_by_call(rows: list[dict]) -> None:

@@ -132,3 +132,16 @@ def test_publish_corpus_card_counts_what_it_publishes():
 def test_publish_corpus_refuses_a_missing_corpus(tmp_path):
     _one_message(_script("scripts/publish_corpus.py", "--corpus", str(tmp_path / "nonexistent"),
                          "--local-dir", str(tmp_path / "out")), "nonexistent")
+
+
+
+def test_listening_test_load_summary_says_how_many_repeats(capsys):
+    bench = _module("benchmarks/listening_test_load.py")
+    rows = [dict({f: float(i + 1) for f in bench.FIGURES}, think=3.0, code=code)
+            for i, code in enumerate(["base", "cur", "cur", "base", "base", "cur"])]
+    bench.print_summary(rows, ["base", "cur"])
+    out = capsys.readouterr().out
+    assert "n = repeats per version" in out
+    wall = next(line for line in out.splitlines() if line.split()[1:2] == ["wall"])
+    assert wall.split()[-1] == "3/3", wall
+    assert wall.split()[2:4] == ["4.00", "3.00"], wall  # base 1, 4, 5; cur 2, 3, 6
