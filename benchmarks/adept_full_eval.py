@@ -42,6 +42,11 @@ import threading  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from adept_eval.errors import run_script  # noqa: E402
+from adept_eval.options import arg_type  # noqa: E402
+
 PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -101,7 +106,7 @@ def shell_run(cmd: list[str], env: dict) -> dict:
 def in_process(system: Path, corpus: str, home: Path, warm_runs: int = 1) -> dict:
     """One cold and ``warm_runs`` warm evaluations on one core, each in a new Python process as
     a user's run is (``one_run``), timed per stage; the warm row is the run with the median
-    listener CPU. (Repeated in one long-lived process the same run's CPU wandered by +-6%:
+    listener CPU (the upper of the two middle runs for an even count, and labelled so). (Repeated in one long-lived process the same run's CPU wandered by +-6%:
     the heap and caches of the runs before it; in new processes by +-2%.)"""
     rows, warm = {}, []
     for run in ("cold", *["warm"] * warm_runs):
@@ -119,7 +124,8 @@ def in_process(system: Path, corpus: str, home: Path, warm_runs: int = 1) -> dic
         else:
             warm.append(row)
     warm.sort(key=lambda r: sum(v[1] for k, v in r["spent"].items() if k != "produce"))
-    rows[f"warm (median of {len(warm)})" if len(warm) > 1 else "warm"] = dict(
+    median = "upper median" if len(warm) % 2 == 0 else "median"
+    rows[f"warm ({median} of {len(warm)})" if len(warm) > 1 else "warm"] = dict(
         warm[len(warm) // 2], runs=[_x_real_time(r) for r in warm])
     return rows
 
@@ -204,7 +210,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--system", help="a folder of samples (default: a simulated system)")
     parser.add_argument("--corpus", help="ADEPT corpus (default: a synthetic one)")
-    parser.add_argument("--repeat", type=int, default=3, help="warm runs per row (median)")
+    parser.add_argument("--repeat", default=3, help="warm runs per row (median)",
+                        type=arg_type("a whole number of at least 1", whole=True, least=1))
     args = parser.parse_args()
     if not Path("/proc/self/statm").exists():
         sys.exit("this benchmark reads /proc: Linux only")
@@ -222,7 +229,9 @@ def main() -> int:
     system = Path(args.system) if args.system else synthetic.build_system(work / "system")
     import soundfile as sf
 
-    system_s = sum(sf.info(str(p)).duration for p in system.rglob("*.wav"))
+    n_tasks, n_questions, n_stimuli = corpus_counts(corpus)
+    system_files = sorted(system.rglob("*.wav"))
+    system_s = sum(sf.info(str(p)).duration for p in system_files)
     home = work / "home"
     env = {**os.environ, "ADEPT_EVAL_HOME": str(home), "ADEPT_EVAL_CORPUS": corpus}
     cores = len(os.sched_getaffinity(0))
@@ -246,15 +255,15 @@ def main() -> int:
                     shell_run(base, env)
                 _forget_system_features(system, home)
             runs.append(shell_run(base + extra, env))
-        runs.sort(key=lambda r: r["wall"])
-        mid = runs[len(runs) // 2]
         accs = {_acc(r["stdout"]) for r in runs}
-        rows.append((label, mid, len(runs), accs))
+        rows.append((label, median_row(runs), len(runs), accs))
 
-    print(f"\nADEPT full evaluation from the shell: 12 tasks, 165 questions, 195 system samples "
-          f"({system_s:.0f} s of audio), {cores} cores")
+    print(f"\nADEPT full evaluation from the shell: {n_tasks} tasks, {n_questions} questions, "
+          f"{n_stimuli} system samples asked for ({len(system_files)} files, {system_s:.0f} s of "
+          f"audio, in {system}), {cores} cores; n = runs per row, each figure its median")
     print(f"python -c 'import lm_eval.evaluator': {t_import:.2f} s (median of {args.repeat})")
-    print(f"{'run':17} {'n':>2} {'wall':>7} {'x import':>9} {'CPU':>7} {'peak RSS':>9}  adept acc")
+    print(f"{'run':17} {'n':>2} {'wall':>7} {'x import':>9} {'CPU':>7} {'peak RSS':>9}  "
+          f"adept acc (n = {n_questions} questions)")
     for label, r, n, accs in rows:
         print(f"{label:17} {n:2d} {r['wall']:6.2f}s {r['wall'] / t_import:8.1f}x {r['cpu']:6.2f}s "
               f"{r['peak_mib']:7.0f}MiB  {', '.join(sorted(accs))}")
@@ -278,6 +287,23 @@ def main() -> int:
     return 0
 
 
+def median_row(runs: list[dict]) -> dict:
+    """Each figure's own median over ``runs`` (``statistics.median``: the mean of the two middle
+    runs for an even count)."""
+    return {k: statistics.median(r[k] for r in runs) for k in ("wall", "cpu", "peak_mib")}
+
+
+def corpus_counts(corpus: str) -> tuple[int, int, int]:
+    """(tasks with questions, questions, distinct stimuli asked for) of the corpus at
+    ``corpus``: what a full evaluation of it asks a system for."""
+    from adept_eval.corpus import load_corpus
+    from adept_eval.questions import all_questions
+
+    qs = all_questions(load_corpus(corpus, download=False, progress=False))
+    return (sum(1 for v in qs.values() if v), sum(len(v) for v in qs.values()),
+            len({s for v in qs.values() for q in v for s in q.stimuli}))
+
+
 def _acc(stdout: str) -> str:
     """The pooled ``adept`` accuracy from lm-eval's printed groups table."""
     for line in stdout.splitlines():
@@ -289,4 +315,4 @@ def _acc(stdout: str) -> str:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_script(main))

@@ -145,3 +145,24 @@ def test_listening_test_load_summary_says_how_many_repeats(capsys):
     wall = next(line for line in out.splitlines() if line.split()[1:2] == ["wall"])
     assert wall.split()[-1] == "3/3", wall
     assert wall.split()[2:4] == ["4.00", "3.00"], wall  # base 1, 4, 5; cur 2, 3, 6
+
+
+def test_adept_full_eval_refuses_repeat_0():
+    _one_message(_script("benchmarks/adept_full_eval.py", "--repeat", "0"), "--repeat",
+                 "at least 1")
+
+
+def test_adept_full_eval_counts_its_corpus_and_takes_true_medians(synthetic_root, tmp_path):
+    """It printed "12 tasks, 165 questions, 195 system samples" whatever --corpus held, and
+    runs[len // 2] as the median (the upper middle run for an even --repeat)."""
+    from adept_eval.corpus import Corpus
+    from adept_eval.questions import all_questions
+
+    bench = _module("benchmarks/adept_full_eval.py")
+    runs = [{"wall": w, "cpu": c, "peak_mib": m} for w, c, m in ((4, 3, 100), (2, 1, 300),
+                                                                   (3, 2, 200), (1, 9, 50))]
+    assert bench.median_row(runs) == {"wall": 2.5, "cpu": 2.5, "peak_mib": 150}
+    qs = all_questions(Corpus(synthetic_root))
+    full = bench.corpus_counts(str(synthetic_root))
+    assert full == (len([v for v in qs.values() if v]), sum(map(len, qs.values())),
+                    len({s for v in qs.values() for q in v for s in q.stimuli}))
