@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import numpy as np
 import pytest
 
+from adept_eval.audio import AudioError
 from adept_eval.prosody import FeatureStore
 
 
@@ -44,7 +46,7 @@ def test_a_bad_file_does_not_stop_the_others(corpus, tmp_path):
     store = FeatureStore(tmp_path / "f")
     store.prefetch(paths, workers=2, progress=False)
     assert store.computed == 10
-    with pytest.raises(Exception):
+    with pytest.raises(AudioError, match=re.escape(f"{bad}: not decodable audio")):
         store.get(bad)
 
 
@@ -121,7 +123,7 @@ def test_background_failure_is_extracted_here(corpus, tmp_path):
     assert store.extract_ahead(paths, workers=1) == 4
     store.prefetch(paths, progress=False)  # best effort: the bad file is left to its question
     assert store.computed == 3
-    with pytest.raises(Exception):
+    with pytest.raises(AudioError, match=re.escape(f"{bad}: not decodable audio")):
         store.get(bad)
 
 
