@@ -166,3 +166,11 @@ def test_adept_full_eval_counts_its_corpus_and_takes_true_medians(synthetic_root
     full = bench.corpus_counts(str(synthetic_root))
     assert full == (len([v for v in qs.values() if v]), sum(map(len, qs.values())),
                     len({s for v in qs.values() for q in v for s in q.stimuli}))
+
+
+def test_graded_overhead_refuses_rounds_0_and_alternates_abba():
+    """--rounds 0 was a traceback; "off" always ran first and paid the first-run costs."""
+    _one_message(_script("benchmarks/graded_overhead.py", "--rounds", "0"), "--rounds",
+                 "at least 1")
+    bench = _module("benchmarks/graded_overhead.py")
+    assert [bench.order(r) for r in range(4)] == [("off", "on"), ("on", "off")] * 2
