@@ -189,9 +189,12 @@ def score_task(resps, docs) -> list[str]:
 
     The system's samples of all questions are pooled into one map (stimulus id -> file) that
     every question is asked with, so a listener can hear a sentence's other renditions
-    whatever folder layout the model uses (a content-addressed cache included). A question
-    whose output is unreadable or whose samples are unusable fails without being asked; a
-    listener error fails that question only, never the run.
+    whatever folder layout the model uses (a content-addressed cache included). A sample the
+    system reported failed (missing, refused by the audio check) is in the map with no file
+    (None), so a listener knows it was refused rather than not given, and does not go looking
+    for it on disk (the acoustic listener then judges that sentence's good samples alone). A
+    question whose output is unreadable or whose samples are unusable fails without being
+    asked; a listener error fails that question only, never the run.
     """
     if not docs:
         return []
@@ -217,13 +220,16 @@ def score_task(resps, docs) -> list[str]:
         outputs.append(samples)
         for sid, entry in samples.items():
             if isinstance(entry, dict) and entry.get("status") == "ok" and entry.get("path"):
-                pool.setdefault(sid, str(entry["path"]))
+                if not pool.get(sid):
+                    pool[sid] = str(entry["path"])
+            else:  # refused (missing, failed its check): marked, so no listener hears it
+                pool.setdefault(sid, None)
 
     asked, where = [], []
     for i, (q, samples) in enumerate(zip(questions, outputs)):
         if records[i] is not None:
             continue
-        bad = [s for s in q.stimuli if s not in pool]
+        bad = [s for s in q.stimuli if not pool.get(s)]
         if needs_audio and bad:
             problems = "; ".join(samples.get(s, {}).get("problem") or f"{s}: not produced"
                                  for s in bad)

@@ -129,3 +129,32 @@ def test_raw_system_output_is_still_scored(use_corpus, systems):
     docs, resps = _docs_and_outputs(TASK, systems["copy"], use_corpus)
     rec = harness.process_results(docs[0], resps[0])["acc"]
     assert rec["correct"] == 1 and rec["question_id"] == docs[0]["question_id"]
+
+
+def test_an_unusable_sample_costs_only_its_own_question(use_corpus, systems, tmp_path):
+    """A sample the harness refused (here an empty file; an unreadable or silent one is refused
+    alike) is not looked up again on disk as a sibling of its sentence's good samples: their
+    questions are answered from the sample alone (``lone-sample``), as for a deleted file, and
+    only the bad sample's own question fails. Every other answer is the intact run's."""
+    import shutil
+
+    task = "adept_marked_tonicity_female"
+    system = tmp_path / "sys"
+    shutil.copytree(systems["partial"] / "marked_tonicity", system / "marked_tonicity")
+    intact = _records(run_lm_eval("audio-dir", [task], model_args={
+        "path": str(system), "name": "x"}), task)
+    bad = system / "marked_tonicity" / "interpretation_1" / "ad00_0500.wav"
+    bad.write_bytes(b"")
+    harness.clear_caches()  # a new run: no listener that has heard the intact file
+    res = run_lm_eval("audio-dir", [task], model_args={
+        "path": str(system), "name": "x", "on_missing": "wrong"})
+    records = _records(res, task)
+    assert res["results"][task]["failed,none"] == 1
+    failed = [r for r in records.values() if r["failed"]]
+    assert len(failed) == 1 and "interpretation_1/ad00_0500" in failed[0]["detail"]
+    lone = {qid for qid, r in records.items() if not r["failed"]
+            and json.loads(r["detail"])["method"] == "lone-sample"}
+    assert lone and all(intact[qid]["detail"] != records[qid]["detail"] for qid in lone)
+    for qid, r in records.items():
+        if not r["failed"] and qid not in lone:
+            assert r["answer"] == intact[qid]["answer"] and r["detail"] == intact[qid]["detail"]

@@ -45,6 +45,9 @@ class Listener:
         return {"listener": self.name}
 
     def answer(self, question: Question, samples: dict[str, str]) -> Answer:
+        """``samples``: stimulus id -> the system's file, for at least the question's stimuli
+        (the harness gives every sample of the task; a sample the system reported failed is
+        there with None, so it is neither heard nor looked for elsewhere)."""
         raise NotImplementedError
 
     def answer_many(self, asked: list[tuple[Question, dict[str, str]]]) -> list[Answer]:

@@ -29,7 +29,9 @@ becomes a posterior over candidates, softmax(-d / temperature).
   question the map of all the system's samples of the task, whatever folder layout the model
   writes); only when they are not there are they looked for in the folder the sample sits in
   (``<cls>/<sub>/<key>.*``, the layout ``adept-eval manifest`` asks for); without them the
-  listener falls back to comparing the sample alone (speaker-normalised, ``prosody.distance``).
+  listener falls back to comparing the sample alone (speaker-normalised, ``prosody.distance``),
+  and so it does when one of them was refused (the harness marks it with no file) or cannot be
+  heard (unreadable, no speech): a bad sample costs its own question, not its sentence's.
 
 With ``graded`` on (the default; ``--metadata graded=false`` turns it off) the listener also
 gives the graded prosody-transfer figures of every stimulus (``graded_scores``), on the features
@@ -190,6 +192,36 @@ class AcousticListener(Listener):
             found.append(str(f))
         return found
 
+    def _usable_siblings(self, samples: dict[str, str | None], question: Question, key: str,
+                         subs: tuple[str, ...]) -> tuple[str, ...]:
+        """A single-stimulus question's sentence renditions in ``subs`` order, or () to judge
+        its sample alone (``lone-sample``), its own sample being usable.
+
+        Only renditions the caller gave and did not refuse are heard: a stimulus the samples
+        map holds with no path (the harness's mark of a sample that failed its check) is not
+        looked up on disk, where the refused file may still lie (unreadable, empty, silent...),
+        and a rendition whose features cannot be read or that holds no speech is left out
+        too. Without them the question is answered as for a deleted file, so one bad sample
+        costs its own question(s), not its sentence's (the rule: one bad sample never fails
+        another's judgement). Only when the caller gave none of the other renditions at all
+        (a caller that hands each question its own samples) are they looked for next to the
+        sample (``siblings``). When every rendition is usable, this is the sentence-relative
+        comparison the listener always made: answers of runs without failures are unchanged."""
+        given = [f"{question.cls}/{s}/{key}" for s in subs]
+        if all(samples.get(g) for g in given):
+            found = [samples[g] for g in given]
+        elif any(g in samples and not samples[g] for g in given):
+            return ()  # the caller refused one of them
+        else:
+            found = self.siblings(samples[question.stimuli[0]], question.cls, subs) or []
+        for p in found:
+            try:
+                if self._no_speech((p,)):
+                    return ()
+            except Exception:  # noqa: BLE001 - unreadable: heard by its own question only
+                return ()
+        return tuple(found)
+
     @staticmethod
     def _given_siblings(samples: dict[str, str], cls: str, key: str,
                         subs: tuple[str, ...]) -> list[str] | None:
@@ -246,16 +278,16 @@ class AcousticListener(Listener):
             subs = cls.subcategories_for(question.speaker)
             paths = tuple(samples[f"{question.cls}/{s}/{key}"] for s in subs)
             candidates = subs
+            problem = self._no_speech(paths)
         else:
             subs = tuple(question.choice_subcategories)
             own = samples[question.stimuli[0]]
-            paths = tuple(self._given_siblings(samples, question.cls, key, subs)
-                          or self.siblings(own, question.cls, subs) or ())
+            problem = self._no_speech((own,))
+            paths = () if problem else self._usable_siblings(samples, question, key, subs)
             candidates = subs
-        heard = paths or (samples[question.stimuli[0]],)
-        problem = self._no_speech(heard)
         if problem:
             return Answer((Response(None, detail="no speech"),), "failed", detail=problem)
+        heard = paths or (samples[question.stimuli[0]],)
 
         if paths:
             comparison = self._compare(question.cls, question.speaker, question.sentence_id,
