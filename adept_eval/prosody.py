@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .audio import Audio, read_audio, resample, zero_phase_filtered
+from .audio import MIN_RATE, Audio, AudioError, read_audio, resample, zero_phase_filtered
 from . import content_keys
 
 FEATURE_VERSION = "6"
@@ -107,6 +107,30 @@ def _frames(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 RUMBLE_CUTOFF_HZ = 70.0
 
 
+#: the longest audio ``extract`` analyses: one ADEPT sentence lasts seconds, and a sample more
+#: than 3x its reference fails the audio check (``audio.DURATION_RATIO_LIMITS``); the audio-LLM
+#: listener refuses an ADEPT sample over the same 60 s. Longer is not one utterance, and its
+#: analysis (and every alignment with it, quadratic in length) would cost minutes.
+MAX_ANALYSIS_S = 60.0
+
+
+def analysable(audio: Audio) -> None:
+    """Raise AudioError naming the file when ``extract`` cannot use ``audio``: a sampling rate
+    below the audio check's ``audio.MIN_RATE`` (8 kHz; the analysis needs speech up to 4 kHz,
+    and a header claiming a few Hz would be resampled to 16 kHz, thousands of times its size:
+    a 1 Hz header took 230 s and 21 GB) or longer than ``MAX_ANALYSIS_S``. Checked before any
+    resampling, so a refused file costs nothing; every file the check passes is analysed as
+    before."""
+    where = audio.path or "in-memory audio"
+    if audio.rate < MIN_RATE:
+        raise AudioError(f"{where}: sampling rate {audio.rate} Hz is below {MIN_RATE} Hz: too "
+                         "low for the prosody analysis (not analysed)")
+    if audio.duration > MAX_ANALYSIS_S:
+        raise AudioError(f"{where}: {audio.duration:.1f} s is longer than the "
+                         f"{MAX_ANALYSIS_S:g} s the prosody analysis takes for one utterance "
+                         "(not analysed)")
+
+
 def extract(audio: Audio) -> Features:
     """Features of one utterance, trimmed to its speech (leading/trailing silence removed).
 
@@ -118,6 +142,7 @@ def extract(audio: Audio) -> Features:
     import parselmouth
     from scipy.fft import dct
 
+    analysable(audio)
     x = resample(audio, ANALYSIS_RATE).samples.astype(np.float64)
     frames, times = _frames(x)
     energy = 10 * np.log10(np.mean(frames ** 2, axis=1) + 1e-10)

@@ -278,3 +278,54 @@ def test_integer_pcm_arrays_are_scaled_by_their_full_scale():
         assert np.allclose(got, tone, atol=step), pcm.dtype
     floats = from_array(tone * 0.5, 16000).samples
     assert np.allclose(floats, tone * 0.5, atol=1e-6)
+
+
+@pytest.mark.parametrize("rate, seconds", [(1, 2000), (24, 100), (4000, 1.0)])
+def test_the_prosody_analysis_refuses_a_rate_it_cannot_use(rate, seconds):
+    """A header claiming a few Hz would be resampled to 16 kHz, thousands of times its size (a
+    1 Hz file took 230 s and 21 GB): the analysis refuses it first, naming the file, below the
+    audio check's MIN_RATE (the check refuses such files too)."""
+    from adept_eval import prosody
+    from adept_eval.audio import MIN_RATE
+
+    noise = np.random.default_rng(0).normal(0, 0.1, int(rate * seconds)).astype(np.float32)
+    with pytest.raises(AudioError, match=rf"odd\.wav: sampling rate {rate} Hz is below {MIN_RATE}"):
+        prosody.extract(Audio(noise, rate, 1, "/x/odd.wav"))
+
+
+def test_the_prosody_analysis_refuses_more_than_one_utterance():
+    from adept_eval import prosody
+
+    rate = 8000
+    long = np.zeros(rate * 61, dtype=np.float32)  # the cap, MAX_ANALYSIS_S, is 60 s
+    with pytest.raises(AudioError, match=r"long\.wav: 61\.0 s is longer than the 60 s"):
+        prosody.extract(Audio(long, rate, 1, "/x/long.wav"))
+    prosody.extract(Audio(long[: rate * 5], rate, 1, "/x/short.wav"))  # what it can use: analysed
+
+
+def test_samples_that_fail_the_check_are_not_handed_to_the_listener(use_corpus, systems, tmp_path,
+                                                                    monkeypatch):
+    """A refused sample is scored as failed and never analysed: the listener's head start
+    (``harness.samples_produced``) gets only the samples that passed the audio check."""
+    from adept_eval import harness
+    from conftest import run_lm_eval
+
+    task = "adept_marked_tonicity_female"
+    system = tmp_path / "sys"
+    shutil.copytree(systems["copy"] / "marked_tonicity", system / "marked_tonicity")
+    bad = system / "marked_tonicity" / "interpretation_2" / "ad00_0501.wav"
+    sf.write(bad, np.random.default_rng(0).normal(0, 0.1, 96).astype(np.float32), 24)
+    handed = {}
+    real = harness.samples_produced
+
+    def spy(requests, produced):
+        handed.update(produced)
+        return real(requests, produced)
+
+    monkeypatch.setattr(harness, "samples_produced", spy)
+    res = run_lm_eval("audio-dir", [task], model_args={
+        "path": str(system), "name": "x", "on_missing": "wrong"})
+    assert res["results"][task]["failed,none"] == 1
+    sid = "marked_tonicity/interpretation_2/ad00_0501"
+    assert handed[sid].status == "failed" and "24 Hz" in handed[sid].problem
+    assert all(p.status == "ok" for s, p in handed.items() if s != sid)

@@ -100,23 +100,29 @@ class SpeechSystem(LM):
             for stim in stimuli_of(req.doc):
                 wanted.setdefault(stim.stimulus_id, stim)
         produced = {p.stimulus_id: p for p in self.produce(list(wanted.values()))}
-        # the listener may start on them in the background. adept-eval documents come from
-        # the harness, so it is loaded whenever there is something to hand over (looked up, not
-        # imported: the harness imports the settings, which import this module)
+        if self.check_samples:
+            produced = self._checked(produced, wanted)
+        # the listener may start on them in the background: only the samples that passed the
+        # check (a refused file - a header claiming 1 Hz, say - is never analysed: it is
+        # scored as failed, and its analysis could cost minutes and gigabytes). adept-eval
+        # documents come from the harness, so it is loaded whenever there is something to hand
+        # over (looked up, not imported: the harness imports the settings, which import this
+        # module)
         harness = sys.modules.get("adept_eval.harness")
         if harness is not None:
             harness.samples_produced(requests, produced)
         try:
-            return self._answers(requests, produced, wanted)
+            return self._answers(requests, produced, wanted, checked=True)
         except BaseException:
             if harness is not None:
                 harness.samples_abandoned()
             raise
 
-    def _answers(self, requests, produced: dict[str, Produced], wanted: dict[str, Stimulus]
-                 ) -> list[str]:
-        """Each request's answer: the JSON record of its samples, once they are checked."""
-        if self.check_samples:
+    def _answers(self, requests, produced: dict[str, Produced], wanted: dict[str, Stimulus],
+                 checked: bool = False) -> list[str]:
+        """Each request's answer: the JSON record of its samples, once they are checked
+        (``checked``: they were already)."""
+        if self.check_samples and not checked:
             produced = self._checked(produced, wanted)
         failed = [p for p in produced.values() if p.status != "ok"]
         if failed and self.on_missing == "error":
