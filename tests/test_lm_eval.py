@@ -12,6 +12,7 @@ import pytest
 import soundfile as sf
 
 from adept_eval import spec
+from adept_eval.models.base import SystemSetupError
 from adept_eval.models.synthesizing import FAILURES_SHOWN
 from conftest import run_lm_eval
 
@@ -110,10 +111,11 @@ def test_tts_command_synthesises_once_and_survives_failures(use_corpus, tmp_path
 
     failing = {**args, "command": command + " fail", "name": "broken-tts"}
     with caplog.at_level(logging.WARNING, logger="adept_eval.models.synthesizing"):
-        res = run_lm_eval("tts-command", ["adept_syntactic_phrasing_female"],
-                          model_args=failing)
-    r = res["results"]["adept_syntactic_phrasing_female"]
-    assert r["failed,none"] == 10 and r["acc,none"] == 0.0  # failures are wrong answers, run completes
+        # every synthesis failed: nothing to score, one message (not an accuracy of 0)
+        with pytest.raises(SystemSetupError, match=r"broken-tts: no sample was produced: all 10 "
+                           r"syntheses failed.*First: syntactic_phrasing/.*exit code 3.*"
+                           r"\(and 7 more\)$"):
+            run_lm_eval("tts-command", ["adept_syntactic_phrasing_female"], model_args=failing)
     # the console names the first few failures and counts the rest (it printed all ten)
     said = [rec.getMessage() for rec in caplog.records if "broken-tts" in rec.getMessage()]
     assert len([m for m in said if "synthesis of" in m]) == FAILURES_SHOWN
@@ -149,15 +151,81 @@ def test_tts_command_that_cannot_run_is_one_message_before_any_stimulus(model_ar
 
 def test_tts_command_timeout_fails_that_stimulus(use_corpus, tmp_path):
     slow = tmp_path / "slow.py"
-    slow.write_text("import time; time.sleep(30)\n")
-    args = {"command": f"{sys.executable} {slow} {{text}} {{output}}", "timeout": 1,
+    slow.write_text("import pathlib, shutil, sys, time\n"
+                    "ref, out = sys.argv[1:3]\n"
+                    "if pathlib.Path(ref).match('interpretation_1/ad00_0500.*'):\n"
+                    "    time.sleep(30)\n"
+                    "shutil.copy(ref, out)\n")
+    args = {"command": f"{sys.executable} {slow} {{reference}} {{output}}", "timeout": 1,
             "name": "slow-tts", "cache_dir": str(tmp_path / "cache")}
-    res = run_lm_eval("tts-command", ["adept_marked_tonicity_female"], model_args=args, limit=1)
+    res = run_lm_eval("tts-command", ["adept_marked_tonicity_female"], model_args=args)
     r = res["results"]["adept_marked_tonicity_female"]
-    assert r["failed,none"] == 1
-    rec = res["samples"]["adept_marked_tonicity_female"][0]["acc"]
-    rec = rec[0] if isinstance(rec, list) else rec
-    assert "timed out after 1 s" in rec["detail"]
+    assert r["failed,none"] == 1  # its own question; the other rendition's is answered
+    recs = [x["acc"][0] if isinstance(x["acc"], list) else x["acc"]
+            for x in res["samples"]["adept_marked_tonicity_female"]]
+    failed, = [x for x in recs if x["failed"]]
+    assert "timed out after 1 s" in failed["detail"]
+
+
+BROKEN_ONCE = r'''
+import pathlib, shutil, sys
+ref, out, log, broken = sys.argv[1:5]
+pathlib.Path(log).open("a").write(ref + "\n")
+if pathlib.Path(broken).exists() and pathlib.Path(ref).match("interpretation_1/ad00_0500.*"):
+    pathlib.Path(out).write_text("Traceback: model crashed\n")  # not audio
+else:
+    shutil.copy(ref, out)
+'''
+
+
+def test_tts_command_does_not_cache_an_unusable_output(use_corpus, tmp_path):
+    """A synthesiser that wrote a non-audio file for one stimulus, then was fixed: the rerun
+    synthesises that stimulus again (the docs: a rerun "synthesises only what is missing")
+    rather than reusing the broken output from the cache for ever."""
+    script = tmp_path / "tts.py"
+    script.write_text(BROKEN_ONCE)
+    log, broken = tmp_path / "calls.log", tmp_path / "broken"
+    broken.touch()
+    task = "adept_marked_tonicity_female"
+    args = {"command": f"{sys.executable} {script} {{reference}} {{output}} {log} {broken}",
+            "name": "flaky-tts", "cache_dir": str(tmp_path / "cache")}
+    res = run_lm_eval("tts-command", [task], model_args=args)
+    assert res["results"][task]["failed,none"] == 1
+    recs = [x["acc"][0] if isinstance(x["acc"], list) else x["acc"]
+            for x in res["samples"][task]]
+    assert "not decodable audio" in " ".join(x["detail"] for x in recs if x["failed"])
+    assert len(log.read_text().splitlines()) == 10
+    broken.unlink()  # the synthesiser is fixed
+    res = run_lm_eval("tts-command", [task], model_args=args)
+    assert res["results"][task]["failed,none"] == 0 and res["results"][task]["acc,none"] == 1.0
+    calls = log.read_text().splitlines()
+    assert len(calls) == 11 and calls[-1].endswith("interpretation_1/ad00_0500.wav")
+
+
+@pytest.mark.parametrize("command, why", [
+    ("/bin/true {output}", "no audio was written"),
+    (f"{sys.executable} -c 'import time; time.sleep(5)' {{output}},timeout=0.01", "timed out"),
+])
+def test_a_run_where_no_sample_was_produced_stops_with_one_message(command, why, corpus,
+                                                                   tmp_path):
+    """Through the real `lm_eval`: when every synthesis fails there is nothing to score; one
+    message says so and why (its first failures), exit status 2, no results - not a normal
+    run scored 0.0."""
+    from faults import console_script
+
+    done = subprocess.run([console_script("lm_eval"), "--model", "tts-command", "--model_args",
+                           f"command={command},name=dead-tts", "--tasks",
+                           "adept_marked_tonicity_female", "--output_path",
+                           str(tmp_path / "out")],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=600,
+                          env={**os.environ, "ADEPT_EVAL_CORPUS": str(corpus.root),
+                               "ADEPT_EVAL_HOME": str(tmp_path / "home")})
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr, done.stderr
+    error, = [line for line in done.stderr.splitlines() if "error: " in line]
+    assert "dead-tts: no sample was produced: all 10 syntheses failed" in error
+    assert why in error
+    assert not list((tmp_path / "out").rglob("results_*.json"))
 
 
 def test_in_process_model(use_corpus, tmp_path):

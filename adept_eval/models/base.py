@@ -144,21 +144,13 @@ class SpeechSystem(LM):
 
     def _checked(self, produced: dict[str, Produced], wanted: dict[str, Stimulus]):
         """Unusable audio (unreadable, silent, far off in length...) fails that stimulus."""
-        import soundfile as sf
-
         out = {}
         for sid, p in tqdm(produced.items(), desc=f"{self.name}: checking audio", unit="file",
                            disable=len(produced) < 20):
             if p.status == "ok" and p.path:
-                stim = wanted[sid]
-                ref = stim.reference_audio
-                ref_dur = sf.info(ref).duration if stim.compare_duration and ref and \
-                    Path(ref).exists() else None
-                report = check_audio(p.path, reference_duration=ref_dur)
-                if not report.ok:
-                    p = Produced(sid, p.path, "failed",
-                                 "; ".join(x.message for x in report.problems
-                                           if x.severity == "error"))
+                problem = sample_problem(p.path, wanted[sid])
+                if problem:
+                    p = Produced(sid, p.path, "failed", problem)
             out[sid] = p
         return out
 
@@ -208,6 +200,20 @@ def first_reasons(failed: list[Produced], shown: int = 3) -> str:
     more = f" (and {len(failed) - shown} more; every reason is in the logged samples)" \
         if len(failed) > shown else ""
     return "First: " + "; ".join(lines) + more
+
+
+def sample_problem(path: str | Path, stimulus: Stimulus) -> str:
+    """Why the file ``path`` is not a usable sample of ``stimulus`` (the audio check's errors,
+    its length against the reference's included), or "" when it is."""
+    import soundfile as sf
+
+    ref = stimulus.reference_audio
+    ref_dur = sf.info(ref).duration if stimulus.compare_duration and ref and \
+        Path(ref).exists() else None
+    report = check_audio(path, reference_duration=ref_dur)
+    if report.ok:
+        return ""
+    return "; ".join(x.message for x in report.problems if x.severity == "error")
 
 
 def stimuli_of(doc: dict) -> list[Stimulus]:

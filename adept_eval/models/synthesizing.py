@@ -13,8 +13,10 @@
 
 Outputs are cached under ``cache_dir`` (default: the adept-eval cache) by a key over the system
 name, its ``version()``, the text and the reference audio's bytes, so a rerun (or a run killed
-halfway) synthesises only what is missing. A stimulus whose synthesis fails is recorded as
-failed and scored as a wrong answer; the run goes on.
+halfway) synthesises only what is missing; only an output that passes the audio check is
+cached, and a cached one that fails it is synthesised again. A stimulus whose synthesis fails
+is recorded as failed and scored as a wrong answer; the run goes on - unless every synthesis
+failed: then it stops with one message, as there is nothing to score.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ..audio import Audio, from_array, read_audio, write_wav
-from .base import Produced, SpeechSystem, Stimulus
+from .base import Produced, SpeechSystem, Stimulus, SystemSetupError, sample_problem
 
 log = logging.getLogger(__name__)
 
@@ -68,20 +70,37 @@ class SynthesizingSystem(SpeechSystem):
         raise NotImplementedError
 
     def produce(self, stimuli: list[Stimulus]) -> list[Produced]:
+        """Each stimulus' sample: from the cache, or synthesised (and cached) when it is not
+        there. With ``check_samples`` (the default) an output is cached only once it passes the
+        audio check (``base.sample_problem``: decodable, not silent, near the reference's
+        length...), and a cached output that fails it is synthesised again: a synthesiser that
+        wrote garbage once, then was fixed, gets its samples on the rerun ("a rerun
+        synthesises only what is missing") instead of the garbage from the cache for ever.
+        A failure fails its stimulus only; when every synthesis fails, though, there is
+        nothing to score, and the run stops with one message saying so and why (its first
+        failures), not an accuracy of 0 from samples that never existed."""
         out = []
         failures = 0
         for s in tqdm(stimuli, desc=f"{self.name}: synthesising", unit="sample"):
             target = self.cache_dir / f"{self.cache_key(s)}.wav"
             if target.exists() and target.stat().st_size > 0:
-                self.reused += 1
-                out.append(Produced(s.stimulus_id, str(target), "ok"))
-                continue
+                stale = sample_problem(target, s) if self.check_samples else ""
+                if not stale:
+                    self.reused += 1
+                    out.append(Produced(s.stimulus_id, str(target), "ok"))
+                    continue
+                log.info("%s: cached output of %s is unusable (%s): synthesising it again",
+                         self.name, s.stimulus_id, stale)
             target.parent.mkdir(parents=True, exist_ok=True)
             tmp = target.with_name(f".{target.stem}.{os.getpid()}.wav")
             try:
                 self.synthesize_to(s, tmp)
                 if not tmp.exists() or tmp.stat().st_size == 0:
                     raise RuntimeError(f"no audio was written to {tmp}")
+                problem = sample_problem(tmp, s) if self.check_samples else ""
+                if problem:  # not cached: a rerun synthesises it again
+                    raise RuntimeError("its output is unusable: "
+                                       + problem.replace(str(tmp), "the output"))
                 os.replace(tmp, target)
                 self.synthesized += 1
                 out.append(Produced(s.stimulus_id, str(target), "ok"))
@@ -92,11 +111,18 @@ class SynthesizingSystem(SpeechSystem):
                     log.warning("%s: synthesis of %s failed: %s", self.name, s.stimulus_id, exc)
                 out.append(Produced(s.stimulus_id, None, "failed", f"synthesis failed: {exc}"))
         if failures > FAILURES_SHOWN:
-            log.warning("%s: %d more syntheses failed (%d of %d in all; each reason is in the "
-                        "logged samples)", self.name, failures - FAILURES_SHOWN, failures,
-                        len(stimuli))
+            log.warning("%s: %d more syntheses failed (%d of %d in all%s)", self.name,
+                        failures - FAILURES_SHOWN, failures, len(stimuli),
+                        "; each reason is in the logged samples" if failures < len(stimuli)
+                        else "")
         log.info("%s: %d synthesised, %d reused from %s", self.name, self.synthesized,
                  self.reused, self.cache_dir)
+        if stimuli and failures == len(stimuli):
+            first = "; ".join(f"{p.stimulus_id}: {p.problem}" for p in out[:3])
+            more = f" (and {failures - 3} more)" if failures > 3 else ""
+            raise SystemSetupError(
+                f"{self.name}: no sample was produced: all {failures} syntheses failed, so "
+                f"there is nothing to score. First: {first}{more}")
         return out
 
 
