@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from . import spec, vstyle
 from .identity import RunIdentity, SuiteIdentity, answered, label, limited
-from .settings import URL_CREDENTIALS, environment_secrets
+from .settings import URL_CREDENTIALS, environment_secrets, redact_words
 from .suites import SUITES, suite_of, tasks_by_suite
 
 log = logging.getLogger(__name__)
@@ -37,9 +37,19 @@ def secret_values() -> dict[str, str]:
     return environment_secrets()
 
 
+#: results and samples as lm-eval writes them: text whose strings are options and commands
+_OPTION_FILES = {".json", ".jsonl"}
+
+
 def find_secrets(folder: Path) -> list[str]:
     """Files under ``folder`` that contain a secret's value, or a password written into a URL
-    (a server option given as ``https://user:password@host``): ``path (what)`` entries."""
+    (a server option given as ``https://user:password@host``): ``path (what)`` entries.
+
+    A results or samples file (.json, .jsonl) is also read word by word with the rule options
+    are refused by (``settings.redact_words``): a run made before that rule, or by hand, may
+    hold ``--api-key X`` in a tts-command template or ``?token=X`` in a server URL, and those
+    are refused for upload too. Other files (a Space's code, parquet) get only the two checks
+    above: code is full of ``api_key=...`` that is no secret."""
     secrets = secret_values()
     found = []
     for path in sorted(p for p in Path(folder).rglob("*") if p.is_file()):
@@ -49,6 +59,12 @@ def find_secrets(folder: Path) -> list[str]:
                 found.append(f"{path} ({name})")
         if URL_CREDENTIALS.search(data):
             found.append(f"{path} (a password in a URL)")
+        elif path.suffix in _OPTION_FILES:
+            # JSON's quotes, commas and escapes end a word, as white space does
+            words = re.split(r"[\s\"',\\]+", data.decode("utf-8", "replace"))
+            what = [w for w in redact_words(words)[1] if "$" not in w]  # $NAME: reported above
+            if what:
+                found.append(f"{path} ({'; '.join(dict.fromkeys(what))})")
     return found
 
 

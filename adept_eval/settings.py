@@ -15,9 +15,11 @@ A key nobody owns, or one owned by a listener the run does not use, is a ``Setti
 lists the valid keys. Nothing is silently dropped.
 
 Secrets never travel as options: a key whose *name* looks secret (``api_key``, ``token``,
-``password``...) or whose *value* looks like a credential (``sk-...``, ``hf_...``, ``AIza...``,
-or the value of a secret environment variable) is refused before anything is written or
-logged; name the environment variable instead (``*_api_key_env=OPENAI_API_KEY``).
+``password``...) or whose *value* looks like a credential or holds one (``sk-...``, ``hf_...``,
+``AIza...``, ``--api-key X`` in a command, ``?token=X`` in a URL, or the value of a secret
+environment variable; ``redact_words`` is that one rule, also used to redact tts-command's
+recorded template and to refuse uploads) is refused before anything is written or logged; name
+the environment variable instead (``*_api_key_env=OPENAI_API_KEY``).
 """
 
 from __future__ import annotations
@@ -35,7 +37,10 @@ LM_EVAL_KEYS = frozenset({"version", "config_source"})
 JUDGE_PREFIX = "judge_"
 
 _SECRET_WORDS = {"key", "apikey", "token", "secret", "password", "passwd", "passphrase",
-                 "credential", "credentials", "auth", "bearer"}
+                 "credential", "credentials", "auth", "authorization", "bearer", "cookie",
+                 "signature", "sig"}
+# a word ending so is secret too (``hftoken``, ``accesstoken``, ``dbpassword``); not ``tokens``
+_SECRET_ENDINGS = ("token", "apikey", "password", "passwd", "secret")
 #: a password written into a URL (``https://user:password@host``): refused in options (it is a
 #: credential like the others below), and a file holding one is never uploaded
 #: (``hub.find_secrets``)
@@ -43,7 +48,7 @@ _URL_CREDENTIALS = r"[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@\"']+:[^/\s@\"']+@"
 URL_CREDENTIALS = re.compile(_URL_CREDENTIALS.encode())
 _SECRET_VALUE = re.compile(
     r"(?<![A-Za-z0-9])(sk-[A-Za-z0-9_\-]{12,}|hf_[A-Za-z0-9]{16,}|AIza[0-9A-Za-z_\-]{20,}"
-    r"|gh[pousr]_[A-Za-z0-9]{20,}|xox[abp]-[A-Za-z0-9\-]{10,}|Bearer\s+\S{8,}"
+    r"|gh[pousr]_[A-Za-z0-9]{20,}|xox[abprs]-[A-Za-z0-9\-]{10,}|Bearer\s+(?!<redacted>)\S{8,}"
     rf"|{_URL_CREDENTIALS})")
 _ENV_SECRET_NAME = re.compile(r"(TOKEN|KEY|SECRET|PASSWORD)", re.IGNORECASE)
 
@@ -59,7 +64,8 @@ def secret_name(key: str) -> bool:
     parts = [p for p in re.split(r"[_\-.]", key.lower()) if p]
     if not parts or parts[-1] == "env":
         return False
-    return any(p in _SECRET_WORDS for p in parts) or "apikey" in key.lower().replace("_", "")
+    return (any(p in _SECRET_WORDS or p.endswith(_SECRET_ENDINGS) for p in parts)
+            or "apikey" in key.lower().replace("_", ""))
 
 
 def environment_secrets() -> dict[str, str]:
@@ -67,16 +73,90 @@ def environment_secrets() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if _ENV_SECRET_NAME.search(k) and len(v) >= 8}
 
 
+REDACTED = "<redacted>"
+# ``--api-key`` / ``--token=`` / ``password=``: an option name as a command line writes one
+_OPTION_NAME = re.compile(r"-{0,2}[A-Za-z][A-Za-z0-9_.\-]*")
+# ``?token=X`` / ``&api_key=X`` in a URL
+_QUERY_PARAMETER = re.compile(r"(?<=[?&;])([A-Za-z][A-Za-z0-9_.\-]*)=([^&#\s\"'<>]+)")
+
+
+def placeholder(word: str) -> bool:
+    """``{text}``, ``{output}``: a template's placeholder, never a secret."""
+    return re.fullmatch(r"\{\w+\}", word) is not None
+
+
+def redact_words(words: list[str], keep=placeholder) -> tuple[list[str], list[str]]:
+    """The one rule for secrets inside a command line or URL, shared by the option check
+    (``secret_value``: refused before lm-eval logs it), ``tts_command.redact_command`` (the
+    template recorded with each sample) and ``hub.find_secrets`` (files refused for upload),
+    so what one lets through the others do too.
+
+    ``words`` are a command's arguments. Secret: the value after an option named like a secret
+    (``--api-key X``, ``--token=X``, ``password=X``; named as ``secret_name`` decides, so
+    ``--api-key-env NAME`` and ``--max-tokens 5`` are not), a URL query parameter so named
+    (``?token=X``, ``&api_key=X``), the word after ``Bearer``, a credential-shaped string
+    (``sk-...``, ``hf_...``, ``user:pass@`` in a URL) and the value of a secret-named
+    environment variable. A value ``keep`` accepts (a template's placeholder), one starting
+    with ``-`` (the next option, so the first was a flag) and ``<redacted>`` itself are not
+    secrets. Returns the words with each secret
+    replaced by ``<redacted>`` and, per secret, what held it (never the secret)."""
+    env = sorted(environment_secrets().items(), key=lambda kv: len(kv[1]), reverse=True)
+    out: list[str] = []
+    found: list[str] = []
+    after: str | None = None  # the secret option the previous word was
+    for word in words:
+        if after is not None:
+            option, after = after, None
+            if word and not word.startswith("-") and not keep(word) and word != REDACTED:
+                out.append(REDACTED)
+                found.append(next((f"the value of ${var}" for var, secret in env
+                                   if secret in word), f"the value of {option}"))
+                continue
+        if word.lower() == "bearer":  # "Bearer TOKEN" given as two words
+            after = word
+        name, eq, value = word.partition("=")
+        if _OPTION_NAME.fullmatch(name) and secret_name(name.lstrip("-")):
+            if not eq and name.startswith("-"):
+                after = name
+            elif eq and value and not keep(value) and value != REDACTED:
+                word = f"{name}={REDACTED}"
+                found.append(f"the value of {name}")
+
+        def query(m):
+            if not secret_name(m.group(1)) or m.group(2) == REDACTED:
+                return m.group(0)
+            found.append(f"the URL parameter {m.group(1)}=")
+            return f"{m.group(1)}={REDACTED}"
+
+        word = _QUERY_PARAMETER.sub(query, word)
+        for var, secret in env:
+            if secret in word:
+                word = word.replace(secret, REDACTED)
+                found.append(f"the value of ${var}")
+        for m in _SECRET_VALUE.finditer(word):
+            found.append(f"a credential ({m.group(1)[:4]}...)")
+        out.append(_SECRET_VALUE.sub(REDACTED, word))
+    return out, found
+
+
+def command_words(text: str) -> list[str]:
+    """``text`` split as a shell would (as tts-command splits its template), or at white space
+    when it does not split (an unmatched quote)."""
+    import shlex
+
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return text.split()
+
+
 def secret_value(value) -> str | None:
-    """Why ``value`` looks like a credential, or None."""
-    text = str(value)
-    m = _SECRET_VALUE.search(text)
-    if m:
-        return f"looks like a credential ({m.group(1)[:4]}...)"
-    for name, secret in environment_secrets().items():
-        if secret in text:
-            return f"contains the value of ${name}"
-    return None
+    """Why ``value`` looks like a credential or holds one (``redact_words``'s rule), or None."""
+    found = redact_words(command_words(str(value)))[1]
+    if not found:
+        return None
+    # "contains a credential (sk-a...)", "contains the value of --api-key"
+    return "contains " + ", ".join(dict.fromkeys(found))
 
 
 def refuse_secrets(options: dict, where: str = "--model_args/--metadata") -> None:
@@ -95,7 +175,9 @@ def refuse_secrets(options: dict, where: str = "--model_args/--metadata") -> Non
             f"refusing secrets in {where}: " + "; ".join(bad) + ". Secrets come only from the "
             "environment: put the key in an environment variable and name it, e.g. "
             "judge_api_key_env=OPENAI_API_KEY, llm_api_key_env=..., api_key_env=... "
-            "(HF_TOKEN is read from the environment by huggingface_hub).")
+            "(HF_TOKEN is read from the environment by huggingface_hub); tts-command's "
+            "command inherits the environment, so export the key (MYTTS_API_KEY=...) and have "
+            "the program, or a wrapper script, read it there.")
 
 
 # ----------------------------------------------------------------------------- who owns a key

@@ -188,3 +188,31 @@ def test_bracketed_text_is_printed_literally_not_eaten_as_markup(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "no chart: pip install 'adept-eval[plot]' for matplotlib" in done.stdout, done.stdout
     assert "[bold]tts[/bold] [plot]" in done.stdout and "l[plot]b/leaderboard.md" in done.stdout
+
+
+# ----------------------------------------------------------------------------- secrets in values
+@pytest.mark.parametrize("option, value, names", [
+    ("--model_args", "command=bin/mytts.py --api-key mysupersecretvalue99 --text {text} --ref "
+     "{reference} --out {output},name=t3", "--api-key"),
+    ("--metadata", "judge_base_url=http://127.0.0.1:9/v1?token=mysecretvalue123", "token="),
+])
+def test_lm_eval_refuses_a_secret_inside_an_option_value(option, value, names, corpus, tmp_path):
+    """A key inside a value (a tts-command template's ``--api-key X``, a URL's ``?token=X``) is
+    refused before lm-eval logs the options or writes results, as ``sk-...`` values are: the
+    samples redact it, but results_*.json's config, the console log and a Hub upload would not."""
+    program = tmp_path / "bin" / "mytts.py"
+    program.parent.mkdir()
+    program.write_text("#!/bin/sh\ncp \"$4\" \"$6\"\n")
+    program.chmod(0o755)
+    model = "tts-command" if option == "--model_args" else "adept-natural"
+    argv = [console_script("lm_eval"), "--model", model, "--tasks",
+            "adept_marked_tonicity_female", "--limit", "1", "--output_path", "out",
+            "--log_samples", option, value]
+    done = _run(argv, tmp_path, ADEPT_EVAL_CORPUS=str(corpus.root))
+    assert done.returncode != 0
+    line = _one_error_line(done)
+    assert f"refusing secrets in {option}" in line and names in line, line
+    assert "environment" in line
+    secret = value.split("?token=")[-1] if "token=" in value else "mysupersecretvalue99"
+    assert secret not in done.stderr + done.stdout
+    assert not (tmp_path / "out").exists()

@@ -580,3 +580,31 @@ def test_a_push_without_a_token_is_refused_before_any_network_call(hub, runs):
                             "alice/token-file"), {**env, "HF_ENDPOINT": hub.url}, tmp)
     assert hub.repo("alice/token-file") is not None
     assert hub.token not in done.stdout + done.stderr
+
+
+def test_publish_refuses_a_run_holding_a_key_in_an_option_value(hub, runs):
+    """A run made before lm_eval refused them may hold a key inside an option value - a
+    tts-command template's ``--api-key X`` in results' config, a server URL's ``?token=X`` -
+    which no environment variable names: the upload is refused, naming the file, before any
+    push, by the rule the options are refused with."""
+    tmp, env = runs
+    for n, (value, said) in enumerate([
+            ("command=bin/mytts.py --api-key mysupersecretvalue99 --out {output},name=t3",
+             "the value of --api-key"),
+            ("path=x,judge_base_url=http://127.0.0.1:9/v1?token=mysecretvalue123",
+             "the URL parameter token=")]):
+        folder = tmp / f"keyed-{n}"
+        shutil.copytree(tmp / "out" / "flat-tts", folder,
+                        ignore=shutil.ignore_patterns("hub_upload"))
+        results = next(folder.rglob("results_*.json"))
+        data = json.loads(results.read_text())
+        data["config"]["model_args"] = value
+        results.write_text(json.dumps(data))
+        before = set(hub.repos)
+        done = _run(_adept_eval("publish", str(folder), "--repo", f"adept-lab/keyed-{n}"), env,
+                    tmp, check=False)
+        assert done.returncode == 2, done.stderr
+        line, = done.stderr.strip().splitlines()
+        assert line.startswith("error: refusing to upload") and "results.json" in line, line
+        assert said in line and "secretvalue" not in line, line
+        assert set(hub.repos) == before

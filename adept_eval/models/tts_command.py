@@ -26,46 +26,21 @@ from pathlib import Path
 
 
 from ..options import number
+from ..settings import redact_words
 from .base import Stimulus, SystemSetupError
 from .synthesizing import SynthesizingSystem
 
 _PLACEHOLDER = re.compile(r"\{(text|reference|output)\}")
 
-# option names whose value is a secret: --api-key X, --token=X, password=X, -H "Authorization: ..."
-_SECRET_OPTION = re.compile(r"(key|token|secret|passw(or)?d|auth|credential|bearer|cookie)",
-                            re.IGNORECASE)
-# values shaped like credentials, wherever they appear
-_SECRET_VALUE = re.compile(
-    r"(sk-[A-Za-z0-9_-]{12,}|hf_[A-Za-z0-9]{16,}|AIza[0-9A-Za-z_-]{20,}|gh[pousr]_[A-Za-z0-9]{20,}"
-    r"|xox[abprs]-[A-Za-z0-9-]{10,}|(?<=://)[^/\s:@]+:[^/\s@]+(?=@)|(?<=Bearer )\S+)")
-REDACTED = "<redacted>"
-
 
 def redact_command(args: list[str]) -> str:
-    """The template as one line with secret-looking values replaced by ``<redacted>``: values of
-    options named like secrets (``--api-key X``, ``--token=X``, ``key=X``), credential-shaped
-    strings (``sk-...``, ``hf_...``, ``AIza...``, ``user:pass@`` in URLs, ``Bearer ...``) and
-    the values of secret-named environment variables. Placeholders are never redacted."""
-    from ..hub import secret_values
-
-    env_secrets = sorted(secret_values().values(), key=len, reverse=True)
-    out: list[str] = []
-    hide_next = False
-    for arg in args:
-        if hide_next and not _PLACEHOLDER.fullmatch(arg):
-            out.append(REDACTED)
-            hide_next = False
-            continue
-        hide_next = False
-        name, eq, value = arg.partition("=")
-        if arg.startswith("-") and not eq and _SECRET_OPTION.search(arg):
-            hide_next = True
-        elif eq and value and _SECRET_OPTION.search(name) and not _PLACEHOLDER.fullmatch(value):
-            arg = f"{name}={REDACTED}"
-        for secret in env_secrets:
-            arg = arg.replace(secret, REDACTED)
-        out.append(_SECRET_VALUE.sub(REDACTED, arg))
-    return shlex.join(out)
+    """The template as one line with secret-looking values replaced by ``<redacted>``, by the
+    rule ``settings`` refuses options with and ``hub.find_secrets`` refuses uploads with
+    (``settings.redact_words``): values of options named like secrets (``--api-key X``,
+    ``--token=X``, ``key=X``), secret-named URL query parameters (``?token=X``),
+    credential-shaped strings (``sk-...``, ``hf_...``, ``user:pass@`` in URLs, ``Bearer ...``)
+    and the values of secret-named environment variables. Placeholders are never redacted."""
+    return shlex.join(redact_words(args, keep=lambda a: bool(_PLACEHOLDER.fullmatch(a)))[0])
 
 
 def _read_command_file(path: str) -> str:
