@@ -5,8 +5,8 @@ rule decides who owns each key:
 
 - **model**: the keys given in ``--model_args`` (the start-up hook records them when
   ``simple_evaluate`` starts; without it, any option one of adept-eval's models declares);
-- **run**: the suite's own keys (ADEPT: ``corpus``, ``listener``; VStyle: ``language``,
-  ``vstyle_dir``) and lm-eval's ``version``;
+- **run**: the suite's own keys (ADEPT: ``corpus``, ``listener``; VStyle: ``vstyle_dir``, and
+  ``language``, which only the task sets: see ``TASK_KEYS``) and lm-eval's ``version``;
 - **listener**: the options the chosen listener declares (its constructor's fields), e.g.
   ``cache_dir`` for ``acoustic``, ``llm_*`` for ``audio-llm``, ``responses`` for ``human``;
 - **judge**: ``judge_*`` keys (the speech judge's settings).
@@ -178,6 +178,28 @@ def refuse_secrets(options: dict, where: str = "--model_args/--metadata") -> Non
             "(HF_TOKEN is read from the environment by huggingface_hub); tts-command's "
             "command inherits the environment, so export the key (MYTTS_API_KEY=...) and have "
             "the program, or a wrapper script, read it there.")
+
+
+# ----------------------------------------------------------------------------- set by the task
+#: keys every task's YAML sets itself (its ``dataset_kwargs``) and how a user chooses them. lm-eval
+#: calls the task loader as ``custom_dataset(**metadata, **dataset_kwargs)``, so the same key in
+#: --metadata (or --model_args, which lm-eval merges into it) is Python's "got multiple values
+#: for keyword argument" TypeError before any of adept-eval's code runs; nor could a run honour
+#: it: the key is what makes ``vstyle_en_empathy`` English empathy
+TASK_KEYS = {
+    "task": "each ADEPT task sets its own: choose tasks with --tasks (adept, adept_emotion, ...)",
+    "language": "each VStyle task sets its own: choose it with --tasks vstyle_en or vstyle_zh",
+    "category": "each VStyle task sets its own: choose it with --tasks vstyle_en_<category>",
+}
+
+
+def refuse_task_keys(options: dict, where: str) -> None:
+    """Raise ``SettingsError`` for a key the tasks set themselves (``TASK_KEYS``), naming it and
+    how to choose what it would set."""
+    bad = [f"{key!r} is not a {where} key ({TASK_KEYS[key]})" for key in (options or {})
+           if key in TASK_KEYS]
+    if bad:
+        raise SettingsError("; ".join(bad))
 
 
 # ----------------------------------------------------------------------------- who owns a key

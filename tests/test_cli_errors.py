@@ -216,3 +216,21 @@ def test_lm_eval_refuses_a_secret_inside_an_option_value(option, value, names, c
     secret = value.split("?token=")[-1] if "token=" in value else "mysupersecretvalue99"
     assert secret not in done.stderr + done.stdout
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("tasks, metadata, key, says", [
+    ("vstyle_en_empathy", "language=en", "language", "--tasks vstyle_en or vstyle_zh"),
+    ("vstyle_en_empathy", "category=empathy", "category", "--tasks vstyle_en_<category>"),
+    ("adept_emotion_female", "task=x", "task", "choose tasks with --tasks"),
+])
+def test_lm_eval_refuses_a_key_the_task_sets_itself(tasks, metadata, key, says, corpus, tmp_path):
+    """lm-eval calls the task loader with --metadata and the task YAML's dataset_kwargs side by
+    side: the same key in both was a TypeError traceback ("got multiple values for keyword
+    argument"). It is one message naming the option and how to choose what it would set."""
+    done = _run([console_script("lm_eval"), "--model", "adept-natural", "--tasks", tasks,
+                 "--limit", "1", "--metadata", metadata], tmp_path,
+                ADEPT_EVAL_CORPUS=str(corpus.root), VSTYLE_DIR=str(tmp_path / "absent"))
+    assert done.returncode != 0
+    line = _one_error_line(done)
+    assert f"{key!r} is not a --metadata key" in line and says in line, line
+    assert "TypeError" not in done.stderr and "multiple values" not in done.stderr

@@ -1,6 +1,7 @@
-"""``simple_evaluate`` for a run of our models or tasks: secret options refused before lm-eval
-logs them, the keys that came from ``--model_args`` noted (``settings`` assigns every other
-key), and the run's identity (``adept_eval.identity``) attached to the results lm-eval writes."""
+"""``simple_evaluate`` for a run of our models or tasks: secret options, and keys the tasks set
+themselves, refused before lm-eval logs or passes them, the keys that came from
+``--model_args`` noted (``settings`` assigns every other key), and the run's identity
+(``adept_eval.identity``) attached to the results lm-eval writes."""
 
 from __future__ import annotations
 
@@ -30,6 +31,9 @@ def patch_evaluator(evaluator_module) -> None:
             if is_ours:
                 settings.refuse_secrets(parse_model_args(model_args), "--model_args")
                 settings.refuse_secrets(dict(kwargs.get("metadata") or {}), "--metadata")
+                # before lm-eval's task loader call would be a TypeError (settings.TASK_KEYS)
+                settings.refuse_task_keys(parse_model_args(model_args), "--model_args")
+                settings.refuse_task_keys(dict(kwargs.get("metadata") or {}), "--metadata")
                 settings.note_run(model, model_args)
                 identity.reset()
         except settings.SettingsError:
