@@ -75,12 +75,32 @@ def expected_stimuli() -> list[tuple[str, str, str, str]]:
 
 
 def cache_home() -> Path:
+    """adept-eval's cache folder: ``ADEPT_EVAL_HOME``, else ``$HF_HOME/adept_eval``.
+
+    A variable naming a regular file (or a path through one) is one ``CorpusError`` naming the
+    variable: otherwise the first folder made under it is a NotADirectoryError traceback from
+    wherever the cache is first written (the corpus's verified stamp, a system's samples)."""
     env = os.environ.get("ADEPT_EVAL_HOME")
     if env:
-        return Path(env).expanduser()
+        return _usable_home(Path(env).expanduser(), "ADEPT_EVAL_HOME", env)
     from huggingface_hub import constants
 
-    return Path(constants.HF_HOME).expanduser() / "adept_eval"
+    home = Path(constants.HF_HOME).expanduser()
+    return _usable_home(home, "HF_HOME", str(home)) / "adept_eval"
+
+
+def _usable_home(path: Path, variable: str, value: str) -> Path:
+    """``path`` itself, if it and its nearest existing ancestor can hold folders."""
+    for p in (path, *path.parents):
+        if p.exists():
+            if not p.is_dir():
+                where = "" if p == path else f" ({p} is a file)"
+                raise CorpusError(f"{variable}={value}: not a folder{where}; adept-eval keeps "
+                                  f"its cache under it: point {variable} at a folder"
+                                  + ("" if variable == "ADEPT_EVAL_HOME"
+                                     else " (or set ADEPT_EVAL_HOME to one)"))
+            break
+    return path
 
 
 class Corpus:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .errors import UserError
 
-__all__ = ["OptionError", "YES", "NO", "number", "yes_no", "parse_model_args"]
+__all__ = ["OptionError", "YES", "NO", "number", "text", "yes_no", "parse_model_args"]
 
 YES = frozenset({"1", "true", "yes", "on"})
 NO = frozenset({"0", "false", "no", "off"})
@@ -68,6 +68,24 @@ def number(value, name: str, where: str = "", *, whole: bool = False, least: flo
     if most is not None and x > most:
         raise problem(f"must be at most {most:g}")
     return x
+
+
+def text(value, name: str, where: str = "", *, optional: bool = False) -> str | None:
+    """``value`` of the text option ``name`` (a folder, a pattern, a name) as text: a string, or
+    a number read as its text; None for an ``optional`` option given None. A JSON
+    ``--model_args`` can hand over anything else (``{"path": ["a"]}``): a list, an object or
+    true/false is an error naming the option and the type expected, never a TypeError from
+    whatever first uses the value."""
+    if optional and value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    place = f"{where} " if where else ""
+    kind = {list: "a list", tuple: "a list", dict: "an object", bool: "true/false",
+            type(None): "null"}.get(type(value), type(value).__name__)
+    raise OptionError(f"{place}{name}: expected text (a string), got {kind}")
 
 
 def arg_type(what: str, **rules):

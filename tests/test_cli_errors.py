@@ -234,3 +234,41 @@ def test_lm_eval_refuses_a_key_the_task_sets_itself(tasks, metadata, key, says, 
     line = _one_error_line(done)
     assert f"{key!r} is not a --metadata key" in line and says in line, line
     assert "TypeError" not in done.stderr and "multiple values" not in done.stderr
+
+
+def _tts_program(tmp_path):
+    program = tmp_path / "bin" / "mytts.py"
+    program.parent.mkdir(exist_ok=True)
+    program.write_text("#!/bin/sh\ncp \"$2\" \"$4\"\n")
+    program.chmod(0o755)
+    return program
+
+
+@pytest.mark.parametrize("case", ["ADEPT_EVAL_HOME", "HF_HOME", "cache_dir", "path"])
+def test_lm_eval_unusable_cache_or_option_type_is_one_message(case, corpus, systems, tmp_path):
+    """A cache variable or cache_dir= naming a regular file, and a JSON --model_args value of
+    the wrong type, were tracebacks (NotADirectoryError from the first folder made under it; a
+    TypeError from Path(list)). Each is one message naming the variable or option."""
+    afile = tmp_path / "afile"
+    afile.write_text("not a folder")
+    env = {"ADEPT_EVAL_CORPUS": str(corpus.root)}
+    model, args = "adept-natural", []
+    if case == "ADEPT_EVAL_HOME":
+        env["ADEPT_EVAL_HOME"], says = str(afile), f"ADEPT_EVAL_HOME={afile}: not a folder"
+    elif case == "HF_HOME":
+        env["HF_HOME"], says = str(afile), f"HF_HOME={afile}: not a folder"
+        env["ADEPT_EVAL_HOME"] = ""  # which _run sets, and which would hide HF_HOME
+    elif case == "cache_dir":
+        program = _tts_program(tmp_path)
+        model, says = "tts-command", "cache_dir=afile: cannot hold the samples"
+        args = ["--model_args",
+                f"command={program} --ref {{reference}} --out {{output}},cache_dir=afile"]
+    else:
+        model = "audio-dir"
+        says = "audio-dir --model_args path: expected text (a string), got a list"
+        args = ["--model_args", '{"path": ["%s"]}' % systems["copy"]]
+    done = _run([console_script("lm_eval"), "--model", model, "--tasks",
+                 "adept_marked_tonicity_female", "--limit", "1", *args], tmp_path, **env)
+    assert done.returncode != 0
+    line = _one_error_line(done)
+    assert says in line, line

@@ -17,11 +17,16 @@ from pathlib import Path
 
 
 from ..audio import find_audio, missing_audio_message
+from ..options import text
 from .base import Produced, SpeechSystem, Stimulus, SystemSetupError
 
 
 class AudioDirSystem(SpeechSystem):
     def __init__(self, path: str = "", name: str | None = None, pattern: str = "{id}", **kwargs):
+        # a JSON --model_args can give any type: one message naming the option, not a TypeError
+        path = text(path, "path", "audio-dir --model_args")
+        pattern = text(pattern, "pattern", "audio-dir --model_args")
+        name = text(name, "name", "audio-dir --model_args", optional=True)
         if not path:
             raise SystemSetupError("audio-dir needs path=FOLDER in --model_args")
         if "{id}" not in pattern:

@@ -42,13 +42,24 @@ class SynthesizingSystem(SpeechSystem):
     default_on_missing = "wrong"
 
     def __init__(self, name: str | None = None, cache_dir: str | None = None, **kwargs):
+        from ..options import text  # (imported here: other code here names its text "text")
+        from .base import SystemSetupError
+
         super().__init__(name=name, **kwargs)
+        cache_dir = text(cache_dir, "cache_dir", "--model_args", optional=True)
         if cache_dir is None:
             from ..corpus import cache_home
 
             cache_dir = cache_home() / "systems"
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.name)
         self.cache_dir = Path(cache_dir).expanduser() / safe
+        # a file named as cache_dir is one message now, not a NotADirectoryError traceback
+        # from the first sample synthesised
+        try:
+            self.cache_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise SystemSetupError(f"{self.name}: cache_dir={cache_dir}: cannot hold the "
+                                   f"samples ({exc.strerror or exc}): give a folder") from None
         self.synthesized = 0
         self.reused = 0
 
