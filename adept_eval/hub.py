@@ -468,7 +468,12 @@ def publish(results: str | Path, repo_id: str, *, samples: bool = True, audio: b
 
     A run made with lm-eval's ``--limit`` is refused for the model repo before anything is
     pushed (``refuse_partial_scores``), unless ``allow_partial``: the whole command fails
-    rather than leave the run half published."""
+    rather than leave the run half published. So are repo ids the Hub would refuse
+    (``check_repo_id``): a bad ``--model-repo`` found only after the dataset was pushed left
+    the run half published, with a misleading "belongs to someone else" note and exit 0."""
+    check_repo_id(repo_id, "--repo")
+    if model_repo is not None:
+        check_repo_id(model_repo, "--model-repo", owner=True)
     require_token(f"publishing to {repo_id}")
     run = load_run(results, run_id)
     run.check_publishable()
@@ -503,6 +508,23 @@ def publish(results: str | Path, repo_id: str, *, samples: bool = True, audio: b
             run, model_repo, results_repo=repo_id, path_in_repo=path_in_repo,
             benchmark_dataset=benchmark_dataset, allow_partial=True)  # checked above, before any push
     return report
+
+
+def check_repo_id(repo_id: str, option: str, *, owner: bool = False) -> None:
+    """A ``PublishError`` naming ``option`` unless ``repo_id`` is an id the Hub accepts
+    (huggingface_hub's own rule), with an owner (``owner/name``) when ``owner``: the model repo's
+    owner decides whether its card is written. Checked before any network call."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(repo_id)
+        ok = not owner or "/" in repo_id
+    except HFValidationError:
+        ok = False
+    if not ok:
+        raise PublishError(f"{option} {repo_id!r}: not a Hugging Face repo id; expected "
+                           f"{'owner/name' if owner else 'owner/name or name'} (letters, digits, "
+                           "'-', '_' and '.', at most 96 characters)")
 
 
 def _results_card(repo_id: str, api) -> str:

@@ -608,3 +608,20 @@ def test_publish_refuses_a_run_holding_a_key_in_an_option_value(hub, runs):
         assert line.startswith("error: refusing to upload") and "results.json" in line, line
         assert said in line and "secretvalue" not in line, line
         assert set(hub.repos) == before
+
+
+@pytest.mark.parametrize("option, value", [("--model-repo", "bad id!"), ("--model-repo", "x"),
+                                           ("--repo", "a/b/c")])
+def test_publish_checks_repo_ids_before_pushing_anything(hub, runs, option, value):
+    """A --model-repo the Hub would refuse was found only after the dataset was pushed, then
+    reported as a repo belonging to someone else, exit 0. Both ids are checked first: exit 2,
+    one message naming the option, nothing pushed."""
+    tmp, env = runs
+    before = (set(hub.repos), len(hub.uploaded))
+    args = {"--repo": "adept-lab/ids-checked", "--model-repo": "adept-lab/ids-model", option: value}
+    done = _run(_adept_eval("publish", str(tmp / "out" / "flat-tts"),
+                            *[x for kv in args.items() for x in kv]), env, tmp, check=False)
+    assert done.returncode == 2, done.stdout + done.stderr
+    line, = done.stderr.strip().splitlines()
+    assert line.startswith(f"error: {option} {value!r}: not a Hugging Face repo id"), line
+    assert (set(hub.repos), len(hub.uploaded)) == before
