@@ -272,21 +272,23 @@ def load_run(path: str | Path, run: str | None = None) -> Run:
     whose timestamp or file name contains ``run``. ``Run.chosen`` says which and among how many."""
     path = Path(path)
     if path.is_dir():
-        found = []
+        found, damaged = [], []
         for f in run_files(path):
             try:
-                found.append(Run(f, json.loads(f.read_text(encoding="utf-8"))))
-            except (OSError, ValueError):
-                continue
-        if not found:
+                found.append(Run(f, _results_json(f)))
+            except PublishError as exc:
+                damaged.append((f, str(exc)))
+        if not found and not damaged:
             raise PublishError(f"{path}: no lm-eval results_*.json in it")
         if run:
             matching = [r for r in found if run in str(r.results_path.relative_to(path))]
-            if not matching:
+            damaged = [d for d in damaged if run in str(d[0].relative_to(path))]
+            if not matching and not damaged:
                 raise PublishError(f"{path}: no run matching --run {run!r}; runs: " +
                                    ", ".join(f"{r.system} {r.timestamp}" for r in found))
             found = matching
-        chosen = max(found, key=lambda r: r.when)
+        chosen = max(found, key=lambda r: r.when) if found else None
+        _refuse_damaged(path, chosen, damaged)
         chosen.chosen = (f"{chosen.system} {chosen.timestamp} (the newest of {len(found)} runs "
                          f"under {path}; --run to choose another)") if len(found) > 1 else ""
         path = chosen.results_path
@@ -298,12 +300,53 @@ def load_run(path: str | Path, run: str | None = None) -> Run:
     return attach_samples(chosen)
 
 
+def _stamp_time(path: Path) -> float:
+    """When a results file was written, from its name (``results_<timestamp>.json``) - the one
+    thing known of a file that cannot be read - else its modification time."""
+    from datetime import datetime
+
+    m = re.search(r"results_(.+)\.json$", path.name)
+    try:
+        day, _, clock = (m.group(1) if m else "").partition("T")
+        return datetime.fromisoformat(f"{day}T{clock.replace('-', ':', 2)}").timestamp()
+    except ValueError:
+        try:
+            return path.stat().st_mtime
+        except OSError:
+            return 0.0
+
+
+def _refuse_damaged(folder: Path, chosen: Run | None, damaged: list[tuple[Path, str]]) -> None:
+    """Refuse a run choice that a damaged results file would have changed: the only run(s)
+    damaged, or a damaged one at least as new as the run that would be chosen. The newest run
+    is what "this folder" means to its user - their latest work, most often one cut short while
+    its results were written (a full disk, an interrupted lm_eval) - so quietly reporting or
+    publishing the older intact run beside it would present stale results as the latest. An
+    older damaged file does not change the choice; it is named in a warning, not ignored."""
+    if not damaged:
+        return
+    newest = max(_stamp_time(f) for f, _ in damaged)
+    if chosen is None or newest >= _stamp_time(chosen.results_path):
+        why = ("the only results file there is damaged" if chosen is None and len(damaged) == 1
+               else "the only results files there are damaged" if chosen is None else
+               f"a results file newer than the newest intact run ({chosen.results_path.name}) "
+               "is damaged")
+        raise PublishError(
+            f"{folder}: {why}; remove or repair it (lm-eval may have been stopped while writing "
+            "it - run it again), or name the intact run with --run or its results file: " +
+            "; ".join(msg for _, msg in damaged))
+    for _, msg in damaged:
+        log.warning("skipping an older damaged results file: %s", msg)
+
+
 def _results_json(path: Path) -> dict:
     """An lm-eval results file's contents; PublishError naming the file when it is not one."""
     what = ("an lm-eval results JSON (results_<timestamp>.json, or the --output_path folder "
             "holding it)")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise PublishError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     except UnicodeDecodeError:
         raise PublishError(f"{path}: not {what}: it is not text") from None
     except ValueError as exc:
@@ -345,6 +388,10 @@ def attach_samples(run: Run) -> Run:
 STAGING_DIRS = frozenset({"hub_upload", "_hub_runs"})
 
 
+#: the name lm-eval gives a results file
+RESULTS_NAME = re.compile(r"results_.+\.json")
+
+
 def find_runs(paths: list[str | Path]) -> list[Run]:
     """Every lm-eval run under ``paths`` (folders searched recursively, or results files),
     skipping adept-eval's own staging folders (``STAGING_DIRS``) inside a searched folder.
@@ -353,7 +400,8 @@ def find_runs(paths: list[str | Path]) -> list[Run]:
     that ``out/ out/my-tts``, or a link to a run's folder, which name one run twice, count it
     once. Every path must hold a run (perhaps one an earlier path reached too): a mistyped or
     empty one beside good ones is a PublishError naming it, not a system left out without a
-    word."""
+    word. So is a damaged (truncated, unreadable) ``results_*.json``: skipping it would leave its
+    system off the table, or rank its older run, as though nothing were wrong."""
     runs: list[Run] = []
     seen: set[tuple[int, int]] = set()
     for source in paths:
@@ -365,7 +413,18 @@ def find_runs(paths: list[str | Path]) -> list[Run]:
         for f in files:
             try:
                 data = json.loads(f.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
+            except (OSError, ValueError) as exc:
+                # lm-eval's own file name: a damaged one is a run cut short, and leaving it out
+                # would rank the other systems as if its system had never been evaluated
+                if RESULTS_NAME.fullmatch(f.name) or f == p:
+                    what = (f"cannot be read ({exc.strerror or exc})"
+                            if isinstance(exc, OSError) else
+                            "it is not text" if isinstance(exc, UnicodeDecodeError) else
+                            f"not JSON ({exc})")
+                    raise PublishError(
+                        f"{f}: a damaged lm-eval results file: {what}; remove or repair it "
+                        "(lm-eval may have been stopped while writing it - run it again)") \
+                        from None
                 continue
             if isinstance(data, dict) and "results" in data and "configs" in data:
                 found.append(Run(f, data))

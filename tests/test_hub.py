@@ -625,3 +625,38 @@ def test_publish_checks_repo_ids_before_pushing_anything(hub, runs, option, valu
     line, = done.stderr.strip().splitlines()
     assert line.startswith(f"error: {option} {value!r}: not a Hugging Face repo id"), line
     assert (set(hub.repos), len(hub.uploaded)) == before
+
+
+def test_a_damaged_results_file_is_named_not_skipped(hub, runs, tmp_path):
+    """A truncated results file - lm-eval stopped while writing it - was skipped without a word:
+    report and publish used (and pushed) the older run beside it, the leaderboard left its
+    system out, and a folder holding only it was 'no lm-eval results_*.json in it'. The newest
+    run damaged is refused (it is the run the user means); an older one is named in a warning."""
+    tmp, env = runs
+    newer = tmp_path / "newer"
+    shutil.copytree(tmp / "out" / "flat-tts", newer)
+    good = next(newer.rglob("results_*.json"))
+    cut = good.with_name("results_2027-01-01T00-00-00.000000.json")
+    cut.write_text(good.read_text()[:500])
+    only = tmp_path / "only"
+    only.mkdir()
+    shutil.copy(cut, only / cut.name)
+    uploads = len(hub.uploaded)
+    for args, where in ((("report", str(newer)), cut), (("report", str(only)), only / cut.name),
+                        (("publish", str(newer), "--repo", "alice/x"), cut),
+                        (("leaderboard", str(tmp / "out" / "adept-natural"), str(only), "-o",
+                          str(tmp_path / "lb")), only / cut.name)):
+        done = _run(_adept_eval(*args), env, tmp_path, check=False)
+        assert done.returncode == 2, (args, done.stdout[-1000:], done.stderr[-2000:])
+        assert str(where) in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert len(hub.uploaded) == uploads
+    # the intact run named explicitly is used; an older damaged file is only warned about
+    done = _run(_adept_eval("report", str(newer), "--run", good.stem[len("results_"):]), env,
+                tmp_path)
+    older = tmp_path / "older"
+    shutil.copytree(tmp / "out" / "flat-tts", older)
+    old_cut = next(older.rglob("results_*.json")).with_name(
+        "results_2001-01-01T00-00-00.000000.json")
+    old_cut.write_text("{")
+    done = _run(_adept_eval("report", str(older)), env, tmp_path)
+    assert str(old_cut) in done.stderr
