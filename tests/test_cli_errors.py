@@ -272,3 +272,50 @@ def test_lm_eval_unusable_cache_or_option_type_is_one_message(case, corpus, syst
     assert done.returncode != 0
     line = _one_error_line(done)
     assert says in line, line
+
+
+def test_lm_eval_output_path_that_cannot_hold_results_is_fatal(corpus, tmp_path):
+    """lm-eval caught its own save failure, logged "Could not save results aggregated" and exited
+    0 after the whole evaluation. --output_path a regular file is now refused before scoring,
+    one message naming it."""
+    taken = tmp_path / "taken"
+    taken.write_text("not a folder")
+    done = _run([console_script("lm_eval"), "--model", "adept-natural", "--tasks",
+                 "adept_emotion_female", "--limit", "1", "--output_path", str(taken),
+                 "--log_samples"], tmp_path, ADEPT_EVAL_CORPUS=str(corpus.root))
+    assert done.returncode != 0, done.stderr[-2000:]
+    error, = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert f"--output_path {taken}: {taken} is a file, not a folder" in error
+    assert "Traceback" not in done.stderr
+    assert "Running" not in done.stderr  # refused before any scoring
+
+
+def test_a_save_that_fails_after_scoring_is_fatal_and_leaves_no_half_file(tmp_path):
+    """A save failing after the checks (a full disk; the folder replaced meanwhile): lm-eval's
+    own tracker raises, naming the file, instead of logging a warning and returning."""
+    from lm_eval.loggers.evaluation_tracker import EvaluationTracker
+
+    from adept_eval.integration.results import ResultsNotSaved
+    from adept_eval.lm_eval_plugin import register
+
+    register()
+    out = tmp_path / "out"
+    tracker = EvaluationTracker(output_path=str(out))
+    tracker.general_config_tracker.model_name_sanitized = "sys"
+    out.mkdir()
+    (out / "sys").write_text("in the way")
+    with pytest.raises(ResultsNotSaved, match=f"could not save the results to {out / 'sys'}/"):
+        tracker.save_results_aggregated(results={"results": {}}, samples=None)
+    (out / "sys").unlink()
+    real_write = type(out).write_text
+
+    def half(self, text, *a, **k):  # the disk fills half-way through the file
+        real_write(self, text[:len(text) // 2], *a, **k)
+        raise OSError(28, "No space left on device")
+
+    import unittest.mock as mock
+
+    with mock.patch.object(type(out), "write_text", half), \
+            pytest.raises(ResultsNotSaved, match="No space left on device"):
+        tracker.save_results_aggregated(results={"results": {"x": 1}}, samples=None)
+    assert not list((out / "sys").glob("results_*.json"))
