@@ -468,7 +468,15 @@ def _details_table(samples_file: Path) -> pa.Table:
 
 
 def audio_files(run: Run) -> dict[str, Path]:
-    """stimulus id -> the system's audio file, from the logged model outputs."""
+    """stimulus id -> the system's audio file, from the logged model outputs.
+
+    A path is logged as the system gave it - relative to the folder lm_eval ran in when its
+    ``path=`` was relative - and that folder is not recorded. So a relative path is resolved
+    against the first of the results file's folder and the folders above it (where lm_eval ran
+    when ``--output_path`` was relative too), then the current folder, where every logged file
+    exists (else where most do); left as logged, ``publish --audio`` from anywhere else found
+    none and uploaded no audio without a word. Files found nowhere keep their logged path, for
+    ``stage_run`` to name."""
     out = {}
     for samples_file in run.samples.values():
         for _, s in logged_samples(samples_file):
@@ -479,7 +487,15 @@ def audio_files(run: Run) -> dict[str, Path]:
                     continue
                 for item in produced.get("samples", []):
                     if item.get("status") == "ok" and item.get("path"):
-                        out[item["id"]] = Path(item["path"])
+                        out[item["id"]] = Path(item["path"]).expanduser()
+    relative = [p for p in out.values() if not p.is_absolute()]
+    if relative:
+        folder = run.results_path.resolve().parent
+        bases = [folder, *folder.parents, Path.cwd()]
+        found = [sum((b / p).is_file() for p in relative) for b in bases]
+        if max(found):
+            base = bases[found.index(max(found))]
+            out = {sid: p if p.is_absolute() else base / p for sid, p in out.items()}
     return out
 
 
@@ -507,11 +523,24 @@ def stage_run(run: Run, staging: Path, *, samples: bool = True, audio: bool = Fa
             (target / "details").mkdir(exist_ok=True)
             pq.write_table(_details_table(path), target / "details" / f"{task}.parquet")
     if audio:
-        for sid, path in audio_files(run).items():
-            if path.exists():
-                dest = target / "audio" / f"{sid}{path.suffix}"
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy(path, dest)
+        # every scored sample or none: a file deleted since the run, left out without a word,
+        # made the uploaded audio a silent subset of what the results were computed from. (The
+        # logged samples record each file's path only, no hash of its content, so a file changed
+        # since the run cannot be told from the one scored.)
+        files = audio_files(run)
+        missing = sorted(str(p) for p in files.values() if not p.is_file())
+        if missing:
+            shutil.rmtree(target)
+            shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more"
+                                               if len(missing) > 10 else "")
+            raise PublishError(
+                f"{run.results_path}: --audio: {len(missing)} of the run's {len(files)} audio "
+                f"files are missing: {shown}. Restore them (paths relative to the folder lm_eval "
+                "ran in: run publish from there), or publish without --audio")
+        for sid, path in files.items():
+            dest = target / "audio" / f"{sid}{path.suffix}"
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(path, dest)
     return target
 
 

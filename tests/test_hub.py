@@ -660,3 +660,31 @@ def test_a_damaged_results_file_is_named_not_skipped(hub, runs, tmp_path):
     old_cut.write_text("{")
     done = _run(_adept_eval("report", str(older)), env, tmp_path)
     assert str(old_cut) in done.stderr
+
+
+def test_publish_audio_from_another_folder_and_a_missing_sample(hub, runs, systems, tmp_path):
+    """A run made with a relative path= logs relative audio paths: publish --audio run from
+    another folder uploaded none of them, and a sample deleted after the run was left out
+    without a word. Now the paths resolve from where the run's results lie, and a missing file
+    is refused, named."""
+    tmp, env = runs
+    made = tmp_path / "made"
+    made.mkdir()
+    shutil.copytree(systems["flat"], made / "my_tts")
+    _run(_lm_eval("--model", "audio-dir", "--model_args", "path=my_tts,name=rel-tts", "--tasks",
+                  "adept_emotion_female", "--output_path", "out", "--log_samples"), env, made)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    run = made / "out" / "rel-tts"
+    _run(_adept_eval("publish", str(run), "--repo", "alice/rel", "--audio"), env, elsewhere)
+    uploaded = [p for p in hub.repo("alice/rel").files if "/audio/" in p]
+    assert len(uploaded) == 25, uploaded  # every stimulus of the task
+    gone = sorted((made / "my_tts").rglob("*.wav"))[0]
+    gone.unlink()
+    before = len(hub.uploaded)
+    done = _run(_adept_eval("publish", str(run), "--repo", "alice/rel2", "--audio"), env,
+                elsewhere, check=False)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "1 of the run's 25 audio files are missing" in done.stderr
+    assert str(gone) in done.stderr and "Traceback" not in done.stderr
+    assert len(hub.uploaded) == before
