@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import math
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -24,6 +25,8 @@ from . import spec, stats, vstyle
 from .hub import PublishError, Run, find_runs, hub_api, require_token, with_retries
 from .identity import answered
 from .report import csv_safe, pooled_recognition
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -101,6 +104,34 @@ def _nan(value) -> bool:
     return isinstance(value, float) and math.isnan(value)
 
 
+def _samples_mismatch(run: Run, tasks: list[str]) -> str | None:
+    """Why a run's logged samples cannot stand for its results, or None: a task whose samples
+    file holds fewer or more questions than the results say it ran (lm-eval's ``n-samples``),
+    or - when the run logged samples at all - a task without its file. The pooled interval and
+    the graded figures are read from the samples, so such a run (samples cut short or edited,
+    a file lost) was ranked as complete on a subset: 155 questions where the results say 165,
+    a prosody distance over 11 of the 12 tasks."""
+    if not run.samples:
+        return None  # no samples logged: every figure comes from the results themselves
+    from .hub import logged_samples
+
+    counts = run.results.get("n-samples") or {}
+    problems = []
+    for task in tasks:
+        if task not in run.samples:
+            problems.append(f"{task}: no samples file")
+            continue
+        want = (counts.get(task) or {}).get("effective")
+        if want is None:
+            continue
+        have = sum(1 for _ in logged_samples(run.samples[task]))
+        if have != int(want):
+            problems.append(f"{task}: {have} logged samples, the results say {int(want)}")
+    if not problems:
+        return None
+    return "logged samples do not match the results (" + "; ".join(problems) + ")"
+
+
 def row_of(run: Run) -> Row:
     res = run.results["results"]
     date = datetime.fromtimestamp(run.when, tz=timezone.utc).strftime("%Y-%m-%d %H:%M") \
@@ -129,7 +160,8 @@ def row_of(run: Run) -> Row:
         row.classes = {c: stats.pooled_mean(v)[0] for c, v in by_class.items()
                        if sum(m for _, m in v)}
         s = run.suite("adept")
-        row.adept_unranked = _unranked(run, "adept")
+        row.adept_unranked = "; ".join(filter(None, (
+            _unranked(run, "adept"), _samples_mismatch(run, list(row.tasks))))) or None
         if s is not None:
             row.adept_corpus, row.adept_synthetic = s.corpus_sha256 or None, s.synthetic
             row.adept_complete = s.complete
@@ -194,7 +226,8 @@ SORTS = {"accuracy": ("adept_acc", True), "prosody_distance": ("adept_prosody_di
 
 
 def build(runs: list[Run], sort: str = "accuracy") -> list[Row]:
-    """Rows (the newest run per system and scorer identity), ranked among equals: same corpus,
+    """Rows (the newest run per system and scorer identity; each older one is named in a
+    warning), ranked among equals: same corpus,
     same scorer, complete task set; ties share a rank. ``sort``: ADEPT rows are ranked by
     ``accuracy`` (higher first) or ``prosody_distance`` (lower first; rows without graded
     figures are shown apart)."""
@@ -207,7 +240,14 @@ def build(runs: list[Run], sort: str = "accuracy") -> list[Row]:
             (name, s.comparable_key(), s.complete) for name, s in sorted(
                 (ident.suites if ident else {}).items())) + (
             () if ident else (run.listener(), run.judge()))
-        if key not in latest or run.when > latest[key].when:
+        if key in latest:
+            # one row per system and scorer: say which run is left out, and why - given
+            # explicitly, a run dropped without a word looked like a leaderboard of both
+            older, newer = sorted((latest[key], run), key=lambda r: r.when)
+            log.warning("leaderboard: %s not ranked: an older run of the same system (%s) and "
+                        "scorer than %s", older.results_path, run.system, newer.results_path)
+            latest[key] = newer
+        else:
             latest[key] = run
     rows = [row_of(r) for r in latest.values()]
     adept_attr, higher = SORTS[sort]

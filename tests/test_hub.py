@@ -688,3 +688,33 @@ def test_publish_audio_from_another_folder_and_a_missing_sample(hub, runs, syste
     assert "1 of the run's 25 audio files are missing" in done.stderr
     assert str(gone) in done.stderr and "Traceback" not in done.stderr
     assert len(hub.uploaded) == before
+
+
+def test_leaderboard_lists_runs_whose_samples_do_not_match_apart_and_names_dropped_runs(
+        runs, tmp_path):
+    """Samples cut short (lines removed from one task's file) or a samples file lost were
+    ranked as complete on a subset; two runs of one system given explicitly became one row, the
+    other dropped without a word."""
+    tmp, env = runs
+    cut = tmp_path / "cut"
+    shutil.copytree(tmp / "out" / "flat-tts", cut)
+    samples = next(cut.rglob("samples_adept_emotion_female_*.jsonl"))
+    samples.write_text("".join(samples.read_text().splitlines(keepends=True)[:-3]))
+    lost = tmp_path / "lost"
+    shutil.copytree(tmp / "out" / "adept-natural", lost)
+    next(lost.rglob("samples_adept_syntactic_phrasing_male_*.jsonl")).unlink()
+    done = _run(_adept_eval("leaderboard", str(cut), str(lost), "-o", str(tmp_path / "lb")),
+                env, tmp_path)
+    rows = {r["system"]: r for r in __import__("csv").DictReader(
+        open(tmp_path / "lb" / "leaderboard.csv"))}
+    assert "adept_emotion_female: 17 logged samples, the results say 20" in \
+        rows["flat-tts"]["adept_unranked"]
+    assert "adept_syntactic_phrasing_male: no samples file" in \
+        rows["adept-natural"]["adept_unranked"]
+    # the same system twice, by two explicit paths: the older run is named, not dropped silently
+    again = _as_real_run(tmp / "out" / "flat-tts", tmp_path / "again",
+                         stamp="2030-01-01T00-00-00.000000", date=1.9e9)
+    first = next((tmp / "out" / "flat-tts").rglob("results_*.json"))
+    done = _run(_adept_eval("leaderboard", str(first), str(again), "-o", str(tmp_path / "lb2")),
+                env, tmp_path)
+    assert f"{first} not ranked: an older run of the same system (flat-tts)" in done.stderr
