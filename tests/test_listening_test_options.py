@@ -81,3 +81,38 @@ def test_serve_on_a_port_in_use_is_one_message_before_the_url(built, tmp_path):
     assert done.stderr.strip() == (f"error: --host 127.0.0.1 --port {port}: cannot listen "
                                    "there (Address already in use)")
     assert "Listening test at" not in done.stdout
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated"])
+def test_a_damaged_responses_database_is_one_message_naming_it(damage, built, tmp_path):
+    """status, export, report and serve said "unexpected DatabaseError ... This is a bug in
+    adept-eval" (exit 3); serve printed its URL first."""
+    import shutil
+    import sqlite3
+
+    from adept_eval.listening_test.store import Store
+
+    test = tmp_path / "test"
+    shutil.copytree(built, test)
+    db = test / "responses.sqlite"
+    if damage == "garbage":
+        db.write_bytes(b"this is not a database at all" * 200)
+    else:
+        store = Store(db, sync_every=0)
+        store.close()
+        con = sqlite3.connect(db)
+        con.execute("CREATE TABLE filler (x)")
+        con.executemany("INSERT INTO filler VALUES (?)", [("x" * 500,)] * 400)
+        con.commit()
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        con.close()
+        db.write_bytes(db.read_bytes()[:len(db.read_bytes()) // 2])
+    for args in (["status", str(test)], ["export", str(test), "-o", str(tmp_path / "a.csv")],
+                 ["report", str(test)], ["serve", str(test), "--port", "1"]):
+        done = subprocess.run([sys.executable, "-m", "adept_eval.cli", "listening-test", *args],
+                              capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "ADEPT_LISTENING_ADMIN_TOKEN": ""})
+        assert done.returncode == 2, (args, done.stdout, done.stderr)
+        assert done.stderr.startswith(f"error: {db}: the responses database is damaged"), \
+            (args, done.stderr)
+        assert "Listening test at" not in done.stdout and "bug" not in done.stderr

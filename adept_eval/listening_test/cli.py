@@ -209,6 +209,10 @@ def _serve(test, host, port, mirror_to=None, mirror_every=5.0, audio_cache_mb=25
     from .design import load_test
 
     load_test(test)  # a clear message before uvicorn starts
+    from .store import DB_FILE, Store
+
+    if (Path(test) / DB_FILE).exists():  # a damaged database: one message, before the URL
+        Store(Path(test) / DB_FILE, sync_every=0).close()
     check_address(host, port)  # before the URL is printed: a port in use is one message
     names = machine_names() if host in EVERY_ADDRESS else []
     shown = names[0] if names else url_host(host)

@@ -26,6 +26,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import UserError
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS participants (
     participant TEXT PRIMARY KEY,
@@ -94,6 +96,10 @@ class ResponseRow:
     answered: float
 
 
+class DamagedStore(UserError, ValueError):
+    """The responses database cannot be read: one message naming the file."""
+
+
 class Store:
     """The test's responses database.
 
@@ -111,8 +117,23 @@ class Store:
         self._local = threading.local()
         self._readers: dict[threading.Thread, sqlite3.Connection] = {}
         self._readers_lock = threading.Lock()
-        db = self._connect()
-        db.executescript(SCHEMA)
+        # a damaged file (cut short by a full disk, overwritten, not SQLite at all) is one
+        # message naming it, here where every command opens it - serve before printing its URL -
+        # not "unexpected DatabaseError ... a bug" from whichever query met the damage first
+        db = None
+        try:
+            db = self._connect()
+            db.executescript(SCHEMA)
+            problems = [r[0] for r in db.execute("PRAGMA quick_check").fetchall()]
+            if problems != ["ok"]:
+                raise sqlite3.DatabaseError("; ".join(map(str, problems[:3])))
+        except sqlite3.DatabaseError as exc:
+            if db is not None:
+                db.close()
+            raise DamagedStore(
+                f"{self.path}: the responses database is damaged ({exc}); restore it from a "
+                "backup or the mirrored dataset (--mirror-to), or move it away to start an "
+                "empty one") from None
         self._writer_db = db
         self._write_lock = threading.Lock()
         self._written = threading.Event()  # set by a commit, cleared by the syncer
