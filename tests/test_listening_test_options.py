@@ -116,3 +116,40 @@ def test_a_damaged_responses_database_is_one_message_naming_it(damage, built, tm
         assert done.stderr.startswith(f"error: {db}: the responses database is damaged"), \
             (args, done.stderr)
         assert "Listening test at" not in done.stdout and "bug" not in done.stderr
+
+
+def test_build_reserves_natural_and_tasks_take_one_comma_separated_value(corpus, tmp_path):
+    """`build natural=sys --natural` dropped the user's system; `build natural=sys` labelled a
+    TTS system as the natural speech; `build --tasks T copy=sys` took the folder for a task."""
+    from adept_eval.corpus import load_corpus  # noqa: F401  (the corpus fixture sets it up)
+
+    folder = tmp_path / "sys_copy"
+    folder.mkdir()
+
+    def build(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "adept_eval.cli", "listening-test", "build", "--corpus",
+             str(corpus.root), *args], capture_output=True, text=True, timeout=300,
+            cwd=tmp_path)
+
+    for args in ((f"natural={folder}", "--natural"), (f"natural={folder}",)):
+        done = build(*args, "-o", str(tmp_path / "t"))
+        assert done.returncode == 2, done.stderr
+        assert "the system name 'natural' is reserved for ADEPT's natural recordings" in \
+            done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "t").exists()
+    done = build("--tasks", TASK, "--natural", "-o", str(tmp_path / "t2"), "--seed", "1")
+    assert done.returncode == 0, done.stderr
+    done = build("--tasks", f"{TASK},adept_emotion_female", "--natural", "-o",
+                 str(tmp_path / "t3"), "--seed", "1")
+    assert done.returncode == 0, done.stderr
+    from adept_eval.listening_test.design import load_test
+
+    assert load_test(tmp_path / "t3").tasks == (TASK, "adept_emotion_female")
+    # the old spelling: a task where a folder goes is named as such
+    done = build("--tasks", TASK, "adept_emotion_female", "--natural", "-o", str(tmp_path / "t4"))
+    assert done.returncode == 2 and "adept_emotion_female: an ADEPT task given where a " \
+        "system's folder goes" in done.stderr, done.stderr
+    # the reviewer's command: the folder after --tasks is a system, not a task
+    done = build("--tasks", TASK, f"copy={folder}", "-o", str(tmp_path / "t5"))
+    assert "unknown ADEPT task" not in done.stderr and str(folder) in done.stderr, done.stderr

@@ -33,7 +33,10 @@ def add_parser(sub, common) -> None:
                        "participants")
         p.add_argument("--natural", action="store_true",
                        help="also (or only) ADEPT's natural recordings, as system 'natural'")
-        p.add_argument("--tasks", nargs="*", help="ADEPT tasks (default: all 12)")
+        # one value, comma-separated, repeatable: with nargs="*" a system named after the
+        # tasks (`--tasks T copy=sys_copy`) was taken for a task, and the folder was lost
+        p.add_argument("--tasks", action="append", metavar="TASK[,TASK...]",
+                       help="ADEPT tasks, comma-separated (or --tasks repeated; default: all 12)")
         p.add_argument("--title", default="ADEPT listening test")
         p.add_argument("--seed", type=int, help="design seed (default: random, recorded)")
         p.add_argument("--catch-per-task", type=arg_type("0 or more", whole=True, least=0),
@@ -153,24 +156,35 @@ def _systems(args) -> dict:
     the folder; an lm-eval run (its ``--output_path`` folder or ``results_*.json``) after the
     run's own system name, not the folder's (``out``), and stands for the one run it holds,
     printed with how it was chosen (``design.lm_eval_run``): participants hear that run."""
-    from .design import is_lm_eval_run, lm_eval_run, system_name
+    from .design import NATURAL, is_lm_eval_run, lm_eval_run, system_name
+
+    from ..spec import TASKS
 
     systems: dict = {}
     for item in args.systems:
         name, sep, folder = item.partition("=")
         if not sep:
+            if item in TASKS and not Path(item).exists():
+                raise ValueError(f"{item}: an ADEPT task given where a system's folder goes; "
+                                 "list tasks with --tasks, comma-separated: --tasks "
+                                 f"{item},...")
             name, folder = Path(item).resolve().name, item
         if is_lm_eval_run(Path(folder)):
             run, note = lm_eval_run(Path(folder), name if sep else None)
             name = name if sep else system_name(run.system)
             console.print(f"system {name}: lm-eval run {note}", highlight=False)
             folder = str(run.results_path)
+        if name == NATURAL:
+            # the name of ADEPT's own recordings (--natural): a system of that name was
+            # replaced by them without a word under --natural, and without it a TTS system
+            # was labelled as the natural speech everywhere in the results
+            raise ValueError(f"{item}: the system name {NATURAL!r} is reserved for ADEPT's "
+                             "natural recordings (--natural); name this system otherwise, "
+                             "NAME=FOLDER")
         if name in systems:
             raise ValueError(f"system {name!r} given twice; name them NAME=FOLDER")
         systems[name] = folder
     if args.natural:
-        from .design import NATURAL
-
         systems[NATURAL] = None
     if not systems:
         raise ValueError("name at least one samples folder, or --natural")
@@ -181,8 +195,10 @@ def cmd_build(args):
     from ..corpus import load_corpus
     from .design import build_test
 
+    systems = _systems(args)  # a misnamed system before the corpus is loaded
+    tasks = [t.strip() for value in args.tasks or () for t in value.split(",") if t.strip()]
     corpus = load_corpus(args.corpus, download=not args.no_download, progress=not args.quiet)
-    config = build_test(corpus, args.output, _systems(args), tasks=args.tasks, title=args.title,
+    config = build_test(corpus, args.output, systems, tasks=tasks or None, title=args.title,
                         seed=args.seed, catch_per_task=args.catch_per_task,
                         min_catch_correct=args.min_catch_correct,
                         completion_code=args.completion_code, screenout_code=args.screenout_code,
