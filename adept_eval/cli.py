@@ -235,29 +235,102 @@ def _split_top_level(text: str) -> list[str]:
 def _scores_table(path: Path, score_key: str = "score") -> dict[str, tuple[float | None, str]]:
     """id -> (score, type) from a speech_judge result JSON (``items``) or CSV/JSONL rows with
     ``id`` (or ``item_id``), ``score`` and optionally ``instruction_type``; several rows with one
-    id (several human raters) are averaged."""
+    id (several human raters) are averaged. A missing score (empty, null) is kept as None: the
+    agreement leaves the pair out and counts it.
+
+    The one reader of both files, so that every problem is one message naming the file and the
+    row (a JSON line, a CSV line, a result's item), all of a file's problems at once: a file
+    that is not the expected shape, a row without an id, a score that is not a number, not
+    finite or off the judge's 1-5 scale (``verdict.SCORE_RANGE``: a 300 or a -4 is a typo or
+    another scale, and would skew every figure), no score column at all (it gave an all-NaN
+    table and exit 0). Text is decoded as the responses of people are
+    (``human.decode_text``): a spreadsheet's byte-order mark or UTF-16 export reads as text."""
     import csv
+    import io
     import json
+    import math
     from collections import defaultdict
+
+    from .judge.verdict import SCORE_RANGE
+    from .listeners.human import ResponsesError, decode_text
 
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file")
-    text = path.read_text(encoding="utf-8")
+    if path.is_dir():
+        raise ValueError(f"{path}: a folder, not a scores file")
+    try:
+        text, _ = decode_text(path)
+    except ResponsesError as exc:
+        raise ValueError(str(exc)) from None
+    rows: list[tuple[str, object]] = []  # (where, row)
     if path.suffix == ".json":
-        rows = json.loads(text).get("items", [])
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise ValueError(f"{path}: not JSON ({exc})") from None
+        if not isinstance(data, dict) or not isinstance(data.get("items"), list):
+            raise ValueError(f"{path}: not a speech_judge result: expected a JSON object with an "
+                             "\"items\" list (or give the scores as .csv/.jsonl with id,score)")
+        rows = [(f"{path}: item {i}", r) for i, r in enumerate(data["items"], 1)]
     elif path.suffix == ".jsonl":
-        rows = [json.loads(x) for x in text.splitlines() if x.strip()]
+        for i, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    rows.append((f"{path}:{i}", json.loads(line)))
+                except ValueError as exc:
+                    raise ValueError(f"{path}:{i}: not JSON ({exc})") from None
     else:
-        rows = list(csv.DictReader(text.splitlines()))
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        columns = [c.strip() for c in reader.fieldnames or []]
+        missing = [c for c, ok in (("id or item_id", {"id", "item_id"} & set(columns)),
+                                   (score_key, score_key in columns)) if not ok]
+        if missing:
+            raise ValueError(f"{path}: no {' and no '.join(missing)} column (its columns: "
+                             f"{', '.join(columns) or 'none'})")
+        for row in reader:
+            rows.append((f"{path}: line {reader.line_num}",
+                         {(k or "").strip(): v for k, v in row.items()}))
+    problems: list[str] = []
     acc: dict[str, list] = defaultdict(list)
     types: dict[str, str] = {}
-    for i, row in enumerate(rows, 1):
-        key = str(row.get("item_id", row.get("id", "")))
+    low, high = SCORE_RANGE
+    if rows and all(isinstance(r, dict) and score_key not in r for _, r in rows):
+        raise ValueError(f"{path}: no row has a {score_key!r}")
+    for where, row in rows:
+        if not isinstance(row, dict):
+            problems.append(f"{where}: not an object with id and {score_key}")
+            continue
+        key = row.get("item_id", row.get("id"))
+        key = "" if key is None else str(key).strip()
         if not key:
-            raise ValueError(f"{path}: row {i} has no id/item_id")
+            problems.append(f"{where}: no id/item_id")
+            continue
         value = row.get(score_key)
-        acc[key].append(None if value in (None, "") else float(value))
-        types[key] = row.get("instruction_type", types.get(key, "")) or ""
+        if isinstance(value, str):
+            value = value.strip()
+        score = None
+        if value not in (None, ""):
+            try:
+                if isinstance(value, bool):
+                    raise ValueError
+                score = float(value)
+            except (TypeError, ValueError):
+                problems.append(f"{where}: {score_key} {value!r} is not a number")
+                continue
+            if not math.isfinite(score):
+                problems.append(f"{where}: {score_key} {value!r} is not a finite number")
+                continue
+            if not low <= score <= high:
+                problems.append(f"{where}: {score_key} {value!r} is outside the judge's "
+                                f"{low}-{high} scale")
+                continue
+        acc[key].append(score)
+        kind = row.get("instruction_type")
+        types[key] = str(kind) if kind not in (None, "") else types.get(key, "")
+    if problems:
+        shown = problems[:20] + ([f"... and {len(problems) - 20} more"]
+                                 if len(problems) > 20 else [])
+        raise ValueError("\n".join(shown))
     out = {}
     for key, values in acc.items():
         good = [v for v in values if v is not None]

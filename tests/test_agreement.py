@@ -69,3 +69,51 @@ def test_a_mean_of_raters_is_rounded_one_way_for_exact_agreement(tmp_path):
     overall = json.loads((tmp_path / "a.json").read_text())["overall"]
     assert overall["n"] == 3 and overall["exact"] == 1.0 and overall["within_1"] == 1.0
     assert overall["qwk"] == pytest.approx(1.0)
+
+
+GOOD_HUMAN = "id,score\na,4\nb,3\nc,2\n"
+
+
+@pytest.mark.parametrize("name, content, expected", [
+    ("judge.json", b"[1, 2]", "{path}: not a speech_judge result: expected a JSON object"),
+    ("judge.json", b'{"items": [{"item_id": "a", "score": 5}, {"item_id": "b", "s',
+     "{path}: not JSON ("),
+    ("judge.jsonl", b'{"id": "a", "score": 5}\n{"id": "b", "score": Infinity}\n',
+     "{path}:2: score inf is not a finite number"),
+    ("judge.csv", b"id,score\na,5\nb,x\n", "{path}: line 3: score 'x' is not a number"),
+    ("judge.csv", b"id,score\na,300\nb,-4\n",
+     "{path}: line 2: score '300' is outside the judge's 1-5 scale"),
+    ("judge.csv", b"id,rating\na,5\n", "{path}: no score column (its columns: id, rating)"),
+    ("judge.jsonl", b'{"id": "a", "rating": 5}\n', "{path}: no row has a 'score'"),
+])
+def test_bad_score_files_are_one_message_naming_file_and_row(name, content, expected, tmp_path):
+    """[1,2] was 'unexpected AttributeError ... a bug' (exit 3), inf an OverflowError (exit 3),
+    'x' or truncated JSON a message without the file or row, no score column an all-NaN table
+    with exit 0, and 300 or -4 accepted on a 1-5 scale."""
+    import os
+    import subprocess
+
+    from faults import console_script
+
+    path = tmp_path / name
+    path.write_bytes(content)
+    (tmp_path / "human.csv").write_text(GOOD_HUMAN)
+    done = subprocess.run([console_script("adept-eval"), "judge-agreement", str(path),
+                           str(tmp_path / "human.csv")], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=600,
+                          env={**os.environ, "ADEPT_EVAL_HOME": str(tmp_path / "home")})
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert expected.format(path=path) in done.stderr.replace("\n", " ") or \
+        expected.format(path=path) in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and "bug" not in done.stderr
+
+
+@pytest.mark.parametrize("encoding", ["utf-8-sig", "utf-16"])
+def test_spreadsheet_exports_with_a_byte_order_mark_or_in_utf16_are_read(encoding, tmp_path):
+    """Excel's 'CSV UTF-8' starts with a byte-order mark ('row 1 has no id/item_id'); its
+    'Unicode text' is UTF-16 (a codec error without the file)."""
+    (tmp_path / "judge.csv").write_text("id,score\na,4\nb,3\nc,2\n", encoding="utf-8")
+    (tmp_path / "human.csv").write_bytes(GOOD_HUMAN.encode(encoding))
+    assert main(["judge-agreement", str(tmp_path / "judge.csv"), str(tmp_path / "human.csv"),
+                 "-o", str(tmp_path / "a.json")]) == 0
+    assert json.loads((tmp_path / "a.json").read_text())["overall"]["exact"] == 1.0
