@@ -52,14 +52,21 @@ def shown_as_one_message(exc: BaseException) -> bool:
 
 def install_excepthook() -> None:
     """Show adept-eval's user errors that reach the top of a process (e.g. ``lm_eval`` loading
-    an adept task with a missing corpus) as ``error: <message>`` instead of a traceback; any
-    other exception keeps Python's normal report. Idempotent."""
+    an adept task with a missing corpus) as ``error: <message>`` instead of a traceback, and
+    Ctrl-C as ``interrupted``; any other exception keeps Python's normal report. Idempotent."""
     if getattr(sys.excepthook, "_adept_eval", False):
         return
     previous = sys.excepthook
 
     def hook(kind, value, tb):
         if shown_as_one_message(value):
+            return
+        if issubclass(kind, KeyboardInterrupt) and not os.environ.get("ADEPT_EVAL_DEBUG"):
+            # Ctrl-C is the user's own act, not a fault: "interrupted", as the adept-eval
+            # command says it, not a 40-line traceback through lm-eval and the tasks. Python
+            # still ends the process by SIGINT (status 130 in a shell) after this hook
+            sys.stderr.write("interrupted\n")
+            sys.stderr.flush()
             return
         previous(kind, value, tb)
 

@@ -319,3 +319,38 @@ def test_a_save_that_fails_after_scoring_is_fatal_and_leaves_no_half_file(tmp_pa
             pytest.raises(ResultsNotSaved, match="No space left on device"):
         tracker.save_results_aggregated(results={"results": {"x": 1}}, samples=None)
     assert not list((out / "sys").glob("results_*.json"))
+
+
+def test_ctrl_c_during_lm_eval_is_one_word_not_a_traceback(corpus, tmp_path):
+    """Ctrl-C in the middle of an `lm_eval` run with adept tasks printed a 40-line traceback
+    through lm-eval and the tasks, where `adept-eval` says "interrupted"."""
+    import signal
+    import sys
+    import time
+
+    started = tmp_path / "started"
+    script = tmp_path / "slow_tts.py"
+    script.write_text("import pathlib, sys, time\n"
+                      f"pathlib.Path({str(started)!r}).touch()\n"
+                      "time.sleep(120)\n")
+    env = {**os.environ, "ADEPT_EVAL_HOME": str(tmp_path / "home"), "TQDM_DISABLE": "1",
+           "ADEPT_EVAL_CORPUS": str(corpus.root)}
+    env.pop("ADEPT_EVAL_DEBUG", None)
+    proc = subprocess.Popen(
+        [console_script("lm_eval"), "--model", "tts-command", "--model_args",
+         f"command={sys.executable} {script} {{output}},name=slow,cache_dir={tmp_path / 'c'}",
+         "--tasks", "adept_emotion_female", "--limit", "1"],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not started.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert started.exists(), proc.communicate(timeout=60)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode != 0
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-3000:]
+    assert err.rstrip().endswith("interrupted"), err[-2000:]
