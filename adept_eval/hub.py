@@ -406,6 +406,8 @@ def find_runs(paths: list[str | Path]) -> list[Run]:
     seen: set[tuple[int, int]] = set()
     for source in paths:
         p = Path(source)
+        if not p.exists():
+            raise PublishError(f"{source}: no such file or folder")
         files = sorted(f for f in p.rglob("results*.json")
                        if not STAGING_DIRS & set(f.relative_to(p).parts[:-1])) \
             if p.is_dir() else [p]
@@ -429,9 +431,7 @@ def find_runs(paths: list[str | Path]) -> list[Run]:
             if isinstance(data, dict) and "results" in data and "configs" in data:
                 found.append(Run(f, data))
         if not found:
-            raise PublishError(f"{source}: " + ("no lm-eval results file (results_*.json) "
-                                                "there" if p.exists() else
-                                                "no such file or folder"))
+            raise PublishError(f"{source}: no lm-eval results file (results_*.json) there")
         for run in found:
             if run.file_id not in seen:
                 seen.add(run.file_id)

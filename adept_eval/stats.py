@@ -141,6 +141,22 @@ def bisect_increasing(fn, target: float, lo: float, hi: float, rel_tol: float = 
     return (lo + hi) / 2
 
 
+def _cluster_totals(values, clusters) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each cluster's sum of ``values`` and size (no ``clusters``: each value its own), or None
+    with fewer than two values or clusters: no interval can be had."""
+    values = np.asarray(values, dtype=float)
+    if values.size < 2:
+        return None
+    if clusters is None:
+        clusters = np.arange(values.size)
+    _, inverse = np.unique(np.asarray(clusters), return_inverse=True)
+    k = int(inverse.max()) + 1
+    if k < 2:
+        return None
+    return (np.bincount(inverse, weights=values, minlength=k),
+            np.bincount(inverse, minlength=k).astype(float))
+
+
 def cluster_t_interval(values, clusters=None, *, level: float = 0.95) -> tuple[float, float]:
     """Cluster-robust t interval of a mean for few clusters (Cameron & Miller 2015, "A
     Practitioner's Guide to Cluster-Robust Inference", J. Human Resources 50(2), sections
@@ -153,18 +169,11 @@ def cluster_t_interval(values, clusters=None, *, level: float = 0.95) -> tuple[f
     correction: at 5 sentences a nominal 95% interval covered a zero mean 84-87% of the time);
     this interval keeps its level there and is as good with many. nan, nan with fewer than two
     values or clusters."""
-    values = np.asarray(values, dtype=float)
-    if values.size < 2:
+    totals = _cluster_totals(values, clusters)
+    if totals is None:
         return NAN, NAN
-    if clusters is None:
-        clusters = np.arange(values.size)
-    _, inverse = np.unique(np.asarray(clusters), return_inverse=True)
-    g = int(inverse.max()) + 1
-    if g < 2:
-        return NAN, NAN
-    sums = np.bincount(inverse, weights=values, minlength=g)
-    sizes = np.bincount(inverse, minlength=g).astype(float)
-    n = sizes.sum()
+    sums, sizes = totals
+    g, n = len(sums), sizes.sum()
     mean = float(sums.sum() / n)
     residual = sums - mean * sizes
     var = g / (g - 1) * float(residual @ residual) / n ** 2
@@ -180,17 +189,11 @@ def bootstrap_interval(values, clusters=None, *, level: float = 0.95, n_resample
     renditions of one sentence are not independent; otherwise each value is its own cluster.
     nan, nan with fewer than two values or clusters.
     """
-    values = np.asarray(values, dtype=float)
-    if values.size < 2:
+    totals = _cluster_totals(values, clusters)
+    if totals is None:
         return NAN, NAN
-    if clusters is None:
-        clusters = np.arange(values.size)
-    labels, inverse = np.unique(np.asarray(clusters), return_inverse=True)
-    k = len(labels)
-    if k < 2:
-        return NAN, NAN
-    sums = np.bincount(inverse, weights=values, minlength=k)
-    counts = np.bincount(inverse, minlength=k).astype(float)
+    sums, counts = totals
+    k = len(sums)
     rng = np.random.default_rng(seed)
     means = np.empty(n_resamples)
     step = max(1, 2_000_000 // k)  # bound memory: resample in blocks

@@ -158,13 +158,16 @@ def test_unusable_samples_print_their_first_reasons(use_corpus, tmp_path, caplog
 
             return sf.read(reference_audio)
 
-    with caplog.at_level(logging.WARNING, logger="adept_eval"):
-        res = run_lm_eval(Misread(name="misread", cache_dir=str(tmp_path)),
-                          ["adept_marked_tonicity_female"], limit=2)
-    assert res["results"]["adept_marked_tonicity_female"]["failed,none"] == 2
-    summary = [r.getMessage() for r in caplog.records if "2 of 2 samples" in r.getMessage()]
-    assert summary and "First: marked_tonicity/" in summary[0]
-    assert "synthesis failed" in summary[0]
+    from adept_eval.models.base import SystemSetupError
+
+    # every synthesis failed: the run stops with one message giving the first reasons (there is
+    # nothing to score), rather than scoring every question wrong
+    with pytest.raises(SystemSetupError) as stopped:
+        run_lm_eval(Misread(name="misread", cache_dir=str(tmp_path)),
+                    ["adept_marked_tonicity_female"], limit=2)
+    message = str(stopped.value)
+    assert "no sample was produced: all 2 syntheses failed" in message
+    assert "First: marked_tonicity/" in message and "synthesis failed" in message
 
 
 def test_in_process_tts_says_what_to_return(use_corpus, tmp_path):
@@ -174,10 +177,12 @@ def test_in_process_tts_says_what_to_return(use_corpus, tmp_path):
         def synthesize(self, text, reference_audio):
             return "not audio"
 
-    res = run_lm_eval(Wrong(name="wrong", cache_dir=str(tmp_path)),
-                      ["adept_marked_tonicity_female"], limit=1)
-    detail = json.dumps(res["samples"], default=str)
-    assert "must return an adept_eval.audio.Audio or (samples, rate)" in detail
+    from adept_eval.models.base import SystemSetupError
+
+    with pytest.raises(SystemSetupError, match=r"must return an adept_eval\.audio\.Audio or "
+                                               r"\(samples, rate\)"):
+        run_lm_eval(Wrong(name="wrong", cache_dir=str(tmp_path)),
+                    ["adept_marked_tonicity_female"], limit=1)
 
 
 # ----------------------------------------------------------------------------- ceiling
