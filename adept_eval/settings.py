@@ -60,9 +60,10 @@ class SettingsError(UserError, ValueError):
 # ----------------------------------------------------------------------------- secrets
 def secret_name(key: str) -> bool:
     """``api_key``, ``hf_token``, ``llm_api_key``, ``password``: yes; ``api_key_env``,
-    ``max_tokens``: no (the first names a variable, the second is a count)."""
+    ``key_file``, ``token_path``, ``max_tokens``: no (the first three name where a secret is
+    kept - what a user should pass instead of the secret -, the last is a count)."""
     parts = [p for p in re.split(r"[_\-.]", key.lower()) if p]
-    if not parts or parts[-1] == "env":
+    if not parts or parts[-1] in ("env", "file", "path", "dir"):
         return False
     return (any(p in _SECRET_WORDS or p.endswith(_SECRET_ENDINGS) for p in parts)
             or "apikey" in key.lower().replace("_", ""))

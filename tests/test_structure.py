@@ -71,6 +71,10 @@ def test_env_named_options_and_counts_are_not_secrets():
     assert not settings.secret_name("judge_api_key_env")
     assert not settings.secret_name("judge_max_tokens")
     assert settings.secret_name("llm_api_key") and settings.secret_name("hf_token")
+    # where a secret is kept is what a user should pass instead of the secret: never refused
+    assert not settings.secret_name("key_file") and not settings.secret_name("token_path")
+    assert settings.secret_value("tts --key-file /etc/tts.key --out {output}") is None
+    assert settings.secret_value("tts --api-key abcdefgh123 --out {output}")
 
 
 def test_environment_secret_values_are_refused(monkeypatch, no_model_record):
