@@ -168,12 +168,7 @@ def test_one_command_runs_the_whole_human_evaluation(tmp_path, corpus, systems):
         env={**os.environ, "COLUMNS": "120"})
     try:
         url = f"http://127.0.0.1:{port}"
-        for _ in range(600):
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                threading.Event().wait(0.1)
+        _wait_until_serving(url, tries=600)
         config = load_test(out)
         outcomes = asyncio.run(crowd(url, config, 3, fetch_audio=False))
         assert all(o.completion_code == "ONE" for o in outcomes.values())
@@ -244,12 +239,7 @@ def test_serving_on_every_address_prints_a_url_participants_can_use(test_dir):
         text=True,
         env={**os.environ, "COLUMNS": "400", "PYTHONUNBUFFERED": "1"})
     try:
-        for _ in range(300):
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                threading.Event().wait(0.1)
+        _wait_until_serving(f"http://127.0.0.1:{port}", tries=300)
         printed = [proc.stdout.readline(), proc.stdout.readline()]
         urls = [u.replace("<participant id>", "p1") for line in printed
                 for u in re.findall(r"http://\S+?PROLIFIC_PID=<participant id>", line)]
@@ -265,3 +255,15 @@ def test_serving_on_every_address_prints_a_url_participants_can_use(test_dir):
             proc.communicate(timeout=30)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+def _wait_until_serving(url: str, tries: int) -> None:
+    """Poll ``url``/healthz until the real server answers (a started process takes a moment)."""
+    import httpx
+
+    for _ in range(tries):
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            threading.Event().wait(0.1)
