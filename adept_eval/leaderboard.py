@@ -70,13 +70,15 @@ class Row:
     vstyle_unranked: str | None = None
     date: str | None = None
     tasks: dict[str, float] = field(default_factory=dict)
+    task_n: dict[str, int] = field(default_factory=dict)  # questions per task (unpaired test)
     classes: dict[str, float] = field(default_factory=dict)
     vstyle_categories: dict[str, float] = field(default_factory=dict)
     _keys: dict = field(default_factory=dict, repr=False)  # suite -> comparable key
 
     def flat(self) -> dict:
         out = {k: v for k, v in asdict(self).items()
-               if k not in ("tasks", "classes", "vstyle_categories", "_keys", "people")}
+               if k not in ("tasks", "task_n", "classes", "vstyle_categories", "_keys",
+                            "people")}
         out.update({f"acc_{t.removeprefix('adept_')}": v for t, v in self.tasks.items()})
         out.update({f"class_{c}": v for c, v in self.classes.items()})
         out.update({f"vstyle_{c}": v for c, v in self.vstyle_categories.items()})
@@ -148,7 +150,7 @@ def row_of(run: Run) -> Row:
             continue
         acc, tn = float(r["acc,none"]), int(r.get("n,none") or 0)
         row.tasks[task] = acc
-        row._task_n = {**getattr(row, "_task_n", {}), task: tn}  # not a field: for _pair_p
+        row.task_n[task] = tn
         failed += int(r.get("failed,none") or 0)
         by_class.setdefault(spec.TASKS[task].cls.name, []).append((acc, tn))
         chance_parts.append((r.get("chance,none", spec.TASKS[task].chance), tn))
@@ -329,15 +331,14 @@ def _sentence_design_effect(row: Row) -> float:
     A two-proportion test with it cannot claim a significance the clustering would undo, at
     the cost of power: it counts each sentence as one trial's worth (logged samples, tested
     paired by sentence, are the powerful way)."""
-    counts = getattr(row, "_task_n", None) or {}
     sizes = []
-    for task, n in counts.items():
+    for task, n in row.task_n.items():
         k = min(len(spec.TASKS[task].cls.sentence_ids()), n) if task in spec.TASKS else n
         sizes += [n / k] * k if k else []
     if sizes:
         return stats.max_design_effect(sizes)
     if row.adept_tasks and row.adept_n:
-        k = 5 * row.adept_tasks
+        k = len(next(iter(spec.TASKS.values())).cls.sentence_ids()) * row.adept_tasks
         return stats.max_design_effect([row.adept_n / k] * k)
     return math.nan
 
