@@ -332,7 +332,7 @@ def test_ctrl_c_during_lm_eval_is_one_word_not_a_traceback(corpus, tmp_path):
     script = tmp_path / "slow_tts.py"
     script.write_text("import pathlib, sys, time\n"
                       f"pathlib.Path({str(started)!r}).touch()\n"
-                      "time.sleep(120)\n")
+                      "time.sleep(20)\n")
     env = {**os.environ, "ADEPT_EVAL_HOME": str(tmp_path / "home"), "TQDM_DISABLE": "1",
            "ADEPT_EVAL_CORPUS": str(corpus.root)}
     env.pop("ADEPT_EVAL_DEBUG", None)

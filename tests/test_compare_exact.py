@@ -268,7 +268,7 @@ def test_pair_p_without_samples_accuracy_is_the_two_proportion_z_test_bounded_by
     c, d = (_row(s, adept_acc=acc, adept_n=30, adept_tasks=2) for s, acc in (("c", 0.9),
                                                                             ("d", 0.5)))
     for r in (c, d):
-        r._task_n = {TASK: 20, TASK2: 10}
+        r.task_n = {TASK: 20, TASK2: 10}
     p, _ = leaderboard._pair_p(c, d, "adept", "adept_acc")
     assert p == pytest.approx(_two_proportion_by_hand(27, 30, 15, 30, 10 / 3, 10 / 3))
     # the counts are rounded back from the accuracy: 0.29 * 100 -> 29 right answers
