@@ -79,3 +79,14 @@ def console_script(name: str) -> str:
     if not Path(found).exists():
         pytest.skip(f"{name} console script not found")
     return found
+
+
+def ctrl_c_as_at_a_terminal() -> None:
+    """``preexec_fn`` for a process a test will interrupt with SIGINT: restore SIGINT's default
+    disposition, as a terminal user's process has it. A process started in the background by
+    a shell without job control (a CI runner's `cmd &`, nohup) inherits SIGINT *ignored*, and
+    Python keeps it ignored, so a test's Ctrl-C would do nothing there and its run would
+    simply go on to the end (it did: the test then saw the run's own last message)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
