@@ -236,3 +236,29 @@ def test_a_temperature_that_changes_answers_changes_the_scorer_identity(corpus, 
                            str(tmp_path / "out" / "spelled")],
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_rendition_rewritten_in_place_is_compared_afresh(corpus, systems, tmp_path):
+    """The listener memoised each sentence's comparison by the renditions' paths, so a file
+    rewritten in place (re-synthesised into the same folder, scored again in one Python
+    session) was answered with the old file's comparison."""
+    import shutil
+
+    questions = [q for qs in all_questions(corpus).values() for q in qs]
+    q = next(q for q in questions if q.cls == "emotion")
+    folder = tmp_path / "system"
+
+    def answers_with(source, listener):
+        for s in q.stimuli:
+            (folder / f"{s}.wav").parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(systems[source] / f"{s}.wav", folder / f"{s}.wav")
+        return listener.answer(q, {s: str(folder / f"{s}.wav") for s in q.stimuli})
+
+    listener = get_listener("acoustic", corpus=corpus, cache_dir=str(tmp_path / "features"))
+    first = answers_with("copy", listener)
+    again = answers_with("swap", listener)  # same paths, other renditions
+    fresh = answers_with("swap", get_listener("acoustic", corpus=corpus,
+                                              cache_dir=str(tmp_path / "features2")))
+    assert first.status == again.status == fresh.status == "ok"
+    assert again.scores == fresh.scores and again.responses == fresh.responses
+    assert again.scores != first.scores

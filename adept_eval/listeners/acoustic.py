@@ -235,8 +235,11 @@ class AcousticListener(Listener):
         to the natural candidates ``subs``; memoised per sentence (``Comparison``). Worked out
         with BLAS on one thread whoever calls (``one_blas_thread``): the alignments' cost
         matrices differ in their last bits with the thread count, and reference profiles are
-        cached on disk for every later run."""
-        memo_key = (cls, speaker, sentence_id, subs, paths)
+        cached on disk for every later run. The memo is keyed by the renditions' content
+        keys, not their paths: a file rewritten in place (a user re-synthesising into the same
+        folder and scoring again in one Python session) is compared afresh, not answered with
+        the old file's comparison."""
+        memo_key = (cls, speaker, sentence_id, subs, tuple(self.store.key(p) for p in paths))
         if memo_key not in self._memo:
             with one_blas_thread():
                 natural, spread = self.store.reference(
