@@ -353,3 +353,26 @@ def test_plain_lm_eval_cli_finds_tasks_and_models(corpus, tmp_path):
         done = _cli([sys.executable, "-c", listed], {**env, **hook}, tmp_path)
         assert done.returncode == 0, done.stderr[-2000:]
         assert (task in done.stdout.split()) is not off, (off, done.stdout)
+
+
+def test_on_missing_wrong_with_no_usable_sample_is_one_message_not_a_score_of_zero(
+        corpus, tmp_path):
+    """audio-dir with on_missing=wrong and a folder holding none of the samples (a mistyped
+    path= or pattern=) scored every question wrong and reported accuracy 0 for a system never
+    heard; it is one message now, through the real lm_eval."""
+    from faults import console_script
+
+    empty = tmp_path / "my_tts"
+    empty.mkdir()
+    done = subprocess.run(
+        [console_script("lm_eval"), "--model", "audio-dir", "--model_args",
+         f"path={empty},on_missing=wrong", "--tasks", "adept_emotion_female",
+         "--output_path", str(tmp_path / "out")],
+        capture_output=True, text=True, cwd=tmp_path, timeout=600,
+        env={**os.environ, "ADEPT_EVAL_CORPUS": str(corpus.root),
+             "ADEPT_EVAL_HOME": str(tmp_path / "home")})
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    assert "my_tts: none of the 25 samples is usable, so there is nothing to score" \
+        in done.stderr, done.stderr[-3000:]
+    assert "emotion/" in done.stderr and not list((tmp_path / "out").rglob("results_*.json"))

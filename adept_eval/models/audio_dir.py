@@ -9,6 +9,7 @@ Missing or unusable samples stop the run before anything is scored, with a list 
 ``on_missing=wrong`` goes on without them: ADEPT scores the questions that need them as wrong
 answers (counted in ``failed``), VStyle counts the instructions left unanswered as failed
 judgements (``n_failed``, never scored); each is marked failed in the logged samples.
+A folder where none of the samples is usable is refused either way: nothing to score.
 """
 
 from __future__ import annotations

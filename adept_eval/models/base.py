@@ -132,6 +132,16 @@ class SpeechSystem(LM):
                 f"{self.name}: {len(failed)} of {len(produced)} samples are missing or unusable; "
                 "nothing was scored. Fix them, or pass on_missing=wrong in --model_args to "
                 f"{on_missing_wrong(requests, failed, 'do')}:\n  " + "\n  ".join(shown + more))
+        if failed and len(failed) == len(produced):
+            # on_missing=wrong goes on without some samples, not without all of them: a run
+            # with none (a mistyped path=, a pattern= that matches nothing) would report an
+            # accuracy of 0 - or VStyle's every instruction failed - for a system never heard
+            raise SystemSetupError(
+                f"{self.name}: none of the {len(produced)} samples is usable, so there is "
+                "nothing to score (on_missing=wrong goes on without some samples, not without "
+                f"all of them). First: "
+                + "; ".join(f"{p.stimulus_id}: {p.problem or p.status}" for p in failed[:3])
+                + (f" (and {len(failed) - 3} more)" if len(failed) > 3 else ""))
         if failed:
             log.warning("%s: %d of %d samples missing or unusable; on_missing=wrong %s. %s",
                         self.name, len(failed), len(produced),
