@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 from . import spec, stats, vstyle
 from .hub import PublishError, Run, find_runs, hub_api, require_token, with_retries
 from .identity import answered
-from .report import csv_safe, pooled_recognition
+from .report import csv_safe, pooled_recognition, sentence_design_effect
 
 log = logging.getLogger(__name__)
 
@@ -331,12 +331,8 @@ def _sentence_design_effect(row: Row) -> float:
     A two-proportion test with it cannot claim a significance the clustering would undo, at
     the cost of power: it counts each sentence as one trial's worth (logged samples, tested
     paired by sentence, are the powerful way)."""
-    sizes = []
-    for task, n in row.task_n.items():
-        k = min(len(spec.TASKS[task].cls.sentence_ids()), n) if task in spec.TASKS else n
-        sizes += [n / k] * k if k else []
-    if sizes:
-        return stats.max_design_effect(sizes)
+    if any(row.task_n.values()):
+        return sentence_design_effect(row.task_n)
     if row.adept_tasks and row.adept_n:
         k = len(next(iter(spec.TASKS.values())).cls.sentence_ids()) * row.adept_tasks
         return stats.max_design_effect([row.adept_n / k] * k)

@@ -133,11 +133,13 @@ def pooled_recognition(results: dict, tasks: list[str], samples: dict | None = N
                        people: bool = False) -> tuple[int, int, float, float]:
     """(correct, n, 95% interval) over the given tasks' responses. From the logged samples when
     they hold every task (``recognition``: clustered by sentence, and for people by participant
-    too); else from the
-    results' accuracies and n - Clopper-Pearson for a machine listener (the results do not say
-    which questions share a sentence, so this one ignores it), but no interval for people
-    (their responses are not independent trials, and the results alone cannot say how they
-    cluster)."""
+    too). Else, for a machine listener, from the results: the tasks' own intervals (each
+    clustered by sentence) pooled (``stats.pooled_interval``: the tasks hold different
+    sentences), or, where a task has none, the exact interval with the largest design effect
+    the sentences can give (``sentence_design_effect``): never Clopper-Pearson over questions
+    as if independent, which a sentence's mirrored questions are not. No interval for people
+    without samples: one participant answers every task, so neither the tasks nor the
+    questions are independent, and the results alone cannot say how they cluster."""
     from .recognition import recognition
 
     k, n = pooled(results, tasks)
@@ -148,7 +150,29 @@ def pooled_recognition(results: dict, tasks: list[str], samples: dict | None = N
             return r.correct, r.n, r.ci_low, r.ci_high
     if people or not n:
         return k, n, math.nan, math.nan
-    return (k, n, *stats.clopper_pearson(k, n))
+    key, weight = ADEPT.key(ADEPT.headline), ADEPT.key(ADEPT.pooled[ADEPT.headline])
+    rows = [results.get(t) or {} for t in tasks]
+    low, high, _ = stats.pooled_interval(
+        (r.get(key), r.get(ADEPT.key(f"{ADEPT.headline}_ci_low")),
+         r.get(ADEPT.key(f"{ADEPT.headline}_ci_high")), r.get(weight)) for r in rows)
+    if math.isnan(low):
+        task_n = {t: int(r.get(weight) or 0) for t, r in zip(tasks, rows)}
+        low, high = stats.design_effect_interval(k, n, sentence_design_effect(task_n))
+    return k, n, max(0.0, low), min(1.0, high)
+
+
+def sentence_design_effect(task_n: dict[str, int]) -> float:
+    """The largest design effect an accuracy over ADEPT tasks with these question counts can
+    have from the questions' clustering by sentence (``stats.max_design_effect``: a sentence's
+    questions all alike), each task's questions spread evenly over its sentences, as they
+    mirror one another. 1.0 with no counts."""
+    sizes: list[float] = []
+    for task, n in task_n.items():
+        if not n:
+            continue
+        k = min(len(spec.TASKS[task].cls.sentence_ids()), n) if task in spec.TASKS else n
+        sizes += [n / k] * k
+    return stats.max_design_effect(sizes)
 
 
 def group_table(results: dict, samples: dict | None = None, people: bool = False

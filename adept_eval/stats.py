@@ -766,6 +766,26 @@ def max_design_effect(cluster_sizes: Iterable[float]) -> float:
     return max(1.0, sum(s * s for s in sizes) / total) if total else 1.0
 
 
+def design_effect_interval(k: float, n: float, design_effect: float, level: float = 0.95
+                           ) -> tuple[float, float]:
+    """The exact (Clopper-Pearson form) interval of k/n at the effective sample size
+    n / ``design_effect`` (Kish 1965, 8.2), for a proportion whose trials cluster in a way only
+    bounded, not measured (``max_design_effect``). (nan, nan) without n."""
+    if not n:
+        return NAN, NAN
+    deff = max(1.0, float(design_effect))
+    if deff == 1.0 and k == int(k) and n == int(n):
+        return clopper_pearson(int(k), int(n), level)
+    from scipy.stats import beta
+
+    n_eff = n / deff
+    x = k / n * n_eff
+    alpha = (1 - level) / 2
+    low = float(beta.ppf(alpha, x, n_eff - x + 1)) if x > 0 else 0.0
+    high = float(beta.ppf(1 - alpha, x + 1, n_eff - x)) if x < n_eff else 1.0
+    return low, high
+
+
 def interval_difference_p(m1: float, lo1: float, hi1: float, m2: float, lo2: float,
                           hi2: float) -> float:
     """Two-sided z test of two independent estimates from their 95% intervals (standard error

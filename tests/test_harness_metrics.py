@@ -2,6 +2,7 @@
 
 import math
 
+import pytest
 from scipy.stats import binomtest
 
 from adept_eval import harness, recognition
@@ -148,7 +149,47 @@ def test_pooled_groups_of_people_get_the_clustered_interval_or_none(tmp_path):
     assert high - low > exact[1] - exact[0]  # wider than the responses taken as independent
     k2, n2, low2, high2 = pooled_recognition(results, tasks, None, people=True)
     assert (k2, n2) == (k, n) and math.isnan(low2) and math.isnan(high2)
-    assert pooled_recognition(results, tasks, None, people=False)[2:] == exact
+    # a machine listener's results alone: the largest design effect the sentences can give
+    # (each task's 24 responses over 5 sentences), never the questions taken as independent
+    bound = pooled_recognition(results, tasks, None, people=False)[2:]
+    assert bound[1] - bound[0] > exact[1] - exact[0]
+    from adept_eval.report import sentence_design_effect
+
+    deff = sentence_design_effect({t: 24 for t in tasks})
+    assert deff == pytest.approx(24 / 5)
+    assert bound == pytest.approx(stats.design_effect_interval(k, n, deff))
+    # with the tasks' own (sentence-clustered) intervals in the results: those, pooled
+    for t, (lo, hi) in zip(tasks, [(0.2, 0.6), (0.3, 0.7)]):
+        results[t].update({"acc_ci_low,none": lo, "acc_ci_high,none": hi})
+    pooled_low, pooled_high, _ = stats.pooled_interval(
+        (results[t]["acc,none"], results[t]["acc_ci_low,none"], results[t]["acc_ci_high,none"],
+         results[t]["n,none"]) for t in tasks)
+    assert pooled_recognition(results, tasks, None, people=False)[2:] == \
+        pytest.approx((max(0.0, pooled_low), min(1.0, pooled_high)))
+
+
+def test_the_design_effect_bound_covers_where_questions_taken_as_independent_do_not():
+    """Sentences whose questions are all alike (the worst clustering ADEPT's mirrored
+    questions can have): Clopper-Pearson over the questions misses the true accuracy far more
+    than 5% of the time; the interval at the bounding design effect does not."""
+    import numpy as np
+
+    from adept_eval import stats
+
+    rng = np.random.default_rng(7)
+    truth, sentences, per = 0.7, 10, 4
+    deff = stats.max_design_effect([per] * sentences)
+    missed_exact = missed_bound = 0
+    runs = 300
+    for _ in range(runs):
+        k = int(rng.binomial(1, truth, sentences).sum()) * per
+        n = sentences * per
+        lo, hi = stats.clopper_pearson(k, n)
+        missed_exact += not lo <= truth <= hi
+        lo, hi = stats.design_effect_interval(k, n, deff)
+        missed_bound += not lo <= truth <= hi
+    assert missed_exact / runs > 0.15
+    assert missed_bound / runs <= 0.05
 
 
 def test_order_agreement_is_over_the_questions_answered():

@@ -42,7 +42,10 @@ def test_people_runs_of_two_systems_share_one_ranked_section(tmp_path):
     for r in people:
         assert r.adept_ci_low is None or math.isnan(r.adept_ci_low)
         assert r.adept_rank_range == "1-2" and "not tested (people's runs" in r.adept_tie_method
-    assert rows["machine"].adept_rank == 1 and rows["machine"].adept_ci_low > 0.6
+    # a machine listener's results alone: the exact interval at the largest design effect its
+    # sentences can have (60 sentences of 165 questions), wider than over the questions
+    machine = rows["machine"]
+    assert machine.adept_rank == 1 and 0.5 < machine.adept_ci_low < 0.7 < machine.adept_ci_high
 
 
 def test_report_gives_people_without_samples_no_binomial_interval(tmp_path, capsys,
