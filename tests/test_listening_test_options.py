@@ -40,7 +40,6 @@ def built(tmp_path_factory, corpus):
     ("build", "--min-catch-correct", "5", "must be at most 1"),
     ("build", "--catch-per-task", "-1", "must be at least 0"),
     ("build", "--match-loudness", "nan", "not a number"),
-    ("report", "--replicates", "0", "must be at least 100"),
 ])
 def test_a_number_that_cannot_work_is_one_message(command, option, value, expected, built,
                                                   tmp_path, capsys):

@@ -111,8 +111,6 @@ def add_parser(sub, common) -> None:
     p.add_argument("test")
     p.add_argument("-o", "--output", help="folder for report.json and the charts "
                    "(default: <test>/report)")
-    p.add_argument("--replicates", type=arg_type("100 or more", whole=True, least=100),
-                   default=2000, help="bootstrap replicates (at least 100)")
     p.add_argument("--include-incomplete", action="store_true")
     p.set_defaults(func=cmd_report)
 
@@ -317,7 +315,7 @@ def cmd_run(args):
            args.audio_cache_mb, args.max_participants, args.new_sessions_per_minute)
     out = Path(args.output) / "export" / "responses.csv"
     _export(args.output, out, False)
-    _report(args.output, None, 2000, False)
+    _report(args.output, None, False)
     return 0
 
 
@@ -389,32 +387,33 @@ def _kappa(system: str, agreement: dict) -> str:
             f"{agreement['mean_raters']:.1f} raters each on average)")
 
 
-def _report(test, out, replicates, include_incomplete):
+def _report(test, out, include_incomplete):
     from .analysis import INCLUDED, analyse, plot_task
 
     config, store = _open(test)
-    a = analyse(config, store, replicates=replicates, include_incomplete=include_incomplete)
+    a = analyse(config, store, include_incomplete=include_incomplete)
     counts = {}
     for s in a.screening.values():
         counts[s.screening] = counts.get(s.screening, 0) + 1
     console.print(f"{config.title}: {len(a.screening)} participants; "
                   + ", ".join(f"{k} {v}" for k, v in counts.items()))
     console.print("Recognition accuracy (the tutorial's step 4) over included participants, "
-                  "with 95% intervals and p against chance from a two-way cluster bootstrap "
-                  f"over participants and questions ({replicates} replicates)")
+                  "with 95% intervals and p against chance clustered by participant and by "
+                  "sentence (two-way cluster-robust variance, Korn-Graubard interval)")
     for task in config.tasks:
         rows = [r for r in a.accuracy if r.task == task]
         kappas = "; ".join(_kappa(s, a.agreement.get((task, s), {})) for s in config.systems)
         table = Table(title=f"{task} (chance {spec.task(task).chance:.2f}; Fleiss' kappa "
                       f"{kappas})", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
-        for col in ("system", "subcategory", "n", "correct", "acc", "95% CI", "p", "people"):
+        for col in ("system", "subcategory", "n", "correct", "acc", "95% CI", "p", "people",
+                    "sentences"):
             table.add_column(col, justify="left" if col in ("system", "subcategory")
                              else "right", no_wrap=True)
         for r in rows:
             st = r.stats
             table.add_row(r.system, r.subcategory or "(all)", str(st.n), str(st.correct),
                           _fmt(st.acc), f"{_fmt(st.ci_low, '{:.2f}')}-{_fmt(st.ci_high, '{:.2f}')}",
-                          _p(st.p_chance), str(st.participants),
+                          _p(st.p_value), str(r.participants), str(st.clusters),
                           end_section=not r.subcategory)
         console.print(table)
     people = Table(title="Participants", box=box.SIMPLE_HEAD)
@@ -428,14 +427,16 @@ def _report(test, out, replicates, include_incomplete):
     out = Path(out) if out else Path(test) / "report"
     out.mkdir(parents=True, exist_ok=True)
     report = {
-        "title": config.title, "replicates": replicates,
+        "title": config.title,
         "screening": {p: s.screening for p, s in a.screening.items()},
         "included_participants": sum(s.screening == INCLUDED for s in a.screening.values()),
         "step4": [{"task": r.task, "system": r.system, "subcategory": r.subcategory,
                    "responses": r.responses, "correct": r.correct, "accuracy": r.accuracy}
                   for r in a.step4],
         "accuracy": [{"task": r.task, "system": r.system, "subcategory": r.subcategory,
-                      **{k: getattr(r.stats, k) for k in r.stats.__dataclass_fields__}}
+                      "participants": r.participants, "sentences": r.stats.clusters,
+                      **{k: getattr(r.stats, k) for k in r.stats.__dataclass_fields__
+                         if k != "clusters"}}
                      for r in a.accuracy],
         "agreement": [{"task": t, "system": s, **v} for (t, s), v in a.agreement.items()],
         "participants": [{**s.__dict__, "accuracy": s.accuracy} for s in a.screening.values()],
@@ -466,7 +467,7 @@ def _no_nan(x):
 
 
 def cmd_report(args):
-    _report(args.test, args.output, args.replicates, args.include_incomplete)
+    _report(args.test, args.output, args.include_incomplete)
     return 0
 
 

@@ -67,7 +67,7 @@ def load_pilot(path: str | Path) -> Pilot:
 
         if not (path / DB_FILE).exists():
             raise PlanError(f"--pilot {path}: the listening test has no responses yet")
-        a = analyse(load_test(path), Store(path / DB_FILE), replicates=0)
+        a = analyse(load_test(path), Store(path / DB_FILE))
         kept = [r for r in a.included_responses if r.kind == "question"]
         trials = [stats.Trial(r.participant, f"{r.system}/{r.question_id}", bool(r.correct))
                   for r in kept]
