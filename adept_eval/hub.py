@@ -477,17 +477,7 @@ def audio_files(run: Run) -> dict[str, Path]:
     exists (else where most do); left as logged, ``publish --audio`` from anywhere else found
     none and uploaded no audio without a word. Files found nowhere keep their logged path, for
     ``stage_run`` to name."""
-    out = {}
-    for samples_file in run.samples.values():
-        for _, s in logged_samples(samples_file):
-            for resp in (s.get("resps") or [[]])[0][:1]:
-                try:
-                    produced = json.loads(resp)
-                except (TypeError, ValueError):
-                    continue
-                for item in produced.get("samples", []):
-                    if item.get("status") == "ok" and item.get("path"):
-                        out[item["id"]] = Path(item["path"]).expanduser()
+    out = {item["id"]: Path(item["path"]).expanduser() for item in _scored_outputs(run)}
     relative = [p for p in out.values() if not p.is_absolute()]
     if relative:
         folder = run.results_path.resolve().parent
@@ -497,6 +487,33 @@ def audio_files(run: Run) -> dict[str, Path]:
             base = bases[found.index(max(found))]
             out = {sid: p if p.is_absolute() else base / p for sid, p in out.items()}
     return out
+
+
+def _scored_outputs(run: Run):
+    """The system's usable samples as its logged model outputs record them (id, path and,
+    from runs that recorded it, the sha256 of the bytes scored)."""
+    for samples_file in run.samples.values():
+        for _, s in logged_samples(samples_file):
+            for resp in (s.get("resps") or [[]])[0][:1]:
+                try:
+                    produced = json.loads(resp)
+                except (TypeError, ValueError):
+                    continue
+                for item in produced.get("samples", []):
+                    if item.get("status") == "ok" and item.get("path"):
+                        yield item
+
+
+def changed_audio(run: Run, files: dict[str, Path]) -> list[str]:
+    """The files among ``files`` whose bytes are not those the run scored (the digest its
+    logged outputs recorded); a run that recorded none (made before digests were logged)
+    cannot be checked and gives none."""
+    from .content_keys import file_digest
+
+    recorded = {item["id"]: item["sha256"] for item in _scored_outputs(run)
+                if isinstance(item.get("sha256"), str)}
+    return sorted(str(path) for sid, path in files.items()
+                  if sid in recorded and path.is_file() and file_digest(path) != recorded[sid])
 
 
 @dataclass
@@ -523,20 +540,24 @@ def stage_run(run: Run, staging: Path, *, samples: bool = True, audio: bool = Fa
             (target / "details").mkdir(exist_ok=True)
             pq.write_table(_details_table(path), target / "details" / f"{task}.parquet")
     if audio:
-        # every scored sample or none: a file deleted since the run, left out without a word,
-        # made the uploaded audio a silent subset of what the results were computed from. (The
-        # logged samples record each file's path only, no hash of its content, so a file changed
-        # since the run cannot be told from the one scored.)
+        # every scored sample, as scored, or none: a file deleted since the run, left out
+        # without a word, made the uploaded audio a silent subset of what the results were
+        # computed from; a file re-synthesised since, uploaded beside results it did not earn
         files = audio_files(run)
         missing = sorted(str(p) for p in files.values() if not p.is_file())
-        if missing:
+        changed = [] if missing else changed_audio(run, files)
+        if missing or changed:
             shutil.rmtree(target)
-            shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more"
-                                               if len(missing) > 10 else "")
+            bad = missing or changed
+            shown = ", ".join(bad[:10]) + (f" and {len(bad) - 10} more" if len(bad) > 10 else "")
             raise PublishError(
                 f"{run.results_path}: --audio: {len(missing)} of the run's {len(files)} audio "
                 f"files are missing: {shown}. Restore them (paths relative to the folder lm_eval "
-                "ran in: run publish from there), or publish without --audio")
+                "ran in: run publish from there), or publish without --audio" if missing else
+                f"{run.results_path}: --audio: {len(changed)} of the run's {len(files)} audio "
+                f"files have changed since the run scored them: {shown}. Publish the audio "
+                "with the run that scored it (evaluate again, then publish that run), or "
+                "publish without --audio")
         for sid, path in files.items():
             dest = target / "audio" / f"{sid}{path.suffix}"
             dest.parent.mkdir(parents=True, exist_ok=True)

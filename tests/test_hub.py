@@ -688,6 +688,17 @@ def test_publish_audio_from_another_folder_and_a_missing_sample(hub, runs, syste
     assert "1 of the run's 25 audio files are missing" in done.stderr
     assert str(gone) in done.stderr and "Traceback" not in done.stderr
     assert len(hub.uploaded) == before
+    # a sample re-synthesised since the run (another system's file in its place) is refused
+    # too: its bytes are not those the run scored (the logged outputs record their sha256)
+    shutil.copyfile(systems["copy"] / gone.relative_to(made / "my_tts"), gone)
+    changed = sorted((made / "my_tts").rglob("*.wav"))[1]
+    shutil.copyfile(systems["copy"] / changed.relative_to(made / "my_tts"), changed)
+    done = _run(_adept_eval("publish", str(run), "--repo", "alice/rel3", "--audio"), env,
+                elsewhere, check=False)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "2 of the run's 25 audio files have changed since the run scored them" in done.stderr
+    assert str(gone) in done.stderr and str(changed) in done.stderr
+    assert len(hub.uploaded) == before
 
 
 def test_leaderboard_lists_runs_whose_samples_do_not_match_apart_and_names_dropped_runs(

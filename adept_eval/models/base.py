@@ -45,10 +45,13 @@ class Produced:
     path: str | None
     status: str  # "ok" | "failed"
     problem: str = ""
+    #: the sha256 (first 32 hex digits) of the file as it was scored: the logged samples name a
+    #: path, and ``publish --audio`` refuses a file that no longer has these bytes
+    sha256: str = ""
 
     def to_json(self) -> dict:
         return {"id": self.stimulus_id, "path": self.path, "status": self.status,
-                "problem": self.problem}
+                "problem": self.problem, **({"sha256": self.sha256} if self.sha256 else {})}
 
 
 class SystemSetupError(RuntimeError):
@@ -102,6 +105,7 @@ class SpeechSystem(LM):
         produced = {p.stimulus_id: p for p in self.produce(list(wanted.values()))}
         if self.check_samples:
             produced = self._checked(produced, wanted)
+        produced = with_digests(produced)
         # the listener may start on them in the background: only the samples that passed the
         # check (a refused file - a header claiming 1 Hz, say - is never analysed: it is
         # scored as failed, and its analysis could cost minutes and gigabytes). adept-eval
@@ -201,6 +205,31 @@ def on_missing_wrong(requests, failed: list[Produced], form: str) -> str:
         if name not in names and ids & {s.stimulus_id for s in stimuli_of(req.doc)}:
             names.append(name)
     return " and ".join(ON_MISSING_WRONG[n][form == "does"] for n in names or ["adept"])
+
+
+def with_digests(produced: dict[str, Produced]) -> dict[str, Produced]:
+    """Each usable sample with the digest of its bytes (``Produced.sha256``). Read through the
+    feature cache's index of content keys (``content_keys``), so the listener, keying its
+    features by the same digests, does not read the files a second time, and a rerun reads
+    none whose ``stat`` has not changed."""
+    import os
+    from dataclasses import replace
+
+    from ..content_keys import for_directory
+    from ..corpus import cache_home
+
+    out = {}
+    keys = None
+    for sid, p in produced.items():
+        if p.status == "ok" and p.path and not p.sha256:
+            if keys is None:
+                keys = for_directory(os.path.abspath(cache_home() / "features"))
+            try:
+                p = replace(p, sha256=keys.digest(p.path))
+            except OSError:  # gone or unreadable since it was checked: the listener says so
+                pass
+        out[sid] = p
+    return out
 
 
 def first_reasons(failed: list[Produced], shown: int = 3) -> str:
