@@ -262,3 +262,11 @@ def test_a_rendition_rewritten_in_place_is_compared_afresh(corpus, systems, tmp_
     assert first.status == again.status == fresh.status == "ok"
     assert again.scores == fresh.scores and again.responses == fresh.responses
     assert again.scores != first.scores
+    # a silent rendition (a failed synthesis) re-synthesised in place is heard, not "no speech"
+    import soundfile as sf
+
+    silent = folder / f"{q.stimuli[0]}.wav"
+    sf.write(silent, np.zeros(24000, dtype=np.float32), 24000)
+    assert "no speech" in listener.answer(q, {s: str(folder / f"{s}.wav")
+                                              for s in q.stimuli}).detail
+    assert answers_with("swap", listener).responses == fresh.responses

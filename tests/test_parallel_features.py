@@ -248,20 +248,24 @@ def test_a_run_that_fails_before_scoring_stops_the_background(use_corpus, tmp_pa
     calls = []
     monkeypatch.setattr(harness, "samples_produced", lambda *a: calls.append("produced"))
     monkeypatch.setattr(harness, "samples_abandoned", lambda: calls.append("abandoned"))
-    doc = dict(harness.load_questions("adept_topical_emphasis_female",
-                                      str(use_corpus.root))["test"][0])
+    test = harness.load_questions("adept_topical_emphasis_female", str(use_corpus.root))["test"]
+    docs = [dict(test[0]), dict(test[1])]
+    requests = [SimpleNamespace(doc=d) for d in docs]
 
-    class Nothing(SpeechSystem):
+    class Gappy(SpeechSystem):
+        """Makes the first stimulus only (a real file: its reference recording)."""
+
         def produce(self, stimuli):
-            return [Produced(s.stimulus_id, None, "failed", "not made") for s in stimuli]
+            return [Produced(s.stimulus_id, s.reference_audio, "ok") if i == 0 else
+                    Produced(s.stimulus_id, None, "failed", "not made")
+                    for i, s in enumerate(stimuli)]
 
     with pytest.raises(SystemSetupError):
-        Nothing(check_samples=False).generate_until([SimpleNamespace(doc=doc)])
+        Gappy(check_samples=False).generate_until(requests)
     assert calls == ["produced", "abandoned"]
     calls.clear()
-    out = Nothing(check_samples=False, on_missing="wrong").generate_until(
-        [SimpleNamespace(doc=doc)])
-    assert len(out) == 1 and calls == ["produced"]
+    out = Gappy(check_samples=False, on_missing="wrong").generate_until(requests)
+    assert len(out) == 2 and calls == ["produced"]
 
 
 def _blas_threads() -> set[int]:

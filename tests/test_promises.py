@@ -158,7 +158,7 @@ def test_listening_test_options_through_the_executables(synthetic_root, systems,
     assert kinds.count("catch") == 2  # two attention checks in the one task
     reports = {}
     for name, extra in (("base", ()), ("more", ("--include-incomplete",))):
-        done = _adept_eval("listening-test", "report", test, "--replicates", "200",
+        done = _adept_eval("listening-test", "report", test,
                            "-o", tmp_path / name, *extra, env=env)
         assert done.returncode == 0, done.stdout + done.stderr
         reports[name] = json.loads((tmp_path / name / "report.json").read_text())

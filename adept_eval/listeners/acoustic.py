@@ -266,11 +266,14 @@ class AcousticListener(Listener):
         return int(best[seed % len(best)])
 
     def _no_speech(self, paths) -> str | None:
+        """Why the first of ``paths`` without speech has none, or None. Memoised by content
+        key, as the comparisons are: a silent rendition re-synthesised in place is heard."""
         for p in paths:
-            if p not in self._speech:
-                self._speech[p] = reason_from_features(self.store.get(p))
-            if self._speech[p]:
-                return f"{p}: no speech ({self._speech[p]})"
+            key = self.store.key(p)
+            if key not in self._speech:
+                self._speech[key] = reason_from_features(self.store.get(p))
+            if self._speech[key]:
+                return f"{p}: no speech ({self._speech[key]})"
         return None
 
     # ------------------------------------------------------------------ answering
