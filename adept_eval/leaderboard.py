@@ -405,11 +405,13 @@ def markdown(rows: list[Row]) -> str:
     for members in ranked:
         classes = [c for c in spec.CLASS_ORDER if any(c in r.classes for r in members)]
         out += [f"## {heading(members, 'adept')}", "",
-                "Recognition accuracy over all questions (n) with its exact 95% interval, chance "
-                "weighted over the tasks run; per-class accuracy over both speakers.", "",
+                "Recognition accuracy over all questions (n) with its 95% interval clustered by "
+                "sentence (from results alone: the tasks' intervals pooled, or the bound of the "
+                "largest design effect), chance weighted over the tasks run; per-class accuracy "
+                "over both speakers.", "",
                 "Prosody distance (graded, lower is better: 0 = the references' prosody, 1 = as "
-                "far as the wrong subcategories) over the stimuli scored (n), 95% bootstrap "
-                "interval over sentences.", "",
+                "far as the wrong subcategories) over the stimuli scored (n), 95% "
+                "cluster-robust t interval over sentences.", "",
                 f"Rank range: the ranks a system could hold given the paired tests between the "
                 f"section's systems ({members[0].adept_tie_method}): a system's range spans "
                 "every system it is not significantly different from.", "",

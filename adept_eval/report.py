@@ -228,7 +228,7 @@ def graded_table(results: dict, samples: dict | None = None) -> Table | None:
     logged samples) and the prosody distance per task (from the results)."""
     from . import graded
 
-    table = Table(title="ADEPT graded figures: mean, 95% bootstrap CI over sentences",
+    table = Table(title="ADEPT graded figures: mean, 95% CI clustered by sentence",
                   box=box.SIMPLE_HEAD)
     for col in ("figure", "tasks", "mean", "95% CI", "n", "failed", "undef", "better"):
         table.add_column(col, justify="left" if col in ("figure", "tasks") else "right",

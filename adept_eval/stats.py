@@ -1,15 +1,18 @@
 """The one home of adept-eval's statistics: intervals, tests against chance and pooling.
 
-Every proportion printed by adept-eval gets an exact (Clopper-Pearson) 95% interval and an exact
-binomial test against chance, or where its trials come in clusters (a listener's answers to a
-sentence's mirrored questions) Korn and Graubard's clustered version of both
-(``clustered_proportion``); every mean of judge scores a t interval (few, bounded scores) or,
+Every proportion printed by adept-eval gets an interval and a test against chance that fit how
+its trials were sampled: exact (Clopper-Pearson) and the exact binomial test for independent
+trials; where they come in clusters (a listener's answers to a sentence's mirrored questions)
+Korn and Graubard's clustered version of both (``clustered_proportion``), for people on the
+two-way variance over participants and sentences (``two_way_proportion``), and from results
+alone the exact interval at the largest design effect the clusters can give
+(``design_effect_interval``). Every mean of judge scores a t interval (few, bounded scores) or,
 for a weighted mean of subgroup means, a stratified t interval on Satterthwaite's degrees of
-freedom (``stratified_mean_interval``);
-graded prosody figures (unbounded, skewed, clustered by sentence) a seeded percentile bootstrap
-that resamples whole clusters; a test against chance of questions that mirror one another within
-a sentence, an exact permutation test that relabels whole sentences. Group figures pool what was
-actually scored (responses, judged answers), never documents.
+freedom (``stratified_mean_interval``); graded prosody figures (clustered by sentence) a
+cluster-robust t interval over sentences (``cluster_t_interval``); a test against chance of
+questions that mirror one another within a sentence, an exact permutation test that relabels
+whole sentences. Group figures pool what was actually scored (responses, judged answers), never
+documents.
 """
 
 from __future__ import annotations
