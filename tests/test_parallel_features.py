@@ -260,12 +260,23 @@ def test_a_run_that_fails_before_scoring_stops_the_background(use_corpus, tmp_pa
                     Produced(s.stimulus_id, None, "failed", "not made")
                     for i, s in enumerate(stimuli)]
 
+    # refused (a sample missing, on_missing=error): before the harness hears of any sample,
+    # so no background work is started
     with pytest.raises(SystemSetupError):
         Gappy(check_samples=False).generate_until(requests)
-    assert calls == ["produced", "abandoned"]
-    calls.clear()
+    assert calls == []
     out = Gappy(check_samples=False, on_missing="wrong").generate_until(requests)
     assert len(out) == 2 and calls == ["produced"]
+    calls.clear()
+    # anything failing after the harness was handed the samples stops its background work
+
+    def broken(*_):
+        raise RuntimeError("lost")
+
+    monkeypatch.setattr(Gappy, "_answers", broken)
+    with pytest.raises(RuntimeError, match="lost"):
+        Gappy(check_samples=False, on_missing="wrong").generate_until(requests)
+    assert calls == ["produced", "abandoned"]
 
 
 def _blas_threads() -> set[int]:
@@ -304,3 +315,33 @@ def test_listening_runs_blas_on_one_thread_here_and_in_workers(use_corpus, syste
     assert [a.status for a in answers] == ["ok", "ok"]
     assert len(seen) == 3 and all(s == {1} for s in seen), seen
     assert worker == {1}
+
+
+def test_a_suite_none_of_whose_samples_is_usable_is_refused_beside_a_usable_one(use_corpus):
+    """on_missing=wrong goes on without some samples, not without all of a suite's: with
+    `--tasks adept,vstyle` a VStyle pattern= that matches nothing was scored (every
+    instruction failed) because ADEPT's samples were there."""
+    from types import SimpleNamespace
+
+    from adept_eval.models.base import Produced, SpeechSystem, SystemSetupError
+
+    reference = str(next(iter(use_corpus.recordings)).audio_path)
+
+    def doc(ids):
+        return {"stimuli": ids, "stimulus_texts": ["a"] * len(ids),
+                "stimulus_references": [reference] * len(ids)}
+
+    adept = SimpleNamespace(task_name="adept_emotion_female", doc=doc(["e/1", "e/2"]))
+    vstyle = SimpleNamespace(task_name="vstyle_en_empathy", doc=doc(["v-1", "v-2"]))
+
+    class AdeptOnly(SpeechSystem):
+        def produce(self, stimuli):
+            return [Produced(s.stimulus_id, reference, "ok") if s.stimulus_id.startswith("e/")
+                    else Produced(s.stimulus_id, None, "failed", "missing") for s in stimuli]
+
+    system = AdeptOnly(check_samples=False, on_missing="wrong", name="mine")
+    with pytest.raises(SystemSetupError, match="none of the 2 samples its vstyle tasks ask for "
+                                               "is usable") as info:
+        system.generate_until([adept, vstyle])
+    assert "v-1: missing" in str(info.value)
+    assert len(system.generate_until([adept])) == 1  # ADEPT alone: all there

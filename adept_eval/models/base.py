@@ -105,6 +105,8 @@ class SpeechSystem(LM):
         produced = {p.stimulus_id: p for p in self.produce(list(wanted.values()))}
         if self.check_samples:
             produced = self._checked(produced, wanted)
+        # refused before anything else is done with them: no digest read, no analysis started
+        self._refuse_unusable(requests, produced)
         produced = with_digests(produced)
         # the listener may start on them in the background: only the samples that passed the
         # check (a refused file - a header claiming 1 Hz, say - is never analysed: it is
@@ -116,18 +118,20 @@ class SpeechSystem(LM):
         if harness is not None:
             harness.samples_produced(requests, produced)
         try:
-            return self._answers(requests, produced, wanted, checked=True)
+            return self._answers(requests, produced)
         except BaseException:
             if harness is not None:
                 harness.samples_abandoned()
             raise
 
-    def _answers(self, requests, produced: dict[str, Produced], wanted: dict[str, Stimulus],
-                 checked: bool = False) -> list[str]:
-        """Each request's answer: the JSON record of its samples, once they are checked
-        (``checked``: they were already)."""
-        if self.check_samples and not checked:
-            produced = self._checked(produced, wanted)
+    def _refuse_unusable(self, requests, produced: dict[str, Produced]) -> None:
+        """Stop the run, with one message, when a sample is missing or unusable and
+        ``on_missing`` is "error"; or, whatever ``on_missing`` says, when none of the samples
+        a suite's tasks asked for is usable: ``on_missing=wrong`` goes on without some
+        samples, not without all of them - a run with none (a mistyped path=, a pattern= that
+        matches nothing) would report an ADEPT accuracy of 0, or VStyle's every instruction
+        failed, for a system never heard. Checked per suite, so ``--tasks adept,vstyle`` with
+        a VStyle pattern that matches nothing is refused too."""
         failed = [p for p in produced.values() if p.status != "ok"]
         if failed and self.on_missing == "error":
             shown = [f"{p.stimulus_id}: {p.problem}" for p in failed[:50]]
@@ -136,20 +140,30 @@ class SpeechSystem(LM):
                 f"{self.name}: {len(failed)} of {len(produced)} samples are missing or unusable; "
                 "nothing was scored. Fix them, or pass on_missing=wrong in --model_args to "
                 f"{on_missing_wrong(requests, failed, 'do')}:\n  " + "\n  ".join(shown + more))
-        if failed and len(failed) == len(produced):
-            # on_missing=wrong goes on without some samples, not without all of them: a run
-            # with none (a mistyped path=, a pattern= that matches nothing) would report an
-            # accuracy of 0 - or VStyle's every instruction failed - for a system never heard
-            raise SystemSetupError(
-                f"{self.name}: none of the {len(produced)} samples is usable, so there is "
-                "nothing to score (on_missing=wrong goes on without some samples, not without "
-                f"all of them). First: "
-                + "; ".join(f"{p.stimulus_id}: {p.problem or p.status}" for p in failed[:3])
-                + (f" (and {len(failed) - 3} more)" if len(failed) > 3 else ""))
-        if failed:
-            log.warning("%s: %d of %d samples missing or unusable; on_missing=wrong %s. %s",
-                        self.name, len(failed), len(produced),
-                        on_missing_wrong(requests, failed, "does"), first_reasons(failed))
+        if not failed:
+            return
+        by_suite: dict[str, dict[str, Produced]] = {}
+        for req in requests:
+            suite = suite_of(getattr(req, "task_name", None) or "")
+            mine = by_suite.setdefault(suite.name if suite is not None else "", {})
+            mine.update((s.stimulus_id, produced[s.stimulus_id]) for s in stimuli_of(req.doc)
+                        if s.stimulus_id in produced)
+        for suite, mine in by_suite.items():
+            if mine and all(p.status != "ok" for p in mine.values()):
+                whose = f" its {suite} tasks ask for" if len(by_suite) > 1 and suite else ""
+                dead = list(mine.values())
+                raise SystemSetupError(
+                    f"{self.name}: none of the {len(dead)} samples{whose} is usable, so there "
+                    "is nothing to score (on_missing=wrong goes on without some samples, not "
+                    "without all of them). First: "
+                    + "; ".join(f"{p.stimulus_id}: {p.problem or p.status}" for p in dead[:3])
+                    + (f" (and {len(dead) - 3} more)" if len(dead) > 3 else ""))
+        log.warning("%s: %d of %d samples missing or unusable; on_missing=wrong %s. %s",
+                    self.name, len(failed), len(produced),
+                    on_missing_wrong(requests, failed, "does"), first_reasons(failed))
+
+    def _answers(self, requests, produced: dict[str, Produced]) -> list[str]:
+        """Each request's answer: the JSON record of its samples."""
         out = []
         for req in requests:
             records = [produced[s.stimulus_id].to_json() for s in stimuli_of(req.doc)]
