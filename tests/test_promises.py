@@ -163,6 +163,9 @@ def test_listening_test_options_through_the_executables(synthetic_root, systems,
         assert done.returncode == 0, done.stdout + done.stderr
         reports[name] = json.loads((tmp_path / name / "report.json").read_text())
     assert reports["base"]["screening"]["quitter"] == "incomplete"
+    first = reports["base"]["accuracy"][0]
+    assert {"n", "correct", "acc", "ci_low", "ci_high", "p_chance", "chance", "participants",
+            "sentences", "effective_n", "df", "method"} <= first.keys(), first
     answered = {name: sum(r["responses"] for r in rep["step4"] if not r["subcategory"])
                 for name, rep in reports.items()}
     questions_answered = 4 - _catch_answered(test, "quitter")

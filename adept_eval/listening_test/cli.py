@@ -435,8 +435,9 @@ def _report(test, out, include_incomplete):
                   for r in a.step4],
         "accuracy": [{"task": r.task, "system": r.system, "subcategory": r.subcategory,
                       "participants": r.participants, "sentences": r.stats.clusters,
+                      "chance": spec.task(r.task).chance, "p_chance": r.stats.p_value,
                       **{k: getattr(r.stats, k) for k in r.stats.__dataclass_fields__
-                         if k != "clusters"}}
+                         if k not in ("clusters", "p_value")}}
                      for r in a.accuracy],
         "agreement": [{"task": t, "system": s, **v} for (t, s), v in a.agreement.items()],
         "participants": [{**s.__dict__, "accuracy": s.accuracy} for s in a.screening.values()],
