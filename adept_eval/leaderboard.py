@@ -406,8 +406,8 @@ def markdown(rows: list[Row]) -> str:
         classes = [c for c in spec.CLASS_ORDER if any(c in r.classes for r in members)]
         out += [f"## {heading(members, 'adept')}", "",
                 "Recognition accuracy over all questions (n) with its 95% interval clustered by "
-                "sentence (from results alone: the tasks' intervals pooled, or the bound of the "
-                "largest design effect), chance weighted over the tasks run; per-class accuracy "
+                "sentence (from results alone: the bound of the largest design effect), chance "
+                "weighted over the tasks run; per-class accuracy "
                 "over both speakers.", "",
                 "Prosody distance (graded, lower is better: 0 = the references' prosody, 1 = as "
                 "far as the wrong subcategories) over the stimuli scored (n), 95% "
