@@ -129,6 +129,10 @@ def test_tts_command_synthesises_once_and_survives_failures(use_corpus, tmp_path
     ("command_file=/nonexistent/template.txt",
      "tts-command: command_file=/nonexistent/template.txt: cannot be read (No such file"),
     ("command=cp {reference} {output},timeout=abc", "--model_args timeout=abc: not a number"),
+    # a mistyped placeholder reached the synthesiser as the literal text "{txt}", every time
+    ("command=cp {reference} {output} --say {txt}",
+     "tts-command: unknown placeholder {txt} in the template 'cp {reference} {output} --say "
+     "{txt}': the placeholders are {text}, {reference} and {output}"),
 ])
 def test_tts_command_that_cannot_run_is_one_message_before_any_stimulus(model_args, expected,
                                                                        corpus, tmp_path):

@@ -30,7 +30,10 @@ from ..settings import redact_words
 from .base import Stimulus, SystemSetupError
 from .synthesizing import SynthesizingSystem
 
+_FILLED = {"text", "reference", "output"}
 _PLACEHOLDER = re.compile(r"\{(text|reference|output)\}")
+#: anything written as a placeholder (a name in braces); JSON and other braces are not
+_NAMED = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 def redact_command(args: list[str]) -> str:
@@ -79,6 +82,12 @@ class TTSCommandSystem(SynthesizingSystem):
             raise SystemSetupError("tts-command: the command template is empty")
         if not any("{output}" in a for a in self.template):
             raise SystemSetupError(f"tts-command: the template must contain {{output}}: {command!r}")
+        unknown = sorted({m for a in self.template for m in _NAMED.findall(a)} - _FILLED)
+        if unknown:  # a typo ({txt}) would reach the synthesiser as literal text, every time
+            raise SystemSetupError(
+                "tts-command: unknown placeholder " + ", ".join(f"{{{u}}}" for u in unknown)
+                + f" in the template {command!r}: the placeholders are {{text}}, {{reference}} "
+                "and {output}")
         _check_program(self.template[0])
         self.timeout = number(timeout, "timeout", "--model_args", positive=True)
         super().__init__(name=name or Path(self.template[0]).name, **kwargs)
