@@ -380,3 +380,29 @@ def test_on_missing_wrong_with_no_usable_sample_is_one_message_not_a_score_of_ze
     assert "my_tts: none of the 25 samples is usable, so there is nothing to score" \
         in done.stderr, done.stderr[-3000:]
     assert "emotion/" in done.stderr and not list((tmp_path / "out").rglob("results_*.json"))
+
+
+@pytest.mark.parametrize("model_args, expected", [
+    ("path={folder},nmae=x", "AudioDirSystem: unknown --model_args nmae; its keys are path, "
+                             "name, pattern, on_missing, check_samples"),
+    # a misspelt path= read "audio-dir needs path=FOLDER", not that dir is unknown
+    ("dir={folder}", "AudioDirSystem: unknown --model_args dir; its keys are path,"),
+    ("path={folder},listener=human", "unknown --model_args listener; its keys are path, name, "
+                                     "pattern, on_missing, check_samples (the run's, the "
+                                     "listener's and the judge's options - corpus, listener"),
+])
+def test_an_unknown_model_args_key_is_named_with_the_keys_there_are(model_args, expected,
+                                                                     corpus, systems, tmp_path):
+    """Through the real `lm_eval`: the docs promise the list of valid keys; the message named
+    the unknown key only."""
+    from faults import console_script
+
+    done = subprocess.run([console_script("lm_eval"), "--model", "audio-dir", "--model_args",
+                           model_args.format(folder=systems["copy"]), "--tasks",
+                           "adept_emotion_female"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=600,
+                          env={**os.environ, "ADEPT_EVAL_CORPUS": str(corpus.root),
+                               "ADEPT_EVAL_HOME": str(tmp_path / "home")})
+    assert done.returncode == 2, done.stderr[-2000:]
+    error, = [line for line in done.stderr.splitlines() if "error: " in line]
+    assert expected in error, error

@@ -24,6 +24,7 @@ from .base import Produced, SpeechSystem, Stimulus, SystemSetupError
 
 class AudioDirSystem(SpeechSystem):
     def __init__(self, path: str = "", name: str | None = None, pattern: str = "{id}", **kwargs):
+        self.refuse_unknown_args(kwargs)
         # a JSON --model_args can give any type: one message naming the option, not a TypeError
         path = text(path, "path", "audio-dir --model_args")
         pattern = text(pattern, "pattern", "audio-dir --model_args")

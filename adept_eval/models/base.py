@@ -72,15 +72,24 @@ class SpeechSystem(LM):
     def __init__(self, name: str | None = None, on_missing: str | None = None,
                  check_samples: bool = True, **kwargs):
         super().__init__()
-        unknown = set(kwargs) - LM_EVAL_GENERIC
-        if unknown:
-            raise SystemSetupError(f"{type(self).__name__}: unknown model_args "
-                                   f"{', '.join(sorted(unknown))}")
+        self.refuse_unknown_args(kwargs)
         self.name = str(name or self.default_name)
         self.on_missing = str(on_missing or self.default_on_missing)
         if self.on_missing not in ("error", "wrong"):
             raise SystemSetupError(f"on_missing must be 'error' or 'wrong', not {on_missing!r}")
         self.check_samples = yes_no(check_samples, "check_samples", "--model_args")
+
+    @classmethod
+    def refuse_unknown_args(cls, kwargs: dict) -> None:
+        """One message naming any ``--model_args`` key the system does not take, with the keys
+        it does; called first by a subclass whose own checks would otherwise speak first
+        (``dir=`` for ``path=`` read "needs path=FOLDER", not that ``dir`` is unknown)."""
+        unknown = set(kwargs) - LM_EVAL_GENERIC - set(model_args_keys(cls))
+        if unknown:
+            raise SystemSetupError(
+                f"{cls.__name__}: unknown --model_args {', '.join(sorted(unknown))}; its keys "
+                f"are {', '.join(model_args_keys(cls))} (the run's, the listener's and the "
+                "judge's options - corpus, listener, responses, judge_... - go in --metadata)")
 
     @classmethod
     def name_from_args(cls, args: dict) -> str:
@@ -219,6 +228,23 @@ def on_missing_wrong(requests, failed: list[Produced], form: str) -> str:
         if name not in names and ids & {s.stimulus_id for s in stimuli_of(req.doc)}:
             names.append(name)
     return " and ".join(ON_MISSING_WRONG[n][form == "does"] for n in names or ["adept"])
+
+
+def model_args_keys(cls) -> list[str]:
+    """The ``--model_args`` keys a system class takes: its constructors' named parameters,
+    down its base classes (a subclass passes the rest on as ``**kwargs``)."""
+    import inspect
+
+    keys: list[str] = []
+    for klass in cls.__mro__:
+        if "__init__" not in vars(klass) or not issubclass(klass, SpeechSystem):
+            continue
+        for param in inspect.signature(klass.__init__).parameters.values():
+            if param.name != "self" and param.kind in (param.POSITIONAL_OR_KEYWORD,
+                                                       param.KEYWORD_ONLY) \
+                    and param.name not in keys:
+                keys.append(param.name)
+    return keys
 
 
 def with_digests(produced: dict[str, Produced]) -> dict[str, Produced]:

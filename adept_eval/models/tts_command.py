@@ -73,6 +73,7 @@ def _check_program(program: str) -> None:
 class TTSCommandSystem(SynthesizingSystem):
     def __init__(self, command: str = "", command_file: str = "", timeout: float = 300,
                  name: str | None = None, **kwargs):
+        self.refuse_unknown_args(kwargs)
         if command_file:
             command = _read_command_file(command_file)
         if not command:
