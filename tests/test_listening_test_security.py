@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -111,6 +112,30 @@ def test_new_sessions_are_rate_limited_and_capped(server):
         # a returning participant (with their token) is never rate-limited
         token = replies[0].json()["token"]
         assert _session(c, "flood0", token=token).status_code == 200
+
+
+def test_a_made_up_token_or_resume_code_does_not_escape_the_rate_limit(server):
+    """Only a request that continues an existing session skips the limit. A token or resume
+    code sent with an unknown id creates a new participant all the same, so it is counted: a
+    script sending {"participant": "bN", "token": "x"} used to create a participant per
+    request, unlimited (up to the cap). A wrong token for a known id is counted too."""
+    with httpx.Client(base_url=server.url) as c:
+        made_up = [_session(c, f"b{i}", token="x") for i in range(4)]
+        made_up.append(_session(c, "b4", resume_code="AAAA-BBBB-CCCC-DDDD"))
+        assert [r.status_code for r in made_up] == [200] * 5  # 5 a minute: new, so counted
+        assert _session(c, "b5", token="x").status_code == 429
+        assert _session(c, "b6", resume_code="AAAA-BBBB-CCCC-DDDD").status_code == 429
+        assert _session(c, "b7").status_code == 429
+        assert _session(c, "b0", token="wrong").status_code == 429  # a guess: counted
+        # the five sessions created are real ones, and their owners are never limited
+        token, code = made_up[0].json()["token"], made_up[0].json()["resume_code"]
+        assert token != "x"
+        for _ in range(3):
+            assert _session(c, "b0", token=token).status_code == 200
+            assert _session(c, "b0", resume_code=code).status_code == 200
+    with sqlite3.connect(server.test_dir / "responses.sqlite") as db:
+        ids = {pid for (pid,) in db.execute("SELECT participant FROM participants")}
+    assert ids == {f"b{i}" for i in range(5)}
 
 
 def test_the_participant_cap_holds_across_addresses(test_dir):

@@ -14,7 +14,9 @@ API. Safety, in one place:
 - a session belongs to the browser that started it (``session.Sessions.start``): a known
   participant id gets its session back only with that browser's token or the resume code
   derived from it; new sessions are capped (``max_participants``, then 503) and rate-limited
-  per client address (``SESSION_RATE``, then 429);
+  per client address (``SESSION_RATE``, then 429): every request to ``/api/session`` counts
+  but one that continues an existing session with its valid token or resume code (a token
+  sent with an unknown id creates a session, so it counts);
 - every response carries a Content-Security-Policy (``frame-ancestors 'none'``),
   ``X-Content-Type-Options: nosniff``, ``X-Frame-Options: DENY`` and ``Referrer-Policy:
   no-referrer``, and no redirect is ever built from the request's Host header;
@@ -333,12 +335,16 @@ def create_app(folder: str | Path, *, admin_token: str | None = None,
     async def start(request: Request):
         try:
             data = await body(request)
+            participant = data.get("participant")
             token, resume = data.get("token"), data.get("resume_code")
-            if not (token or resume):  # a new session may be asked for: count it
+            # Only a request that continues an existing session (its token, or its resume code)
+            # is not counted. Any other may create a participant - a made-up token or code with
+            # an unknown id does (Sessions.start) - or guesses at someone's: it counts.
+            if sessions.resumed(participant, token, resume) is None:
                 address = request.client.host if request.client else "?"
                 if not arrivals.allow(address):
                     raise Refused("too many new sessions from this address; wait a minute", 429)
-            live, created = sessions.start(data.get("participant"), token, resume)
+            live, created = sessions.start(participant, token, resume)
             out = {"participant": live.participant, "token": live.row.token,
                    "state": sessions.state(live)}
             if created:  # shown once, on the first page, for a change of device

@@ -129,19 +129,36 @@ class Sessions:
                                    self.store.answered_items(participant),
                                    self.store.fetched(participant)))
 
+    def resumed(self, participant, token=None, resume=None) -> Live | None:
+        """The session of a known participant id when ``token`` is its secret token or
+        ``resume`` its resume code, else None (an unknown or malformed id, a wrong or made-up
+        token or code): whether a request to start a session only continues one, and so never
+        creates a participant. Never raises."""
+        pid = str(participant or "").strip()
+        if not PARTICIPANT_ID.match(pid) or not (token or resume):
+            return None
+        live = self._load(pid)
+        if live is None:
+            return None
+        if token and hmac.compare_digest(live.row.token.encode(), str(token).encode()):
+            return live
+        if resume and _same_code(resume, resume_code(live.row.token)):
+            return live
+        return None
+
     def start(self, participant, token=None, resume=None) -> tuple[Live, bool]:
         """(the participant's session, whether it was created now). A new id gets a session
         (plan drawn, arrival numbered) and its secret token; a known id gets its session back
         only with that token (the browser that started it) or the resume code derived from it
         (another device): an id alone never yields a session, since ids such as Prolific's
-        are not secrets."""
+        are not secrets. A token or code given with an unknown id is ignored: a new session is
+        created, as without them (so a caller that limits new sessions must not exempt a
+        request for carrying a token; ``resumed`` tells which requests only continue one)."""
         pid = clean_participant_id(participant)
-        live = self._load(pid)
+        live = self.resumed(pid, token, resume)
         if live is not None:
-            if token and hmac.compare_digest(live.row.token.encode(), str(token).encode()):
-                return live, False
-            if resume and _same_code(resume, resume_code(live.row.token)):
-                return live, False
+            return live, False
+        if self._load(pid) is not None:
             raise Refused("this participant id has already started the test in another "
                           "browser; to continue here, enter the resume code shown there", 409)
         if self._count >= self.max_participants:
