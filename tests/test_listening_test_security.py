@@ -23,6 +23,7 @@ httpx = pytest.importorskip("httpx", reason="needs httpx (test extra)")
 from adept_eval.listening_test.design import build_test, load_test  # noqa: E402
 from adept_eval.listening_test.session import resume_code  # noqa: E402
 from adept_eval.listening_test.simulate import ServerProcess  # noqa: E402
+from adept_eval.questions import LETTERS  # noqa: E402
 
 TASKS = ["adept_syntactic_phrasing_female"]
 
@@ -381,6 +382,66 @@ def test_an_answer_to_samples_never_fetched_is_refused_by_the_real_server(server
             assert c.get(url).status_code == 200
         assert c.post("/api/answer", json=claim, headers=auth).status_code == 200
         assert c.post("/api/answer", json=claim, headers=auth).status_code == 409
+
+
+def test_re_requesting_the_first_bytes_does_not_count_as_fetching_a_sample(server):
+    """A file counts as fetched once the distinct bytes sent to the session cover 90% of it,
+    not once the bytes sent add up to 90%: asking for ``bytes=0-999`` again and again (more
+    than enough times for the sum to pass 90% of the file) sends the first 1000 bytes only, and
+    the answer is refused. The same file sent in overlapping ranges that together cover it
+    counts."""
+    with httpx.Client(base_url=server.url) as c:
+        token = _session(c, "ranges1").json()["token"]
+        auth = {"X-Participant": "ranges1", "X-Session-Token": token}
+        c.post("/api/consent", json={"consent": True}, headers=auth)
+        config = load_test(server.test_dir)
+        item = c.post("/api/headphone", json={"answers": list(config.headphone_answers)},
+                      headers=auth).json()["state"]["item"]
+        claim = {"item": item["index"], "choice": 0, "played": [True] * len(item["audio"])}
+        sizes = {}
+        for url in item["audio"]:
+            sizes[url] = size = int(c.head(url).headers["content-length"])
+            assert size > 2000
+            for _ in range(int(size * 0.9 / 1000) + 2):
+                r = c.get(url, headers={"Range": "bytes=0-999"})
+                assert r.status_code == 206 and len(r.content) == 1000
+        assert _unheard(c.post("/api/answer", json=claim, headers=auth)) == \
+            list(LETTERS[:len(item["audio"])])
+        for i, (url, size) in enumerate(sizes.items()):  # the rest, in overlapping pieces
+            half = size // 2
+            assert c.get(url, headers={"Range": f"bytes=500-{half}"}).status_code == 206
+            assert LETTERS[i] in _unheard(c.post("/api/answer", json=claim, headers=auth))
+            assert c.get(url, headers={"Range": f"bytes={half - 100}-"}).status_code == 206
+            if i < len(sizes) - 1:
+                assert LETTERS[i] not in _unheard(c.post("/api/answer", json=claim,
+                                                         headers=auth))
+        assert c.post("/api/answer", json=claim, headers=auth).status_code == 200
+
+
+def _unheard(reply) -> list[str]:
+    """The samples a refused answer names as never fetched."""
+    assert reply.status_code == 400 and "never fetched" in reply.json()["error"], reply.text
+    return reply.json()["error"].split("(sample ")[1].split(" was")[0].split(", ")
+
+
+def test_the_byte_ranges_counted_per_file_merge_and_stay_bounded():
+    """The ranges kept for a (session, file) are a union of intervals, merged as they overlap
+    or touch; however many scattered ranges a client asks for, at most ``MAX_RANGES`` are kept
+    (the shortest forgotten), so what is counted is never more than was sent."""
+    from adept_eval.listening_test.session import MAX_RANGES, add_range
+
+    ranges = []
+    for start, end in [(0, 1000)] * 50 + [(2000, 3000), (900, 2000), (5000, 5001)]:
+        ranges = add_range(ranges, start, end)
+    assert ranges == [(0, 3000), (5000, 5001)]
+    assert add_range([(0, 10)], 10, 20) == [(0, 20)]  # touching: one range
+    assert add_range([(0, 10), (20, 30)], 5, 25) == [(0, 30)]
+    assert add_range([(0, 10)], 5, 5) == [(0, 10)]
+    scattered = [(0, 100)]
+    for i in range(1, 10_000):
+        scattered = add_range(scattered, 2 * i + 1000, 2 * i + 1001)
+    assert len(scattered) == MAX_RANGES and scattered[0] == (0, 100)
+    assert sum(b - a for a, b in scattered) <= 100 + 9_999
 
 
 def test_memory_stays_bounded_under_a_flood_of_addresses_and_participants(test_dir,

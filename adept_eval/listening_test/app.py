@@ -390,8 +390,8 @@ def create_app(folder: str | Path, *, admin_token: str | None = None,
         token = request.path_params["token"]
         participant, key = _audio_session(request.scope["query_string"])
 
-        def served(nbytes: int, size: int) -> None:
-            sessions.served(participant, key, token, nbytes, size)
+        def served(nbytes: int, size: int, start: int) -> None:
+            sessions.served(participant, key, token, nbytes, size, start)
 
         return await audio_files.response(request, token, served if key else None)
 

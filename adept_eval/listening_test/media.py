@@ -82,8 +82,9 @@ class AudioFiles:
         return entry
 
     async def response(self, request, token: str, served=None) -> Response:
-        """The file (or the range asked for); ``served(nbytes, size)`` is told how many bytes
-        of it a GET sends (not a HEAD, not a 304)."""
+        """The file (or the range asked for); ``served(nbytes, size, start)`` is told which bytes
+        of it (``nbytes`` from offset ``start``) a GET sends (not a HEAD, not a 304; not what
+        the ``FileResponse`` fallback sends, which is not counted)."""
         path = self.files.get(token)
         if path is None:
             return JSONResponse({"error": "no such audio"}, 404)
@@ -98,7 +99,7 @@ class AudioFiles:
         size = len(entry.data)
         if wanted is None:
             if served is not None and not head:
-                served(size, size)
+                served(size, size, 0)
             return _Bytes(b"" if head else entry.data, 200, entry.headers)
         m = SIMPLE_RANGE.match(wanted.strip())
         if m is None or "if-range" in request.headers or int(m.group(1)) >= size or (
@@ -112,7 +113,7 @@ class AudioFiles:
         headers = {**entry.headers, "content-length": str(end - start),
                    "content-range": f"bytes {start}-{end - 1}/{size}"}
         if served is not None and not head:
-            served(end - start, size)
+            served(end - start, size, start)
         return _Bytes(b"" if head else entry.data[start:end], 206, headers)
 
 

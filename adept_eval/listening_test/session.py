@@ -69,7 +69,9 @@ class Live:
     items: tuple[Item, ...]
     answered: set[str]
     fetched: set[str] = field(default_factory=set)  # audio tokens the server sent in full
-    partial: dict = field(default_factory=dict)  # audio token -> bytes sent so far
+    #: audio token -> the distinct byte ranges of it sent so far, as sorted, disjoint,
+    #: non-adjacent ``[start, end)`` pairs (``add_range``), until it counts as fetched
+    partial: dict = field(default_factory=dict)
 
     @functools.cached_property
     def audio_key(self) -> str:
@@ -279,11 +281,15 @@ class Sessions:
 
 
     # ---------------------------------------------------------------- audio
-    def served(self, participant: str, key: str, audio: str, nbytes: int, size: int) -> None:
-        """Count ``nbytes`` of audio file ``audio`` (``size`` bytes) as sent to the session whose
-        URL carried ``participant`` and ``key``; once (nearly) all of it was sent, the file
-        counts as fetched (recorded in the store, so a restart keeps it). Anything that does
-        not match a session is ignored: the audio itself is not secret."""
+    def served(self, participant: str, key: str, audio: str, nbytes: int, size: int,
+               start: int = 0) -> None:
+        """Count ``nbytes`` bytes of audio file ``audio`` (``size`` bytes) from offset ``start``
+        as sent to the session whose URL carried ``participant`` and ``key``; once the distinct
+        bytes sent cover at least ``FETCHED_SHARE`` of the file, it counts as fetched
+        (recorded in the store, so a restart keeps it). What is counted is the union of the
+        ranges sent, not their sum: the same first bytes asked for again and again cover no
+        more of the file. Anything that does not match a session is ignored: the audio itself
+        is not secret."""
         if not PARTICIPANT_ID.match(participant or "") or not key:
             return
         live = self._load(participant)
@@ -291,17 +297,41 @@ class Sessions:
             return
         if audio in live.fetched:
             return
-        sent = live.partial.get(audio, 0) + nbytes
-        if sent >= FETCHED_SHARE * size:
+        ranges = add_range(live.partial.get(audio, []), max(0, start), min(start + nbytes, size))
+        if sum(b - a for a, b in ranges) >= FETCHED_SHARE * size:
             self.store.add_fetched(participant, audio)
             live.fetched.add(audio)
             live.partial.pop(audio, None)
         else:
-            live.partial[audio] = sent
+            live.partial[audio] = ranges
 
 
 #: the share of a file's bytes that must have been sent for it to count as fetched
 FETCHED_SHARE = 0.9
+#: the most separate byte ranges of one file kept per session (a browser sends one or a few)
+MAX_RANGES = 32
+
+
+def add_range(ranges: list, start: int, end: int, keep: int = MAX_RANGES) -> list:
+    """``ranges`` (sorted, disjoint, non-adjacent ``[start, end)`` pairs) with ``[start, end)``
+    added, overlapping and adjacent ranges merged into one. At most ``keep`` ranges are kept:
+    beyond that the shortest are forgotten, so memory stays bounded whatever a client asks for
+    (a client scattering tiny ranges loses them; what is counted is never more than was
+    sent)."""
+    if end <= start:
+        return ranges
+    out = []
+    for a, b in ranges:
+        if b < start or a > end:  # apart (touching ranges merge)
+            out.append((a, b))
+        else:
+            start, end = min(start, a), max(end, b)
+    out.append((start, end))
+    out.sort()
+    if len(out) > keep:
+        longest = sorted(out, key=lambda r: r[1] - r[0], reverse=True)[:keep]
+        out = sorted(longest)
+    return out
 
 
 def audio_url(token: str, live: Live | None = None) -> str:
