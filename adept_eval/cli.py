@@ -397,10 +397,12 @@ def cmd_ceiling(args) -> int:
     if listener and args.listener and listener != args.listener:
         raise ValueError(f"--listener {args.listener} and --metadata listener={listener} disagree")
     listener = listener or args.listener or "acoustic"
-    register()
     tasks = _comma_list(args.tasks) or ["adept"]
+    from .suites import ADEPT
+
+    _check_adept_tasks(tasks, [*ADEPT.tasks, *ADEPT.groups])  # before lm-eval's task index
+    register()
     manager = TaskManager(metadata={"listener": listener, **options})
-    _check_adept_tasks(tasks, manager.all_tasks)
     res = simple_evaluate(model="adept-natural", tasks=tasks, task_manager=manager,
                           bootstrap_iters=0, limit=args.limit)
     from .identity import RunIdentity
