@@ -100,6 +100,41 @@ class DamagedStore(UserError, ValueError):
     """The responses database cannot be read: one message naming the file."""
 
 
+class ForeignStore(UserError, ValueError):
+    """The file is an SQLite database, but not a responses database: one message naming it."""
+
+
+#: the columns each of the store's tables must have (``fetched`` came later: an older
+#: responses database without it gets it)
+COLUMNS = {
+    "participants": ("participant", "arrival", "token", "plan", "started", "consented",
+                     "headphone", "headphone_passed", "completed"),
+    "responses": ("participant", "item", "kind", "task", "system", "question_id", "position",
+                  "choice", "correct", "presented", "rt_ms", "answered"),
+    "fetched": ("participant", "audio"),
+}
+
+
+def _schema_problem(db: sqlite3.Connection) -> str:
+    """What makes the database ``db`` not a responses database ("" when it is one, or empty):
+    a table of ours missing columns, or tables of others without ours."""
+    tables = {r[0] for r in db.execute(
+        "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'")}
+    if not tables:
+        return ""  # a new, empty database
+    missing = [t for t in ("participants", "responses") if t not in tables]
+    if missing:
+        return f"no table {' or '.join(missing)}"
+    for table, columns in COLUMNS.items():
+        if table not in tables:
+            continue
+        have = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
+        lacking = [c for c in columns if c not in have]
+        if lacking:
+            return f"table {table} has no column {', '.join(lacking)}"
+    return ""
+
+
 class Store:
     """The test's responses database.
 
@@ -123,10 +158,20 @@ class Store:
         db = None
         try:
             db = self._connect()
-            db.executescript(SCHEMA)
             problems = [r[0] for r in db.execute("PRAGMA quick_check").fetchall()]
             if problems != ["ok"]:
                 raise sqlite3.DatabaseError("; ".join(map(str, problems[:3])))
+            # checked before our tables are created in it: another program's database (or a
+            # table of the wrong shape) is one message here, where every command opens it,
+            # not "unexpected OperationalError: no such column" from the first query
+            foreign = _schema_problem(db)
+            if foreign:
+                db.close()
+                db = None
+                raise ForeignStore(
+                    f"{self.path}: not a listening test's responses database ({foreign}); "
+                    "move it away to start an empty one")
+            db.executescript(SCHEMA)
         except sqlite3.DatabaseError as exc:
             if db is not None:
                 db.close()
