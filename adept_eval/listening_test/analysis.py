@@ -88,6 +88,48 @@ def screen(config, participants, responses) -> dict[str, ParticipantSummary]:
     return out
 
 
+def design_mismatch(config, participants, responses) -> str:
+    """What in the stored participants and responses does not belong to the test's design
+    ``config`` ("" when everything does): question ids, tasks or systems it does not have, or
+    plans naming them or audio it does not have - a responses database from another test (a
+    folder rebuilt over it, or another test's test.json copied over it). Counting them against
+    this design would be wrong, and looking them up in it failed with a KeyError."""
+    problems = {}
+
+    def note(what, value):
+        seen = problems.setdefault(what, [])
+        if value not in seen:
+            seen.append(value)
+
+    for r in responses:
+        if r.task not in config.tasks:
+            note("task", r.task)
+        if r.system not in config.systems:
+            note("system", r.system)
+        if r.kind == "question" and r.question_id not in config.questions:
+            note("question id", r.question_id)
+    for p in participants:
+        plan = p.plan if isinstance(p.plan, dict) else {}
+        for task, system in (plan.get("systems") or {}).items():
+            if task not in config.tasks:
+                note("task", task)
+            if system not in config.systems:
+                note("system", system)
+        for item in plan.get("items") or ():
+            if not isinstance(item, dict):
+                continue
+            q = item.get("question_id")
+            if item.get("kind") == "question" and q is not None and q not in config.questions:
+                note("question id", q)
+            for token in item.get("audio") or ():
+                # audio tokens are drawn at random for each test: a plan drawn from another
+                # test's design has none of this one's, even with the same tasks and systems
+                if token not in config.files:
+                    note("audio token", token)
+    return "; ".join(f"{len(v)} {what}{'s' if len(v) > 1 else ''} not in it, e.g. {v[0]}"
+                     for what, v in problems.items())
+
+
 # ----------------------------------------------------------------------------- tables
 @dataclass(frozen=True)
 class Step4Row:

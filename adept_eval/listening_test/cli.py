@@ -48,8 +48,7 @@ def add_parser(sub, common) -> None:
         p.add_argument("--screenout-code", help="shown after a failed headphone check")
         p.add_argument("--completion-url", default="", help="link shown at the end; {code} is "
                        "filled, e.g. https://app.prolific.com/submissions/complete?cc={code}")
-        p.add_argument("--match-loudness", type=arg_type("a speech level in dBFS, e.g. -23"),
-                       metavar="DBFS",
+        p.add_argument("--match-loudness", type=loudness_arg, metavar="DBFS",
                        help="bring every stimulus to this speech level, e.g. -23 (default: as "
                        "each system produced it); recorded in the test's description")
 
@@ -149,6 +148,27 @@ def add_parser(sub, common) -> None:
     p.set_defaults(func=cmd_plan)
 
 
+#: the speech levels ``--match-loudness`` takes, in dBFS: below -70 a test is all but silent
+#: (-200 built one without a word), and full scale (0) cannot be reached without clipping
+#: (design.MIN_LOUDNESS: the same floor, not imported here so parsing stays light)
+LOUDNESS_RANGE = (-70.0, 0.0)
+
+
+def loudness_arg(text: str) -> float:
+    """``--match-loudness``: a speech level in dBFS from -70 up to (not including) 0, refused
+    at argument parsing with argparse's one message naming the option."""
+    import argparse
+
+    low, high = LOUDNESS_RANGE
+    what = f"a speech level in dBFS from {low:g} to below {high:g}, e.g. -23"
+    x = arg_type(what, least=low, most=high)(text)
+    if x >= high:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r} (must be below "
+                                         f"{high:g}: full scale cannot be reached without "
+                                         "clipping)")
+    return x
+
+
 def _systems(args) -> dict:
     """name -> source of each system named on the command line. A samples folder is named after
     the folder; an lm-eval run (its ``--output_path`` folder or ``results_*.json``) after the
@@ -191,8 +211,9 @@ def _systems(args) -> dict:
 
 def cmd_build(args):
     from ..corpus import load_corpus
-    from .design import build_test
+    from .design import build_test, check_new_folder
 
+    check_new_folder(args.output)  # a used folder before the corpus is decoded
     systems = _systems(args)  # a misnamed system before the corpus is loaded
     tasks = [t.strip() for value in args.tasks or () for t in value.split(",") if t.strip()]
     corpus = load_corpus(args.corpus, download=not args.no_download, progress=not args.quiet)
@@ -226,7 +247,7 @@ def _serve(test, host, port, mirror_to=None, mirror_every=5.0, audio_cache_mb=25
     from .store import DB_FILE, Store
 
     if (Path(test) / DB_FILE).exists():  # a damaged database: one message, before the URL
-        Store(Path(test) / DB_FILE, sync_every=0).close()
+        _check_store(load_test(test), Store(Path(test) / DB_FILE, sync_every=0), close=True)
     check_address(host, port)  # before the URL is printed: a port in use is one message
     names = machine_names() if host in EVERY_ADDRESS else []
     shown = names[0] if names else url_host(host)
@@ -327,7 +348,33 @@ def _open(test):
     db = Path(test) / DB_FILE
     if not db.exists():
         raise ValueError(f"{db}: no responses yet (serve the test first)")
-    return config, Store(db)
+    return config, _check_store(config, Store(db))
+
+
+def _check_store(config, store, *, close=False):
+    """``store``, once its participants and responses are found to belong to the test's design
+    ``config``: another test's responses (the folder rebuilt over them, or another test's
+    test.json copied in) are one message naming the database, not a KeyError from the
+    analysis. Closed afterwards with ``close``; closed and refused when they do not belong."""
+    from ..errors import UserError
+    from .analysis import design_mismatch
+
+    class ForeignResponses(UserError, ValueError):
+        pass
+
+    try:
+        problem = design_mismatch(config, store.participants(), store.responses())
+    except BaseException:
+        store.close()
+        raise
+    if problem or close:
+        store.close()
+    if problem:
+        raise ForeignResponses(
+            f"{store.path}: its responses do not belong to this test's design ({problem}); "
+            "they are another test's. Serve, report or export them with the test.json they "
+            "were collected with, or move the database away to start an empty one")
+    return store
 
 
 def cmd_status(args):
@@ -352,8 +399,9 @@ def cmd_status(args):
 
 
 def _export(test, out, include_all):
-    from .export import export
+    from .export import export, check_output
 
+    check_output(out)  # before the database is opened: a folder as -o is one message
     config, store = _open(test)
     paths = export(config, store, out, include_all=include_all)
     for p in paths:
@@ -397,7 +445,9 @@ def _report(test, out, include_incomplete):
         counts[s.screening] = counts.get(s.screening, 0) + 1
     console.print(f"{config.title}: {len(a.screening)} participants; "
                   + ", ".join(f"{k} {v}" for k, v in counts.items()))
-    console.print("Recognition accuracy (the tutorial's step 4) over included participants, "
+    who = ("over included participants and incomplete ones (--include-incomplete)"
+           if include_incomplete else "over included participants")
+    console.print(f"Recognition accuracy (the tutorial's step 4) {who}, "
                   "with 95% intervals and p against chance clustered by participant and by "
                   "sentence (two-way cluster-robust variance, Korn-Graubard interval)")
     for task in config.tasks:
@@ -444,6 +494,8 @@ def _report(test, out, include_incomplete):
     }
     (out / "report.json").write_text(json.dumps(_no_nan(report), indent=1), encoding="utf-8")
     charts = []
+    for task in config.tasks:  # an earlier run's charts never stand beside this report
+        (out / f"{task}.png").unlink(missing_ok=True)
     try:
         for task in config.tasks:
             if any(r.task == task and r.stats.n for r in a.accuracy):

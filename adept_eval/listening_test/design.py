@@ -49,12 +49,15 @@ from .. import __version__, spec
 from ..corpus import Corpus
 from ..errors import UserError
 from ..questions import LETTERS, Question, build_questions
+from .store import DB_FILE
 
 if TYPE_CHECKING:
     from ..hub import Run
 
 FORMAT = 1
 CONFIG_FILE = "test.json"
+#: the lowest speech level ``match_loudness`` takes, in dBFS (below it a test is all but silent)
+MIN_LOUDNESS = -70.0
 AUDIO_DIR = "audio"
 NATURAL = "natural"
 
@@ -327,6 +330,20 @@ def _run_files(corpus: Corpus, name: str, run: "Run", stimuli: list[str]) -> dic
     return {sid: files[sid] for sid in stimuli}
 
 
+def check_new_folder(out: str | Path) -> None:
+    """Refuse to build a test in ``out`` when it holds a test or a responses database already."""
+    out = Path(out)
+    if (out / CONFIG_FILE).exists():
+        raise DesignError(f"{out} already holds a listening test; choose another folder "
+                          "(a test's design never changes once participants may have seen it)")
+    if (out / DB_FILE).exists():
+        # another test's responses: a new design over them made every later report, status
+        # and export fail on their question ids
+        raise DesignError(f"{out / DB_FILE}: {out} already holds a responses database (another "
+                          "test's answers); build the test in another folder, or move the "
+                          "database away first")
+
+
 def build_test(corpus: Corpus, out: str | Path, systems: dict[str, str | Path | None], *,
                tasks: list[str] | None = None, title: str = "ADEPT listening test",
                seed: int | None = None, catch_per_task: int = 1, min_catch_correct: float = 1.0,
@@ -351,15 +368,15 @@ def build_test(corpus: Corpus, out: str | Path, systems: dict[str, str | Path | 
     if not 0 <= min_catch_correct <= 1:  # a share: above 1 no participant could be included
         raise DesignError(f"min_catch_correct={min_catch_correct}: a share of the attention "
                           "checks, from 0 to 1")
-    if match_loudness is not None and not (math.isfinite(match_loudness) and match_loudness < 0):
+    if match_loudness is not None and not (math.isfinite(match_loudness)
+                                           and MIN_LOUDNESS <= match_loudness < 0):
         # NaN made every stimulus full-scale noise; 0 dBFS or above cannot be reached without
-        # clipping, so each stimulus would be lowered on its own and not matched at all
+        # clipping, so each stimulus would be lowered on its own and not matched at all; -200
+        # built a silent test without a word
         raise DesignError(f"match_loudness={match_loudness}: a speech level in dBFS below 0 "
-                          "(full scale), e.g. -23")
+                          f"(full scale) and at least {MIN_LOUDNESS:g}, e.g. -23")
     out = Path(out)
-    if (out / CONFIG_FILE).exists():
-        raise DesignError(f"{out} already holds a listening test; choose another folder "
-                          "(a test's design never changes once participants may have seen it)")
+    check_new_folder(out)
     # an lm-eval run folder as the run it holds, so the test records the very run heard
     systems = {n: lm_eval_run(Path(f), n)[0].results_path
                if f is not None and is_lm_eval_run(Path(f)) else f for n, f in systems.items()}

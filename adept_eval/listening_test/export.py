@@ -16,6 +16,7 @@ import csv
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..errors import UserError
 from ..questions import LETTERS
 from ..report import csv_safe
 from .analysis import INCLUDED, screen
@@ -27,18 +28,41 @@ PARTICIPANT_COLUMNS = ("participant", "arrival", "screening", "headphone_passed"
                        "systems", "seed", "task_order")
 
 
+class ExportError(UserError, ValueError):
+    """An output path the files cannot be written to: one message naming it."""
+
+
+def check_output(*paths: str | Path) -> None:
+    """Refuse, before anything is written, an output path that is a folder (``-o my_test``):
+    the file cannot replace it, and the error came after a temporary file had been left."""
+    for path in map(Path, paths):
+        if path.is_dir():
+            raise ExportError(f"{path}: a folder; -o names the responses file to write, e.g. "
+                              f"{path / 'responses.csv'}")
+        if path.parent.exists() and not path.parent.is_dir():
+            raise ExportError(f"{path}: {path.parent} is a file, not a folder")
+
+
+def output_paths(config, out: str | Path) -> list[Path]:
+    """The files ``export`` writes for ``out``: one per system, then the participants file."""
+    out = Path(out)
+    return [out if len(config.systems) == 1 else
+            out.with_name(f"{out.stem}-{system}{out.suffix or '.csv'}")
+            for system in config.systems] + [out.with_name(f"{out.stem}_participants.csv")]
+
+
 def export(config, store, out: str | Path, *, include_all: bool = False) -> list[Path]:
     """Write ``out`` (one system) or ``out`` with ``-<system>`` before the suffix (several), and
     ``<stem>_participants.csv``; return the paths written."""
     out = Path(out)
+    *system_paths, ppath = output_paths(config, out)
+    check_output(*system_paths, ppath)
     out.parent.mkdir(parents=True, exist_ok=True)
     participants = store.participants()
     responses = store.responses()
     screening = screen(config, participants, responses)
     paths = []
-    for system in config.systems:
-        path = out if len(config.systems) == 1 else \
-            out.with_name(f"{out.stem}-{system}{out.suffix or '.csv'}")
+    for system, path in zip(config.systems, system_paths):
         rows = []
         for r in responses:
             if r.kind != "question" or r.system != system:
@@ -55,7 +79,6 @@ def export(config, store, out: str | Path, *, include_all: bool = False) -> list
                          .isoformat(timespec="seconds")})
         _write_csv(path, COLUMNS, rows)
         paths.append(path)
-    ppath = out.with_name(f"{out.stem}_participants.csv")
     prow = []
     for p in participants:
         s = screening[p.participant]
@@ -73,9 +96,14 @@ def export(config, store, out: str | Path, *, include_all: bool = False) -> list
 
 def _write_csv(path: Path, columns, rows) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(columns))
-        writer.writeheader()
-        # a participant id such as "-A1" or "=cmd" is a formula to a spreadsheet
-        writer.writerows({k: csv_safe(v) for k, v in row.items()} for row in rows)
-    tmp.replace(path)
+    try:
+        with open(tmp, "w", newline="", encoding="utf-8") as fh:
+            writer = csv.DictWriter(fh, fieldnames=list(columns))
+            writer.writeheader()
+            # a participant id such as "-A1" or "=cmd" is a formula to a spreadsheet
+            writer.writerows({k: csv_safe(v) for k, v in row.items()} for row in rows)
+        tmp.replace(path)
+    except BaseException:  # never a stray .tmp beside the files (a full disk, a folder)
+        if not tmp.is_dir():
+            tmp.unlink(missing_ok=True)
+        raise
