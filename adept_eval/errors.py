@@ -19,6 +19,11 @@ class UserError(Exception):
     """Marks an exception whose message alone tells the user what to fix."""
 
 
+class UnknownTask(UserError, ValueError):
+    """A --tasks name of adept-eval's that no task or group has (a typo): named, with the
+    nearest names."""
+
+
 def user_error_types() -> tuple[type[BaseException], ...]:
     """Exception types whose message is the whole story (no traceback needed)."""
     types: list[type[BaseException]] = [UserError]

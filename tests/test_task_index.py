@@ -161,3 +161,25 @@ def test_a_table_of_our_tasks_is_lm_evals_table_without_pytablewriter(use_corpus
 def _cells(table: str) -> list[list[str]]:
     return [[c.strip() for c in line.strip().strip("|").split("|")]
             for line in table.strip().splitlines()[2:]]
+
+
+def test_a_mistyped_task_of_ours_is_one_message_with_the_nearest_names(tmp_path):
+    """`lm_eval --tasks adept_emotion_femal` ended in lm-eval's "Tasks not found" traceback
+    (through the task index's wrapper); a name of lm-eval's own is still lm-eval's to report."""
+    from faults import console_script
+
+    from adept_eval.integration.task_index import unknown_tasks_of_ours
+
+    done = subprocess.run([console_script("lm_eval"), "--model", "adept-natural", "--tasks",
+                           "adept_emotion_femal"], capture_output=True, text=True, cwd=tmp_path,
+                          timeout=600)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    error, = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert error.startswith("error: --tasks: no adept-eval task or group 'adept_emotion_femal' "
+                            "(did you mean adept_emotion_female"), error
+    assert unknown_tasks_of_ours(ValueError("Tasks not found: hellaswagg")) is None
+    assert unknown_tasks_of_ours(ValueError("something else")) is None
+    mixed = str(unknown_tasks_of_ours(ValueError("Tasks not found: vstyle_en_empath, hellaswagg")))
+    assert "'vstyle_en_empath' (did you mean vstyle_en_empathy" in mixed
+    assert "nor any lm-eval task 'hellaswagg'" in mixed

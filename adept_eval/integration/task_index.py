@@ -89,7 +89,44 @@ def patch_config(config_module) -> None:
             return original(self, *args, **kwargs)
         try:
             return original(self, *args, **kwargs)
+        except ValueError as exc:
+            ours = unknown_tasks_of_ours(exc)
+            if ours is None:
+                raise
+            raise ours from None
         finally:
             REQUESTED.reset(token)
 
     cls.process_tasks = mark(process_tasks)
+
+
+_NOT_FOUND = "Tasks not found: "
+
+
+def unknown_tasks_of_ours(exc: ValueError):
+    """lm-eval's "Tasks not found: ..." (a traceback) as one message when a name it could not
+    find is adept-eval's (``adept...``, ``vstyle...``): an ``errors.UnknownTask`` naming it
+    with the nearest task or group names; None for anything else, which lm-eval reports as it
+    always does. Looked up only on that error, so the start-up hook stays cheap."""
+    text = str(exc)
+    if not text.startswith(_NOT_FOUND):
+        return None
+    names = [n.strip() for n in text[len(_NOT_FOUND):].split(",") if n.strip()]
+    ours = [n for n in names if n.startswith(("adept", "vstyle"))]
+    if not ours:
+        return None
+    import difflib
+
+    from ..errors import UnknownTask
+    from ..suites import SUITES
+
+    known = sorted({t for s in SUITES.values() for t in (*s.tasks, *s.groups)})
+    hints = []
+    for name in ours:
+        near = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+        hints.append(f"{name!r}" + (f" (did you mean {', '.join(near)}?)" if near else ""))
+    others = [n for n in names if n not in ours]
+    return UnknownTask(
+        f"--tasks: no adept-eval task or group {', '.join(hints)}"
+        + (f"; nor any lm-eval task {', '.join(map(repr, others))}" if others else "")
+        + "; `lm_eval ls tasks` lists them all")
