@@ -199,7 +199,8 @@ def test_another_tests_responses_are_one_message_and_build_refuses_their_folder(
     db = test / "responses.sqlite"
     _foreign_answers(db)
     for args in (["status", str(test)], ["export", str(test), "-o", str(tmp_path / "a.csv")],
-                 ["report", str(test)], ["serve", str(test), "--port", "1"]):
+                 ["report", str(test)], ["serve", str(test), "--port", "1"],
+                 ["plan", "--pilot", str(test), "--difference", "0.1"]):
         done = _cli(*args)
         assert done.returncode == 2, (args, done.stdout, done.stderr)
         assert done.stderr.startswith(f"error: {db}: its responses do not belong to this "
@@ -242,7 +243,8 @@ def test_an_sqlite_file_that_is_not_a_responses_database_is_one_message(tables, 
     con.executescript(tables)
     con.close()
     for args in (["status", str(test)], ["export", str(test), "-o", str(tmp_path / "a.csv")],
-                 ["report", str(test)], ["serve", str(test), "--port", "1"]):
+                 ["report", str(test)], ["serve", str(test), "--port", "1"],
+                 ["plan", "--pilot", str(test), "--difference", "0.1"]):
         done = _cli(*args)
         assert done.returncode == 2, (args, done.stdout, done.stderr)
         assert done.stderr.strip() == (f"error: {db}: not a listening test's responses "

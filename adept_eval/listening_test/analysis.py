@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import spec
+from ..errors import UserError
 from ..stats import (ClusteredProportion, Trial, cluster_bootstrap,  # noqa: F401
                      fleiss_kappa, two_way_proportion)
 
@@ -130,6 +131,26 @@ def design_mismatch(config, participants, responses) -> str:
                      for what, v in problems.items())
 
 
+class ForeignResponses(UserError, ValueError):
+    """The responses database holds another test's answers: one message naming it."""
+
+
+def refuse_foreign(config, store, participants=None, responses=None) -> None:
+    """Refuse ``store`` when its participants or responses do not belong to the design
+    ``config`` (``design_mismatch``): another test's responses (the folder rebuilt over them,
+    or another test's test.json copied in) are one message naming the database, not a
+    KeyError from the analysis. Every command that reads the answers asks first: ``status``,
+    ``export``, ``report``, ``serve`` and ``plan --pilot`` (through ``analyse``)."""
+    problem = design_mismatch(config, store.participants() if participants is None
+                              else participants,
+                              store.responses() if responses is None else responses)
+    if problem:
+        raise ForeignResponses(
+            f"{store.path}: its responses do not belong to this test's design ({problem}); "
+            "they are another test's. Serve, report or export them with the test.json they "
+            "were collected with, or move the database away to start an empty one")
+
+
 # ----------------------------------------------------------------------------- tables
 @dataclass(frozen=True)
 class Step4Row:
@@ -222,6 +243,7 @@ def status_summary(config, store) -> dict:
     """Live counts for the admin view and ``listening-test status``."""
     participants = store.participants()
     responses = store.responses()
+    refuse_foreign(config, store, participants, responses)
     screening = screen(config, participants, responses)
     included = {p for p, s in screening.items() if s.screening == INCLUDED}
     counts = Counter(s.screening for s in screening.values())
@@ -260,6 +282,7 @@ def analyse(config, store, *, include_incomplete: bool = False) -> Analysis:
     """Apply the exclusions, then count and estimate over the included participants."""
     participants = store.participants()
     responses = store.responses()
+    refuse_foreign(config, store, participants, responses)
     screening = screen(config, participants, responses)
     keep = {INCLUDED} | ({INCOMPLETE} if include_incomplete else set())
     included = {p for p, s in screening.items() if s.screening in keep}

@@ -352,28 +352,17 @@ def _open(test):
 
 
 def _check_store(config, store, *, close=False):
-    """``store``, once its participants and responses are found to belong to the test's design
-    ``config``: another test's responses (the folder rebuilt over them, or another test's
-    test.json copied in) are one message naming the database, not a KeyError from the
-    analysis. Closed afterwards with ``close``; closed and refused when they do not belong."""
-    from ..errors import UserError
-    from .analysis import design_mismatch
-
-    class ForeignResponses(UserError, ValueError):
-        pass
+    """``store``, once its responses are found to belong to the test's design ``config``
+    (``analysis.refuse_foreign``); closed afterwards with ``close``, and closed when refused."""
+    from .analysis import refuse_foreign
 
     try:
-        problem = design_mismatch(config, store.participants(), store.responses())
+        refuse_foreign(config, store)
     except BaseException:
         store.close()
         raise
-    if problem or close:
+    if close:
         store.close()
-    if problem:
-        raise ForeignResponses(
-            f"{store.path}: its responses do not belong to this test's design ({problem}); "
-            "they are another test's. Serve, report or export them with the test.json they "
-            "were collected with, or move the database away to start an empty one")
     return store
 
 
