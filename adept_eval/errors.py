@@ -19,9 +19,9 @@ class UserError(Exception):
     """Marks an exception whose message alone tells the user what to fix."""
 
 
-class UnknownTask(UserError, ValueError):
-    """A --tasks name of adept-eval's that no task or group has (a typo): named, with the
-    nearest names."""
+class TasksChoiceError(UserError, ValueError):
+    """A --tasks value naming adept-eval's tasks that cannot run: a name no task or group has
+    (a typo: named, with the nearest names), or tasks and groups that share a task."""
 
 
 def user_error_types() -> tuple[type[BaseException], ...]:

@@ -183,3 +183,26 @@ def test_a_mistyped_task_of_ours_is_one_message_with_the_nearest_names(tmp_path)
     mixed = str(unknown_tasks_of_ours(ValueError("Tasks not found: vstyle_en_empath, hellaswagg")))
     assert "'vstyle_en_empath' (did you mean vstyle_en_empathy" in mixed
     assert "nor any lm-eval task 'hellaswagg'" in mixed
+
+
+def test_overlapping_groups_of_ours_are_one_message_before_anything_loads():
+    """`--tasks adept,adept_female` loaded everything, then ended in lm-eval's "Duplicate
+    task" traceback."""
+    from faults import console_script
+
+    from adept_eval.integration.task_index import overlapping_tasks_of_ours
+
+    done = subprocess.run([console_script("lm_eval"), "--model", "adept-natural", "--tasks",
+                           "adept,adept_female"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert "error: --tasks: 'adept' and 'adept_female' overlap" in done.stderr
+
+    said = str(overlapping_tasks_of_ours("adept,adept_female"))
+    assert said == ("--tasks: 'adept' and 'adept_female' overlap (adept_emotion_female is in "
+                    "both), so lm-eval would run it twice; ask for one of them, or for tasks and "
+                    "groups that do not share a task")
+    assert "'adept_emotion' and 'adept_emotion_male' overlap" in str(
+        overlapping_tasks_of_ours(["adept_emotion", "adept_emotion_male"]))
+    for fine in ("adept", "adept_female,adept_male", ["adept", "hellaswag"], "adept,adept",
+                 "adept_emotion_female,vstyle_en_empathy", None):
+        assert overlapping_tasks_of_ours(fine) is None, fine

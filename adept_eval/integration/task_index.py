@@ -88,6 +88,9 @@ def patch_config(config_module) -> None:
             fell_back("task index", exc)
             return original(self, *args, **kwargs)
         try:
+            overlap = overlapping_tasks_of_ours(getattr(self, "tasks", None))
+            if overlap is not None:
+                raise overlap
             return original(self, *args, **kwargs)
         except ValueError as exc:
             ours = unknown_tasks_of_ours(exc)
@@ -100,12 +103,46 @@ def patch_config(config_module) -> None:
     cls.process_tasks = mark(process_tasks)
 
 
+def overlapping_tasks_of_ours(tasks):
+    """An ``errors.TasksChoiceError`` when two names asked for are adept-eval tasks or groups that
+    share a task (``--tasks adept,adept_female``: lm-eval would stop with a "Duplicate task"
+    traceback after loading everything), naming the pair and a shared task; else None. Looks
+    the suites up only when two or more names are ours."""
+    if isinstance(tasks, str):
+        tasks = [tasks]
+    names = [n.strip() for t in tasks or () if isinstance(t, str) for n in t.split(",")]
+    names = [n for n in dict.fromkeys(names) if n.startswith(("adept", "vstyle"))]
+    if len(names) < 2:
+        return None
+    from ..errors import TasksChoiceError
+    from ..suites import SUITES
+
+    def leaves(name):
+        for suite in SUITES.values():
+            if name in suite.groups:
+                return set(suite.groups[name])
+            if name in suite.tasks:
+                return {name}
+        return set()
+
+    seen: dict[str, str] = {}
+    for name in names:
+        for task in sorted(leaves(name)):
+            if task in seen and seen[task] != name:
+                return TasksChoiceError(
+                    f"--tasks: {seen[task]!r} and {name!r} overlap ({task} is in both), so "
+                    "lm-eval would run it twice; ask for one of them, or for tasks and groups "
+                    "that do not share a task")
+            seen.setdefault(task, name)
+    return None
+
+
 _NOT_FOUND = "Tasks not found: "
 
 
 def unknown_tasks_of_ours(exc: ValueError):
     """lm-eval's "Tasks not found: ..." (a traceback) as one message when a name it could not
-    find is adept-eval's (``adept...``, ``vstyle...``): an ``errors.UnknownTask`` naming it
+    find is adept-eval's (``adept...``, ``vstyle...``): an ``errors.TasksChoiceError`` naming it
     with the nearest task or group names; None for anything else, which lm-eval reports as it
     always does. Looked up only on that error, so the start-up hook stays cheap."""
     text = str(exc)
@@ -117,7 +154,7 @@ def unknown_tasks_of_ours(exc: ValueError):
         return None
     import difflib
 
-    from ..errors import UnknownTask
+    from ..errors import TasksChoiceError
     from ..suites import SUITES
 
     known = sorted({t for s in SUITES.values() for t in (*s.tasks, *s.groups)})
@@ -126,7 +163,7 @@ def unknown_tasks_of_ours(exc: ValueError):
         near = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
         hints.append(f"{name!r}" + (f" (did you mean {', '.join(near)}?)" if near else ""))
     others = [n for n in names if n not in ours]
-    return UnknownTask(
+    return TasksChoiceError(
         f"--tasks: no adept-eval task or group {', '.join(hints)}"
         + (f"; nor any lm-eval task {', '.join(map(repr, others))}" if others else "")
         + "; `lm_eval ls tasks` lists them all")
