@@ -251,10 +251,13 @@ def test_an_sqlite_file_that_is_not_a_responses_database_is_one_message(tables, 
                                        f"database ({problem}); move it away to start an "
                                        "empty one"), (args, done.stderr)
         assert "Listening test at" not in done.stdout
-    con = sqlite3.connect(db)  # refused before any table of the store was written into it
+    con = sqlite3.connect(db)  # refused before anything was written into it
     names = sorted(r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'"))
+    journal = con.execute("PRAGMA journal_mode").fetchone()[0]
     con.close()
     assert names == sorted(t.split("(")[0].split()[-1] for t in tables.split(";"))
+    assert journal == "delete"  # not switched to WAL (which rewrites the file's header)
+    assert db.read_bytes()[18:20] == b"\x01\x01"
 
 
 def test_a_responses_database_without_the_later_fetched_table_is_still_read(built, tmp_path):

@@ -473,3 +473,28 @@ def test_memory_stays_bounded_under_a_flood_of_addresses_and_participants(test_d
     assert list(sessions._live) == [f"p{i}" for i in range(7, 12)]
     back = sessions._load("p0")  # forgotten from memory, read back from the database
     assert back is not None and back.participant == "p0" and len(sessions._live) == 5
+
+
+def test_only_the_sessions_own_items_files_are_counted(test_dir):
+    """Ranges of files that are not the session's items' (a headphone trial, another
+    participant's sample) were kept too: a client could fill the server's memory with ranges
+    of every file of the test. They are ignored; its own items' files still count."""
+    from adept_eval.listening_test.session import Sessions
+    from adept_eval.listening_test.store import DB_FILE, Store
+
+    config = load_test(test_dir)
+    store = Store(test_dir / DB_FILE)
+    try:
+        sessions = Sessions(config, store)
+        live, _ = sessions.start("own1")
+        other = next(t for t in config.files if t not in live.audio_tokens)
+        mine = next(iter(live.audio_tokens))
+        for token in (other, *config.headphone_tokens):
+            sessions.served("own1", live.audio_key, token, 500, 10_000, 0)
+        assert live.partial == {} and live.fetched == set()
+        sessions.served("own1", live.audio_key, mine, 500, 10_000, 0)
+        assert live.partial == {mine: [(0, 500)]}
+        sessions.served("own1", live.audio_key, mine, 9_500, 10_000, 500)
+        assert live.fetched == {mine} and live.partial == {}
+    finally:
+        store.close()

@@ -95,12 +95,10 @@ def design_mismatch(config, participants, responses) -> str:
     plans naming them or audio it does not have - a responses database from another test (a
     folder rebuilt over it, or another test's test.json copied over it). Counting them against
     this design would be wrong, and looking them up in it failed with a KeyError."""
-    problems = {}
+    problems: dict[str, dict] = {}  # what -> its values, first seen first (a dict: O(1))
 
     def note(what, value):
-        seen = problems.setdefault(what, [])
-        if value not in seen:
-            seen.append(value)
+        problems.setdefault(what, {})[value] = None
 
     for r in responses:
         if r.task not in config.tasks:
@@ -127,7 +125,7 @@ def design_mismatch(config, participants, responses) -> str:
                 # test's design has none of this one's, even with the same tasks and systems
                 if token not in config.files:
                     note("audio token", token)
-    return "; ".join(f"{len(v)} {what}{'s' if len(v) > 1 else ''} not in it, e.g. {v[0]}"
+    return "; ".join(f"{len(v)} {what}{'s' if len(v) > 1 else ''} not in it, e.g. {next(iter(v))}"
                      for what, v in problems.items())
 
 

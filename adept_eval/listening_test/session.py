@@ -80,6 +80,13 @@ class Live:
         session's token never changes): every state with audio and every audio fetch needs it."""
         return hashlib.sha256(b"audio|" + self.row.token.encode()).hexdigest()[:20]
 
+    @functools.cached_property
+    def audio_tokens(self) -> frozenset:
+        """The audio of this session's own items: the only files whose fetches are counted
+        (what a client fetches of any other file can never unlock an answer, so keeping its
+        byte ranges would only let a client fill the server's memory)."""
+        return frozenset(t for item in self.items for t in item.audio)
+
     @property
     def participant(self) -> str:
         return self.row.participant
@@ -288,14 +295,15 @@ class Sessions:
         bytes sent cover at least ``FETCHED_SHARE`` of the file, it counts as fetched
         (recorded in the store, so a restart keeps it). What is counted is the union of the
         ranges sent, not their sum: the same first bytes asked for again and again cover no
-        more of the file. Anything that does not match a session is ignored: the audio itself
-        is not secret."""
+        more of the file. Anything that does not match a session, or a file that is not one of
+        its items' (``Live.audio_tokens``), is ignored: the audio itself is not secret. So
+        memory is bounded per session: its own items' files, ``MAX_RANGES`` ranges each."""
         if not PARTICIPANT_ID.match(participant or "") or not key:
             return
         live = self._load(participant)
         if live is None or not hmac.compare_digest(live.audio_key.encode(), key.encode()):
             return
-        if audio in live.fetched:
+        if audio in live.fetched or audio not in live.audio_tokens:
             return
         ranges = add_range(live.partial.get(audio, []), max(0, start), min(start + nbytes, size))
         if sum(b - a for a, b in ranges) >= FETCHED_SHARE * size:

@@ -157,7 +157,9 @@ class Store:
         # not "unexpected DatabaseError ... a bug" from whichever query met the damage first
         db = None
         try:
-            db = self._connect()
+            # checked on a plain connection: switching a file to WAL rewrites its header, so a
+            # file refused here (another program's database) must not be switched first
+            db = self._connect(pragmas=False)
             problems = [r[0] for r in db.execute("PRAGMA quick_check").fetchall()]
             if problems != ["ok"]:
                 raise sqlite3.DatabaseError("; ".join(map(str, problems[:3])))
@@ -171,6 +173,7 @@ class Store:
                 raise ForeignStore(
                     f"{self.path}: not a listening test's responses database ({foreign}); "
                     "move it away to start an empty one")
+            self._pragmas(db)
             db.executescript(SCHEMA)
         except sqlite3.DatabaseError as exc:
             if db is not None:
@@ -189,12 +192,17 @@ class Store:
         self.syncs = 0  # WAL syncs made by the background thread (for tests and status)
         self._closed = False
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self, pragmas: bool = True) -> sqlite3.Connection:
         db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
+        if pragmas:
+            self._pragmas(db)
+        return db
+
+    @staticmethod
+    def _pragmas(db: sqlite3.Connection) -> None:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute("PRAGMA busy_timeout=10000")
-        return db
 
     def _read(self, sql: str, args=()) -> list:
         db = getattr(self._local, "db", None)
