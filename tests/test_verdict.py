@@ -29,6 +29,9 @@ def test_tolerated_forms(text, score):
 @pytest.mark.parametrize("text", [
     "", None, "Final score: 4", "Final score: [[7]]", "Final score: [[0]]", "[[3.5]]",
     "score [[four]]",
+    # the last bracket decides: an earlier number is never read past a verdict that is not one
+    "Content [[2]]. Final score: [[4/5]]", "I cannot rate. [[3]] Final score: [[N/A]]",
+    "Style [[4]]. Final score: [[Four]]", "[[5]] Final score: [[3-4]]", "[[4]] Final score: [[]]",
 ])
 def test_unparseable_or_out_of_range(text):
     parsed = parse_verdict(text)

@@ -1,9 +1,12 @@
-"""Read the score out of a judge's verdict: the last ``[[N]]``, N an integer in 1..5.
+"""Read the score out of a judge's verdict: the last ``[[...]]``, which must hold an integer N in
+1..5.
 
 Tolerated: spaces and quotes inside the brackets (``[[ 4 ]]``, ``[["4"]]``), bold or heading
 markup around it (``## Final Score: **[[4]]**``), ``4.0``. Anything else (no bracketed score, a
-fraction, a number outside 1..5) is unparseable: the runner asks again and, past its limit,
-records a failure. A failure is never turned into a score.
+fraction, a word, a number outside 1..5) is unparseable: the runner asks again and, past its
+limit, records a failure. A failure is never turned into a score - not even from an earlier
+bracket: in ``Content [[2]]. Final score: [[4/5]]`` the verdict is the last bracket, ``4/5``,
+and it is unparseable (reading past it to the ``[[2]]`` scored the item 2).
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_SCORE = re.compile(r"\[\[\s*[\"'`*]*\s*([+-]?\d+(?:\.\d+)?)\s*[\"'`*]*\s*\]\]")
+_SCORE = re.compile(r"\s*[\"'`*]*\s*([+-]?\d+(?:\.\d+)?)\s*[\"'`*]*\s*")
+_BRACKETS = re.compile(r"\[\[(.*?)\]\]", re.S)
 SCORE_RANGE = (1, 5)
 
 
@@ -28,10 +32,13 @@ class Parsed:
 def parse_verdict(text: str | None) -> Parsed:
     if not text or not str(text).strip():
         return Parsed(None, "empty verdict")
-    matches = _SCORE.findall(str(text))
-    if not matches:
+    brackets = _BRACKETS.findall(str(text))
+    if not brackets:
         return Parsed(None, "no [[score]] in the verdict")
-    raw = matches[-1]
+    last = _SCORE.fullmatch(brackets[-1])
+    if last is None:
+        return Parsed(None, f"the last [[...]] holds {brackets[-1].strip()[:40]!r}, not a score")
+    raw = last.group(1)
     value = float(raw)
     if value != int(value):
         return Parsed(None, f"score {raw} is not a whole number")
