@@ -185,3 +185,20 @@ def test_a_reply_echoing_our_key_never_stores_it(mp3s, tmp_path, monkeypatch):
     assert all(v == "Your key is ***.\n\nFinal score: [[4]]"
                for r in (out, again) for x in r["items"] for v in x["verdicts"])
     assert key.encode() not in b"".join(p.read_bytes() for p in tmp_path.iterdir())
+
+
+def test_a_missing_key_variable_is_named_by_the_option_that_set_it(monkeypatch):
+    """`--metadata judge_api_key_env=NOPE_KEY` (unset) said "api_key_env=NOPE_KEY: ...", an
+    option the user never typed; the message names the one they did."""
+    from adept_eval.errors import UserError
+    from adept_eval.llm.client import Connection, check_server
+
+    monkeypatch.delenv("NOPE_KEY_FOR_TEST", raising=False)
+    connection = Connection(backend="openai", model="m", base_url="http://127.0.0.1:9/v1",
+                            api_key_env="NOPE_KEY_FOR_TEST")
+    for option in ("judge_api_key_env", "llm_api_key_env", "api_key_env"):
+        with pytest.raises(UserError) as info:
+            check_server(connection, who="speech judge", url_option="judge_base_url",
+                         key_option=option)
+        assert str(info.value) == (f"{option}=NOPE_KEY_FOR_TEST: that environment variable "
+                                   "is not set")

@@ -67,6 +67,15 @@ class BackendSetupError(UserError, ValueError):
     """A backend option or key the user must fix (shown as one message, never a traceback)."""
 
 
+class MissingKey(BackendSetupError):
+    """The environment variable named for a key is not set; ``variable`` is its name, so a
+    caller can say which of its options named it (``judge_api_key_env``, ...)."""
+
+    def __init__(self, variable: str, option: str = "api_key_env"):
+        self.variable = variable
+        super().__init__(f"{option}={variable}: that environment variable is not set")
+
+
 class BackendError(RuntimeError):
     """The endpoint gave no usable answer (after the client's own retries); the message says
     why (e.g. "APIConnectionError: Connection error.", "AuthenticationError (HTTP 401)")."""
@@ -178,8 +187,7 @@ def resolve_key(base_url: str | None, api_key_env: str | None, service_envs: tup
     if api_key_env:
         value = os.environ.get(api_key_env)
         if not value:
-            raise BackendSetupError(f"api_key_env={api_key_env}: that environment variable is "
-                                    "not set")
+            raise MissingKey(api_key_env)
         return value
     host = (urlparse(str(base_url)).hostname or "") if base_url else service_hosts[0]
     if host not in service_hosts:

@@ -26,7 +26,8 @@ from tqdm.auto import tqdm
 
 from ..errors import UserError
 from .audio import AudioChecks
-from .backends import Backend, BackendError, Part, count_requests, get_backend, public_url
+from .backends import (Backend, BackendError, MissingKey, Part, count_requests, get_backend,
+                       public_url)
 from .cache import ReplyCache
 
 
@@ -139,13 +140,22 @@ def check_server(connection: Connection, *, who: str, url_option: str,
     set its URL and its key (``judge_base_url``, ``judge_api_key_env``)."""
 
     async def check():
-        backend = connection.open()
+        backend = _opened(connection.open, key_option)
         try:
             await _check(backend, connection, who, url_option, key_option)
         finally:
             await backend.aclose()
 
     run_sync(check())
+
+
+def _opened(open_backend, key_option: str) -> Backend:
+    """``open_backend()``, a missing key's message naming the option the user set it with
+    (``judge_api_key_env=NOPE``), not the backend's own parameter name."""
+    try:
+        return open_backend()
+    except MissingKey as exc:
+        raise MissingKey(exc.variable, key_option) from None
 
 
 async def _check(backend: Backend, connection: Connection, who: str, url_option: str,
@@ -190,7 +200,8 @@ class LLMClient:
 
     async def check(self, *, who: str, url_option: str, key_option: str) -> None:
         """``check_server`` on this client's own backend (inside a running event loop)."""
-        await _check(self.backend(), self.connection, who, url_option, key_option)
+        await _check(_opened(self.backend, key_option), self.connection, who, url_option,
+                     key_option)
 
     async def ask(self, parts: list[Part], parse: Callable[[str], tuple[Any, str]], *,
                   key: str | None, identity: dict, reasks: int, hit=_LOOK, **sampling) -> Reply:
