@@ -705,7 +705,7 @@ def write_model_results(run: Run, model_repo: str, *, results_repo: str, path_in
         return False, (f"{model_repo} belongs to {model_repo.split('/')[0]}, not to "
                        f"{', '.join(sorted(o for o in owners if o))}: its card was left alone")
     source = f"{(_endpoint() or 'https://huggingface.co').rstrip('/')}/datasets/{results_repo}/tree/main/{path_in_repo}"
-    entries, index, skipped, skipped_synthetic, partial = [], [], 0, 0, 0
+    entries, index, skipped, skipped_synthetic, skipped_sample, partial = [], [], 0, 0, 0, 0
     res = run.results["results"]
     listener, judge = run.listener(), run.judge()
     for task in run.task_names():
@@ -723,6 +723,9 @@ def write_model_results(run: Run, model_repo: str, *, results_repo: str, path_in
                                            f"-{r.get('acc_ci_high,none'):.3f}")
             metric = "accuracy"
         elif task in SUITES["vstyle"].tasks and "score,speech_judge" in r:
+            if run.suite("vstyle") is not None and run.suite("vstyle").sample:
+                skipped_sample += 1
+                continue
             dataset = vstyle.HUB_REPO
             value, notes = r["score,speech_judge"], (f"speech-judge score 1-5, judge {judge}, "
                                                      f"n={r.get('n,speech_judge')}")
@@ -748,6 +751,10 @@ def write_model_results(run: Run, model_repo: str, *, results_repo: str, path_in
     if skipped_synthetic:
         hint += (f"; {skipped_synthetic} ADEPT scores skipped: the run used the synthetic "
                  "stand-in corpus, whose scores are not ADEPT results")
+    if skipped_sample:
+        hint += (f"; {skipped_sample} VStyle scores skipped: the run used VStyle's published "
+                 f"sample ({vstyle.SAMPLE_METADATA}, the project page's examples), whose scores "
+                 f"are not results on {vstyle.HUB_REPO}")
     if not entries:
         return False, "no scores written" + (hint or ": no ADEPT or VStyle scores in the run")
     content = yaml.safe_dump(eval_result_entries_to_yaml(entries), sort_keys=False).encode()

@@ -49,11 +49,13 @@ def is_synthetic(corpus) -> bool:
 
 
 def vstyle_corpus(folder: Path, language: str) -> dict:
-    from .vstyle import metadata_file
+    """sha256 of the VStyle metadata, and whether it is the published sample (``sample``: the
+    project page's examples, not the benchmark: its scores never reach a model card)."""
+    from .vstyle import SAMPLE_METADATA, metadata_file
 
     path = metadata_file(folder)
     return {"name": f"VStyle-{language}", "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-            "file": path.name, "synthetic": False}
+            "file": path.name, "synthetic": False, "sample": path.name == SAMPLE_METADATA}
 
 
 def label(scorer: dict | None) -> str:
@@ -161,6 +163,11 @@ class SuiteIdentity:
     @property
     def synthetic(self) -> bool:
         return bool(self.corpus.get("synthetic"))
+
+    @property
+    def sample(self) -> bool:
+        """VStyle's published sample (``identity.vstyle_corpus``), not the benchmark."""
+        return bool(self.corpus.get("sample"))
 
     @property
     def corpus_sha256(self) -> str:

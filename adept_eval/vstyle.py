@@ -16,7 +16,10 @@ from pathlib import Path
 
 from .errors import UserError
 
-METADATA_NAMES = ("metadata.jsonl", "metadata_sample.jsonl")
+#: the metadata of VStyle's published examples (the project page's 33 instructions per language,
+#: 7 systems each): a sample for trying the pipeline, whose scores are not VStyle results
+SAMPLE_METADATA = "metadata_sample.jsonl"
+METADATA_NAMES = ("metadata.jsonl", SAMPLE_METADATA)
 HUB_REPO = "zhanjun/VStyle"
 LANGUAGES = ("en", "zh")
 

@@ -729,3 +729,39 @@ def test_leaderboard_lists_runs_whose_samples_do_not_match_apart_and_names_dropp
     done = _run(_adept_eval("leaderboard", str(first), str(again), "-o", str(tmp_path / "lb2")),
                 env, tmp_path)
     assert f"{first} not ranked: an older run of the same system (flat-tts)" in done.stderr
+
+
+def test_scores_on_vstyles_published_sample_never_reach_a_model_card(hub, tmp_path):
+    """A run over VStyle's published examples (metadata_sample.jsonl: 33 instructions) wrote
+    its scores to the model card as results on zhanjun/VStyle, like a run of the benchmark."""
+    from adept_eval.vstyle import CATEGORIES
+
+    env = _env(hub, tmp_path)
+    tasks = [f"vstyle_en_{c}" for c in CATEGORIES]
+    results = {t: {"score,speech_judge": 3.5, "n,speech_judge": 8, "n_failed,speech_judge": 0}
+               for t in tasks}
+    data = {"results": results, "configs": {},
+            "config": {"model": "audio-dir", "model_args": {"name": "kimi"}},
+            "adept_eval": {"system": "kimi", "version": "test", "suites": {"vstyle": {
+                "tasks": tasks, "complete": True,
+                "scorer": {"backend": "openai", "model": "judge-x"},
+                "corpus": {"name": "VStyle-en", "sha256": "ab" * 32,
+                           "file": "metadata_sample.jsonl", "synthetic": False,
+                           "sample": True}}}}}
+    run = tmp_path / "kimi"
+    run.mkdir()
+    (run / "results_2026-01-01T00-00-00.json").write_text(json.dumps(data))
+    script = textwrap.dedent(f"""
+        from huggingface_hub import HfApi
+        from adept_eval.hub import load_run, write_model_results
+        HfApi().create_repo("alice/kimi-sample")
+        written, note = write_model_results(load_run({str(run)!r}), "alice/kimi-sample",
+                                            results_repo="alice/r", path_in_repo="runs/k",
+                                            benchmark_dataset=None)
+        print(written, note)
+    """)
+    out = _run([sys.executable, "-c", script], env, tmp_path).stdout
+    assert out.startswith("False no scores written; 4 VStyle scores skipped: the run used "
+                          "VStyle's published sample (metadata_sample.jsonl"), out
+    assert not [p for p in hub.repo("alice/kimi-sample", "model").files
+                if p.startswith(".eval_results/")]
