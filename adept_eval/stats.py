@@ -769,6 +769,14 @@ def max_design_effect(cluster_sizes: Iterable[float]) -> float:
     return max(1.0, sum(s * s for s in sizes) / total) if total else 1.0
 
 
+def within(low: float, high: float, bounds: tuple[float, float]) -> tuple[float, float]:
+    """An interval cut to the range its quantity can take (a mean of 1-5 scores lies in
+    [1, 5]: a t interval on few degrees of freedom can reach past both ends, and the part
+    outside holds no possible value). NaN stays NaN."""
+    lo, hi = bounds
+    return (low if math.isnan(low) else max(lo, low), high if math.isnan(high) else min(hi, high))
+
+
 def design_effect_interval(k: float, n: float, design_effect: float, level: float = 0.95
                            ) -> tuple[float, float]:
     """The exact (Clopper-Pearson form) interval of k/n at the effective sample size

@@ -311,9 +311,11 @@ def _interval(items) -> tuple[float, float]:
     """95% interval of the category score: the stratified mean's t interval on Satterthwaite's
     degrees of freedom (``stats.stratified_mean_interval``: why, and what a subcategory of one
     judged answer contributes)."""
+    from .judge.verdict import SCORE_RANGE
+
     _, low, high, _, _ = stats.stratified_mean_interval(
         _by_sub(items), {it["sub"]: it["weight"] for it in _recs(items)})
-    return low, high
+    return stats.within(low, high, SCORE_RANGE)  # a mean of 1-5 scores
 
 
 def ci_low(items) -> float:

@@ -34,3 +34,21 @@ def test_one_judged_answer_per_subcategory_everywhere_has_no_interval():
     items = [{"sub": f"s{g}", "weight": 1, "score": 3.0 + g, "failed": 0} for g in range(4)]
     assert vh.category_score(items) == pytest.approx(4.5)
     assert math.isnan(vh.ci_low(items)) and math.isnan(vh.ci_high(items))
+
+
+def test_the_interval_stays_on_the_judges_scale():
+    """Two subcategories of two widely split answers: the t interval on ~2 degrees of freedom
+    reached [-1.4, 8.8] for a mean of 1-5 scores; it is cut to [1, 5] (the part outside holds no
+    possible value), and an interval inside the scale is left as it is."""
+    from adept_eval import stats
+    from adept_eval.judge.runner import mean_interval
+
+    items = [{"sub": f"s{g}", "weight": 1, "score": x, "failed": 0}
+             for g in range(2) for x in (1.0, 5.0)]
+    raw = stats.stratified_mean_interval(vh._by_sub(items), {"s0": 1, "s1": 1})
+    assert raw[1] < 1 and raw[2] > 5  # what the scale cuts
+    assert (vh.ci_low(items), vh.ci_high(items)) == (1.0, 5.0)
+    assert mean_interval([1.0, 5.0]) == (1.0, 5.0)
+    inside = mean_interval([3.0, 3.5, 4.0, 3.5])
+    assert inside == stats.t_interval([3.0, 3.5, 4.0, 3.5]) and 1 < inside[0] < inside[1] < 5
+    assert all(math.isnan(v) for v in stats.within(math.nan, math.nan, (1, 5)))

@@ -326,10 +326,12 @@ class JudgeRunner:
 
 # ----------------------------------------------------------------------------- summary
 def mean_interval(values: list[float]) -> tuple[float, float]:
-    """95% t-interval of a mean (nan with fewer than two values): ``stats.t_interval``."""
-    from ..stats import t_interval
+    """95% t-interval of a mean of 1-5 scores (nan with fewer than two values):
+    ``stats.t_interval``, cut to the scale (``stats.within``)."""
+    from ..stats import t_interval, within
+    from .verdict import SCORE_RANGE
 
-    return t_interval([float(v) for v in values])
+    return within(*t_interval([float(v) for v in values]), SCORE_RANGE)
 
 
 def summarize(results: list[ItemResult], identity: dict) -> dict:
