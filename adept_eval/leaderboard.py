@@ -66,6 +66,7 @@ class Row:
     vstyle_rank_range: str | None = None
     vstyle_tie_method: str | None = None
     vstyle_corpus: str | None = None
+    vstyle_sample: bool | None = None  # VStyle's published sample, not the benchmark
     vstyle_complete: bool | None = None
     vstyle_unranked: str | None = None
     date: str | None = None
@@ -190,6 +191,7 @@ def row_of(run: Run) -> Row:
                                    f"{judged + failed_v} judgements failed, {judged} judged)")
         if s is not None:
             row.vstyle_corpus, row.vstyle_complete = s.corpus_sha256 or None, s.complete
+            row.vstyle_sample = s.sample
             row._keys["vstyle"] = s.comparable_key()
         break
     return row
@@ -371,6 +373,8 @@ def heading(rows: list[Row], suite: str) -> str:
         listener = "human (participants may differ between runs)" if r.people else r.listener
         return f"ADEPT, scored by the `{listener}` listener, corpus {corpus}"
     corpus = f"VStyle {r.vstyle_corpus[:12]}" if r.vstyle_corpus else "VStyle"
+    if r.vstyle_sample:
+        corpus += " - VStyle's published sample (the project page's examples), not VStyle results"
     return f"VStyle, judged by `{r.judge}`, {corpus}"
 
 

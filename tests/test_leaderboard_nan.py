@@ -59,3 +59,26 @@ def test_a_vstyle_run_whose_judgements_all_failed_is_shown_apart(tmp_path):
     assert rows["high"].split("|")[1].strip() == "1" and rows["low"].split("|")[1].strip() == "2"
     failed = [line for line in apart.splitlines() if line.startswith("| failed |")]
     assert failed and "no score" in failed[0], board
+
+
+def test_a_vstyle_section_on_its_published_sample_says_so(tmp_path):
+    """Runs over VStyle's published examples (metadata_sample.jsonl) are ranked among
+    themselves (their corpus differs from the benchmark's), and the section says they are not
+    VStyle results."""
+    from adept_eval.leaderboard import build, heading, sections
+    from adept_eval.hub import load_run
+
+    for name, score in (("a", 3.0), ("b", 4.0)):
+        _vstyle_run(tmp_path, name, score, 0)
+        path = tmp_path / name / "results_2026-01-01T00-00-00.json"
+        data = json.loads(path.read_text())
+        data["adept_eval"]["suites"]["vstyle"]["corpus"] = {
+            "name": "VStyle-en", "sha256": "cd" * 32, "file": "metadata_sample.jsonl",
+            "synthetic": False, "sample": True}
+        path.write_text(json.dumps(data))
+    rows = build([load_run(tmp_path / n) for n in ("a", "b")])
+    (members,), apart = sections(rows, "vstyle")
+    assert not apart and {r.system for r in members} == {"a", "b"}
+    assert heading(members, "vstyle").endswith(
+        "VStyle's published sample (the project page's examples), not VStyle results")
+    assert all(r.vstyle_sample for r in rows)
