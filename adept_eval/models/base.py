@@ -164,9 +164,7 @@ class SpeechSystem(LM):
                 raise SystemSetupError(
                     f"{self.name}: none of the {len(dead)} samples{whose} is usable, so there "
                     "is nothing to score (on_missing=wrong goes on without some samples, not "
-                    "without all of them). First: "
-                    + "; ".join(f"{p.stimulus_id}: {p.problem or p.status}" for p in dead[:3])
-                    + (f" (and {len(dead) - 3} more)" if len(dead) > 3 else ""))
+                    f"without all of them). {first_reasons(dead, logged=False)}")
         log.warning("%s: %d of %d samples missing or unusable; on_missing=wrong %s. %s",
                     self.name, len(failed), len(produced),
                     on_missing_wrong(requests, failed, "does"), first_reasons(failed))
@@ -272,12 +270,13 @@ def with_digests(produced: dict[str, Produced]) -> dict[str, Produced]:
     return out
 
 
-def first_reasons(failed: list[Produced], shown: int = 3) -> str:
+def first_reasons(failed: list[Produced], shown: int = 3, logged: bool = True) -> str:
     """The first few failures with their reasons, for a console that would otherwise say only
-    how many failed (every reason is in the logged samples)."""
+    how many failed; ``logged``: the run goes on, so every reason will be in the logged
+    samples (a run refused before scoring logs none)."""
     lines = [f"{p.stimulus_id}: {p.problem or p.status}" for p in failed[:shown]]
-    more = f" (and {len(failed) - shown} more; every reason is in the logged samples)" \
-        if len(failed) > shown else ""
+    where = "; every reason is in the logged samples" if logged else ""
+    more = f" (and {len(failed) - shown} more{where})" if len(failed) > shown else ""
     return "First: " + "; ".join(lines) + more
 
 

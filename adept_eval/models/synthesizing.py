@@ -30,7 +30,8 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ..audio import Audio, from_array, read_audio, write_wav
-from .base import Produced, SpeechSystem, Stimulus, SystemSetupError, sample_problem
+from .base import (Produced, SpeechSystem, Stimulus, SystemSetupError, first_reasons,
+                   sample_problem)
 
 log = logging.getLogger(__name__)
 
@@ -129,11 +130,9 @@ class SynthesizingSystem(SpeechSystem):
         log.info("%s: %d synthesised, %d reused from %s", self.name, self.synthesized,
                  self.reused, self.cache_dir)
         if stimuli and failures == len(stimuli):
-            first = "; ".join(f"{p.stimulus_id}: {p.problem}" for p in out[:3])
-            more = f" (and {failures - 3} more)" if failures > 3 else ""
             raise SystemSetupError(
                 f"{self.name}: no sample was produced: all {failures} syntheses failed, so "
-                f"there is nothing to score. First: {first}{more}")
+                f"there is nothing to score. {first_reasons(out, logged=False)}")
         return out
 
 
