@@ -605,10 +605,20 @@ class AdeptScorer:
 
     corpus: object
     store: FeatureStore = field(default_factory=FeatureStore)
-    #: sample path -> why it is not speech (None: it is); shared with the listener that heard
-    #: the samples, so each sample is checked once a run
+    #: sample content key (``FeatureStore.key``) -> why it is not speech (None: it is); shared
+    #: with the listener that heard the samples, so each sample is checked once a run
     no_speech: dict = field(default_factory=dict)
     _memo: dict = field(default_factory=dict, init=False, repr=False)
+
+    def _content_key(self, path: str | None) -> str | None:
+        """A sample's content key (``FeatureStore.key``), or its path when it cannot be read
+        (it then fails, and is reported by path)."""
+        if not path:
+            return None
+        try:
+            return self.store.key(path)
+        except OSError:
+            return path
 
     def sentence(self, cls: str, speaker: str, sentence_id: str,
                  samples: Mapping[str, str],
@@ -620,7 +630,9 @@ class AdeptScorer:
 
         subs = spec.CLASSES[cls].subcategories_for(speaker)
         key = f"{spec.SPEAKERS[speaker]}_{sentence_id}"
-        memo_key = (cls, speaker, sentence_id, tuple(samples.get(s) for s in subs))
+        # by content, as the listener memoises: a sample rewritten in place is scored afresh
+        memo_key = (cls, speaker, sentence_id,
+                    tuple(self._content_key(samples.get(s)) for s in subs))
         if memo_key in self._memo:
             return self._memo[memo_key]
         ids = {s: f"{cls}/{s}/{key}" for s in subs}
@@ -639,9 +651,11 @@ class AdeptScorer:
                 continue
             # the listener's rule for "no speech" (a tone, noise, DC): such a sample failed its
             # question, so its graded figures are a counted failure too, never a score
-            if path not in self.no_speech:
-                self.no_speech[path] = speech_presence.reason_from_features(f)
-            problem = unusable(f) or self.no_speech[path]
+            # shared with the listener, keyed as it keys it: by content
+            content = self.store.key(path)
+            if content not in self.no_speech:
+                self.no_speech[content] = speech_presence.reason_from_features(f)
+            problem = unusable(f) or self.no_speech[content]
             if problem:
                 result[s] = failed(ids[s], f"sample: {problem}")
                 continue

@@ -262,6 +262,15 @@ def test_a_rendition_rewritten_in_place_is_compared_afresh(corpus, systems, tmp_
     assert first.status == again.status == fresh.status == "ok"
     assert again.scores == fresh.scores and again.responses == fresh.responses
     assert again.scores != first.scores
+    # the graded figures too (the scorer memoised by path as well), from one shared,
+    # content-keyed "no speech" memo
+    paths = {s: str(folder / f"{s}.wav") for s in q.stimuli}
+    fresh_listener = get_listener("acoustic", corpus=corpus, cache_dir=str(tmp_path / "f3"))
+    answers_with("copy", listener)
+    listener.graded_scores(paths, q.stimuli)
+    answers_with("swap", listener)
+    assert listener.graded_scores(paths, q.stimuli) == \
+        fresh_listener.graded_scores(paths, q.stimuli)
     # a silent rendition (a failed synthesis) re-synthesised in place is heard, not "no speech"
     import soundfile as sf
 
