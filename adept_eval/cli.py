@@ -422,19 +422,15 @@ def cmd_ceiling(args) -> int:
 def _check_adept_tasks(tasks: list[str], registered) -> None:
     """Refuse a --tasks name that is not an ADEPT task or group (a typo, say) before anything
     runs, naming it, suggesting the nearest names and listing the valid ones."""
-    import difflib
+    from .suites import with_nearest
 
     adept = sorted(t for t in registered if t == "adept" or t.startswith("adept_"))
     unknown = [t for t in tasks if t not in adept and not (t.endswith((".yaml", ".yml"))
                                                           and Path(t).is_file())]
     if not unknown:
         return
-    hints = []
-    for name in unknown:
-        near = difflib.get_close_matches(name, adept, n=3, cutoff=0.6)
-        hints.append(f"{name!r}" + (f" (did you mean {', '.join(near)}?)" if near else ""))
-    raise ValueError(f"--tasks: unknown ADEPT task or group {', '.join(hints)}; valid: "
-                     f"{', '.join(adept)}")
+    raise ValueError(f"--tasks: unknown ADEPT task or group {with_nearest(unknown, adept)}; "
+                     f"valid: {', '.join(adept)}")
 
 
 def _identity_lines(run) -> list[str]:

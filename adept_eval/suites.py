@@ -218,3 +218,15 @@ def tasks_by_suite(tasks) -> dict[str, list[str]]:
         if s is not None and t in s.tasks:
             out.setdefault(s.name, []).append(t)
     return out
+
+
+def with_nearest(names, known) -> str:
+    """``'name' (did you mean a, b?)``, comma-separated, for task or group names a user typed
+    that are not among ``known``: the one way a --tasks typo is shown."""
+    import difflib
+
+    hints = []
+    for name in names:
+        near = difflib.get_close_matches(name, sorted(known), n=3, cutoff=0.6)
+        hints.append(f"{name!r}" + (f" (did you mean {', '.join(near)}?)" if near else ""))
+    return ", ".join(hints)

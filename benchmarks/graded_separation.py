@@ -107,7 +107,8 @@ def main(argv=None) -> int:
                   f"p = {d.p_value:.3g}, n = {d.n} stimuli in {d.clusters} sentences: "
                   f"{'higher' if higher else 'NOT shown higher'}"
                   + (f" (the smallest p {d.clusters} sentences allow is "
-                     f"{2 / 2 ** d.clusters:.3g})" if d.n and 2 / 2 ** d.clusters >= LEVEL
+                     f"{stats.smallest_sign_flip_p(d.clusters):.3g})"
+                     if d.n and stats.smallest_sign_flip_p(d.clusters) >= LEVEL
                      else ""))
         if cls != "pooled":
             ordered_everywhere &= ok

@@ -115,15 +115,11 @@ def overlapping_tasks_of_ours(tasks):
     if len(names) < 2:
         return None
     from ..errors import TasksChoiceError
-    from ..suites import SUITES
+    from ..suites import suite_of
 
     def leaves(name):
-        for suite in SUITES.values():
-            if name in suite.groups:
-                return set(suite.groups[name])
-            if name in suite.tasks:
-                return {name}
-        return set()
+        suite = suite_of(name)
+        return set(suite.groups.get(name, (name,))) if suite is not None else set()
 
     seen: dict[str, str] = {}
     for name in names:
@@ -152,18 +148,12 @@ def unknown_tasks_of_ours(exc: ValueError):
     ours = [n for n in names if n.startswith(("adept", "vstyle"))]
     if not ours:
         return None
-    import difflib
-
     from ..errors import TasksChoiceError
-    from ..suites import SUITES
+    from ..suites import SUITES, with_nearest
 
-    known = sorted({t for s in SUITES.values() for t in (*s.tasks, *s.groups)})
-    hints = []
-    for name in ours:
-        near = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
-        hints.append(f"{name!r}" + (f" (did you mean {', '.join(near)}?)" if near else ""))
+    known = {t for s in SUITES.values() for t in (*s.tasks, *s.groups)}
     others = [n for n in names if n not in ours]
     return TasksChoiceError(
-        f"--tasks: no adept-eval task or group {', '.join(hints)}"
+        f"--tasks: no adept-eval task or group {with_nearest(ours, known)}"
         + (f"; nor any lm-eval task {', '.join(map(repr, others))}" if others else "")
         + "; `lm_eval ls tasks` lists them all")

@@ -148,18 +148,14 @@ def add_parser(sub, common) -> None:
     p.set_defaults(func=cmd_plan)
 
 
-#: the speech levels ``--match-loudness`` takes, in dBFS: below -70 a test is all but silent
-#: (-200 built one without a word), and full scale (0) cannot be reached without clipping
-#: (design.MIN_LOUDNESS: the same floor, not imported here so parsing stays light)
-LOUDNESS_RANGE = (-70.0, 0.0)
-
-
 def loudness_arg(text: str) -> float:
     """``--match-loudness``: a speech level in dBFS from -70 up to (not including) 0, refused
     at argument parsing with argparse's one message naming the option."""
     import argparse
 
-    low, high = LOUDNESS_RANGE
+    from .design import MIN_LOUDNESS  # only when the option is given
+
+    low, high = MIN_LOUDNESS, 0.0  # full scale (0) cannot be reached without clipping
     what = f"a speech level in dBFS from {low:g} to below {high:g}, e.g. -23"
     x = arg_type(what, least=low, most=high)(text)
     if x >= high:

@@ -104,15 +104,22 @@ class ForeignStore(UserError, ValueError):
     """The file is an SQLite database, but not a responses database: one message naming it."""
 
 
+def _schema_columns() -> dict[str, tuple[str, ...]]:
+    """Each table of ``SCHEMA`` and its columns, read from the schema itself (an in-memory
+    database built from it), so the check below cannot drift from what the store writes."""
+    db = sqlite3.connect(":memory:")
+    try:
+        db.executescript(SCHEMA)
+        tables = [r[0] for r in db.execute(
+            "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'")]
+        return {t: tuple(r[1] for r in db.execute(f"PRAGMA table_info({t})")) for t in tables}
+    finally:
+        db.close()
+
+
 #: the columns each of the store's tables must have (``fetched`` came later: an older
 #: responses database without it gets it)
-COLUMNS = {
-    "participants": ("participant", "arrival", "token", "plan", "started", "consented",
-                     "headphone", "headphone_passed", "completed"),
-    "responses": ("participant", "item", "kind", "task", "system", "question_id", "position",
-                  "choice", "correct", "presented", "rt_ms", "answered"),
-    "fetched": ("participant", "audio"),
-}
+COLUMNS = _schema_columns()
 
 
 def _schema_problem(db: sqlite3.Connection) -> str:
