@@ -92,6 +92,12 @@ def main() -> int:
             engines.check_rotation(*r)
         except ValueError as e:
             parser.error(f"--rotation: {e}")
+    renderings = {e: systems.RENDER_VERSIONS[e] for r in rotations for e in r}
+    if earlier is not None:
+        conflicts = method_change.rendering_conflicts(earlier.renderings, renderings)
+        if conflicts:
+            parser.error(f"--compare-to {args.compare_to}: scored on other renderings "
+                         f"({', '.join(conflicts)}); score that method again on these")
     missing = {e for r in rotations for e in r} - set(engines.available())
     if missing:
         parser.error(f"TTS engine(s) not installed: {', '.join(sorted(missing))} "
@@ -113,7 +119,7 @@ def main() -> int:
             by_rotation, benchmark.NOT_HELD_OUT)))
         # the run's own misses, its tuning rotations included: a method change may not add any
         run = method_change.cells(by_rotation, listener_version(), benchmark.miss_keys(
-            benchmark.check_targets(by_rotation)))
+            benchmark.check_targets(by_rotation)), renderings)
         if args.save_cells:
             method_change.save(run, args.save_cells)
         if earlier is not None:

@@ -636,6 +636,33 @@ def test_festival_phrases_a_native_comma_where_it_is_written():
             assert int(np.argmax(gaps)) == plan.break_after and max(gaps) > 0.1, (speaker, gaps)
 
 
+@pytest.mark.parametrize("engine_name", ["festival-ked", "flite"])
+def test_a_plans_level_survives_rendering_in_a_loud_voice(engine_name):
+    """A plan's level is part of the prosody the copy system copies: every rendition goes
+    through one fixed gain (``engines.HEADROOM_DB``), never a file's own peak normalisation.
+    festival's ``ked_diphone`` speaks near full scale: rendering v2 scaled each file past 0.95
+    back to it, and its authoritative rendition (planned 4 dB louder than neutral) came out
+    0.2 dB quieter; anger (+6 dB) as loud as neutral."""
+    from adept_eval.audio import from_array
+    from adept_eval.prosody import extract, power_db
+    from adept_eval.validation import sentences as S
+
+    engine = _engine(engine_name)
+    cls = "interpersonal_attitude" if engine_name == "festival-ked" else "emotion"
+    loud = "authoritative" if cls == "interpersonal_attitude" else "anger"
+    sid = f"{spec.CLASSES[cls].id_block:04d}"
+    sentence = S.sentence(cls, sid)
+    subs = ("neutral", loud)
+    items = [(sentence, S.plan(cls, sub, sid), "") for sub in subs]
+    levels = []
+    for x, rate in engine.render_many(items, "male"):
+        assert np.max(np.abs(x)) < 0.9, "rendered near full scale"
+        f = extract(from_array(np.asarray(x, dtype=np.float32), rate))
+        levels.append(power_db(f.energy[f.speech]))
+    planned = S.plan(cls, loud, sid).gain_db
+    assert abs((levels[1] - levels[0]) - planned) < 1.5, (levels, planned)
+
+
 def test_one_cue_boundary_families_carry_that_cue_alone():
     """The boundary families of one cue each (``families.REALISATIONS``) must each change the
     rendition by that cue and no other, or their figures would say nothing about that cue:
@@ -1094,6 +1121,11 @@ def test_a_method_change_is_adopted_only_by_the_rule():
     # another question count is another cell, not a comparable one
     assert compare(old, Run("v2", {keys[0]: Cell(10, 12)})).cells == 0
     assert not compare(old, Run("v2", {keys[0]: Cell(10, 12)})).adopted
+    # cells of another rendering of a voice set measure another benchmark: refused, named
+    rendered = Run("v1", old.cells, renderings={"flite": "2", "espeak": "3"})
+    with pytest.raises(ValueError, match=r"different renderings \(flite v2 -> v3\)"):
+        compare(rendered, Run("v2", old.cells, renderings={"flite": "3", "espeak": "3"}))
+    assert compare(rendered, Run("v2", old.cells, renderings={"flite": "2"})).adopted
 
     def outcome(task, right):
         return Outcome(task, "x", right, 0.5, "ok")
@@ -1101,9 +1133,9 @@ def test_a_method_change_is_adopted_only_by_the_rule():
     acoustic = SystemResult("copy", "acoustic", (outcome("t1", True), outcome("t1", False),
                                                  outcome("t2", True)))
     saved = cells({("r", "s"): [VariantResult("dose", "0.33", (acoustic, acoustic))]}, "v9",
-                  {"m"})
+                  {"m"}, {"r": "1", "s": "2"})
     assert saved == Run("v9", {"r:s|dose|0.33|t1": Cell(1, 2), "r:s|dose|0.33|t2": Cell(1, 1)},
-                        frozenset({"m"}))
+                        frozenset({"m"}), {"r": "1", "s": "2"})
 
 
 def test_a_saved_run_reads_back_and_a_wrong_file_is_named(tmp_path):
@@ -1111,7 +1143,7 @@ def test_a_saved_run_reads_back_and_a_wrong_file_is_named(tmp_path):
 
     path = tmp_path / "run.json"
     run = Run("features-v6-method-v13", {"a:b|copy|copy|t": Cell(3, 4)},
-              frozenset({"dose | a->b: accuracy"}))
+              frozenset({"dose | a->b: accuracy"}), {"a": "3", "b": "1"})
     save(run, path)
     assert load(path) == run
     for text, message in (("{", "not a saved validation run"),
@@ -1119,6 +1151,8 @@ def test_a_saved_run_reads_back_and_a_wrong_file_is_named(tmp_path):
                           ('{"format": "adept-eval-validation-cells/1", "cells": {}}',
                            "before target misses were kept"),
                           ('{"format": "adept-eval-validation-cells/2", "cells": {}}',
+                           "before the rendering versions were kept"),
+                          ('{"format": "adept-eval-validation-cells/3", "cells": {}}',
                            "damaged cell list")):
         path.write_text(text)
         with pytest.raises(ValueError, match=message) as raised:
@@ -1136,6 +1170,7 @@ def test_the_tuning_baseline_is_the_released_listeners():
     from adept_eval.listeners.acoustic import listener_version
     from adept_eval.validation.benchmark import FAMILIES, NOT_HELD_OUT
     from adept_eval.validation.method_change import load
+    from adept_eval.validation.systems import RENDER_VERSIONS
 
     path = (Path(__file__).resolve().parents[1] / "benchmarks" / "baselines"
             / f"tuning-{listener_version()}.json")
@@ -1143,6 +1178,9 @@ def test_the_tuning_baseline_is_the_released_listeners():
                            "reserved rotations with every family and --save-cells")
     run = load(path)
     assert run.listener_version == listener_version()
+    # scored on the renderings the benchmark makes now (a candidate is refused against another)
+    assert run.renderings == {e: RENDER_VERSIONS[e] for rotation in NOT_HELD_OUT
+                              for e in rotation}
     keys = [k.split("|") for k in run.cells]
     assert {tuple(k[0].split(":")) for k in keys} == set(NOT_HELD_OUT)
     assert {k[1] for k in keys} == {"copy", *FAMILIES}
@@ -1164,6 +1202,7 @@ def test_the_benchmark_saves_a_run_and_judges_a_change_against_it(validation_cac
     import sys
 
     from adept_eval.validation.method_change import Cell, Run, load, save
+    from adept_eval.validation.systems import RENDER_VERSIONS
 
     _engine("flite")
     script = Path(__file__).resolve().parents[1] / "benchmarks" / "realistic_validation.py"
@@ -1206,6 +1245,16 @@ def test_the_benchmark_saves_a_run_and_judges_a_change_against_it(validation_cac
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "bad.json: not a saved validation run" in bad.stderr
     assert "Traceback" not in bad.stderr
+    # a run scored on another rendering of a voice set: refused before anything is scored
+    assert run.renderings == {"flite": RENDER_VERSIONS["flite"],
+                              "espeak": RENDER_VERSIONS["espeak"]}
+    save(Run("old", run.cells, run.target_misses, {**run.renderings, "flite": "0"}),
+         tmp_path / "old.json")
+    other = subprocess.run(base + ["--compare-to", str(tmp_path / "old.json")],
+                           capture_output=True, text=True, timeout=600)
+    assert other.returncode == 2, other.stderr[-2000:]
+    assert f"scored on other renderings (flite v0 -> v{RENDER_VERSIONS['flite']})" \
+        in other.stderr and "Traceback" not in other.stderr
 
 
 def test_clustered_test_against_chance_relabels_whole_sentences():

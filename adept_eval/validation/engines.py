@@ -49,6 +49,20 @@ ACCENT_DB = 4.0
 ACCENT_LENGTHEN = 1.35
 BREAK_S = 0.32
 PRE_BOUNDARY_LENGTHEN = 1.3
+#: what the PSOLA engines' speech is turned down by before a plan's level is applied, the same
+#: for every rendition (a recording chain at one fixed gain): room for the loudest plan (anger's
+#: +6 dB, an accent's +4 dB) under full scale. Rendering v2/v3 instead scaled each file whose
+#: peak passed 0.95 back to 0.95, on its own - which undid the plan's level in that file:
+#: festival's ``ked_diphone`` speaks near full scale, and 73 of its 100 male references were
+#: scaled (its authoritative rendition, planned 4 dB louder than neutral, came out 0.2 dB
+#: quieter), so a system copying the plan was louder than the references it copied. A rendering
+#: that would still reach full scale is refused (``Clipped``), never rescaled.
+HEADROOM_DB = 12.0
+FULL_SCALE = 0.999
+
+
+class Clipped(RuntimeError):
+    """A rendering reached full scale: raise ``HEADROOM_DB`` rather than rescale the file."""
 
 
 @dataclass(frozen=True)
@@ -352,7 +366,8 @@ class Festival(PsolaEngine):
                 subprocess.run(["text2wave", "-mode", "sable", str(doc), "-o", str(wav)],
                                check=True, capture_output=True)
                 x, rate = sf.read(str(wav), dtype="float32")
-                out[i] = (x, rate)
+                # at the gain ``impose`` gives the sentence's other renditions
+                out[i] = (x * np.float32(10 ** (-HEADROOM_DB / 20)), rate)
         return [out[i] for i in range(len(items))]
 
     def plain(self, items, speaker, how: Realisation = AS_PLANNED):
@@ -612,7 +627,7 @@ def impose(x: np.ndarray, rate: int, words: list[tuple[float, float]], plan: Pla
         words = [(a + how.break_s, b + how.break_s) if a >= cut - 1e-6 else (a, b)
                  for a, b in words]
     t = np.arange(len(x)) / rate
-    gain = np.full(len(x), plan.gain_db)
+    gain = np.full(len(x), plan.gain_db - HEADROOM_DB)
     if plan.focus is not None and how.accent_db:
         a, b = words[plan.focus]
         gain += how.accent_db * _ramp_mask(t, a, b)
@@ -662,8 +677,9 @@ def impose(x: np.ndarray, rate: int, words: list[tuple[float, float]], plan: Pla
     call([manip, dur], "Replace duration tier")
     out = call(manip, "Get resynthesis (overlap-add)")
     y = out.values[0]
-    peak = np.max(np.abs(y))
-    return (y / peak * 0.95 if peak > 0.95 else y).astype(np.float32)
+    if np.max(np.abs(y)) >= FULL_SCALE:
+        raise Clipped(f"a rendering with {plan} reached full scale")
+    return y.astype(np.float32)
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ from pathlib import Path
 from ..stats import binomial_p, holm
 
 ALPHA = 0.05
-FORMAT = "adept-eval-validation-cells/2"
+FORMAT = "adept-eval-validation-cells/3"
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,9 @@ class Run:
     cells: dict[str, Cell]  # "reference:system|family|variant|task"
     # the required targets this run misses on its own rotations (``benchmark.miss_keys``)
     target_misses: frozenset[str] = field(default_factory=frozenset)
+    # voice set -> the rendering version it was scored on (``systems.RENDER_VERSIONS``): cells
+    # of two renderings are two benchmarks, and are not compared
+    renderings: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -112,10 +115,12 @@ class MethodChange:
         return not self.refusals
 
 
-def cells(by_rotation, listener_version: str, target_misses=frozenset()) -> Run:
+def cells(by_rotation, listener_version: str, target_misses=frozenset(),
+          renderings: dict[str, str] | None = None) -> Run:
     """The acoustic listener's right answers per cell of a families run
     (``benchmark.run_families`` results by (reference, system)), with the run's target misses
-    (``benchmark.miss_keys`` of ``check_targets`` over all its rotations)."""
+    (``benchmark.miss_keys`` of ``check_targets`` over all its rotations) and the rendering
+    versions of its voice sets."""
     out = {}
     for (reference, system), rows in by_rotation.items():
         for row in rows:
@@ -123,7 +128,13 @@ def cells(by_rotation, listener_version: str, target_misses=frozenset()) -> Run:
             for task, outcomes in acoustic.by_task().items():
                 key = f"{reference}:{system}|{row.family}|{row.variant}|{task}"
                 out[key] = Cell(sum(o.correct for o in outcomes), len(outcomes))
-    return Run(listener_version, out, frozenset(target_misses))
+    return Run(listener_version, out, frozenset(target_misses), dict(renderings or {}))
+
+
+def rendering_conflicts(old: dict[str, str], new: dict[str, str]) -> list[str]:
+    """The voice sets both runs record at different rendering versions ("name v2 -> v3")."""
+    return [f"{e} v{old[e]} -> v{new[e]}" for e in sorted(set(old) & set(new))
+            if old[e] != new[e]]
 
 
 def save(run: Run, path: Path) -> None:
@@ -133,6 +144,7 @@ def save(run: Run, path: Path) -> None:
     misses = ",\n".join(f"  {json.dumps(m)}" for m in sorted(run.target_misses))
     Path(path).write_text(f'{{"format": {json.dumps(FORMAT)}, '
                           f'"listener_version": {json.dumps(run.listener_version)},\n'
+                          f' "renderings": {json.dumps(run.renderings, sort_keys=True)},\n'
                           f' "target_misses": [\n{misses}\n ],\n'
                           f' "cells": {{\n{cells}\n }}}}\n')
 
@@ -147,15 +159,18 @@ def load(path: Path) -> Run:
         raise ValueError(f"{path}: not a saved validation run ({e})") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         found = payload.get("format") if isinstance(payload, dict) else None
-        if found == FORMAT.rsplit("/", 1)[0] + "/1":
-            raise ValueError(f"{path}: a run saved in format {found!r}, before target misses "
+        older = {FORMAT.rsplit("/", 1)[0] + "/1": "target misses",
+                 FORMAT.rsplit("/", 1)[0] + "/2": "the rendering versions"}
+        if found in older:
+            raise ValueError(f"{path}: a run saved in format {found!r}, before {older[found]} "
                              f"were kept (want {FORMAT!r}): score it again with --save-cells")
         raise ValueError(f"{path}: not a saved validation run (want format {FORMAT!r}, "
                          "written by realistic_validation.py --save-cells)")
     try:
         return Run(str(payload["listener_version"]),
                    {str(k): Cell(int(v[0]), int(v[1])) for k, v in payload["cells"].items()},
-                   frozenset(str(m) for m in payload["target_misses"]))
+                   frozenset(str(m) for m in payload["target_misses"]),
+                   {str(k): str(v) for k, v in payload["renderings"].items()})
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
         raise ValueError(f"{path}: a saved validation run with a damaged cell list ({e!r})") \
             from None
@@ -167,6 +182,12 @@ def _fell_p(lower: int, higher: int) -> float:
 
 
 def compare(old: Run, new: Run) -> MethodChange:
+    """The rule's verdict on ``new`` against ``old``; runs scored on other renderings of a voice
+    set are refused (ValueError): their cells measure another benchmark, not a method."""
+    conflicts = rendering_conflicts(old.renderings, new.renderings)
+    if conflicts:
+        raise ValueError("the runs were scored on different renderings ("
+                         + ", ".join(conflicts) + "): score the earlier method again")
     common = [k for k in old.cells if k in new.cells
               and old.cells[k].questions == new.cells[k].questions]
     lower = sorted(((k, old.cells[k].right, new.cells[k].right) for k in common
