@@ -49,9 +49,10 @@ ACCENT_DB = 4.0
 ACCENT_LENGTHEN = 1.35
 BREAK_S = 0.32
 PRE_BOUNDARY_LENGTHEN = 1.3
-#: what the PSOLA engines' speech is turned down by before a plan's level is applied, the same
-#: for every rendition (a recording chain at one fixed gain): room for the loudest plan (anger's
-#: +6 dB, an accent's +4 dB) under full scale. Rendering v2/v3 instead scaled each file whose
+#: what a PSOLA engine's speech is turned down by before a plan's level is applied, the same
+#: for every rendition of its voices (a recording chain at one fixed gain): room for the loudest
+#: plan (anger's +6 dB, an accent's +4 dB) under full scale (``PsolaEngine.headroom_db``; RHVoice
+#: leaves its own room by speaking at half its volume). Rendering v2/v3 instead scaled each file whose
 #: peak passed 0.95 back to 0.95, on its own - which undid the plan's level in that file:
 #: festival's ``ked_diphone`` speaks near full scale, and 73 of its 100 male references were
 #: scaled (its authoritative rendition, planned 4 dB louder than neutral, came out 0.2 dB
@@ -62,7 +63,8 @@ FULL_SCALE = 0.999
 
 
 class Clipped(RuntimeError):
-    """A rendering reached full scale: raise ``HEADROOM_DB`` rather than rescale the file."""
+    """A rendering reached full scale: give the engine more headroom rather than rescale the
+    file."""
 
 
 @dataclass(frozen=True)
@@ -295,6 +297,9 @@ class Pico(Engine):
 class PsolaEngine(Engine):
     """An engine that speaks plain text and reports word timings; the plan is imposed after."""
 
+    #: how far below its own level every rendition is put before the plan's (``HEADROOM_DB``)
+    headroom_db = HEADROOM_DB
+
     def can_fall(self) -> bool:
         return True
 
@@ -327,7 +332,8 @@ class PsolaEngine(Engine):
                 raise RuntimeError(f"{self.name} split {sentence.text!r} into {len(words)} words")
             plan = self.imposed(plan, how)
             with praat_seeded(self.name, self.voices[speaker], sentence.words, plan, cues):
-                out.append((impose(x.astype(np.float64), rate, words, plan, cues), rate))
+                out.append((impose(x.astype(np.float64), rate, words, plan, cues,
+                                   self.headroom_db), rate))
         return out
 
 
@@ -367,7 +373,7 @@ class Festival(PsolaEngine):
                                check=True, capture_output=True)
                 x, rate = sf.read(str(wav), dtype="float32")
                 # at the gain ``impose`` gives the sentence's other renditions
-                out[i] = (x * np.float32(10 ** (-HEADROOM_DB / 20)), rate)
+                out[i] = (x * np.float32(10 ** (-self.headroom_db / 20)), rate)
         return [out[i] for i in range(len(items))]
 
     def plain(self, items, speaker, how: Realisation = AS_PLANNED):
@@ -503,8 +509,11 @@ class RHVoice(PsolaEngine):
     the final movement are then imposed as planned."""
 
     #: RHVoice's female voice peaks near 0.9 at its default volume; every rendition is spoken at
-    #: half of it, leaving room for anger's +6 dB (a clipped rendering is refused)
+    #: half of it, leaving room for anger's +6 dB (a clipped rendering is refused): that is its
+    #: headroom, and no more is taken (12 dB more put its renditions of sadness, 20 dB quieter
+    #: in the ``quiet-20db`` delivery, under the level a file is refused as silent at)
     BASE_VOLUME = 0.5
+    headroom_db = 0.0
     #: the volumes RHVoice realises as asked (measured: it holds anything under 0.25 at 0.25,
     #: and above 1.0 it limits its peaks); the rest of a plan's level is a digital gain
     VOLUME_RANGE = (0.25, 1.0)
@@ -613,9 +622,10 @@ def _pitch_tier(times: np.ndarray, hz: np.ndarray, duration: float):
 
 
 def impose(x: np.ndarray, rate: int, words: list[tuple[float, float]], plan: Plan,
-           how: Realisation = AS_PLANNED) -> np.ndarray:
+           how: Realisation = AS_PLANNED, headroom_db: float = HEADROOM_DB) -> np.ndarray:
     """Impose ``plan`` on plain synthetic speech with known word timings (PSOLA, gain, pauses),
-    its focus and break realised as ``how`` says (already scaled: ``Realisation.scaled``)."""
+    its focus and break realised as ``how`` says (already scaled: ``Realisation.scaled``), at
+    ``headroom_db`` under the speech's own level."""
     import parselmouth
     from parselmouth.praat import call
 
@@ -627,7 +637,7 @@ def impose(x: np.ndarray, rate: int, words: list[tuple[float, float]], plan: Pla
         words = [(a + how.break_s, b + how.break_s) if a >= cut - 1e-6 else (a, b)
                  for a, b in words]
     t = np.arange(len(x)) / rate
-    gain = np.full(len(x), plan.gain_db - HEADROOM_DB)
+    gain = np.full(len(x), plan.gain_db - headroom_db)
     if plan.focus is not None and how.accent_db:
         a, b = words[plan.focus]
         gain += how.accent_db * _ramp_mask(t, a, b)

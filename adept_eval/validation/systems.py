@@ -33,7 +33,7 @@ from .engines import ENGINES
 # per engine: bump one when the sentences or plans change (all) or its own settings change;
 # a voice set's with any of its parts' (awb and flite-kal speak the female with espeak-ng)
 RENDER_VERSIONS = {"espeak": "3", "festival": "4", "flite": "3", "festival-ked": "3", "awb": "3",
-                   "flite-kal": "3", "pico": "2", "rhvoice": "3"}
+                   "flite-kal": "3", "pico": "2", "rhvoice": "4"}
 SWAPS = {"anger": "sadness", "sadness": "anger", "beginning": "end", "end": "beginning",
          "interpretation_1": "interpretation_2", "interpretation_2": "interpretation_1"}
 SYSTEMS = ("copy", "partial", "flat", "swap")
