@@ -27,7 +27,9 @@ question lower: noise, over ~3,400 cells.) Only an adopted change's held-out rot
 scored (docs/listener-validity.md).
 
 ``realistic_validation.py --family ... --save-cells RUN.json`` writes a run's cells and target
-misses with the listener version that scored them; ``--compare-to OLD.json`` prints this verdict
+misses with the listener version that scored them and the rendering version of each voice set
+(``systems.RENDER_VERSIONS``: another rendering is another benchmark, and runs of two renderings
+are not compared); ``--compare-to OLD.json`` prints this verdict
 against an earlier run. Cells only one run scored (another variant list, another rotation) are
 left out and counted.
 """
