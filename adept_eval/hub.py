@@ -208,20 +208,12 @@ class Run:
 
     @property
     def when(self) -> float:
-        """When the run was made: lm-eval's ``date`` (seconds), else the file name's stamp."""
+        """When the run was made: lm-eval's ``date`` (seconds), else the file name's stamp
+        (``_stamp_time``)."""
         date = self.results.get("date")
         if isinstance(date, (int, float)):
             return float(date)
-        from datetime import datetime
-
-        try:
-            day, _, clock = self.timestamp.partition("T")
-            return datetime.fromisoformat(f"{day}T{clock.replace('-', ':', 2)}").timestamp()
-        except ValueError:
-            try:
-                return self.results_path.stat().st_mtime
-            except OSError:
-                return 0.0
+        return _stamp_time(self.results_path)
 
     def task_names(self) -> list[str]:
         return [t for t in self.results.get("results", {}) if suite_of(t) is not None

@@ -208,33 +208,6 @@ def bootstrap_interval(values, clusters=None, *, level: float = 0.95, n_resample
     return float(lo), float(hi)
 
 
-def weighted_mean_of_means(groups: dict[str, list[float]], weights: dict[str, float]
-                           ) -> tuple[float, float]:
-    """Weighted mean of each group's mean over the groups present, and its standard error
-    (groups independent; each group mean's variance s^2/n; groups of one add no variance)."""
-    present = {g: v for g, v in groups.items() if v}
-    total = sum(weights[g] for g in present)
-    if not present or total <= 0:
-        return NAN, NAN
-    mean = sum(weights[g] * sum(v) / len(v) for g, v in present.items()) / total
-    var = 0.0
-    for g, v in present.items():
-        if len(v) > 1:
-            m = sum(v) / len(v)
-            s2 = sum((x - m) ** 2 for x in v) / (len(v) - 1)
-            var += (weights[g] / total) ** 2 * s2 / len(v)
-    return mean, math.sqrt(var)
-
-
-def normal_interval(mean: float, se: float, level: float = 0.95) -> tuple[float, float]:
-    if math.isnan(mean) or math.isnan(se):
-        return NAN, NAN
-    from scipy.stats import norm
-
-    z = float(norm.ppf(0.5 + level / 2))
-    return mean - z * se, mean + z * se
-
-
 def pooled_mean(parts: Iterable[tuple[float | None, int | float | None]]) -> tuple[float, int]:
     """Mean over several parts given as (mean, n actually scored): each part weighs its n.
     Parts with no n or no mean add nothing. Returns (mean, total n)."""
@@ -784,12 +757,17 @@ def design_effect_interval(k: float, n: float, design_effect: float, level: floa
     bounded, not measured (``max_design_effect``). (nan, nan) without n."""
     if not n:
         return NAN, NAN
-    deff = max(1.0, float(design_effect))
-    if deff == 1.0 and k == int(k) and n == int(n):
+    return _exact_at(k, n, n / max(1.0, float(design_effect)), level)
+
+
+def _exact_at(k: float, n: float, n_eff: float, level: float) -> tuple[float, float]:
+    """The Clopper-Pearson form of k/n's interval at the effective sample size ``n_eff`` (beta
+    quantiles at k/n * n_eff successes; Korn & Graubard 1998): Clopper-Pearson itself when
+    ``n_eff`` is n and the counts are whole."""
+    if n_eff == n and k == int(k) and n == int(n):
         return clopper_pearson(int(k), int(n), level)
     from scipy.stats import beta
 
-    n_eff = n / deff
     x = k / n * n_eff
     alpha = (1 - level) / 2
     low = float(beta.ppf(alpha, x, n_eff - x + 1)) if x > 0 else 0.0
@@ -1028,12 +1006,7 @@ def _korn_graubard(right: float, total: float, clusters: int, v: float, df: int,
     from scipy.stats import beta
 
     x = p * n_eff
-    alpha = (1 - level) / 2
-    if n_eff == total and right == int(right) and total == int(total):
-        low, high = clopper_pearson(int(right), int(total), level)  # no design effect
-    else:
-        low = float(beta.ppf(alpha, x, n_eff - x + 1)) if x > 0 else 0.0
-        high = float(beta.ppf(1 - alpha, x + 1, n_eff - x)) if x < n_eff else 1.0
+    low, high = _exact_at(right, total, n_eff, level)
     pv = NAN
     if null is not None:
         upper = float(beta.cdf(null, x, n_eff - x + 1)) if x > 0 else 1.0  # P(X >= x)

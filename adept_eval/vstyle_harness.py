@@ -296,15 +296,15 @@ def _by_sub(items) -> dict[str, list[float]]:
     return out
 
 
-def _weighted(items) -> tuple[float, float]:
-    """VStyle's category score (weighted mean of subcategory means over the subcategories
-    present) and its standard error (over the subcategory means)."""
-    return stats.weighted_mean_of_means(_by_sub(items), {it["sub"]: it["weight"]
-                                                         for it in _recs(items)})
+def _stratified(items) -> tuple[float, float, float, float, float]:
+    """VStyle's category score - the weighted mean of subcategory means over the subcategories
+    present - with its stratified interval (``stats.stratified_mean_interval``)."""
+    return stats.stratified_mean_interval(_by_sub(items), {it["sub"]: it["weight"]
+                                                           for it in _recs(items)})
 
 
 def category_score(items) -> float:
-    return _weighted(items)[0]
+    return _stratified(items)[0]
 
 
 def _interval(items) -> tuple[float, float]:
@@ -313,8 +313,7 @@ def _interval(items) -> tuple[float, float]:
     judged answer contributes)."""
     from .judge.verdict import SCORE_RANGE
 
-    _, low, high, _, _ = stats.stratified_mean_interval(
-        _by_sub(items), {it["sub"]: it["weight"] for it in _recs(items)})
+    _, low, high, _, _ = _stratified(items)
     return stats.within(low, high, SCORE_RANGE)  # a mean of 1-5 scores
 
 
