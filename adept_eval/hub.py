@@ -293,13 +293,14 @@ def load_run(path: str | Path, run: str | None = None) -> Run:
 
 
 def _stamp_time(path: Path) -> float:
-    """When a results file was written, from its name (``results_<timestamp>.json``) - the one
-    thing known of a file that cannot be read - else its modification time."""
+    """When a results file was written, from its name's stamp (``results_<timestamp>.json``, else
+    the name without its suffix, as ``Run.timestamp`` reads it) - the one thing known of a file
+    that cannot be read - else its modification time."""
     from datetime import datetime
 
     m = re.search(r"results_(.+)\.json$", path.name)
     try:
-        day, _, clock = (m.group(1) if m else "").partition("T")
+        day, _, clock = (m.group(1) if m else path.stem).partition("T")
         return datetime.fromisoformat(f"{day}T{clock.replace('-', ':', 2)}").timestamp()
     except ValueError:
         try:
