@@ -51,7 +51,6 @@ from pathlib import Path  # noqa: E402
 
 
 def main() -> int:
-    from adept_eval.listeners.acoustic import listener_version
     from adept_eval.validation import benchmark, engines, method_change, systems
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -103,6 +102,16 @@ def main() -> int:
         parser.error(f"TTS engine(s) not installed: {', '.join(sorted(missing))} "
                      f"({engines.install_hint(missing)})")
     cache = args.cache or systems.default_cache()
+    try:
+        return _run(args, rotations, renderings, earlier, cache)
+    except engines.Clipped as e:  # a renderer's limit, not a fault of this program
+        parser.exit(1, f"{parser.prog}: a rendering was refused: {e}\n")
+
+
+def _run(args, rotations, renderings, earlier, cache) -> int:
+    from adept_eval.listeners.acoustic import listener_version
+    from adept_eval.validation import benchmark, method_change
+
     if args.family:
         by_rotation = {}
         for ref, sys in rotations:

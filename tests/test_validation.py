@@ -663,6 +663,54 @@ def test_a_plans_level_survives_rendering_in_a_loud_voice(engine_name):
     assert abs((levels[1] - levels[0]) - planned) < 1.5, (levels, planned)
 
 
+def test_a_clipped_rendering_names_its_engine_voice_and_sentence():
+    """A rendering that reaches full scale is refused (``engines.Clipped``), never rescaled; the
+    refusal must say which engine, voice and sentence, or there is nothing to give more
+    headroom to (it said only the plan)."""
+    from adept_eval.validation import engines
+    from adept_eval.validation.sentences import Plan, Sentence
+
+    flite = _engine("flite")
+    loud = type("LoudFlite", (engines.Flite,), {"headroom_db": -30.0})(flite.name, flite.voices)
+    sentence = Sentence(("John", "gave", "Mary", "a", "red", "umbrella"))
+    with pytest.raises(engines.Clipped) as refused:
+        loud.render_many([(sentence, Plan(gain_db=6.0), "")], "male")
+    message = str(refused.value)
+    assert "flite (rms)" in message and "'John gave Mary a red umbrella.'" in message, message
+    assert "-30 dB of headroom" in message, message
+
+
+def test_the_benchmark_reports_a_refused_rendering_without_a_traceback(monkeypatch, capsys,
+                                                                       tmp_path):
+    """``realistic_validation.py``: a rendering refused as clipped is the renderer's limit, said
+    in one line with a non-zero exit, not a traceback."""
+    import importlib.util
+    import sys
+
+    from adept_eval.validation import benchmark, engines
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "realistic_validation.py"
+    spec = importlib.util.spec_from_file_location("realistic_validation", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    def clipped(*args, **kwargs):
+        raise engines.Clipped("flite (rms) 'John gave Mary a red umbrella.': full scale")
+
+    monkeypatch.setattr(engines, "available", lambda: list(engines.ENGINES))
+    monkeypatch.setattr(benchmark, "run_rotation", clipped)
+    monkeypatch.setattr(benchmark, "run_families", clipped)
+    for extra in ([], ["--family", "dose"]):
+        monkeypatch.setattr(sys, "argv", ["realistic_validation.py", "--rotation",
+                                          "espeak:flite", "--cache", str(tmp_path), *extra])
+        with pytest.raises(SystemExit) as exited:
+            module.main()
+        assert exited.value.code == 1
+        err = capsys.readouterr().err
+        assert "a rendering was refused: flite (rms) 'John gave Mary a red umbrella.'" in err
+        assert "Traceback" not in err
+
+
 def test_one_cue_boundary_families_carry_that_cue_alone():
     """The boundary families of one cue each (``families.REALISATIONS``) must each change the
     rendition by that cue and no other, or their figures would say nothing about that cue:

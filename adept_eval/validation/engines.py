@@ -64,7 +64,8 @@ FULL_SCALE = 0.999
 
 class Clipped(RuntimeError):
     """A rendering reached full scale: give the engine more headroom rather than rescale the
-    file."""
+    file. Raised naming the engine, its voice and the sentence (``realistic_validation.py``
+    reports it without a traceback)."""
 
 
 @dataclass(frozen=True)
@@ -288,8 +289,9 @@ class Pico(Engine):
         out = _spoken([["pico2wave", "-l", self.voices[speaker], "-w", "{wav}",
                         self.markup(sentence, plan, how)] for sentence, plan, _ in items])
         for (sentence, _, _), (x, _) in zip(items, out):
-            if np.max(np.abs(x)) >= 0.999:
-                raise RuntimeError(f"pico2wave clipped {sentence.text!r}")
+            if np.max(np.abs(x)) >= FULL_SCALE:
+                raise Clipped(f"pico ({self.voices[speaker]}) reached full scale on "
+                              f"{sentence.text!r}: lower Pico.BASE_VOLUME")
         return out
 
 
@@ -331,9 +333,14 @@ class PsolaEngine(Engine):
             if len(words) != len(sentence.words):
                 raise RuntimeError(f"{self.name} split {sentence.text!r} into {len(words)} words")
             plan = self.imposed(plan, how)
-            with praat_seeded(self.name, self.voices[speaker], sentence.words, plan, cues):
-                out.append((impose(x.astype(np.float64), rate, words, plan, cues,
-                                   self.headroom_db), rate))
+            try:
+                with praat_seeded(self.name, self.voices[speaker], sentence.words, plan, cues):
+                    out.append((impose(x.astype(np.float64), rate, words, plan, cues,
+                                       self.headroom_db), rate))
+            except Clipped as e:
+                raise Clipped(f"{self.name} ({self.voices[speaker]}) {sentence.text!r}: {e} "
+                              f"(at {self.headroom_db:g} dB of headroom: give "
+                              f"{type(self).__name__} more)") from None
         return out
 
 
@@ -372,6 +379,9 @@ class Festival(PsolaEngine):
                 subprocess.run(["text2wave", "-mode", "sable", str(doc), "-o", str(wav)],
                                check=True, capture_output=True)
                 x, rate = sf.read(str(wav), dtype="float32")
+                if np.max(np.abs(x)) >= FULL_SCALE:  # clipped by festival itself
+                    raise Clipped(f"{self.name} ({self.voices[speaker]}) reached full scale "
+                                  f"speaking SABLE {sentence.text!r}")
                 # at the gain ``impose`` gives the sentence's other renditions
                 out[i] = (x * np.float32(10 ** (-self.headroom_db / 20)), rate)
         return [out[i] for i in range(len(items))]
@@ -562,8 +572,9 @@ class RHVoice(PsolaEngine):
                 raise RuntimeError(f"RHVoice split {sentence.text!r} into "
                                    f"{len(spoken.words)} words")
             x = spoken.samples * np.float32(self.volume(plan, how)[1])
-            if np.max(np.abs(x)) >= 0.999:
-                raise RuntimeError(f"RHVoice clipped {ssml!r}")
+            if np.max(np.abs(x)) >= FULL_SCALE:
+                raise Clipped(f"{self.name} ({self.voices[speaker]}) reached full scale on "
+                              f"{ssml!r}: lower RHVoice.BASE_VOLUME")
             out.append((x, spoken.rate, _rhvoice.word_times(spoken)))
         return out
 
