@@ -93,7 +93,9 @@ def main() -> int:
             parser.error(f"--rotation: {e}")
     renderings = {e: systems.RENDER_VERSIONS[e] for r in rotations for e in r}
     if earlier is not None:
-        conflicts = method_change.rendering_conflicts(earlier.renderings, renderings)
+        conflicts = method_change.rendering_conflicts(
+            earlier.renderings, renderings,
+            set(renderings) & method_change.voice_sets(earlier.cells))
         if conflicts:
             parser.error(f"--compare-to {args.compare_to}: scored on other renderings "
                          f"({', '.join(conflicts)}); score that method again on these")

@@ -709,6 +709,20 @@ def test_the_benchmark_reports_a_refused_rendering_without_a_traceback(monkeypat
         err = capsys.readouterr().err
         assert "a rendering was refused: flite (rms) 'John gave Mary a red umbrella.'" in err
         assert "Traceback" not in err
+    # an earlier run saved without the renderings its cells were scored on: refused before
+    # anything is rendered or scored, as one of other renderings is
+    from adept_eval.validation.method_change import Cell, Run, save
+    from adept_eval.validation.systems import RENDER_VERSIONS
+
+    save(Run("old", {"espeak:flite|copy|copy|t": Cell(1, 1)}), tmp_path / "old.json")
+    monkeypatch.setattr(sys, "argv", ["realistic_validation.py", "--rotation", "espeak:flite",
+                                      "--cache", str(tmp_path), "--family", "dose",
+                                      "--compare-to", str(tmp_path / "old.json")])
+    with pytest.raises(SystemExit) as exited:
+        module.main()
+    assert exited.value.code == 2
+    assert (f"scored on other renderings (espeak unrecorded -> v{RENDER_VERSIONS['espeak']}, "
+            f"flite unrecorded -> v{RENDER_VERSIONS['flite']})") in capsys.readouterr().err
 
 
 def test_one_cue_boundary_families_carry_that_cue_alone():
@@ -1174,6 +1188,15 @@ def test_a_method_change_is_adopted_only_by_the_rule():
     with pytest.raises(ValueError, match=r"different renderings \(flite v2 -> v3\)"):
         compare(rendered, Run("v2", old.cells, renderings={"flite": "3", "espeak": "3"}))
     assert compare(rendered, Run("v2", old.cells, renderings={"flite": "2"})).adopted
+    # a run that does not record the rendering its cells were scored on is not taken for one
+    # on the other run's (``cells`` without its renderings saves an empty record)
+    recorded = Run("v1", old.cells, renderings={"a": "1", "b": "1", "c": "1", "d": "1",
+                                                "e": "1", "f": "1"})
+    with pytest.raises(ValueError, match=r"different renderings \(a v1 -> unrecorded, "):
+        compare(recorded, Run("v2", old.cells))
+    with pytest.raises(ValueError, match=r"\(a unrecorded -> v1, b unrecorded -> v1, "):
+        compare(Run("v1", old.cells), recorded)
+    assert compare(Run("v1", old.cells), Run("v2", old.cells)).adopted  # neither records any
 
     def outcome(task, right):
         return Outcome(task, "x", right, 0.5, "ok")

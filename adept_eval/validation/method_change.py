@@ -133,10 +133,22 @@ def cells(by_rotation, listener_version: str, target_misses=frozenset(),
     return Run(listener_version, out, frozenset(target_misses), dict(renderings or {}))
 
 
-def rendering_conflicts(old: dict[str, str], new: dict[str, str]) -> list[str]:
-    """The voice sets both runs record at different rendering versions ("name v2 -> v3")."""
-    return [f"{e} v{old[e]} -> v{new[e]}" for e in sorted(set(old) & set(new))
-            if old[e] != new[e]]
+def rendering_conflicts(old: dict[str, str], new: dict[str, str], used=()) -> list[str]:
+    """The voice sets both runs record at different rendering versions ("name v2 -> v3"), and
+    those of ``used`` (the voice sets the compared cells were scored on) that one run records
+    and the other does not ("name unrecorded -> v3"): a run saved without its renderings is not
+    taken for one on the other run's."""
+    def version(record: dict[str, str], e: str) -> str:
+        return f"v{record[e]}" if e in record else "unrecorded"
+
+    names = (set(old) & set(new)) | {e for e in used if (e in old) != (e in new)}
+    return [f"{e} {version(old, e)} -> {version(new, e)}" for e in sorted(names)
+            if old.get(e) != new.get(e)]
+
+
+def voice_sets(keys) -> set[str]:
+    """The voice sets of cells keyed "reference:system|family|variant|task"."""
+    return {e for k in keys for e in k.split("|", 1)[0].split(":")}
 
 
 def save(run: Run, path: Path) -> None:
@@ -186,7 +198,8 @@ def _fell_p(lower: int, higher: int) -> float:
 def compare(old: Run, new: Run) -> MethodChange:
     """The rule's verdict on ``new`` against ``old``; runs scored on other renderings of a voice
     set are refused (ValueError): their cells measure another benchmark, not a method."""
-    conflicts = rendering_conflicts(old.renderings, new.renderings)
+    conflicts = rendering_conflicts(old.renderings, new.renderings,
+                                    voice_sets(k for k in old.cells if k in new.cells))
     if conflicts:
         raise ValueError("the runs were scored on different renderings ("
                          + ", ".join(conflicts) + "): score the earlier method again")
