@@ -641,8 +641,8 @@ def test_a_plans_level_survives_rendering_in_a_loud_voice(engine_name):
     """A plan's level is part of the prosody the copy system copies: every rendition goes
     through one fixed gain (``engines.HEADROOM_DB``), never a file's own peak normalisation.
     festival's ``ked_diphone`` speaks near full scale: rendering v2 scaled each file past 0.95
-    back to it, and its authoritative rendition (planned 4 dB louder than neutral) came out
-    0.2 dB quieter; anger (+6 dB) as loud as neutral."""
+    back to it, and its authoritative rendition of this sentence (planned 4 dB louder than
+    neutral) came out within 0.25 dB of neutral."""
     from adept_eval.audio import from_array
     from adept_eval.prosody import extract, power_db
     from adept_eval.validation import sentences as S

@@ -55,8 +55,8 @@ PRE_BOUNDARY_LENGTHEN = 1.3
 #: leaves its own room by speaking at half its volume). Rendering v2/v3 instead scaled each file whose
 #: peak passed 0.95 back to 0.95, on its own - which undid the plan's level in that file:
 #: festival's ``ked_diphone`` speaks near full scale, and 73 of its 100 male references were
-#: scaled (its authoritative rendition, planned 4 dB louder than neutral, came out 0.2 dB
-#: quieter), so a system copying the plan was louder than the references it copied. A rendering
+#: scaled (its authoritative rendition of one sentence, planned 4 dB louder than neutral, came
+#: out within 0.25 dB of it), so a system copying the plan was louder than the references it copied. A rendering
 #: that would still reach full scale is refused (``Clipped``), never rescaled.
 HEADROOM_DB = 12.0
 FULL_SCALE = 0.999
