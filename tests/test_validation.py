@@ -1291,11 +1291,11 @@ def test_the_benchmark_saves_a_run_and_judges_a_change_against_it(validation_cac
     key, cell = next((k, c) for k, c in sorted(run.cells.items())
                      if "|dose|0.00|" in k and c.right <= c.questions - 2)
     save(Run("ahead", {**run.cells, key: Cell(cell.right + 2, cell.questions)},
-             run.target_misses), tmp_path / "ahead.json")
+             run.target_misses, run.renderings), tmp_path / "ahead.json")
     right = [k for k, c in sorted(run.cells.items()) if c.right]
     assert len(right) >= 5, run.cells
     save(Run("behind", {**run.cells, **{k: Cell(run.cells[k].right - 1, run.cells[k].questions)
-                                        for k in right}}, run.target_misses),
+                                        for k in right}}, run.target_misses, run.renderings),
          tmp_path / "behind.json")
     outcomes = {}
     for name in ("run", "ahead", "behind"):
