@@ -563,7 +563,8 @@ def cmd_leaderboard(args) -> int:
     for members in ranked:
         table = Table(title=_lit(heading(members, "adept")), box=box.SIMPLE_HEAD, padding=(0, 1),
                       pad_edge=False)
-        name_width = min(24, max(len(r.system) for r in members))
+        # at least the header's width: "system" was folded into "syste" / "m" for short names
+        name_width = max(len("system"), min(24, max(len(r.system) for r in members)))
         for col, width in (("rank", 4), ("rank range", 5), ("system", name_width), ("acc", 5),
                            ("95% CI", 9),
                            ("chance", 6), ("n", 3), ("failed", 6), ("distance", 8),
@@ -730,7 +731,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "Hub results dataset): Markdown, CSV, parquet, PNG; optionally push it")
     p.add_argument("sources", nargs="*", help="folders or results files")
     p.add_argument("--from-hub", help="a results dataset made by `adept-eval publish`")
-    p.add_argument("-o", "--output", default="leaderboard")
+    p.add_argument("-o", "--output", default="leaderboard", metavar="FOLDER",
+                   help="folder to write leaderboard.md, .csv, .parquet and .png into "
+                   "(default: leaderboard); nothing leaves the machine without --push")
     p.add_argument("--push", help="dataset repo to push the leaderboard to")
     p.add_argument("--sort", choices=["accuracy", "prosody_distance"], default="accuracy",
                    help="rank ADEPT rows by recognition accuracy (higher first, the default) "

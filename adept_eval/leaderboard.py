@@ -639,6 +639,9 @@ def leaderboard(sources: list[str], out: str | Path, *, hub_repo: str | None = N
         raise PublishError("no runs given: name the lm-eval --output_path folders or "
                            "results_*.json files to rank (e.g. adept-eval leaderboard out/ -o "
                            f"{out}), or a results dataset with --from-hub REPO")
+    if out.exists() and not out.is_dir():  # `-o leaderboard.md`: was "File exists", unnamed
+        raise PublishError(f"-o {out}: a file, not a folder; -o names the folder to write "
+                           "leaderboard.md, .csv, .parquet and .png into (e.g. -o leaderboard/)")
     if push_repo:  # before any download or network call
         require_token(f"pushing the leaderboard to {push_repo}")
     runs = find_runs(sources) if sources else []  # each source holds runs; each run once

@@ -77,3 +77,32 @@ def test_a_run_reached_through_two_sources_is_counted_once(tmp_path, capsys):
     capsys.readouterr()
     with open(tmp_path / "lb" / "leaderboard.csv", encoding="utf-8") as fh:
         assert sorted(row["system"] for row in csv.DictReader(fh)) == ["a", "b"]
+
+
+def test_an_output_that_is_a_file_is_named_as_the_option(tmp_path, capsys):
+    """`-o leaderboard.md` (a file where -o names a folder) ended in the bare OS error
+    "lb/leaderboard.md: File exists", after every run was read; it is one message naming the
+    option and what it takes, before anything is read."""
+    good = _run(tmp_path / "runs", "a", "2026-01-01T00-00-00",
+                _results("a", {t: 0.5 for t in spec.TASKS}))
+    target = tmp_path / "leaderboard.md"
+    target.write_text("old\n")
+    code = main(["leaderboard", str(good.results_path.parent), "-o", str(target)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.strip() == (
+        f"error: -o {target}: a file, not a folder; -o names the folder to write "
+        "leaderboard.md, .csv, .parquet and .png into (e.g. -o leaderboard/)")
+    assert target.read_text() == "old\n"
+
+
+def test_a_short_system_name_does_not_fold_the_system_header(tmp_path, capsys):
+    """The system column was as wide as the longest name, so with short names ("a") its
+    header printed folded, "s" / "ystem" or "syste" / "m"; it is at least the header's width."""
+    runs = tmp_path / "runs"
+    for name, acc in (("a", 0.5), ("b", 0.4)):
+        _run(runs, name, "2026-01-01T00-00-00", _results(name, {t: acc for t in spec.TASKS}))
+    code = main(["leaderboard", str(runs), "-o", str(tmp_path / "lb")])
+    out = capsys.readouterr().out
+    assert code == 0
+    header = next(line for line in out.splitlines() if " acc " in line)
+    assert " system " in header, out
