@@ -482,7 +482,7 @@ def cmd_compare(args) -> int:
 
 def cmd_report(args) -> int:
     """lm-eval results as adept-eval tables: n, intervals, tests against chance, pooled groups."""
-    from .hub import load_run
+    from .hub import load_run, samples_mismatch
     from .report import adept_table, group_table
     from .suites import VSTYLE
 
@@ -490,6 +490,11 @@ def cmd_report(args) -> int:
     if run.chosen:
         console.print(f"run: {_lit(run.chosen)}")
     res = run.results["results"]
+    why = samples_mismatch(run, run.task_names())
+    if why:  # samples cut short: groups, subcategories and graded figures over a subset, unsaid
+        console.print(f"[yellow]warning: {_lit(run.results_path)}: {_lit(why)}; its figures are "
+                      "read from the results alone[/yellow]")
+        run.samples = {}
     if run.listener() is not None:
         console.print(adept_table(res, title=_lit(f"{run.system}: ADEPT, {run.listener()} "
                                                   "listener")))

@@ -42,7 +42,7 @@ from itertools import combinations
 
 from . import spec, stats
 from .errors import UserError
-from .hub import Run, load_run, logged_samples
+from .hub import Run, load_run, logged_samples, samples_mismatch
 from .suites import SUITES
 
 SEED = 0
@@ -86,6 +86,11 @@ def _read_samples(run: Run, tasks: list[str], parse) -> dict:
         raise CompareError(f"{run.results_path}: no logged samples for {', '.join(missing)}: "
                            "pairing needs each question's outcome; rerun lm_eval with "
                            "--log_samples")
+    why = samples_mismatch(run, tasks)
+    if why:  # samples cut short: the figures would be over a subset, with a verdict, unannounced
+        raise CompareError(f"{run.results_path}: {why}; pairing needs every question's outcome "
+                           "the results counted (a samples file cut short or edited?): rerun "
+                           "lm_eval with --log_samples")
     out = {}
     for task in tasks:
         for line_no, record in logged_samples(run.samples[task]):

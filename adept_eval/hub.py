@@ -374,6 +374,33 @@ def attach_samples(run: Run) -> Run:
     return run
 
 
+def samples_mismatch(run: Run, tasks: list[str]) -> str | None:
+    """Why a run's logged samples cannot stand for its results, or None: a task whose samples
+    file holds fewer or more questions than the results say it ran (lm-eval's ``n-samples``),
+    or - when the run logged samples at all - a task without its file. The pooled interval and
+    the graded figures are read from the samples, so such a run (samples cut short or edited,
+    a file lost) was ranked as complete on a subset: 155 questions where the results say 165,
+    a prosody distance over 11 of the 12 tasks. ``compare`` refuses such a run (its pairing
+    rests on the samples alone) and ``report`` reads its figures from the results alone."""
+    if not run.samples:
+        return None  # no samples logged: every figure comes from the results themselves
+    counts = run.results.get("n-samples") or {}
+    problems = []
+    for task in tasks:
+        if task not in run.samples:
+            problems.append(f"{task}: no samples file")
+            continue
+        want = (counts.get(task) or {}).get("effective")
+        if want is None:
+            continue
+        have = sum(1 for _ in logged_samples(run.samples[task]))
+        if have != int(want):
+            problems.append(f"{task}: {have} logged samples, the results say {int(want)}")
+    if not problems:
+        return None
+    return "logged samples do not match the results (" + "; ".join(problems) + ")"
+
+
 #: adept-eval's own working folders inside a results tree: ``publish``'s prepared upload (a copy
 #: of a run's results.json without its samples) and ``leaderboard --from-hub``'s download. A
 #: folder search never counts them as runs: publishing must not change what a later

@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 
 from . import spec, stats, vstyle
 from .hub import PublishError, Run, find_runs, hub_api, require_token, with_retries
+from .hub import samples_mismatch as _samples_mismatch
 from .identity import answered
 from .report import csv_safe, pooled_recognition, sentence_design_effect
 
@@ -105,34 +106,6 @@ def _unranked(run: Run, suite: str) -> str | None:
 def _nan(value) -> bool:
     """Whether ``value`` is a number that is not a number (NaN)."""
     return isinstance(value, float) and math.isnan(value)
-
-
-def _samples_mismatch(run: Run, tasks: list[str]) -> str | None:
-    """Why a run's logged samples cannot stand for its results, or None: a task whose samples
-    file holds fewer or more questions than the results say it ran (lm-eval's ``n-samples``),
-    or - when the run logged samples at all - a task without its file. The pooled interval and
-    the graded figures are read from the samples, so such a run (samples cut short or edited,
-    a file lost) was ranked as complete on a subset: 155 questions where the results say 165,
-    a prosody distance over 11 of the 12 tasks."""
-    if not run.samples:
-        return None  # no samples logged: every figure comes from the results themselves
-    from .hub import logged_samples
-
-    counts = run.results.get("n-samples") or {}
-    problems = []
-    for task in tasks:
-        if task not in run.samples:
-            problems.append(f"{task}: no samples file")
-            continue
-        want = (counts.get(task) or {}).get("effective")
-        if want is None:
-            continue
-        have = sum(1 for _ in logged_samples(run.samples[task]))
-        if have != int(want):
-            problems.append(f"{task}: {have} logged samples, the results say {int(want)}")
-    if not problems:
-        return None
-    return "logged samples do not match the results (" + "; ".join(problems) + ")"
 
 
 def row_of(run: Run) -> Row:

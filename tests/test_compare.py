@@ -572,3 +572,37 @@ def test_leaderboard_gives_the_prosody_distance_an_interval(runs):
     shown = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout)
     assert done.returncode == 0 and "…" not in shown, shown
     assert "sim-copy" in shown and "sim-flat" in shown and "95% CI" in shown
+
+
+def _cut_short(src, dst, task, keep):
+    """A copy of a run whose samples file of ``task`` lost all but ``keep`` lines (a full disk,
+    an lm_eval stopped while writing)."""
+    if dst.exists():
+        shutil.rmtree(dst)
+    shutil.copytree(src, dst)
+    f, = dst.glob(f"samples_{task}_*.jsonl")
+    f.write_text("".join(f.read_text().splitlines(keepends=True)[:keep]))
+    return dst
+
+
+def test_compare_refuses_samples_cut_short_and_report_reads_the_results_alone(runs):
+    """A samples file cut short at a line (17 of a task's 20 questions gone) was paired over
+    what was left: a pooled figure and verdict over 18 of 35 questions, with one line at the
+    end saying some were only in A. `compare` refuses it, naming the run and the task;
+    `report` says so and reads its figures from the results alone, as the leaderboard lists
+    such a run apart."""
+    out, env, tmp = runs
+    cut = _cut_short(out["flat"], tmp / "cut", "adept_emotion_female", 3)
+    results = next(cut.glob("results_*.json"))
+    done = _compare([out["copy"], cut], env, tmp)
+    assert done.returncode == 2 and done.stdout == "", done.stdout
+    line, = done.stderr.strip().splitlines()
+    assert line.startswith(f"error: {results}: logged samples do not match the results "
+                           "(adept_emotion_female: 3 logged samples, the results say 20)"), line
+    report = subprocess.run([sys.executable, "-m", "adept_eval.cli", "report", str(cut)],
+                            capture_output=True, text=True, env={**env, "COLUMNS": "200"},
+                            cwd=tmp, timeout=600)
+    assert report.returncode == 0, report.stderr
+    assert "adept_emotion_female: 3 logged samples, the results say 20" in report.stdout
+    assert "read from the results alone" in report.stdout
+    assert "subcategories" not in report.stdout  # the tutorial's table needs whole samples
