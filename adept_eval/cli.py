@@ -470,6 +470,9 @@ def cmd_compare(args) -> int:
     from .compare import compare, render, to_json
 
     result = compare(args.runs, args.run)
+    for named, r in zip(args.runs, result["runs"]):  # a folder of several runs: say which one
+        if r["chosen"]:  # (`out/` may hold every system's runs: its newest is another system)
+            console.print(f"run for {_lit(named)}: {_lit(r['chosen'])}")
     for part in render(result):  # per pair: a table per suite, then what it rests on
         _print_whole(part) if isinstance(part, Table) else console.print(_lit(part) + "\n")
     if args.json:

@@ -375,7 +375,8 @@ def compare(paths: list[str], run: str | None = None) -> dict:
             pair["vstyle"] = compare_vstyle_pair(judged[i], judged[j])
         pairs.append(pair)
     _holm(pairs)
-    return {"runs": [{"system": n, "results": str(r.results_path)} for n, r in zip(names, runs)],
+    return {"runs": [{"system": n, "results": str(r.results_path), "chosen": r.chosen}
+                     for n, r in zip(names, runs)],
             "listener": (("human" if any(map(is_human, adept)) else runs[0].listener())
                          if has_adept else None),
             "judge": runs[0].judge() if has_vstyle else None,

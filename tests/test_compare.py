@@ -574,6 +574,24 @@ def test_leaderboard_gives_the_prosody_distance_an_interval(runs):
     assert "sim-copy" in shown and "sim-flat" in shown and "95% CI" in shown
 
 
+def test_compare_says_which_run_it_took_from_a_folder_of_several(runs):
+    """A folder holding several runs (`out/`, every system's) gave its newest run without a
+    word, so `compare out/ baseline/` could silently compare another system than meant; it
+    now names the run it took, as `report` does."""
+    out, env, tmp = runs
+    both = tmp / "both"
+    if not both.exists():
+        for name in ("copy", "partial"):  # partial's run is the newer one
+            shutil.copytree(out[name], both / out[name].name)
+    done = _compare([both, out["flat"]], env, tmp)
+    assert done.returncode == 0, done.stderr
+    assert f"run for {both}: sim-partial " in done.stdout
+    assert "(the newest of 2 runs under" in done.stdout
+    assert "sim-partial (A) vs sim-flat (B)" in done.stdout
+    done = _compare([out["copy"], out["flat"]], env, tmp)  # one run a folder: nothing to say
+    assert done.returncode == 0 and "run for" not in done.stdout
+
+
 def _cut_short(src, dst, task, keep):
     """A copy of a run whose samples file of ``task`` lost all but ``keep`` lines (a full disk,
     an lm_eval stopped while writing)."""
