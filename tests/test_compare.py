@@ -624,3 +624,33 @@ def test_compare_refuses_samples_cut_short_and_report_reads_the_results_alone(ru
     assert "adept_emotion_female: 3 logged samples, the results say 20" in report.stdout
     assert "read from the results alone" in report.stdout
     assert "subcategories" not in report.stdout  # the tutorial's table needs whole samples
+
+
+def test_compare_says_how_many_stimuli_the_distance_left_out(runs):
+    """A stimulus whose prosody distance is undefined or failed on either side (a missing
+    sample) is left out of the distance pairing; the table gave n alone, so a system missing
+    samples read "no detectable difference" with nothing saying how many were not compared.
+    The lines under the table say how many, per side; --json has them, with each side's mean."""
+    out, env, tmp = runs
+    holed = tmp / "holed"
+    if holed.exists():
+        shutil.rmtree(holed)
+    shutil.copytree(out["flat"], holed)
+    gone = "emotion/anger/ad00_0000"
+    for f in holed.glob("samples_*.jsonl"):
+        lines = []
+        for line in f.read_text().splitlines():
+            rec = json.loads(line)
+            for g in rec["acc"]["graded"] if isinstance(rec["acc"], dict) else ():
+                if g["id"] == gone:
+                    g["prosody_distance"] = None
+            lines.append(json.dumps(rec))
+        f.write_text("\n".join(lines) + "\n")
+    done = _compare([out["copy"], holed, "--json", tmp / "holed.json"], env, tmp)
+    assert done.returncode == 0, done.stderr
+    d = json.loads((tmp / "holed.json").read_text())["adept"]["prosody_distance"]
+    assert (d["stimuli"], d["n"], d["left_out"], d["undefined_a"], d["undefined_b"]) == \
+        (40, 39, 1, 0, 1)
+    assert d["mean_a"] - d["mean_b"] == pytest.approx(d["difference"])
+    assert ("prosody_distance paired over 39 of 40 stimuli: 1 left out, undefined or failed "
+            "(missing or unusable sample) in A 0, in B 1") in " ".join(done.stdout.split())
