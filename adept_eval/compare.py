@@ -569,6 +569,9 @@ def _adept_table(adept: dict, a: str, b: str, listener: str, holm: str) -> list:
                 "intervals: cluster-robust t over sentences (sentences - 1 df); p-values: "
                 "sentence sign-flip test in every row, each task's too"
                 + _few_sentences_note(adept))
+    if pooled["failed_a"] or pooled["failed_b"]:  # A and B above count them as wrong answers
+        note += (f"; failed questions (a missing or unusable sample, a listener error), scored "
+                 f"wrong and never dropped: A {pooled['failed_a']}, B {pooled['failed_b']}")
     if d.get("left_out"):
         note += (f"; prosody_distance paired over {d['n']} of {d['stimuli']} stimuli: "
                  f"{d['left_out']} left out, undefined or failed (missing or unusable sample) in "

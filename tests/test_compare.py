@@ -654,3 +654,25 @@ def test_compare_says_how_many_stimuli_the_distance_left_out(runs):
     assert d["mean_a"] - d["mean_b"] == pytest.approx(d["difference"])
     assert ("prosody_distance paired over 39 of 40 stimuli: 1 left out, undefined or failed "
             "(missing or unusable sample) in A 0, in B 1") in " ".join(done.stdout.split())
+
+
+def test_compare_says_how_many_questions_failed_in_each_run(runs):
+    """A question that failed (no usable sample, a listener error) is scored wrong in A and B,
+    never dropped - but the table gave no count of them, so B's accuracy could be half
+    failures with nothing saying so (they were only in --json's failed_a / failed_b)."""
+    out, env, tmp = runs
+    failing = tmp / "failing"
+    if failing.exists():
+        shutil.rmtree(failing)
+    shutil.copytree(out["flat"], failing)
+    f, = failing.glob("samples_adept_emotion_female_*.jsonl")
+    records = [json.loads(line) for line in f.read_text().splitlines()]
+    for rec in records[:2]:
+        rec["acc"].update(correct=0, failed=1, status="missing")
+    f.write_text("".join(json.dumps(r) + "\n" for r in records))
+    done = _compare([out["copy"], failing], env, tmp)
+    assert done.returncode == 0, done.stderr
+    assert ("failed questions (a missing or unusable sample, a listener error), scored wrong "
+            "and never dropped: A 0, B 2") in " ".join(done.stdout.split())
+    done = _compare([out["copy"], out["flat"]], env, tmp)
+    assert "failed questions" not in done.stdout
