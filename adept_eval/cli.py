@@ -628,9 +628,10 @@ def cmd_leaderboard(args) -> int:
 
 
 def cmd_make_synthetic(args) -> int:
-    from .synthetic import build_corpus, build_zip
+    from .synthetic import build_corpus, build_zip, check_replaceable
 
     out = Path(args.output)
+    check_replaceable(out)
     if out.suffix == ".zip":
         build_zip(out)
     else:

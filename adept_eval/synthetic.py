@@ -216,6 +216,40 @@ def build_corpus(out: str | Path, *, rate: int = RATE, wrap: bool = True) -> Pat
     return root
 
 
+def check_replaceable(out: str | Path) -> None:
+    """Refuse to write a synthetic corpus over anything but nothing, an empty folder or an
+    earlier synthetic corpus (written again, the same recordings and texts). ``make-synthetic ADEPT.zip``
+    run beside the real, downloaded ADEPT.zip replaced it without a word, and run on the real
+    extracted corpus it overwrote its recordings with synthetic ones, leaving a corpus that
+    is neither. Recognised as synthetic as ``identity.is_synthetic`` does: by its sentences."""
+    from .errors import UserError
+
+    out = Path(out)
+    if not out.exists() or (out.is_dir() and not any(out.iterdir())):
+        return
+    texts: list[tuple[str, str]] = []  # (path inside the corpus, its text)
+    try:
+        if out.is_dir():
+            texts = [(p.relative_to(out).as_posix(), p.read_text(encoding="utf-8"))
+                     for p in (out / TXT_DIR).rglob("*.txt")]
+        elif zipfile.is_zipfile(out):
+            with zipfile.ZipFile(out) as zf:
+                texts = [(n.split("/", 1)[1], zf.read(n).decode("utf-8"))
+                         for n in zf.namelist() if n.startswith(f"ADEPT/{TXT_DIR}/")
+                         and n.endswith(".txt")]
+    except (OSError, ValueError, zipfile.BadZipFile):
+        texts = []
+
+    def synthetic(path: str, text: str) -> bool:  # txt/<class>/<sub>/<speaker>_<sentence>.txt
+        parts = path.split("/")
+        return len(parts) == 4 and text.strip() == sentence(parts[1], parts[3][:-4].split("_")[-1])
+
+    if not texts or not all(synthetic(p, t) for p, t in texts):
+        raise UserError(f"{out}: already there and not a synthetic corpus (the real ADEPT, or "
+                        "other files): make-synthetic writes only to a new path, an empty folder "
+                        "or an earlier synthetic corpus; name another")
+
+
 def zip_corpus(root: str | Path, out_zip: str | Path) -> Path:
     """Zip an ADEPT folder the way Zenodo's ADEPT.zip wraps it (an ``ADEPT/`` folder inside)."""
     root, out_zip = Path(root), Path(out_zip)

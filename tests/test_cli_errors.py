@@ -356,3 +356,35 @@ def test_ctrl_c_during_lm_eval_is_one_word_not_a_traceback(corpus, tmp_path):
     assert proc.returncode != 0
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-3000:]
     assert err.rstrip().endswith("interrupted"), err[-2000:]
+
+
+def test_make_synthetic_writes_over_nothing_but_an_earlier_synthetic_corpus(synthetic_root,
+                                                                           tmp_path, capsys):
+    """`make-synthetic ADEPT.zip` beside the downloaded real ADEPT.zip replaced it without a
+    word, and on the real extracted corpus it overwrote its recordings with synthetic ones (a
+    corpus that is neither). Anything already there that is not a synthetic corpus is one
+    message naming the path, and left as it was; an earlier synthetic corpus is written again
+    (the documented command run twice)."""
+    import shutil
+
+    real_zip = tmp_path / "ADEPT.zip"
+    real_zip.write_bytes(b"PK\x03\x04 the real corpus")
+    real_dir = tmp_path / "real"
+    shutil.copytree(synthetic_root, real_dir)
+    one = real_dir / "txt" / "emotion" / "anger"
+    first = sorted(one.glob("*.txt"))[0]
+    first.write_text("Words a real speaker read.\n")  # not the synthetic corpus' sentence
+    before = sorted(p.stat().st_mtime_ns for p in real_dir.rglob("*.wav"))
+    for target in (real_zip, real_dir):
+        assert main(["make-synthetic", str(target)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err == (f"error: {target}: already there and not a synthetic corpus (the real "
+                       "ADEPT, or other files): make-synthetic writes only to a new path, an "
+                       "empty folder or an earlier synthetic corpus; name another"), err
+    assert real_zip.read_bytes() == b"PK\x03\x04 the real corpus"
+    assert sorted(p.stat().st_mtime_ns for p in real_dir.rglob("*.wav")) == before
+    again = tmp_path / "again"
+    shutil.copytree(synthetic_root, again)  # an earlier synthetic corpus: written again
+    assert main(["make-synthetic", str(again)]) == 0
+    (tmp_path / "empty").mkdir()
+    assert main(["make-synthetic", str(tmp_path / "empty")]) == 0
