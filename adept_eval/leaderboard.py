@@ -233,6 +233,15 @@ def build(runs: list[Run], sort: str = "accuracy") -> list[Row]:
                 and getattr(row, adept_attr) is None:
             row.adept_unranked = ("no graded figures (listener without them, or graded=false); "
                                   "ranked by prosody_distance")
+        elif sort == "prosody_distance" and row.adept_unranked is None \
+                and row.adept_graded_failed:
+            # a failed stimulus has no distance and is left out of the mean, so a system
+            # missing its hardest samples ranked as well as one that made them all (accuracy
+            # scores them wrong); it is listed apart, as partial runs are
+            row.adept_unranked = (f"prosody distance over {row.adept_graded_n} stimuli: "
+                                  f"{row.adept_graded_failed} failed (missing or unusable "
+                                  "samples) and were left out; ranked by prosody_distance only "
+                                  "with none failed")
     for suite, attr, rank, why, better in (
             ("adept", adept_attr, "adept_rank", "adept_unranked", higher),
             ("vstyle", "vstyle_score", "vstyle_rank", "vstyle_unranked", True)):

@@ -11,20 +11,20 @@ from adept_eval.leaderboard import build, write
 from test_structure import _results, _run
 
 
-def _with_graded(data, distance, n=10):
+def _with_graded(data, distance, n=10, failed=1):
     for r in data["results"].values():
         r.update({"prosody_distance,none": distance, "prosody_distance_ci_low,none": distance - .1,
                   "prosody_distance_ci_high,none": distance + .1, "graded_n,none": n,
-                  "graded_failed,none": 1})
+                  "graded_failed,none": failed})
     return data
 
 
 def test_leaderboard_sorts_by_prosody_distance_lower_first(tmp_path):
     full = lambda acc: {t: acc for t in spec.TASKS}  # noqa: E731
     runs = [_run(tmp_path, "acc-best", "2026-01-01T00-00-00",
-                 _with_graded(_results("acc-best", full(0.9)), 0.8)),
+                 _with_graded(_results("acc-best", full(0.9)), 0.8, failed=0)),
             _run(tmp_path, "close", "2026-01-01T00-00-01",
-                 _with_graded(_results("close", full(0.7)), 0.3)),
+                 _with_graded(_results("close", full(0.7)), 0.3, failed=0)),
             _run(tmp_path, "none", "2026-01-01T00-00-02", _results("none", full(0.8)))]
     by_acc = {r.system: r for r in build(runs)}
     assert [by_acc[s].adept_rank for s in ("acc-best", "none", "close")] == [1, 2, 3]
@@ -32,7 +32,7 @@ def test_leaderboard_sorts_by_prosody_distance_lower_first(tmp_path):
     assert by_pd["close"].adept_rank == 1 and by_pd["acc-best"].adept_rank == 2
     assert by_pd["none"].adept_rank is None and "graded" in by_pd["none"].adept_unranked
     assert by_pd["close"].adept_prosody_distance == pytest.approx(0.3)
-    assert by_pd["close"].adept_graded_n == 120 and by_pd["close"].adept_graded_failed == 12
+    assert by_pd["close"].adept_graded_n == 120 and by_pd["close"].adept_graded_failed == 0
     write(list(by_pd.values()), tmp_path / "lb")
     assert "prosody distance" in (tmp_path / "lb" / "leaderboard.md").read_text()
     with pytest.raises(ValueError):
@@ -44,6 +44,26 @@ def test_leaderboard_sorts_by_prosody_distance_lower_first(tmp_path):
     assert by_pd["close"].adept_prosody_distance_ci_low == pytest.approx(0.3 - 1.96 * se)
     assert by_pd["close"].adept_prosody_distance_ci_high == pytest.approx(0.3 + 1.96 * se)
     assert by_pd["close"].adept_rank_range == "1" and by_pd["acc-best"].adept_rank_range == "2"
+
+
+def test_a_run_whose_distance_left_out_failed_stimuli_is_not_ranked_by_it(tmp_path):
+    """A stimulus that failed (a missing or unusable sample) has no prosody distance and is
+    left out of the run's mean, so with --sort prosody_distance a system missing a third of
+    its samples ranked first beside the natural recordings (accuracy scores them wrong). Such
+    a run is listed apart, saying how many failed; by accuracy it is ranked as before."""
+    full = lambda acc: {t: acc for t in spec.TASKS}  # noqa: E731
+    runs = [_run(tmp_path, "whole", "2026-01-01T00-00-00",
+                 _with_graded(_results("whole", full(0.9)), 0.5, failed=0)),
+            _run(tmp_path, "holes", "2026-01-01T00-00-01",
+                 _with_graded(_results("holes", full(0.6)), 0.1, failed=1))]
+    by_pd = {r.system: r for r in build(runs, sort="prosody_distance")}
+    assert by_pd["whole"].adept_rank == 1 and by_pd["holes"].adept_rank is None
+    assert by_pd["holes"].adept_graded_failed == 12
+    assert by_pd["holes"].adept_unranked == (
+        "prosody distance over 120 stimuli: 12 failed (missing or unusable samples) and were "
+        "left out; ranked by prosody_distance only with none failed")
+    by_acc = {r.system: r for r in build(runs)}
+    assert (by_acc["whole"].adept_rank, by_acc["holes"].adept_rank) == (1, 2)
 
 
 def _stimulus(sid, pd, status="ok"):
