@@ -642,7 +642,11 @@ def cmd_make_synthetic(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="adept-eval", description=__doc__)
+    # not __doc__: its reST quotes printed as ``adept-eval``, and it named only the first steps
+    parser = argparse.ArgumentParser(prog="adept-eval", description=(
+        "ADEPT prosody-transfer evaluation for lm-evaluation-harness: prepare the corpus, list "
+        "and check what to synthesise; read (report), compare, publish and rank (leaderboard) "
+        "lm_eval runs of ADEPT and VStyle; run listening tests with people."))
     parser.add_argument("--version", action="version", version=f"adept-eval {__version__}")
     parser.add_argument("--debug", action="store_true",
                         help="show Python tracebacks for errors (for reporting bugs)")
@@ -710,7 +714,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("compare", help="is system A better than system B? paired differences "
-                       "of ADEPT runs (accuracy and prosody distance) with intervals and p-values")
+                       "of ADEPT runs (accuracy and prosody distance) or VStyle runs (judge "
+                       "score) with intervals and p-values")
     p.add_argument("runs", nargs="+", metavar="RUN",
                    help="two or more lm-eval results_*.json or --output_path folders (the newest "
                    "run in each), made with --log_samples")

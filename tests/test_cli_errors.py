@@ -388,3 +388,15 @@ def test_make_synthetic_writes_over_nothing_but_an_earlier_synthetic_corpus(synt
     assert main(["make-synthetic", str(again)]) == 0
     (tmp_path / "empty").mkdir()
     assert main(["make-synthetic", str(tmp_path / "empty")]) == 0
+
+
+def test_the_top_level_help_says_what_the_command_does(capsys):
+    """`adept-eval --help` printed its module docstring, reST quotes and all ("``adept-eval``:
+    prepare the corpus, list what to synthesise, check a system's samples"), naming none of
+    report, compare, publish or leaderboard."""
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "``" not in out
+    for word in ("report", "compare", "publish", "leaderboard", "listening tests"):
+        assert word in out.split("positional arguments")[0], word
