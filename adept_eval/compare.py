@@ -164,8 +164,18 @@ def _scorer(run: Run, suite: str):
 
 
 def check_comparable(runs: list[Run]) -> None:
-    """Refuse runs that are not the same evaluation, naming what differs."""
+    """Refuse runs that are not the same evaluation, naming what differs. A run that recorded
+    no identity (made before adept-eval recorded it) is refused too: with two such runs every
+    field read "unrecorded" on both sides and they were compared, whatever listener or corpus
+    scored them - the leaderboard lists such runs apart for the same reason."""
     first = runs[0]
+    for r in runs:
+        for suite in ("adept", "vstyle"):
+            if _suite_tasks(r, suite) and r.suite(suite) is None:
+                raise CompareError(f"{r.results_path}: the run records no adept-eval identity "
+                                   "(made before adept-eval recorded it), so whether its "
+                                   "corpus and scorer are the other runs' cannot be told; run "
+                                   "it again")
     for other in runs[1:]:
         checks = [("suites", lambda r: sorted(n for n in SUITES if _suite_tasks(r, n)))]
         for suite in ("adept", "vstyle"):

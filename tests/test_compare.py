@@ -676,3 +676,27 @@ def test_compare_says_how_many_questions_failed_in_each_run(runs):
             "and never dropped: A 0, B 2") in " ".join(done.stdout.split())
     done = _compare([out["copy"], out["flat"]], env, tmp)
     assert "failed questions" not in done.stdout
+
+
+def test_compare_refuses_runs_that_record_no_identity(runs):
+    """Two runs made before adept-eval recorded its identity read "unrecorded" in every field
+    on both sides, so they were compared whatever listener or corpus scored them (the title
+    said "unrecorded listener"); such a run is one message naming it, as the leaderboard lists
+    it apart."""
+    out, env, tmp = runs
+    bare = {}
+    for name in ("copy", "flat"):
+        bare[name] = tmp / f"no-identity-{name}"
+        if bare[name].exists():
+            shutil.rmtree(bare[name])
+        shutil.copytree(out[name], bare[name])
+        results = next(bare[name].glob("results_*.json"))
+        data = json.loads(results.read_text())
+        data.pop("adept_eval")
+        results.write_text(json.dumps(data))
+    done = _compare([bare["copy"], bare["flat"]], env, tmp)
+    assert done.returncode == 2 and done.stdout == "", done.stdout
+    line, = done.stderr.strip().splitlines()
+    assert line == (f"error: {next(bare['copy'].glob('results_*.json'))}: the run records no "
+                    "adept-eval identity (made before adept-eval recorded it), so whether its "
+                    "corpus and scorer are the other runs' cannot be told; run it again"), line
