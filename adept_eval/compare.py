@@ -195,8 +195,9 @@ def check_comparable(runs: list[Run]) -> None:
                                    f"{a} vs {b}; only runs of the same evaluation can be compared")
 
 
-def _difference(a: list[float], b: list[float], clusters: list[str]) -> dict:
-    d = stats.paired_difference(a, b, clusters, seed=SEED)
+def _difference(a: list[float], b: list[float], clusters: list[str],
+                bounds: tuple[float, float] | None = None) -> dict:
+    d = stats.paired_difference(a, b, clusters, seed=SEED, bounds=bounds)
     return {"difference": d.difference, "ci_low": d.ci_low, "ci_high": d.ci_high,
             "p_value": d.p_value, "n": d.n, "sentences": d.clusters, "method": d.method}
 
@@ -232,7 +233,7 @@ def compare_pair(a: dict[str, QuestionOutcome], b: dict[str, QuestionOutcome]) -
         if human:
             return _two_way(a, b, keys)
         out = _difference([a[k].correct for k in keys], [b[k].correct for k in keys],
-                          [a[k].sentence for k in keys])
+                          [a[k].sentence for k in keys], bounds=(-1.0, 1.0))
         return {"acc_difference": out.pop("difference"), **out,
                 "acc_a": sum(a[k].correct for k in keys) / len(keys),
                 "acc_b": sum(b[k].correct for k in keys) / len(keys),

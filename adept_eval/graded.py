@@ -37,7 +37,7 @@ import numpy as np
 from . import prosody, speech_presence
 from .audio import SILENCE_DBFS, Audio, AudioError, read_audio
 from .prosody import Features, FeatureStore, VoiceNorm
-from .stats import cluster_t_interval
+from .stats import cluster_t_interval, within
 
 # --------------------------------------------------------------------------- definitions
 GROSS_PITCH_ERROR = 0.20  # a voiced frame's F0 is grossly wrong when off by more than 20%
@@ -472,7 +472,10 @@ def aggregate(scores: Sequence[StimulusScores], *, clusters: Mapping[str, str] |
         cl = None
         if clusters is not None:
             cl = np.array([clusters.get(s.id, s.id) for s in ok], dtype=object)[keep].astype(str)
-        lo, hi = cluster_t_interval(vals[keep], cl, level=confidence)
+        # cut to the figure's range: a t interval on a few sentences' degrees of freedom
+        # reaches past it (a prosody distance's below 0), where no mean can lie
+        lo, hi = within(*cluster_t_interval(vals[keep], cl, level=confidence),
+                        METRIC_BY_NAME[m].range)
         mean = float(vals[keep].mean()) if keep.any() else math.nan
         out[m] = Summary(m, mean, lo, hi, int(keep.sum()), n_failed, int((~keep).sum()),
                          confidence)

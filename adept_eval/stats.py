@@ -415,8 +415,8 @@ class PairedDifference:
     method: str
 
 
-def paired_difference(a, b, clusters, *, n_resamples: int = 10_000,
-                      seed: int = 0) -> PairedDifference:
+def paired_difference(a, b, clusters, *, n_resamples: int = 10_000, seed: int = 0,
+                      bounds: tuple[float, float] | None = None) -> PairedDifference:
     """Mean of ``a - b`` over paired units, its cluster-robust t interval over sentences
     (``cluster_t_interval``: it keeps its level with a task's 5 sentences, where a percentile
     bootstrap of sentences is too narrow) and the sentence sign-flip randomisation test
@@ -426,7 +426,9 @@ def paired_difference(a, b, clusters, *, n_resamples: int = 10_000,
     system x sentence effect it rejected 7-15% of true nulls at the 5% level while the cell's
     own interval spanned 0. With k sentences the sign-flip p is at least 2 / 2^k: 0.0625 for a
     task's 5, so a single task cannot show a difference at 5% (``smallest_sign_flip_p``).
-    Units where either side is nan (an undefined figure) are left out of the pairing."""
+    Units where either side is nan (an undefined figure) are left out of the pairing.
+    ``bounds``: the range the difference can take (-1..1 for two accuracies), the interval cut
+    to it (``within``): a t interval on a few sentences' degrees of freedom reaches past it."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     clusters = np.asarray(clusters)
     keep = ~(np.isnan(a) | np.isnan(b))
@@ -436,6 +438,8 @@ def paired_difference(a, b, clusters, *, n_resamples: int = 10_000,
         return PairedDifference(NAN, NAN, NAN, NAN, 0, 0, "none")
     diff = a - b
     lo, hi = cluster_t_interval(diff, clusters)
+    if bounds is not None:
+        lo, hi = within(lo, hi, bounds)
     p = cluster_sign_flip_p(diff, clusters, n_resamples=n_resamples, seed=seed)
     return PairedDifference(float(diff.mean()), lo, hi, p, n, k,
                             "sentence sign-flip test; cluster-robust t interval over sentences")

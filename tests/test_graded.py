@@ -360,6 +360,22 @@ def test_aggregate_means_intervals_and_counts():
     assert (again.ci_low, again.ci_high) == (s.ci_low, s.ci_high)  # seeded
 
 
+def test_an_interval_stays_within_the_figures_range():
+    """Two sentences give the cluster-robust t interval one degree of freedom (t = 12.7): a
+    prosody distance (never below 0) read 0.15 [-0.48, 0.78] and a correlation's interval
+    passed 1. Cut to the figure's range (``MetricInfo.range``); a signed figure is left as is."""
+    recs, clusters = [], {}
+    for i, (d, r, ratio) in enumerate([(0.05, 0.99, 0.3), (0.05, 0.98, 0.3),
+                                       (0.25, 0.60, -0.3), (0.25, 0.62, -0.3)]):
+        recs.append(_rec(str(i), prosody_distance=d, f0_corr=r, log_duration_ratio=ratio))
+        clusters[str(i)] = "s1" if i < 2 else "s2"
+    out = graded.aggregate(recs, clusters=clusters)
+    assert out["prosody_distance"].ci_low == 0.0 < out["prosody_distance"].ci_high
+    assert out["f0_corr"].ci_high == 1.0 > out["f0_corr"].ci_low
+    ratio = out["log_duration_ratio"]
+    assert ratio.ci_low < -1 and ratio.ci_high > 1  # unbounded: the t interval as it is
+
+
 def test_clustered_interval_is_wider_when_clusters_share_values():
     # 10 sentences x 4 renditions; renditions of a sentence are nearly identical
     rng = np.random.default_rng(0)

@@ -300,3 +300,19 @@ def test_graded_interval_covers_the_mean_with_few_and_many_sentences(sentences):
         s = graded.aggregate(recs, clusters=graded.adept_sentence_clusters(recs))
         covered += s["prosody_distance"].ci_low <= 0.0 <= s["prosody_distance"].ci_high
     assert covered / runs >= 0.92  # 0.95 less 3.4 Monte-Carlo SEs (0.009)
+
+
+def test_an_accuracy_difference_interval_stays_within_minus_one_and_one():
+    """Two sentences give the cluster-robust t interval one degree of freedom (t = 12.7): the
+    difference of two accuracies (each 0-1) read +0.5 [-5.9, +6.9], and `adept-eval compare`
+    printed a task row reaching +1.355. Cut to -1..1 where the caller says the difference is
+    one of accuracies; a difference of distances is left as it is."""
+    from adept_eval import compare
+
+    a, b, sentences = [1, 1, 1, 1], [0, 0, 1, 1], ["s1", "s1", "s2", "s2"]
+    raw = stats.paired_difference(a, b, sentences)
+    assert raw.difference == 0.5 and raw.ci_high > 1 and raw.ci_low < -1
+    cut = stats.paired_difference(a, b, sentences, bounds=(-1.0, 1.0))
+    assert (cut.ci_low, cut.ci_high) == (-1.0, 1.0) and cut.p_value == raw.p_value
+    row = compare._difference(a, b, sentences, bounds=(-1.0, 1.0))
+    assert -1.0 <= row["ci_low"] <= row["ci_high"] <= 1.0
