@@ -128,7 +128,11 @@ def row_of(run: Run) -> Row:
         failed += int(r.get("failed,none") or 0)
         by_class.setdefault(spec.TASKS[task].cls.name, []).append((acc, tn))
         chance_parts.append((r.get("chance,none", spec.TASKS[task].chance), tn))
-    k, n, low, high = pooled_recognition(res, list(row.tasks), run.samples, people=row.people)
+    # logged samples that do not match the results (cut short, edited) stand for nothing:
+    # every figure of such a row is read from the results alone, as ``report`` reads them
+    mismatch = _samples_mismatch(run, list(row.tasks))
+    samples = None if mismatch else run.samples
+    k, n, low, high = pooled_recognition(res, list(row.tasks), samples, people=row.people)
     if n:
         row.adept_acc, row.adept_n, row.adept_tasks, row.adept_failed = k / n, n, len(row.tasks), failed
         row.adept_ci_low, row.adept_ci_high = low, high
@@ -136,13 +140,12 @@ def row_of(run: Run) -> Row:
         row.classes = {c: stats.pooled_mean(v)[0] for c, v in by_class.items()
                        if sum(m for _, m in v)}
         s = run.suite("adept")
-        row.adept_unranked = "; ".join(filter(None, (
-            _unranked(run, "adept"), _samples_mismatch(run, list(row.tasks))))) or None
+        row.adept_unranked = "; ".join(filter(None, (_unranked(run, "adept"), mismatch))) or None
         if s is not None:
             row.adept_corpus, row.adept_synthetic = s.corpus_sha256 or None, s.synthetic
             row.adept_complete = s.complete
             row._keys["adept"] = s.comparable_key()
-    _graded(row, run, res)
+    _graded(row, samples, res)
     for lang in vstyle.LANGUAGES:
         group = res.get(f"vstyle_{lang}")
         cats = {c: res[f"vstyle_{lang}_{c}"] for c in vstyle.CATEGORIES
@@ -170,14 +173,14 @@ def row_of(run: Run) -> Row:
     return row
 
 
-def _graded(row: Row, run: Run, res: dict) -> None:
+def _graded(row: Row, samples: dict | None, res: dict) -> None:
     """The run's pooled prosody distance: from its logged samples (every stimulus once, a
     sentence-clustered t interval), else the tasks' means weighted by their n, with an
     interval pooled from the tasks' own (``stats.pooled_interval``: the tasks hold different
     stimuli), so runs without samples are still compared, if less exactly."""
     from .report import graded_pooled
 
-    s = graded_pooled(run.samples).get("prosody_distance") if run.samples else None
+    s = graded_pooled(samples).get("prosody_distance") if samples else None
     if s is not None and s.n:
         row.adept_prosody_distance, row.adept_graded_n = s.mean, s.n
         row.adept_prosody_distance_ci_low, row.adept_prosody_distance_ci_high = s.ci_low, s.ci_high

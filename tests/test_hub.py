@@ -720,6 +720,14 @@ def test_leaderboard_lists_runs_whose_samples_do_not_match_apart_and_names_dropp
         open(tmp_path / "lb" / "leaderboard.csv"))}
     assert "adept_emotion_female: 17 logged samples, the results say 20" in \
         rows["flat-tts"]["adept_unranked"]
+    # its figures are the results', not the cut samples' (n 162 of 165, their accuracy)
+    from adept_eval import spec
+
+    res = __import__("json").loads(next(cut.rglob("results_*.json")).read_text())["results"]
+    parts = [(res[t]["acc,none"], res[t]["n,none"]) for t in spec.TASKS if t in res]
+    assert int(rows["flat-tts"]["adept_n"]) == sum(n for _, n in parts)
+    assert float(rows["flat-tts"]["adept_acc"]) == pytest.approx(
+        sum(a * n for a, n in parts) / sum(n for _, n in parts), abs=1e-9)
     assert "adept_syntactic_phrasing_male: no samples file" in \
         rows["adept-natural"]["adept_unranked"]
     # the same system twice, by two explicit paths: the older run is named, not dropped silently
