@@ -202,3 +202,28 @@ def test_a_missing_key_variable_is_named_by_the_option_that_set_it(monkeypatch):
                          key_option=option)
         assert str(info.value) == (f"{option}=NOPE_KEY_FOR_TEST: that environment variable "
                                    "is not set")
+
+
+def test_a_key_with_a_line_break_is_stripped_or_named_not_a_traceback(mp3s, monkeypatch):
+    """A key variable read from a file with its line break (``MY_KEY="sk-...\\n"``) went into
+    the Authorization header as it was: aiohttp raised "Forbidden control character detected in
+    headers" at the first request, a traceback naming neither the variable nor the option. The
+    whitespace around a key is dropped; a control character inside it is one message naming
+    the option and the variable."""
+    from adept_eval.errors import UserError
+    from adept_eval.llm.client import Connection, check_server
+
+    key = "sk-test-key-0123456789"
+    with JudgeServer(api_key=key) as srv:
+        monkeypatch.setenv("KEY_WITH_NEWLINE", key + "\r\n")
+        out = judge(_items(mp3s[:2]), _cfg(srv, api_key_env="KEY_WITH_NEWLINE", cache_path=""),
+                    progress=False)
+        assert out["n_judged"] == 2 and srv.authorization == {f"Bearer {key}"}
+        monkeypatch.setenv("KEY_WITH_NEWLINE", "sk-one\nsk-two")
+        with pytest.raises(UserError) as info:
+            check_server(Connection(model="m", base_url=srv.url, api_key_env="KEY_WITH_NEWLINE"),
+                         who="speech judge", url_option="judge_base_url",
+                         key_option="judge_api_key_env")
+    message = str(info.value)
+    assert message.startswith("judge_api_key_env=KEY_WITH_NEWLINE: ") and "line break" in message
+    assert "sk-one" not in message

@@ -68,12 +68,14 @@ class BackendSetupError(UserError, ValueError):
 
 
 class MissingKey(BackendSetupError):
-    """The environment variable named for a key is not set; ``variable`` is its name, so a
-    caller can say which of its options named it (``judge_api_key_env``, ...)."""
+    """The environment variable named for a key is not set (or holds no usable key:
+    ``problem``); ``variable`` is its name, so a caller can say which of its options named it
+    (``judge_api_key_env``, ...)."""
 
-    def __init__(self, variable: str, option: str = "api_key_env"):
-        self.variable = variable
-        super().__init__(f"{option}={variable}: that environment variable is not set")
+    def __init__(self, variable: str, option: str = "api_key_env",
+                 problem: str = "that environment variable is not set"):
+        self.variable, self.problem = variable, problem
+        super().__init__(f"{option}={variable}: {problem}")
 
 
 class BackendError(RuntimeError):
@@ -188,15 +190,31 @@ def resolve_key(base_url: str | None, api_key_env: str | None, service_envs: tup
         value = os.environ.get(api_key_env)
         if not value:
             raise MissingKey(api_key_env)
-        return value
+        return _usable_key(api_key_env, value)
     host = (urlparse(str(base_url)).hostname or "") if base_url else service_hosts[0]
     if host not in service_hosts:
         return None  # a self-hosted server: never send another service's key
-    value = next((os.environ[e] for e in service_envs if os.environ.get(e)), None)
-    if value is None:
+    name = next((e for e in service_envs if os.environ.get(e)), None)
+    if name is None:
         raise BackendSetupError(f"no API key for {host}: set {' or '.join(service_envs)} in the "
                          "environment")
-    return value
+    return _usable_key(name, os.environ[name], option=None)
+
+
+def _usable_key(variable: str, value: str, option: str | None = "api_key_env") -> str:
+    """The key in ``variable`` without the whitespace around it (a key read from a file keeps
+    its line break: ``KEY="$(cat key.txt)"`` strips it, a .env file or ``read`` may not); a key
+    still holding a line break or another control character cannot go into a header, and is
+    named here rather than left to the HTTP client's traceback at the first request."""
+    key = value.strip()
+    if key and not any(ord(c) < 32 or ord(c) == 127 for c in key):
+        return key
+    problem = ("that environment variable holds only whitespace" if not key else
+               "the key in that environment variable holds a line break or another control "
+               "character (it cannot go into a header); set it to the key alone")
+    if option is None:
+        raise BackendSetupError(f"{variable}: {problem}")
+    raise MissingKey(variable, option, problem)
 
 
 _HOLE = "\u0000adept-eval-content\u0000"  # where the pre-encoded content goes

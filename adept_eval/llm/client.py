@@ -155,7 +155,7 @@ def _opened(open_backend, key_option: str) -> Backend:
     try:
         return open_backend()
     except MissingKey as exc:
-        raise MissingKey(exc.variable, key_option) from None
+        raise MissingKey(exc.variable, key_option, exc.problem) from None
 
 
 async def _check(backend: Backend, connection: Connection, who: str, url_option: str,
