@@ -116,6 +116,19 @@ def test_empty_inputs_are_one_clear_error():
                               model="judge", base_url="http://127.0.0.1:9/v1", cache_path="")
 
 
+def test_a_none_input_is_one_clear_error():
+    """``instruction_types=None`` (or ``references=None``) failed inside evaluate with
+    "TypeError: 'NoneType' object is not subscriptable"; it is one message naming the input."""
+    from adept_eval.metrics.speech_judge import SpeechJudge
+
+    given = dict(predictions=["a.wav"], references=["Say it sadly."],
+                 instruction_types=["instruction/emotion"])
+    for name in ("instruction_types", "references"):
+        with pytest.raises(ValueError, match=f"^speech_judge: {name} is None: give a list"):
+            SpeechJudge().compute(**{**given, name: None}, model="judge",
+                                  base_url="http://127.0.0.1:9/v1", cache_path="")
+
+
 def test_a_key_given_as_a_value_points_to_api_key_env():
     """``api_key="sk-..."`` was "unknown option(s) api_key" and no more: the message says keys
     come from the environment and which option names the variable, before any request."""

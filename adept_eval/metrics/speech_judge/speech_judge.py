@@ -85,8 +85,9 @@ class SpeechJudge(evaluate.Metric):
         )
 
     def add_batch(self, *, predictions=None, references=None, **kwargs):
-        """As evaluate's, with empty lists one clear error (``refuse_empty``)."""
-        refuse_empty("speech_judge", predictions)
+        """As evaluate's, with empty lists or a None input one clear error (``refuse_empty``)."""
+        refuse_empty("speech_judge", predictions, references=references,
+                     instruction_types=kwargs.get("instruction_types"))
         return super().add_batch(predictions=predictions, references=references, **kwargs)
 
     def _compute(self, predictions, references, instruction_types, instruction_audio=None,
