@@ -172,6 +172,21 @@ def test_persistent_failures_are_failures_not_scores(vstyle, server, tmp_path):
     assert out["histogram"] == {str(s): 0 for s in range(1, 6)}
 
 
+def test_a_failure_after_retries_says_how_many_attempts_it_took(vstyle, server, tmp_path):
+    """An item whose requests failed every retry read "request failed: InternalServerError (HTTP
+    500): server error", the same as one never retried: lm-eval's samples keep only that
+    detail, so the retries (bounded by max_retries) went unreported there."""
+    server.add_fault("500", times=3)
+    server.add_fault("401")  # not retried: nothing to add
+    out = judge(_items(vstyle)[:2], _cfg(server, tmp_path, concurrency=1, max_retries=2),
+                progress=False)
+    first, second = out["items"]
+    assert first["requests"] == 3 and first["detail"] == (
+        "judgement 1: request failed: InternalServerError (HTTP 500): server error "
+        "(gave up after 3 attempts)")
+    assert second["requests"] == 1 and second["detail"].endswith("invalid api key")
+
+
 def test_cache_makes_reruns_free(vstyle, server, tmp_path):
     items = _items(vstyle)[:10]
     cfg = _cfg(server, tmp_path)

@@ -346,7 +346,9 @@ class OpenAICompatible(Backend):
                 return await self._attempt(session, body)
             except _Failure as fail:
                 if not fail.retry or attempt == self.max_retries:
-                    raise BackendError(str(fail)) from None
+                    tried = f" (gave up after {attempt + 1} attempts)" if fail.retry and attempt \
+                        else ""
+                    raise BackendError(f"{fail}{tried}") from None
                 wait = fail.wait if fail.wait is not None else \
                     min(8.0, 0.5 * 2 ** attempt) * (0.75 + 0.25 * random.random())
                 await asyncio.sleep(wait)
