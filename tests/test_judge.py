@@ -77,8 +77,14 @@ def test_evaluate_load_scores_vstyle_examples(vstyle, server, tmp_path):
     for rec in vstyle:
         for r in rec.responses:
             by_type[rec.ability].append(r.judge_score)
+    from adept_eval.judge.runner import mean_interval
+
     for t, scores in by_type.items():
         assert out["score_by_type"][t]["score"] == pytest.approx(statistics.mean(scores))
+        # each type's mean has its n and interval, as the overall score has (it had only n)
+        assert out["score_by_type"][t]["n_judged"] == len(scores)
+        assert out["score_by_type"][t]["score_ci95"] == pytest.approx(list(mean_interval(scores)),
+                                                                      nan_ok=True)
 
 
 def test_add_batch_combine_arrays_and_direct_class(vstyle, server, tmp_path):

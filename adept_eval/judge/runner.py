@@ -334,6 +334,14 @@ def mean_interval(values: list[float]) -> tuple[float, float]:
     return within(*t_interval([float(v) for v in values]), SCORE_RANGE)
 
 
+def _type_summary(results: list[ItemResult]) -> dict:
+    """One instruction type's mean, with its 95% interval (as the overall score's) and its n."""
+    scores = [r.score for r in results if r.status == "ok"]
+    return {"score": float(np.mean(scores)) if scores else float("nan"),
+            "score_ci95": list(mean_interval(scores)),
+            "n_judged": len(scores), "n_failed": len(results) - len(scores)}
+
+
 def summarize(results: list[ItemResult], identity: dict) -> dict:
     ok = [r for r in results if r.status == "ok"]
     scores = [r.score for r in ok]
@@ -346,11 +354,7 @@ def summarize(results: list[ItemResult], identity: dict) -> dict:
     return {
         "score": float(np.mean(scores)) if scores else float("nan"),
         "score_ci95": [lo, hi],
-        "score_by_type": {t: {"score": float(np.mean([r.score for r in rs if r.status == "ok"]))
-                              if any(r.status == "ok" for r in rs) else float("nan"),
-                              "n_judged": sum(r.status == "ok" for r in rs),
-                              "n_failed": sum(r.status != "ok" for r in rs)}
-                          for t, rs in sorted(by_type.items())},
+        "score_by_type": {t: _type_summary(rs) for t, rs in sorted(by_type.items())},
         "histogram": {str(s): hist.get(s, 0) for s in range(1, 6)},
         "n": n,
         "n_judged": len(ok),
