@@ -32,6 +32,8 @@ def test_tolerated_forms(text, score):
     # the last bracket decides: an earlier number is never read past a verdict that is not one
     "Content [[2]]. Final score: [[4/5]]", "I cannot rate. [[3]] Final score: [[N/A]]",
     "Style [[4]]. Final score: [[Four]]", "[[5]] Final score: [[3-4]]", "[[4]] Final score: [[]]",
+    # cut off (max_tokens) inside the last bracket: it was scored from the earlier [[2]]
+    "Content [[2]]. Final score: [[4", "Content [[2]]. Final score: [[", "Final score: [[4",
 ])
 def test_unparseable_or_out_of_range(text):
     parsed = parse_verdict(text)

@@ -6,7 +6,8 @@ markup around it (``## Final Score: **[[4]]**``), ``4.0``. Anything else (no bra
 fraction, a word, a number outside 1..5) is unparseable: the runner asks again and, past its
 limit, records a failure. A failure is never turned into a score - not even from an earlier
 bracket: in ``Content [[2]]. Final score: [[4/5]]`` the verdict is the last bracket, ``4/5``,
-and it is unparseable (reading past it to the ``[[2]]`` scored the item 2).
+and it is unparseable (reading past it to the ``[[2]]`` scored the item 2); so is a verdict cut off
+inside its last bracket (``Content [[2]]. Final score: [[4``, at max_tokens).
 """
 
 from __future__ import annotations
@@ -32,7 +33,11 @@ class Parsed:
 def parse_verdict(text: str | None) -> Parsed:
     if not text or not str(text).strip():
         return Parsed(None, "empty verdict")
-    brackets = _BRACKETS.findall(str(text))
+    text = str(text)
+    brackets = _BRACKETS.findall(text)
+    if "[[" in text[text.rfind("]]") + 2 if brackets else 0:]:
+        # a verdict cut off (max_tokens) inside its last bracket: never scored from an earlier one
+        return Parsed(None, "the last [[ is not closed (was the verdict cut off?)")
     if not brackets:
         return Parsed(None, "no [[score]] in the verdict")
     last = _SCORE.fullmatch(brackets[-1])
