@@ -6,7 +6,8 @@ response audio's sha256 (``replay``), or a default. Faults can be queued to test
 ``429`` (with Retry-After), ``500``, ``401`` (bad key), ``timeout`` (answers too late), ``drop``
 (closes the connection mid-request), ``malformed`` (a verdict without a score), ``html200`` (an
 HTML page with status 200, as a misconfigured proxy sends), ``notjson200`` (status 200, JSON
-content type, a body that is not JSON). ``latency`` delays every
+content type, a body that is not JSON), ``length`` (a verdict cut off at max_tokens, quoting the
+prompt's ``Final score: [[1]]`` before it stops: ``finish_reason: "length"``). ``latency`` delays every
 answer. Counters record what arrived, per audio hash, to prove nothing was lost or sent twice.
 """
 
@@ -178,12 +179,16 @@ class JudgeServer(LoopbackServer):
                     verdict = server.responder(body, audios, texts)
                 if kind == "malformed":
                     verdict = "I cannot decide on a score for this one."
+                finish = "stop"
+                if kind == "length":
+                    verdict, finish = ("Step 1: the languages match (otherwise Final score: [[1]])."
+                                       "\nStep 2: the content is"), "length"
                 with server._lock:
                     server.completed[key] += 1
                 self._json(200, {
                     "id": f"chatcmpl-{server.requests}", "object": "chat.completion",
                     "created": int(time.time()), "model": body["model"],
-                    "choices": [{"index": 0, "finish_reason": "stop",
+                    "choices": [{"index": 0, "finish_reason": finish,
                                  "message": {"role": "assistant", "content": verdict}}],
                     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
 

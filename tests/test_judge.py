@@ -193,6 +193,19 @@ def test_a_failure_after_retries_says_how_many_attempts_it_took(vstyle, server, 
     assert second["requests"] == 1 and second["detail"].endswith("invalid api key")
 
 
+def test_a_verdict_cut_off_at_max_tokens_is_a_failure_not_a_score(vstyle, server, tmp_path):
+    """A verdict cut off at max_tokens (finish_reason "length") that had quoted the prompt's
+    "Final score: [[1]]" before it stopped was scored 1; it is a counted failure saying why."""
+    server.add_fault("length")
+    out = judge(_items(vstyle)[:2], _cfg(server, tmp_path, concurrency=1, max_tokens=64),
+                progress=False)
+    first, second = out["items"]
+    assert first["status"] == "failed" and first["score"] is None
+    assert "cut off at max_tokens=64" in first["detail"]
+    assert second["status"] == "ok" and out["n_judged"] == 1 and out["n_failed"] == 1
+    assert out["histogram"]["1"] == int(second["score"] == 1)
+
+
 def test_cache_makes_reruns_free(vstyle, server, tmp_path):
     items = _items(vstyle)[:10]
     cfg = _cfg(server, tmp_path)

@@ -23,7 +23,8 @@ precedence. Every request actually sent - retries and requests that timed out in
 counted (``count_requests``). A failure keeps its real reason: the HTTP status and the server's
 message (or the start of its body), or the transport error. A reply that is not a well-formed
 completion (an HTML page or non-JSON body with status 200, no choices) is a ``BackendError`` for
-that request, like a 500.
+that request, like a 500, and so is a completion cut off at ``max_tokens`` (``finish_reason:
+length``).
 """
 
 from __future__ import annotations
@@ -300,7 +301,13 @@ class OpenAICompatible(Backend):
                   "messages": []}
         if seed is not None:
             kwargs["seed"] = seed
-        content = _first_message(await self._post(self.body(kwargs, parts))).get("content")
+        reply = await self._post(self.body(kwargs, parts))
+        content = _first_message(reply).get("content")
+        if reply["choices"][0].get("finish_reason") == "length":
+            # a reply cut off mid-way is no answer: a verdict that stops before its score may
+            # already quote the prompt's "Final score: [[1]]", which would be read as its score
+            raise BackendError(f"the reply was cut off at max_tokens={max_tokens} "
+                               "(finish_reason 'length'): raise max_tokens")
         return self._hide_key(content) if isinstance(content, str) else ""
 
     async def speak(self, parts, *, voice, system_prompt="", temperature=None):
