@@ -135,6 +135,22 @@ def test_a_none_input_is_one_clear_error():
                                   base_url="http://127.0.0.1:9/v1", cache_path="")
 
 
+def test_a_dead_server_is_named_by_the_metrics_own_options():
+    """``compute(base_url=<dead>)`` said "speech judge: judge_base_url=... does not answer (...
+    is judge_base_url right, does it need judge_api_key_env=NAME?)": lm-eval's option names,
+    which an evaluate user never typed. The metric's message names base_url and api_key_env."""
+    from adept_eval.llm.client import LLMUnavailable
+    from adept_eval.metrics.speech_judge import SpeechJudge
+
+    with pytest.raises(LLMUnavailable) as info:
+        SpeechJudge().compute(predictions=["a.wav"], references=["Say it sadly."],
+                              instruction_types=["instruction/emotion"], model="judge",
+                              base_url="http://127.0.0.1:9/v1", cache_path="", progress=False)
+    message = str(info.value)
+    assert message.startswith("speech_judge: base_url=http://127.0.0.1:9/v1 does not answer")
+    assert "does it need api_key_env=NAME?" in message and "judge_" not in message
+
+
 def test_a_key_given_as_a_value_points_to_api_key_env():
     """``api_key="sk-..."`` was "unknown option(s) api_key" and no more: the message says keys
     come from the environment and which option names the variable, before any request."""

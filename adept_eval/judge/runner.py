@@ -188,11 +188,16 @@ def _parse(text: str):
 #: how the judge's server settings are named to its users (``LLMClient.check``)
 SERVER_OPTIONS = {"who": "speech judge", "url_option": "judge_base_url",
                   "key_option": "judge_api_key_env"}
+#: as the ``speech_judge`` metric's users name them (``compute(base_url=..., api_key_env=...)``)
+METRIC_SERVER_OPTIONS = {"who": "speech_judge", "url_option": "base_url",
+                         "key_option": "api_key_env"}
 
 
 class JudgeRunner:
-    def __init__(self, config: JudgeConfig, backend: Backend | None = None):
+    def __init__(self, config: JudgeConfig, backend: Backend | None = None,
+                 server_options: dict | None = None):
         self.config = config
+        self.server_options = server_options or SERVER_OPTIONS  # how messages name the server
         self.prompts = config.prompt_set()
         self.model = self.model_of(config)
         self.client = LLMClient(config.connection(self.model),
@@ -229,7 +234,7 @@ class JudgeRunner:
         identity = self.identity()
         if items:
             try:
-                await self.client.check(**SERVER_OPTIONS)
+                await self.client.check(**self.server_options)
             except BaseException:
                 await self.client.aclose()
                 raise
@@ -370,9 +375,11 @@ def summarize(results: list[ItemResult], identity: dict) -> dict:
 
 
 def judge(items: list[JudgeItem], config: JudgeConfig, *, progress: bool = True,
-          backend: Backend | None = None) -> dict:
-    """Judge items and summarise: the one entry point the metric, tasks and CLI share."""
-    runner = JudgeRunner(config, backend)
+          backend: Backend | None = None, server_options: dict | None = None) -> dict:
+    """Judge items and summarise: the one entry point the metric, tasks and CLI share.
+    ``server_options`` names the server's settings in messages as the caller's users spell
+    them (default ``SERVER_OPTIONS``: ``judge_base_url``, ``judge_api_key_env``)."""
+    runner = JudgeRunner(config, backend, server_options)
     try:
         results = runner.run(items, progress=progress)
         return summarize(results, runner.identity())

@@ -7,6 +7,7 @@ import datasets
 import evaluate
 
 from adept_eval.judge import JudgeConfig, JudgeItem, judge
+from adept_eval.judge.runner import METRIC_SERVER_OPTIONS
 from adept_eval.metrics import refuse_empty
 
 _CITATION = """\
@@ -104,4 +105,4 @@ class SpeechJudge(evaluate.Metric):
         config = JudgeConfig(prompts=tuple(sorted((prompts or {}).items())), **options)
         items = [JudgeItem(p, r, t, instruction_audio[i] if instruction_audio else None, str(i))
                  for i, (p, r, t) in enumerate(zip(predictions, references, instruction_types))]
-        return judge(items, config, progress=progress)
+        return judge(items, config, progress=progress, server_options=METRIC_SERVER_OPTIONS)
