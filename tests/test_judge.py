@@ -365,6 +365,21 @@ def test_keys_go_only_to_their_own_service(vstyle, server, tmp_path, monkeypatch
                                  cache_path=""), progress=False)
 
 
+def test_openai_key_never_goes_to_a_server_named_by_openai_base_url(vstyle, server,
+                                                                    monkeypatch):
+    """With OPENAI_BASE_URL naming a local server (as vLLM users set it) and no base_url,
+    OPENAI_API_KEY was sent to that server, and without the key the run stopped with "no API
+    key for api.openai.com"; the key is resolved for the server actually asked."""
+    secret = "sk-" + "z" * 40
+    monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    items = _items(vstyle)[:1]
+    out = judge(items, JudgeConfig(model="m", cache_path=""), progress=False)
+    assert out["n_judged"] == 1 and server.authorization == set()
+    monkeypatch.delenv("OPENAI_API_KEY")
+    assert judge(items, JudgeConfig(model="m", cache_path=""), progress=False)["n_judged"] == 1
+
+
 def test_missing_key_for_hosted_backend_is_a_clear_error(monkeypatch):
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)

@@ -246,10 +246,13 @@ class OpenAICompatible(Backend):
             raise BackendSetupError("the LLM backend needs a model name (model=...; llm_model= "
                                     "for the audio-llm listener, judge_model= for the judge)")
         self.model, self.base_url = model, base_url
-        self._key = resolve_key(base_url, api_key_env, tuple(service_envs), tuple(service_hosts))
+        # OPENAI_BASE_URL: the variable OpenAI's SDKs read when no base_url is given. The key
+        # is resolved for the server actually asked: OPENAI_API_KEY goes to api.openai.com
+        # only, not to a local server that OPENAI_BASE_URL names
+        target = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        self._key = resolve_key(target, api_key_env, tuple(service_envs), tuple(service_hosts))
         self.sends_key = self._key is not None
-        # OPENAI_BASE_URL: the variable OpenAI's SDKs read when no base_url is given
-        root = str(base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL).rstrip("/")
+        root = str(target or OPENAI_URL).rstrip("/")
         self._url = root + "/chat/completions"
         self._models_url = root + "/models"
         self.endpoint = public_url(root)
