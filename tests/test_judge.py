@@ -312,6 +312,15 @@ def test_bad_input_fails_only_that_item(vstyle, server, tmp_path):
     assert out["n_failed"] == 5 and out["failure_rate"] == pytest.approx(5 / 7)
 
 
+def test_an_empty_path_is_named_as_such(vstyle, server, tmp_path):
+    """A prediction "" (an answer that was never written) read "response: .: cannot be read (Is
+    a directory)": Path("") is the current folder. It says the path is empty."""
+    items = _items(vstyle)[:1] + [JudgeItem("", "say hi", "t"), JudgeItem("  ", "say hi", "t")]
+    out = judge(items, _cfg(server, tmp_path), progress=False)
+    assert [x["status"] for x in out["items"]] == ["ok", "bad_input", "bad_input"]
+    assert [x["detail"] for x in out["items"][1:]] == ["response: no audio (an empty path)"] * 2
+
+
 def test_k_judgements_median_and_spread(vstyle, tmp_path):
     with JudgeServer() as srv:
         items = _items(vstyle)[:1]

@@ -178,6 +178,8 @@ def inspect(value, checks: AudioChecks, policy: AudioPolicy, what: str = "audio"
     if isinstance(value, dict) and "array" not in value and value.get("path"):
         value = value["path"]
     if isinstance(value, (str, Path)):
+        if not str(value).strip():  # Path("") is ".": it read "./: cannot be read (Is a directory)"
+            raise BadInput("bad_input", f"{what}: no audio (an empty path)")
         src = _inspect_file(Path(value), checks, what)
         if src.audio is not None and _sendable(src.data, policy):
             # the original bytes will be sent: do not hold the decoded samples (MBs per item)
