@@ -16,6 +16,7 @@ import soundfile as sf
 
 from adept_eval.judge import JudgeConfig, JudgeItem, judge
 from adept_eval.llm import LLMUnavailable
+from adept_eval.options import OptionError
 from testing.judge_server import JudgeServer
 from conftest import shared_or_skip
 
@@ -255,6 +256,12 @@ def test_judge_options_are_read_as_their_types():
     assert (cfg.concurrency, cfg.rpm, cfg.seed, cfg.include_instruction_audio) == \
         (8, 30.0, None, True)
     for field, value in [("concurrency", "abc"), ("concurrency", 0), ("timeout", "-1"),
-                         ("judgements", 1.5), ("audio_format", "flac")]:
+                         ("judgements", 1.5), ("audio_format", "flac"), ("backend", "claude")]:
         with pytest.raises(JudgeOptionError, match=f"{field}="):
             JudgeConfig(**{field: value})
+    # "unknown LLM backend 'claude'" named neither judge_backend nor the metric's backend=
+    from adept_eval.vstyle_harness import judge_config
+
+    with pytest.raises(OptionError, match=r"^--metadata judge_backend='claude': no such "
+                                          r"backend; use gemini or openai$"):
+        judge_config({"judge_backend": "claude", "judge_model": "m"})

@@ -107,6 +107,11 @@ class JudgeConfig:
         object.__setattr__(self, "include_instruction_audio", flag)
         if self.audio_format not in ("original", "wav"):
             raise JudgeOptionError("audio_format", self.audio_format, "use 'original' or 'wav'")
+        from ..llm.backends import BACKENDS
+
+        if self.backend not in BACKENDS:  # named now, as the option its user typed
+            raise JudgeOptionError("backend", self.backend,
+                                   f"no such backend; use {' or '.join(BACKENDS.names())}")
 
     @property
     def sampling_temperature(self) -> float:
