@@ -236,6 +236,23 @@ def test_cache_makes_reruns_free(vstyle, server, tmp_path):
     assert server.requests == before + 2
 
 
+def test_a_verdict_read_another_way_is_not_served_from_the_cache(vstyle, server, tmp_path,
+                                                                  monkeypatch):
+    """The cache keeps the score a verdict was read as; when verdicts are read differently
+    (this stop: one cut off inside its last bracket or at max_tokens is no score), a score read
+    the old way must not be served again: the parser's version is part of the key."""
+    from adept_eval.judge import runner
+
+    items = _items(vstyle)[:3]
+    cfg = _cfg(server, tmp_path)
+    judge(items, cfg, progress=False)
+    before = server.requests
+    assert judge(items, cfg, progress=False)["n_cached_judgements"] == 3
+    monkeypatch.setattr(runner, "PARSER_VERSION", "another")
+    again = judge(items, cfg, progress=False)
+    assert again["n_cached_judgements"] == 0 and server.requests == before + 3
+
+
 KILLABLE = r'''
 import json, sys
 from adept_eval.judge import JudgeConfig, JudgeItem, judge

@@ -5,7 +5,8 @@ there, or refuses the key, stops the run with one message naming ``judge_base_ur
 (``LLMUnavailable``) instead of failing every item. Per item: the response's bytes are read and
 hashed, and checked (decodes, finite, not silent, not over the length limit) once per distinct
 content - the outcome is cached by hash, so a file seen before is not decoded again. Per
-judgement: a cache hit (key: the server that answers, the model, the audio's hash, the rendered
+judgement: a cache hit (key: the server that answers, the model, how verdicts are read
+(``verdict.PARSER_VERSION``), the audio's hash, the rendered
 prompt and the judge's decoding and audio settings - never a key or anything secret), or a
 request carrying the original MP3/WAV bytes when
 the backend takes them (otherwise a 16-bit WAV at ``audio_rate``). The client retries transport
@@ -35,7 +36,7 @@ from ..llm.cache import cache_key
 from ..llm.client import Connection, LLMClient, RateLimiter, default_cache, run_sync
 from ..options import OptionError, number, yes_no
 from .prompt import PromptSet
-from .verdict import parse_verdict
+from .verdict import PARSER_VERSION, parse_verdict
 
 __all__ = ["BadInput", "ItemResult", "JudgeConfig", "JudgeItem", "JudgeOptionError", "JudgeRunner",
            "RateLimiter", "judge", "prepare_audio", "run_sync", "summarize"]
@@ -288,7 +289,7 @@ class JudgeRunner:
         res.prompt, res.prompt_sha256 = prompt.source, prompt.sha256
         text = prompt.render(item.instruction_type, instruction)
         base_key = dict(backend=c.backend, server=server, model=self.model,
-                        prompt_sha256=prompt.sha256,
+                        parser=PARSER_VERSION, prompt_sha256=prompt.sha256,
                         prompt=text, audio=response.sha256,
                         instruction_audio=instr.sha256 if instr else None,
                         temperature=c.sampling_temperature, max_tokens=c.max_tokens, seed=c.seed,

@@ -18,6 +18,11 @@ from dataclasses import dataclass
 _SCORE = re.compile(r"\s*[\"'`*]*\s*([+-]?\d+(?:\.\d+)?)\s*[\"'`*]*\s*")
 _BRACKETS = re.compile(r"\[\[(.*?)\]\]", re.S)
 SCORE_RANGE = (1, 5)
+#: how verdicts are read (bump whenever a verdict reads differently): part of every judgement's
+#: cache key, since the cache keeps the score it read - a verdict scored before the reading
+#: changed (2: a verdict cut off inside its last bracket, or at max_tokens, is no score) would
+#: be served again as it was
+PARSER_VERSION = "2"
 
 
 @dataclass(frozen=True)
