@@ -24,6 +24,11 @@ class TasksChoiceError(UserError, ValueError):
     (a typo: named, with the nearest names), or tasks and groups that share a task."""
 
 
+class OptionError(UserError, ValueError):
+    """An lm-eval option that a run of adept-eval's models or tasks cannot honour (its result
+    would be wrong, or lm-eval would stop with a traceback): refused, naming the option."""
+
+
 def user_error_types() -> tuple[type[BaseException], ...]:
     """Exception types whose message is the whole story (no traceback needed)."""
     types: list[type[BaseException]] = [UserError]

@@ -233,6 +233,30 @@ def test_lm_eval_refuses_a_key_the_task_sets_itself(tasks, metadata, key, says, 
     assert done.returncode != 0
     line = _one_error_line(done)
     assert f"{key!r} is not a --metadata key" in line and says in line, line
+
+
+@pytest.mark.parametrize("flag, says", [
+    (["--use_cache", "{tmp}/cache/db"], "keys each answer by its prompt alone"),
+    (["--cache_requests", "true"], "keys a task's questions by the task name alone"),
+    (["--cache_requests", "refresh"], "keys a task's questions by the task name alone"),
+    (["--apply_chat_template"], "no chat prompt"),
+    (["--check_integrity"], "lm_eval validate"),
+])
+def test_lm_eval_refuses_options_that_would_replay_or_crash(flag, says, corpus, systems,
+                                                             tmp_path):
+    """--use_cache replayed an earlier run's sample records (keyed by prompt, not by system or
+    files): a second system, every sample present, was scored with the first one's missing
+    sample (acc 0.9, failed 1). --cache_requests replayed questions built with other --metadata
+    (graded=false still printed graded figures). --apply_chat_template and --check_integrity
+    ended in lm-eval tracebacks. Each is one message naming the flag, before anything runs."""
+    flag = [f.format(tmp=tmp_path) for f in flag]
+    done = _run([console_script("lm_eval"), "--model", "audio-dir", "--model_args",
+                 f"path={systems['copy']}", "--tasks", "adept_marked_tonicity_female",
+                 *flag], tmp_path, ADEPT_EVAL_CORPUS=str(corpus.root))
+    assert done.returncode == 2, done.stderr[-2000:]
+    line = _one_error_line(done)
+    assert line.startswith(f"error: {flag[0]}: not for adept-eval") and says in line, line
+    assert "Running" not in done.stderr and not (tmp_path / "cache").exists()
     assert "TypeError" not in done.stderr and "multiple values" not in done.stderr
 
 

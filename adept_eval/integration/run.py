@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 
+from ..errors import OptionError
 from .fallback import fell_back, mark, ours, patched
 from .task_index import REQUESTED
 
@@ -29,6 +30,7 @@ def patch_evaluator(evaluator_module) -> None:
         try:
             is_ours = ours(model, kwargs.get("tasks"))
             if is_ours:
+                refuse_options(original, args, kwargs)
                 settings.refuse_secrets(parse_model_args(model_args), "--model_args")
                 settings.refuse_secrets(dict(kwargs.get("metadata") or {}), "--metadata")
                 # before lm-eval's task loader call would be a TypeError (settings.TASK_KEYS)
@@ -36,7 +38,7 @@ def patch_evaluator(evaluator_module) -> None:
                 settings.refuse_task_keys(dict(kwargs.get("metadata") or {}), "--metadata")
                 settings.note_run(model, model_args)
                 identity.reset()
-        except settings.SettingsError:
+        except (settings.SettingsError, OptionError):
             raise
         except Exception as exc:
             fell_back("settings", exc)
@@ -59,3 +61,39 @@ def patch_evaluator(evaluator_module) -> None:
                     pass
 
     evaluator_module.simple_evaluate = mark(simple_evaluate)
+
+
+#: lm-eval options a run of ours refuses, and why (lm-eval 0.4.13's ``simple_evaluate`` keywords)
+REFUSED = {
+    "use_cache": "lm-eval's response cache keys each answer by its prompt alone, not by the "
+                 "system or its files, so a later run would score the samples an earlier run "
+                 "recorded (another system's, or files replaced since); leave it out "
+                 "(tts-command caches its outputs by content itself)",
+    "cache_requests": "lm-eval's request cache keys a task's questions by the task name alone, "
+                      "but each question carries the run's corpus, listener and listener "
+                      "options, so a later run with other --metadata would be scored with the "
+                      "cached ones while its results record the new; leave it out (the "
+                      "questions take well under a second to build)",
+    "apply_chat_template": "adept-eval's systems turn each question's stimuli into audio; "
+                           "there is no chat prompt to apply a template to",
+    "check_integrity": "it runs lm-eval's own unit tests of each task, which adept-eval's "
+                       "tasks do not have (`lm_eval validate --tasks ...` checks their "
+                       "configuration)",
+}
+
+
+def refuse_options(original, args, kwargs) -> None:
+    """Refuse, before anything is built, an lm-eval option whose effect on a run of ours would
+    be wrong results or a traceback (``REFUSED``): the two caches replay what an earlier run
+    recorded, keyed on less than what decides our answers (lm-eval 0.4.13 replayed another
+    system's missing sample, or graded figures asked off, without a word), and the chat
+    template and integrity check ended in lm-eval's NotImplementedError / FileNotFoundError.
+    ``cache_requests`` refused only when it reads or writes the cache (deleting it is fine)."""
+    import inspect
+
+    given = inspect.signature(original).bind_partial(*args, **kwargs).arguments
+    for option, why in REFUSED.items():
+        value = given.get(option)
+        if option == "use_cache" and value is None or option != "use_cache" and not value:
+            continue
+        raise OptionError(f"--{option}: not for adept-eval's models and tasks: {why}")
