@@ -257,6 +257,31 @@ def test_lm_eval_refuses_options_that_would_replay_or_crash(flag, says, corpus, 
     line = _one_error_line(done)
     assert line.startswith(f"error: {flag[0]}: not for adept-eval") and says in line, line
     assert "Running" not in done.stderr and not (tmp_path / "cache").exists()
+
+
+@pytest.mark.parametrize("flag, says", [
+    (["--log_samples"], "--log_samples needs --output_path"),
+    (["--predict_only"], "--predict_only needs --output_path"),
+    (["--wandb_args", "project=x"], "--wandb_args: wandb is not installed"),
+    (["--output_path", "out", "--hf_hub_log_args", "hub_results_org=o,push_results_to_hub=True"],
+     "--hf_hub_log_args push_results_to_hub=True: lm-eval pushes with the token in the "
+     "HF_TOKEN environment variable, which is not set"),
+])
+def test_lm_eval_flag_mistakes_are_one_message(flag, says, corpus, tmp_path):
+    """lm-eval's own checks of these flags ended in tracebacks (a ValueError twice, and an
+    UnboundLocalError from its W&B logger when wandb is missing): for a run of our tasks, one
+    message naming the flag, exit status 2."""
+    import importlib.util
+
+    if flag[0] == "--wandb_args" and importlib.util.find_spec("wandb") is not None:
+        pytest.skip("wandb is installed here")
+    done = _run([console_script("lm_eval"), "--model", "adept-natural", "--tasks",
+                 "adept_marked_tonicity_female", *flag], tmp_path,
+                ADEPT_EVAL_CORPUS=str(corpus.root), HF_TOKEN="")
+    assert done.returncode == 2, done.stderr[-2000:]
+    line = _one_error_line(done)
+    assert line == f"error: {says}" or line.startswith(f"error: {says}"), line
+    assert not (tmp_path / "out").exists()
     assert "TypeError" not in done.stderr and "multiple values" not in done.stderr
 
 
