@@ -194,8 +194,7 @@ class Run:
 
     @property
     def timestamp(self) -> str:
-        m = re.search(r"results_(.+)\.json$", self.results_path.name)
-        return m.group(1) if m else self.results_path.stem
+        return stamp_of(self.results_path.name) or self.results_path.stem
 
     @property
     def file_id(self) -> tuple[int, int]:
@@ -255,8 +254,24 @@ class Run:
                                    "scorers or on different corpora; publish them as separate runs")
 
 
+#: lm-eval 0.4.13's run stamp, ``datetime.now().isoformat()`` with ``-`` for ``:``
+STAMP = r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?"
+
+
+def stamp_of(name: str) -> str | None:
+    """The run stamp in a results file's name, or None when the name is not lm-eval's:
+    ``results_<stamp>.json`` (``--output_path`` a folder) or ``<name>_<stamp>.json``
+    (``--output_path <name>.json``, which lm-eval 0.4.13 writes beside its samples as
+    ``samples_<task>_<stamp>.jsonl``). The second form was not recognised: such a run's logged
+    samples were never found (``report`` printed no subcategory or pooled tables and asked for
+    ``--log_samples``), and a folder holding it had "no results file"."""
+    m = re.fullmatch(r"results_(.+)\.json", name) or re.fullmatch(rf".+_({STAMP})\.json", name)
+    return m.group(1) if m else None
+
+
 def run_files(path: Path) -> list[Path]:
-    return sorted(path.rglob("results_*.json")) if path.is_dir() else [path]
+    return sorted(f for f in path.rglob("*.json") if stamp_of(f.name)) if path.is_dir() \
+        else [path]
 
 
 def load_run(path: str | Path, run: str | None = None) -> Run:
@@ -298,9 +313,8 @@ def _stamp_time(path: Path) -> float:
     that cannot be read - else its modification time."""
     from datetime import datetime
 
-    m = re.search(r"results_(.+)\.json$", path.name)
     try:
-        day, _, clock = (m.group(1) if m else path.stem).partition("T")
+        day, _, clock = (stamp_of(path.name) or path.stem).partition("T")
         return datetime.fromisoformat(f"{day}T{clock.replace('-', ':', 2)}").timestamp()
     except ValueError:
         try:
@@ -428,8 +442,9 @@ def find_runs(paths: list[str | Path]) -> list[Run]:
         p = Path(source)
         if not p.exists():
             raise PublishError(f"{source}: no such file or folder")
-        files = sorted(f for f in p.rglob("results*.json")
-                       if not STAGING_DIRS & set(f.relative_to(p).parts[:-1])) \
+        files = sorted(f for f in p.rglob("*.json")
+                       if (f.name.startswith("results") or stamp_of(f.name))
+                       and not STAGING_DIRS & set(f.relative_to(p).parts[:-1])) \
             if p.is_dir() else [p]
         found = []
         for f in files:

@@ -355,6 +355,30 @@ def test_plain_lm_eval_cli_finds_tasks_and_models(corpus, tmp_path):
         assert (task in done.stdout.split()) is not off, (off, done.stdout)
 
 
+def test_a_run_saved_to_a_json_file_name_is_found_with_its_samples(corpus, tmp_path):
+    """`--output_path run.json` (lm-eval's other form) writes run_<stamp>.json beside
+    samples_<task>_<stamp>.jsonl. report read only results_<stamp>.json names: given the file
+    it found no logged samples (no subcategory or pooled graded table, and a request to use
+    --log_samples, which the run had used); given the folder, "no results file"."""
+    from faults import console_script
+
+    lm_eval = console_script("lm_eval")
+    env = {"ADEPT_EVAL_CORPUS": str(corpus.root), "ADEPT_EVAL_HOME": str(tmp_path / "home"),
+           "COLUMNS": "200"}
+    done = _cli([lm_eval, "--model", "adept-natural", "--tasks", "adept_emotion_female",
+                 "--output_path", str(tmp_path / "out" / "run.json"), "--log_samples"],
+                env, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    saved, = (tmp_path / "out").glob("run_*.json")
+    assert list((tmp_path / "out").glob("samples_adept_emotion_female_*.jsonl"))
+    for target in (saved, tmp_path / "out"):
+        done = _cli([sys.executable, "-m", "adept_eval.cli", "report", str(target)], env,
+                    tmp_path)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "--log_samples" not in done.stdout and "pause_agreement" in done.stdout
+        assert "fear" in done.stdout and saved.name in done.stdout
+
+
 def test_on_missing_wrong_with_no_usable_sample_is_one_message_not_a_score_of_zero(
         corpus, tmp_path):
     """audio-dir with on_missing=wrong and a folder holding none of the samples (a mistyped
