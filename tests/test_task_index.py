@@ -206,3 +206,23 @@ def test_overlapping_groups_of_ours_are_one_message_before_anything_loads():
     for fine in ("adept", "adept_female,adept_male", ["adept", "hellaswag"], "adept,adept",
                  "adept_emotion_female,vstyle_en_empathy", None):
         assert overlapping_tasks_of_ours(fine) is None, fine
+
+
+def test_include_path_naming_our_own_task_folder_is_not_indexed_twice(tmp_path):
+    """`--include_path` at adept-eval's own task folder (or its adept/ folder) had lm-eval index
+    it a second time, with one "overrides existing task" warning per YAML - each task
+    overriding itself from the same file. A copy elsewhere still overrides, as documented."""
+    import shutil
+
+    from faults import console_script
+
+    from adept_eval.lm_eval_plugin import task_dir
+
+    copy = tmp_path / "mine"
+    shutil.copytree(task_dir() / "adept", copy)
+    for folder, overrides in ((task_dir(), False), (task_dir() / "adept", False), (copy, True)):
+        done = subprocess.run([console_script("lm_eval"), "validate", "--tasks",
+                               "adept_marked_tonicity_female", "--include_path", str(folder)],
+                              capture_output=True, text=True, cwd=tmp_path, timeout=600)
+        assert done.returncode == 0 and "All tasks found and valid" in done.stdout, done.stderr
+        assert ("overrides existing task" in done.stderr) is overrides, (folder, done.stderr)

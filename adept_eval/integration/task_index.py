@@ -53,12 +53,9 @@ def patch_task_manager(manager_module) -> None:
     def __init__(self, *args, include_path=None, **kwargs):
         try:
             ours = str(task_dir())
-            if include_path is None:
-                paths = [ours]
-            elif isinstance(include_path, (list, tuple)):
-                paths = [ours, *include_path]
-            else:
-                paths = [ours, include_path]
+            given = [] if include_path is None else list(include_path) \
+                if isinstance(include_path, (list, tuple)) else [include_path]
+            paths = [ours, *(p for p in given if not within_ours(p))]
             requested = REQUESTED.get()
             if not args and kwargs.get("include_defaults", True) and requested is not None \
                     and only_ours(requested):
@@ -69,6 +66,19 @@ def patch_task_manager(manager_module) -> None:
         original(self, *args, include_path=paths, **kwargs)
 
     cls.__init__ = mark(__init__, original)
+
+
+def within_ours(path) -> bool:
+    """Is ``path`` adept-eval's task folder or a folder inside it? Such an ``--include_path`` is
+    indexed already: lm-eval 0.4.13 indexed it a second time and warned, for each of our ~20
+    YAMLs, that the task "overrides existing task" - from the very same file."""
+    from pathlib import Path
+
+    try:
+        mine, theirs = task_dir().resolve(), Path(path).resolve()
+    except (OSError, TypeError, ValueError):
+        return False
+    return theirs == mine or mine in theirs.parents
 
 
 def patch_config(config_module) -> None:
