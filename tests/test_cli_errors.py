@@ -241,6 +241,8 @@ def test_lm_eval_refuses_a_key_the_task_sets_itself(tasks, metadata, key, says, 
     (["--cache_requests", "refresh"], "keys a task's questions by the task name alone"),
     (["--apply_chat_template"], "no chat prompt"),
     (["--check_integrity"], "lm_eval validate"),
+    (["--system_instruction", "Speak clearly"], "read no text prompt"),
+    (["--gen_kwargs", "temperature=0.5,do_sample=True"], "generate no text"),
 ])
 def test_lm_eval_refuses_options_that_would_replay_or_crash(flag, says, corpus, systems,
                                                              tmp_path):
@@ -248,7 +250,9 @@ def test_lm_eval_refuses_options_that_would_replay_or_crash(flag, says, corpus, 
     files): a second system, every sample present, was scored with the first one's missing
     sample (acc 0.9, failed 1). --cache_requests replayed questions built with other --metadata
     (graded=false still printed graded figures). --apply_chat_template and --check_integrity
-    ended in lm-eval tracebacks. Each is one message naming the flag, before anything runs."""
+    ended in lm-eval tracebacks. --system_instruction and --gen_kwargs were ignored, yet written
+    into the results as the run's settings. Each is one message naming the flag, before
+    anything runs."""
     flag = [f.format(tmp=tmp_path) for f in flag]
     done = _run([console_script("lm_eval"), "--model", "audio-dir", "--model_args",
                  f"path={systems['copy']}", "--tasks", "adept_marked_tonicity_female",

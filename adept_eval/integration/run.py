@@ -79,6 +79,11 @@ REFUSED = {
     "check_integrity": "it runs lm-eval's own unit tests of each task, which adept-eval's "
                        "tasks do not have (`lm_eval validate --tasks ...` checks their "
                        "configuration)",
+    "system_instruction": "adept-eval's systems read no text prompt, so the instruction would "
+                          "change nothing while the results recorded it as used",
+    "gen_kwargs": "adept-eval's systems generate no text, so the settings would change nothing "
+                  "while the results recorded them as used (a system's own options go in "
+                  "--model_args, a listener's or judge's in --metadata)",
 }
 
 
@@ -87,7 +92,9 @@ def refuse_options(original, args, kwargs) -> None:
     be wrong results or a traceback (``REFUSED``): the two caches replay what an earlier run
     recorded, keyed on less than what decides our answers (lm-eval 0.4.13 replayed another
     system's missing sample, or graded figures asked off, without a word), and the chat
-    template and integrity check ended in lm-eval's NotImplementedError / FileNotFoundError.
+    template and integrity check ended in lm-eval's NotImplementedError / FileNotFoundError,
+    and a system instruction or generation settings were ignored without a word yet written
+    into the results' config as if they had shaped the run.
     ``cache_requests`` refused only when it reads or writes the cache (deleting it is fine)."""
     import inspect
 
