@@ -275,7 +275,10 @@ def _distance_counts(dist_a: dict, dist_b: dict, stimuli: list[str]) -> dict:
         return sum(1 for s in stimuli if math.isnan(dist[s]))
 
     kept = [s for s in stimuli if not (math.isnan(dist_a[s]) or math.isnan(dist_b[s]))]
-    mean = lambda dist: sum(dist[s] for s in kept) / len(kept) if kept else math.nan  # noqa: E731
+
+    def mean(dist):
+        return sum(dist[s] for s in kept) / len(kept) if kept else math.nan
+
     return {"mean_a": mean(dist_a), "mean_b": mean(dist_b), "stimuli": len(stimuli),
             "left_out": len(stimuli) - len(kept), "undefined_a": undefined(dist_a),
             "undefined_b": undefined(dist_b)}

@@ -345,8 +345,10 @@ def mean_interval(values: list[float]) -> tuple[float, float]:
     return within(*t_interval([float(v) for v in values]), SCORE_RANGE)
 
 
-def _type_summary(results: list[ItemResult]) -> dict:
-    """One instruction type's mean, with its 95% interval (as the overall score's) and its n."""
+def _scored(results: list[ItemResult]) -> dict:
+    """The mean score of the judged items among ``results`` with its 95% interval
+    (``mean_interval``) and its n, judged and failed: the whole run's and each instruction
+    type's, one way."""
     scores = [r.score for r in results if r.status == "ok"]
     return {"score": float(np.mean(scores)) if scores else float("nan"),
             "score_ci95": list(mean_interval(scores)),
@@ -355,22 +357,21 @@ def _type_summary(results: list[ItemResult]) -> dict:
 
 def summarize(results: list[ItemResult], identity: dict) -> dict:
     ok = [r for r in results if r.status == "ok"]
-    scores = [r.score for r in ok]
     by_type = defaultdict(list)
     for r in results:
         by_type[r.instruction_type].append(r)
     hist = Counter(s for r in ok for s in r.scores)
-    lo, hi = mean_interval(scores)
     n = len(results)
+    whole = _scored(results)
     return {
-        "score": float(np.mean(scores)) if scores else float("nan"),
-        "score_ci95": [lo, hi],
-        "score_by_type": {t: _type_summary(rs) for t, rs in sorted(by_type.items())},
+        "score": whole["score"],
+        "score_ci95": whole["score_ci95"],
+        "score_by_type": {t: _scored(rs) for t, rs in sorted(by_type.items())},
         "histogram": {str(s): hist.get(s, 0) for s in range(1, 6)},
         "n": n,
-        "n_judged": len(ok),
-        "n_failed": n - len(ok),
-        "failure_rate": (n - len(ok)) / n if n else float("nan"),
+        "n_judged": whole["n_judged"],
+        "n_failed": whole["n_failed"],
+        "failure_rate": whole["n_failed"] / n if n else float("nan"),
         "mean_spread": float(np.mean([r.spread for r in ok if r.spread is not None]))
         if any(r.spread is not None for r in ok) else None,
         "n_cached_judgements": sum(r.cached for r in results),
