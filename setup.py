@@ -1,7 +1,7 @@
 """Everything is declared in setup.cfg; this file only adds the lm-eval start-up hook.
 
 setuptools has no declarative way to put a .pth file at the top of site-packages, which is
-how adept-eval makes plain ``lm_eval --tasks adept_...`` work (see adept_eval/lm_eval_plugin.py).
+how adept-eval makes plain ``lm_eval --tasks adept_...`` work (see adept_eval/harness/startup.py).
 """
 
 from pathlib import Path

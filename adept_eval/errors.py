@@ -29,6 +29,14 @@ class OptionError(UserError, ValueError):
     would be wrong, or lm-eval would stop with a traceback): refused, naming the option."""
 
 
+class CorpusError(UserError, RuntimeError):
+    """The corpus is missing, incomplete or malformed; the message lists every problem."""
+
+
+class SettingsError(UserError, ValueError):
+    """A --model_args / --metadata key that no component owns, or one holding a secret."""
+
+
 def user_error_types() -> tuple[type[BaseException], ...]:
     """Exception types whose message is the whole story (no traceback needed)."""
     types: list[type[BaseException]] = [UserError]

@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .suites import SUITES
+from adept_eval.suites import SUITES
 
 KEY = "adept_eval"
 
@@ -42,7 +42,7 @@ def adept_corpus(corpus) -> dict:
 
 
 def is_synthetic(corpus) -> bool:
-    from .synthetic import sentence
+    from adept_eval.corpora.synthetic import sentence
 
     sample = corpus.recordings[:: max(1, len(corpus.recordings) // 12)] or corpus.recordings
     return bool(sample) and all(r.text.strip() == sentence(r.cls, r.sentence_id) for r in sample)
@@ -51,7 +51,7 @@ def is_synthetic(corpus) -> bool:
 def vstyle_corpus(folder: Path, language: str) -> dict:
     """sha256 of the VStyle metadata, and whether it is the published sample (``sample``: the
     project page's examples, not the benchmark: its scores never reach a model card)."""
-    from .vstyle import SAMPLE_METADATA, metadata_file
+    from adept_eval.corpora.vstyle import SAMPLE_METADATA, metadata_file
 
     path = metadata_file(folder)
     return {"name": f"VStyle-{language}", "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
@@ -79,7 +79,7 @@ def scorer_key(scorer: dict | None) -> str:
 
 def attach(results: dict, model=None, model_args=None) -> dict:
     """Add the run's identity to lm-eval's results dict (in place; returns it)."""
-    from . import __version__
+    from adept_eval import __version__
 
     if not isinstance(results, dict) or "results" not in results:
         return results

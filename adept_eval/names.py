@@ -8,7 +8,7 @@ imports it at every interpreter start-up, so it must stay this small.
 
 from __future__ import annotations
 
-from .registry import Registry
+from adept_eval.registry import Registry
 
 #: the systems under test, as lm-eval models (``--model NAME``): lm-eval's registry gets these
 #: same lazy targets from the start-up hook, so no model module is imported before it is used

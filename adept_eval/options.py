@@ -9,7 +9,7 @@ would otherwise switch the check off without a word.
 
 from __future__ import annotations
 
-from .errors import UserError
+from adept_eval.errors import UserError
 
 __all__ = ["OptionError", "YES", "NO", "number", "text", "yes_no", "parse_model_args"]
 

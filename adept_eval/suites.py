@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from . import spec, vstyle
+from adept_eval.corpora import spec, vstyle
 
 SUB = "{sub}"  # in a metric's name: one record standing for every subcategory a task scores
 

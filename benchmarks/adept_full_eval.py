@@ -44,8 +44,8 @@ from pathlib import Path  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from adept_eval.errors import run_script  # noqa: E402
-from adept_eval.options import arg_type  # noqa: E402
+from adept_eval.errors import run_script
+from adept_eval.options import arg_type
 
 PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -150,8 +150,8 @@ def one_run(system: Path, corpus: str, home: Path) -> dict:
     from lm_eval import simple_evaluate
     from lm_eval.tasks import TaskManager
 
-    from adept_eval.lm_eval_plugin import register
-    from adept_eval.listeners.acoustic import AcousticListener
+    from adept_eval.harness.startup import register
+    from adept_eval.scoring.listeners.acoustic import AcousticListener
     from adept_eval.models.base import SpeechSystem
 
     register()
@@ -195,7 +195,7 @@ def one_run(system: Path, corpus: str, home: Path) -> dict:
 def _forget_system_features(system: Path, home: Path) -> None:
     """As if the system had just written its samples anew: their features not cached, and
     the same bytes written again (a new change time: no index of content keys knows them)."""
-    from adept_eval.prosody import FeatureStore
+    from adept_eval.signal.prosody import FeatureStore
 
     store = FeatureStore(home / "features")
     for wav in system.rglob("*.wav"):
@@ -219,7 +219,7 @@ def main() -> int:
     if not lm_eval_exe:
         sys.exit("lm_eval is not on PATH: install adept-eval (pip install .) first")
     work = Path(tempfile.mkdtemp(prefix="adept-bench-"))
-    from adept_eval import synthetic
+    from adept_eval.corpora import synthetic
 
     if args.corpus:
         corpus = args.corpus
@@ -296,8 +296,8 @@ def median_row(runs: list[dict]) -> dict:
 def corpus_counts(corpus: str) -> tuple[int, int, int]:
     """(tasks with questions, questions, distinct stimuli asked for) of the corpus at
     ``corpus``: what a full evaluation of it asks a system for."""
-    from adept_eval.corpus import load_corpus
-    from adept_eval.questions import all_questions
+    from adept_eval.corpora.corpus import load_corpus
+    from adept_eval.corpora.questions import all_questions
 
     qs = all_questions(load_corpus(corpus, download=False, progress=False))
     return (sum(1 for v in qs.values() if v), sum(len(v) for v in qs.values()),

@@ -37,13 +37,13 @@ from pathlib import Path  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from adept_eval.errors import run_script  # noqa: E402
-from adept_eval.options import arg_type  # noqa: E402
+from adept_eval.errors import run_script
+from adept_eval.options import arg_type
 
 
 def sentences(corpus):
     """Every (class, speaker, sentence id) of ADEPT, with its subcategories."""
-    from adept_eval import spec
+    from adept_eval.corpora import spec
 
     for cls_name, cls in spec.CLASSES.items():
         for speaker in spec.SPEAKERS:
@@ -54,7 +54,7 @@ def sentences(corpus):
 def forget_system(system: Path, feature_dir: Path) -> None:
     """As if the system had just written its samples (``adept_full_eval``'s warm runs): their
     features not cached, the same bytes written again (no index of content keys knows them)."""
-    from adept_eval.prosody import FeatureStore
+    from adept_eval.signal.prosody import FeatureStore
 
     store = FeatureStore(feature_dir)
     for wav in system.rglob("*.wav"):
@@ -81,9 +81,9 @@ def main(argv=None) -> int:
     work = Path(tempfile.mkdtemp(prefix="adept-graded-bench-"))
     os.environ["ADEPT_EVAL_HOME"] = str(work / "home")
 
-    from adept_eval import spec, synthetic
-    from adept_eval.corpus import load_corpus
-    from adept_eval.prosody import FeatureStore
+    from adept_eval.corpora import spec, synthetic
+    from adept_eval.corpora.corpus import load_corpus
+    from adept_eval.signal.prosody import FeatureStore
 
     if args.corpus:
         os.environ["ADEPT_EVAL_CORPUS"] = args.corpus
@@ -155,8 +155,8 @@ def evaluate(system: Path, graded: bool):
     from lm_eval import simple_evaluate
     from lm_eval.tasks import TaskManager
 
-    from adept_eval import harness
-    from adept_eval.lm_eval_plugin import register
+    from adept_eval.harness import adept as harness
+    from adept_eval.harness.startup import register
 
     register()
     harness.clear_caches()
@@ -173,7 +173,7 @@ def evaluate(system: Path, graded: bool):
 
 def graded_records(res) -> list:
     """Every stimulus' graded record from an lm-eval run's logged samples."""
-    from adept_eval.harness import graded_records as of_items
+    from adept_eval.harness.adept import graded_records as of_items
 
     items = []
     for task, samples in res["samples"].items():
@@ -184,7 +184,7 @@ def graded_records(res) -> list:
 
 
 def _print_summary(label: str, records) -> None:
-    from adept_eval import graded
+    from adept_eval.scoring import graded
 
     summary = graded.aggregate(records, clusters=graded.adept_sentence_clusters(records))
     print(f"\n{label}: graded figures over stimuli (mean [95% bootstrap CI], n, failed)")

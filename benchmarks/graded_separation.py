@@ -31,8 +31,8 @@ from pathlib import Path  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from adept_eval.errors import run_script  # noqa: E402
-from adept_eval.options import arg_type  # noqa: E402
+from adept_eval.errors import run_script
+from adept_eval.options import arg_type
 
 FIGURES = ("prosody_distance", "ffe", "f0_rmse_norm_st", "f0_corr")
 LEVEL = 0.05
@@ -40,7 +40,7 @@ LEVEL = 0.05
 
 def score(listener, system: Path, sentence_limit: int):
     """class -> graded records of the system's stimuli (first ``sentence_limit`` sentences)."""
-    from adept_eval import spec
+    from adept_eval.corpora import spec
 
     by_class: dict[str, list] = {}
     for cls_name, cls in spec.CLASSES.items():
@@ -68,9 +68,9 @@ def main(argv=None) -> int:
         parser.error(f"argument --system: give at least two systems to order (got "
                      f"{len(args.system)})")
 
-    from adept_eval import graded, stats
-    from adept_eval.corpus import Corpus
-    from adept_eval.listeners import get_listener
+    from adept_eval.scoring import graded, stats
+    from adept_eval.corpora.corpus import Corpus
+    from adept_eval.scoring.listeners import get_listener
 
     systems = []
     for item in args.system:
@@ -123,7 +123,7 @@ def main(argv=None) -> int:
 def paired(a_records, b_records, stats):
     """``stats.paired_difference`` of ``b`` - ``a`` in prosody_distance over the stimuli both
     scored (a failed or undefined one on either side is left out), clustered by sentence."""
-    from adept_eval import graded
+    from adept_eval.scoring import graded
 
     a = {r.id: r.prosody_distance for r in a_records if r.status == "ok"}
     b = {r.id: r.prosody_distance for r in b_records if r.status == "ok"}

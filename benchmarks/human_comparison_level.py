@@ -1,7 +1,7 @@
 """Does `adept-eval compare` of two human-listener runs hold its level? Old method vs new.
 
 Simulates listening tests with no difference between the two systems from the planner's
-two-way logit model (``adept_eval.stats``: participant sd 1.0, question sd 1.5,
+two-way logit model (``adept_eval.scoring.stats``: participant sd 1.0, question sd 1.5,
 system-by-question sd 1.0 by default; 165 questions over ADEPT's 12 tasks), in two designs:
 
 - rotated: the listening test's own (``design.plan_for``; participant i hears task j in system
@@ -40,10 +40,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from adept_eval import spec, stats  # noqa: E402
-from adept_eval.errors import run_script  # noqa: E402
-from adept_eval.listening_test.plan import rotation  # noqa: E402
-from adept_eval.options import arg_type  # noqa: E402
+from adept_eval.corpora import spec
+from adept_eval.scoring import stats
+from adept_eval.errors import run_script
+from adept_eval.listening_test.plan import rotation
+from adept_eval.options import arg_type
 
 PER_SYSTEM = (5, 10, 20, 50)
 

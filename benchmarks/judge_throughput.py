@@ -49,8 +49,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from adept_eval.errors import run_script  # noqa: E402
-from adept_eval.options import arg_type  # noqa: E402
+from adept_eval.errors import run_script
+from adept_eval.options import arg_type
 
 DEFAULT_AUDIO = ROOT.parent / "shared" / "data" / "vstyle_examples" / "en" / "wav"
 HEADLINE = ((64, 0.25), (256, 2.0))  # the targets: >= 90% of ideal

@@ -63,9 +63,9 @@ REPO = Path(__file__).resolve().parent.parent
 BUILD = """
 import sys
 from pathlib import Path
-from adept_eval.corpus import Corpus
+from adept_eval.corpora.corpus import Corpus
 from adept_eval.listening_test.design import build_test
-from adept_eval.synthetic import build_corpus
+from adept_eval.corpora.synthetic import build_corpus
 out = Path(sys.argv[1])
 corpus = Corpus(build_corpus(out.parent / "adept"))
 build_test(corpus, out, {"natural": None}, tasks=sys.argv[2].split(","), seed=1)

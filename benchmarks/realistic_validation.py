@@ -111,7 +111,7 @@ def main() -> int:
 
 
 def _run(args, rotations, renderings, earlier, cache) -> int:
-    from adept_eval.listeners.acoustic import listener_version
+    from adept_eval.scoring.listeners.acoustic import listener_version
     from adept_eval.validation import benchmark, method_change
 
     if args.family:

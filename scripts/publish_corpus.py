@@ -20,10 +20,16 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from adept_eval import __version__, spec
-from adept_eval.corpus import Corpus, load_corpus
+from adept_eval import __version__
+from adept_eval.corpora import spec
+from adept_eval.corpora.corpus import Corpus, load_corpus
 from adept_eval.errors import run_script
-from adept_eval.data import QUESTION_FEATURES, RECORDING_FEATURES, questions_dataset, recordings_dataset
+from adept_eval.corpora.dataset import (
+    QUESTION_FEATURES,
+    RECORDING_FEATURES,
+    questions_dataset,
+    recordings_dataset,
+)
 
 
 def _embed(cell: dict) -> dict:

@@ -14,8 +14,8 @@ from __future__ import annotations
 import sys
 
 from adept_eval import __version__
-from adept_eval.hub import publish_metric_space
-from adept_eval.lm_eval_plugin import prosody_transfer_path
+from adept_eval.results.runs import publish_metric_space
+from adept_eval.harness.startup import prosody_transfer_path
 
 APP = '''import evaluate
 import gradio as gr

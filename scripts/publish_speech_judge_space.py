@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import sys
 
-from adept_eval.hub import publish_metric_space
-from adept_eval.lm_eval_plugin import speech_judge_path
+from adept_eval.results.runs import publish_metric_space
+from adept_eval.harness.startup import speech_judge_path
 
 APP = '''import os
 

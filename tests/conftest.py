@@ -64,7 +64,7 @@ SYSTEM_RECIPES = {"copy": {}, "partial": {"transfer_fraction": 0.5}, "flat": {"t
 @pytest.fixture(scope="session")
 def _synthetic_material(tmp_path_factory) -> dict[str, Path]:
     """The synthetic corpus ("adept") and the simulated systems, built together."""
-    from adept_eval.synthetic import build_corpus, build_system
+    from adept_eval.corpora.synthetic import build_corpus, build_system
 
     builds = {"adept": lambda folder: str(build_corpus(folder))}
     for name, kw in SYSTEM_RECIPES.items():
@@ -79,14 +79,14 @@ def synthetic_root(_synthetic_material) -> Path:
 
 @pytest.fixture(scope="session")
 def synthetic_zip(tmp_path_factory, synthetic_root) -> Path:
-    from adept_eval.synthetic import zip_corpus
+    from adept_eval.corpora.synthetic import zip_corpus
 
     return zip_corpus(synthetic_root, tmp_path_factory.mktemp("zenodo") / "ADEPT.zip")
 
 
 @pytest.fixture(scope="session")
 def corpus(synthetic_root):
-    from adept_eval.corpus import Corpus
+    from adept_eval.corpora.corpus import Corpus
 
     return Corpus(synthetic_root)
 
@@ -120,7 +120,7 @@ def systems(_synthetic_material) -> dict[str, Path]:
 def use_corpus(corpus, monkeypatch):
     """The synthetic corpus as ADEPT_EVAL_CORPUS, with the harness' per-process caches reset."""
     monkeypatch.setenv("ADEPT_EVAL_CORPUS", str(corpus.root))
-    from adept_eval import harness
+    from adept_eval.harness import adept as harness
 
     harness.clear_caches()
     return corpus
@@ -132,7 +132,7 @@ def run_lm_eval(model: str, tasks: list[str], *, model_args: dict | None = None,
     from lm_eval import simple_evaluate
     from lm_eval.tasks import TaskManager
 
-    from adept_eval.lm_eval_plugin import register
+    from adept_eval.harness.startup import register
 
     register()
     model_args = model_args or {}

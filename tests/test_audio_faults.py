@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from adept_eval.audio import Audio, AudioError, check_audio, from_array, read_audio, signal_problems
+from adept_eval.signal.audio import (
+    Audio,
+    AudioError,
+    check_audio,
+    from_array,
+    read_audio,
+    signal_problems,
+)
 from faults import console_script, open_up, public_dir, run_as_unprivileged
 
 RATE = 16000
@@ -194,7 +201,7 @@ def test_hub_audio_cells_get_the_same_checks():
     """Audio bytes from a dataset cell are decoded through audio.py too: NaN is an error."""
     import io
 
-    from adept_eval.data import decode
+    from adept_eval.corpora.dataset import decode
 
     x = _speech_like()
     x[3] = np.nan
@@ -209,7 +216,7 @@ def test_the_llm_check_stops_decoding_once_the_file_is_proven_not_silent(tmp_pat
     (a cold item's main cost); every other file gets the full check, and the verdicts agree
     with it - including a loud blip in a long silent file, which is silent over the whole file."""
     import adept_eval.llm.audio as llm_audio
-    from adept_eval.audio import read_audio, signal_problems
+    from adept_eval.signal.audio import read_audio, signal_problems
 
     x = _speech_like()  # 1 s
     files = {
@@ -267,7 +274,7 @@ def test_integer_pcm_arrays_are_scaled_by_their_full_scale():
     Python ints are taken as they are."""
     import numpy as np
 
-    from adept_eval.audio import from_array
+    from adept_eval.signal.audio import from_array
 
     tone = np.sin(np.linspace(0, 200, 8000))
     for pcm, step in ((np.round(tone * 32767).astype(np.int16), 1e-4),
@@ -285,8 +292,8 @@ def test_the_prosody_analysis_refuses_a_rate_it_cannot_use(rate, seconds):
     """A header claiming a few Hz would be resampled to 16 kHz, thousands of times its size (a
     1 Hz file took 230 s and 21 GB): the analysis refuses it first, naming the file, below the
     audio check's MIN_RATE (the check refuses such files too)."""
-    from adept_eval import prosody
-    from adept_eval.audio import MIN_RATE
+    from adept_eval.signal import prosody
+    from adept_eval.signal.audio import MIN_RATE
 
     noise = np.random.default_rng(0).normal(0, 0.1, int(rate * seconds)).astype(np.float32)
     with pytest.raises(AudioError, match=rf"odd\.wav: sampling rate {rate} Hz is below {MIN_RATE}"):
@@ -294,7 +301,7 @@ def test_the_prosody_analysis_refuses_a_rate_it_cannot_use(rate, seconds):
 
 
 def test_the_prosody_analysis_refuses_more_than_one_utterance():
-    from adept_eval import prosody
+    from adept_eval.signal import prosody
 
     rate = 8000
     long = np.zeros(rate * 61, dtype=np.float32)  # the cap, MAX_ANALYSIS_S, is 60 s
@@ -307,7 +314,7 @@ def test_samples_that_fail_the_check_are_not_handed_to_the_listener(use_corpus, 
                                                                     monkeypatch):
     """A refused sample is scored as failed and never analysed: the listener's head start
     (``harness.samples_produced``) gets only the samples that passed the audio check."""
-    from adept_eval import harness
+    from adept_eval.harness import adept as harness
     from conftest import run_lm_eval
 
     task = "adept_marked_tonicity_female"

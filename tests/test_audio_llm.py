@@ -7,11 +7,11 @@ import statistics
 
 import pytest
 
-from adept_eval import spec
+from adept_eval.corpora import spec
 from adept_eval.cli import main
 from adept_eval.judge import JudgeConfig
 from adept_eval.judge.runner import prepare_audio
-from adept_eval.listeners.audio_llm import parse_letter
+from adept_eval.scoring.listeners.audio_llm import parse_letter
 from testing.judge_server import JudgeServer
 from conftest import run_lm_eval, shared_or_skip
 
@@ -81,7 +81,7 @@ def test_position_bias_is_exposed(use_corpus, tmp_path):
     assert r["order_agreement,none"] == pytest.approx(1 / 3)  # three orders, three answers
     # three answers, one vote each: the tie goes to the question's own order, whose "A" is its
     # first sample, so the listener is right exactly where the answer is the first sample
-    from adept_eval.questions import build_questions
+    from adept_eval.corpora.questions import build_questions
 
     qs = build_questions(use_corpus, "adept_emotion_female")
     assert r["acc,none"] == pytest.approx(sum(q.answer == 0 for q in qs) / len(qs))
@@ -106,7 +106,7 @@ def test_ceiling_command_prints_the_table(use_corpus, capsys):
 
 
 def test_openai_speech_model_on_vstyle(tmp_path):
-    from adept_eval.vstyle import load_records
+    from adept_eval.corpora.vstyle import load_records
 
     folder = shared_or_skip("data", "vstyle_examples", "en")
     records = [r for r in load_records(folder) if r.category == "role_play"]

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from adept_eval.cli import main
-from adept_eval.questions import build_questions
+from adept_eval.corpora.questions import build_questions
 from testing.judge_server import JudgeServer
 
 
@@ -20,7 +20,7 @@ def _dead_url() -> str:
 
 
 def _listener(corpus, url, **kw):
-    from adept_eval.listeners import get_listener
+    from adept_eval.scoring.listeners import get_listener
 
     return get_listener("audio-llm", corpus=corpus, llm_base_url=url, llm_model="m",
                         llm_cache="", **kw)
@@ -56,7 +56,7 @@ def test_lm_eval_without_a_server_exits_non_zero(corpus, tmp_path):
 
 
 def test_a_refused_key_stops_at_once_and_a_named_key_works(corpus, monkeypatch):
-    from adept_eval.listeners.audio_llm import LLMUnavailable
+    from adept_eval.scoring.listeners.audio_llm import LLMUnavailable
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-this-server")
     with JudgeServer(api_key="local-secret") as srv:

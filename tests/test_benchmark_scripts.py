@@ -51,7 +51,8 @@ def test_human_comparison_level_methods_draw_from_their_own_streams():
     is printed with its interval and n."""
     import numpy as np
 
-    from adept_eval import spec, stats
+    from adept_eval.corpora import spec
+    from adept_eval.scoring import stats
 
     bench = _module("benchmarks/human_comparison_level.py")
     model = stats.ClusterModel(0.5, 1.0, 1.5, 1.0)
@@ -155,8 +156,8 @@ def test_adept_full_eval_refuses_repeat_0():
 def test_adept_full_eval_counts_its_corpus_and_takes_true_medians(synthetic_root, tmp_path):
     """It printed "12 tasks, 165 questions, 195 system samples" whatever --corpus held, and
     runs[len // 2] as the median (the upper middle run for an even --repeat)."""
-    from adept_eval.corpus import Corpus
-    from adept_eval.questions import all_questions
+    from adept_eval.corpora.corpus import Corpus
+    from adept_eval.corpora.questions import all_questions
 
     bench = _module("benchmarks/adept_full_eval.py")
     runs = [{"wall": w, "cpu": c, "peak_mib": m} for w, c, m in ((4, 3, 100), (2, 1, 300),

@@ -10,7 +10,8 @@ import math
 import numpy as np
 import pytest
 
-from adept_eval import harness, recognition, stats
+from adept_eval.harness import adept as harness
+from adept_eval.scoring import recognition, stats
 
 SD = 1.5  # sentence effect, logit scale
 

@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 
-from adept_eval import stats
+from adept_eval.scoring import stats
 
 
 # ----------------------------------------------------------------------------- hand-computed
@@ -367,7 +367,7 @@ def test_two_way_variance_is_the_differences_spread_where_the_bootstrap_was_not(
     """2,000 simulated null tests of the rotated design, 10 per system: the two-way variance's
     mean is the difference's actual variance across tests; the pigeonhole bootstrap's (the
     same plus twice the responses' own noise) overstated it by more than half."""
-    sizes = [t.n_questions for t in __import__("adept_eval.spec").spec.TASKS.values()]
+    sizes = [t.n_questions for t in __import__("adept_eval.corpora.spec").corpora.spec.TASKS.values()]
     y, heard, (d, var, df) = _null_tests(10, sizes, 2000, seed=31)
     assert df == 19
     assert var.mean() == pytest.approx(d.var(), rel=0.1)
@@ -386,7 +386,7 @@ def test_two_way_test_holds_its_level_in_both_designs(design):
     0.0-2.8% on the rotation). ``benchmarks/human_comparison_level.py`` prints the full grid."""
     from adept_eval.listening_test.plan import design_power
 
-    sizes = [t.n_questions for t in __import__("adept_eval.spec").spec.TASKS.values()]
+    sizes = [t.n_questions for t in __import__("adept_eval.corpora.spec").corpora.spec.TASKS.values()]
     if design == "one system":
         sizes = [sum(sizes)]
     for n, seed in ((5, 2), (10, 3), (20, 4), (50, 5)):

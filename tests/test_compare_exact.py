@@ -1,4 +1,4 @@
-"""adept_eval.compare and the leaderboard's tie tests against cases with a known answer: the
+"""adept_eval.results.compare and the leaderboard's tie tests against cases with a known answer: the
 p-values are worked out here by hand (sign patterns counted, binomial tails, Holm's steps,
 the z test's formula), never by the function under test. Fast: outcomes are built in memory,
 no lm_eval run."""
@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from adept_eval import compare, leaderboard
-from adept_eval.compare import QuestionOutcome
-from adept_eval.leaderboard import Row
+from adept_eval.results import compare, leaderboard
+from adept_eval.results.compare import QuestionOutcome
+from adept_eval.results.leaderboard import Row
 
 TASK, CLS = "adept_emotion_female", "emotion"
 TASK2, CLS2 = "adept_topical_emphasis_female", "topical_emphasis"

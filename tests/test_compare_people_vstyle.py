@@ -41,8 +41,8 @@ def human_runs(tmp_path_factory, synthetic_root, systems):
     """Two systems, each heard by its own 10 participants: A's listeners recognise about 85% of
     the questions, B's about 45%; plus a third system heard by the same people as A (same
     skill), scored from another file."""
-    from adept_eval.corpus import Corpus
-    from adept_eval.questions import LETTERS, build_questions
+    from adept_eval.corpora.corpus import Corpus
+    from adept_eval.corpora.questions import LETTERS, build_questions
 
     tmp = tmp_path_factory.mktemp("human")
     env = {**os.environ, "ADEPT_EVAL_CORPUS": str(synthetic_root),
@@ -99,7 +99,7 @@ def test_compare_human_runs_through_the_shell(human_runs):
     # strata, sentences - 1), the interval d -+ t * se, and p < 0.05 iff 0 lies outside it
     assert "Cameron-Gelbach-Miller" in pooled["method"]
     assert pooled["df"] == min(20 - 2, pooled["sentences"] - 1)
-    half = __import__("adept_eval.stats").stats.t_quantile(0.95, pooled["df"]) * pooled["se"]
+    half = __import__("adept_eval.scoring.stats").scoring.stats.t_quantile(0.95, pooled["df"]) * pooled["se"]
     assert pooled["ci_high"] == pytest.approx(min(1.0, pooled["acc_difference"] + half))
     assert f"t interval and test ({pooled['df']} df pooled)" in " ".join(done.stdout.split())
     for cell in data["adept"]["tasks"].values():  # each task: its own sentences
@@ -142,7 +142,7 @@ def test_compare_says_whether_the_same_people_answered_both_runs(human_runs):
 
 
 def test_participants_of_two_runs_overlap_or_are_unknown():
-    from adept_eval.compare import QuestionOutcome, participants, participants_label
+    from adept_eval.results.compare import QuestionOutcome, participants, participants_label
 
     def run(*who):
         return {"q1": QuestionOutcome("q1", "t", "emotion", "s1", 1.0, 0, "human",
@@ -175,7 +175,7 @@ def test_compare_refuses_a_human_run_against_a_machine_run(human_runs, machine_r
 # ----------------------------------------------------------------------------- VStyle
 def _published_weight(category: str, sub: str) -> float:
     """VStyle's weighting as ../shared/README.md describes it (not taken from the code)."""
-    from adept_eval.vstyle import CATEGORIES
+    from adept_eval.corpora.vstyle import CATEGORIES
 
     if category == "acoustic_attributes":
         return 0.25 / 2 if sub == "composite_properties" else 0.25 / 2 / 6
@@ -198,7 +198,7 @@ def _overall(by_ability: dict) -> float:
 def vstyle_runs(tmp_path_factory):
     from adept_eval.judge import JudgeConfig
     from adept_eval.judge.runner import prepare_audio
-    from adept_eval.vstyle import load_records
+    from adept_eval.corpora.vstyle import load_records
     from testing.judge_server import JudgeServer
 
     folder = shared_or_skip("data", "vstyle_examples", "en")
@@ -253,7 +253,7 @@ def test_compare_vstyle_runs_through_the_shell(vstyle_runs):
     assert "failed judgements (never scored): A 0, B 6, 6 instructions left out" in done.stdout
     # independently, from the recorded verdicts: VStyle's overall of each system over the
     # instructions both were judged on
-    from adept_eval.vstyle import normalise_ability
+    from adept_eval.corpora.vstyle import normalise_ability
 
     scores = {"gpt-4o-audio-preview-2025-06-03": defaultdict(list),
               "Qwen2.5-Omni": defaultdict(list)}

@@ -8,9 +8,9 @@ import os
 
 import pytest
 
-from adept_eval import content_keys
-from adept_eval.content_keys import INDEX_NAME, ContentKeys, file_digest
-from adept_eval.prosody import FEATURE_VERSION, FeatureStore
+from adept_eval.signal import content_keys
+from adept_eval.signal.content_keys import INDEX_NAME, ContentKeys, file_digest
+from adept_eval.signal.prosody import FEATURE_VERSION, FeatureStore
 
 
 @pytest.fixture

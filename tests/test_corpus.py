@@ -4,8 +4,8 @@ import zipfile
 
 import pytest
 
-from adept_eval import spec
-from adept_eval.corpus import Corpus, CorpusError, expected_stimuli, load_corpus, open_path
+from adept_eval.corpora import spec
+from adept_eval.corpora.corpus import Corpus, CorpusError, expected_stimuli, load_corpus, open_path
 
 
 def test_expected_layout_matches_tutorial_counts():
@@ -103,7 +103,7 @@ def test_the_corpus_digest_is_remembered_until_a_file_changes(corpus, tmp_path, 
     as one recording changes; the remembered value is the one hashing gives."""
     import os
 
-    from adept_eval import corpus as corpus_module
+    from adept_eval.corpora import corpus as corpus_module
 
     monkeypatch.setenv("ADEPT_EVAL_HOME", str(tmp_path / "home"))
     root = _copy(corpus.root, tmp_path)

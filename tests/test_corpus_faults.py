@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from adept_eval import spec, zenodo
+from adept_eval.corpora import spec, zenodo
 from adept_eval.cli import main
-from adept_eval.corpus import Corpus, CorpusError, PROMPTS_FILE, cache_home, open_path
+from adept_eval.corpora.corpus import Corpus, CorpusError, PROMPTS_FILE, cache_home, open_path
 from testing.zenodo_server import ZenodoServer
 
 
@@ -144,7 +144,7 @@ def test_prepare_decodes_every_recording_and_names_the_bad_one(synthetic_root, t
     assert "Traceback" not in err
     # an evaluation never starts on it either (the corpus' fault is not charged to a system)
     monkeypatch.setenv("ADEPT_EVAL_CORPUS", str(root))
-    from adept_eval.corpus import load_corpus
+    from adept_eval.corpora.corpus import load_corpus
 
     with pytest.raises(CorpusError, match="ad00_0001.wav"):
         load_corpus()

@@ -1,6 +1,11 @@
 import numpy as np
 
-from adept_eval.data import all_question_datasets, decode, questions_dataset, recordings_dataset
+from adept_eval.corpora.dataset import (
+    all_question_datasets,
+    decode,
+    questions_dataset,
+    recordings_dataset,
+)
 
 
 def test_recordings_dataset(corpus):

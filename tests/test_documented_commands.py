@@ -26,7 +26,7 @@ SECRET = "sk-" + "documentedcommandsecret" * 2
 
 # ----------------------------------------------------------------------------- lm-eval's parser
 def _parse(monkeypatch, *argv):
-    from adept_eval.lm_eval_plugin import register
+    from adept_eval.harness.startup import register
 
     register()
     from lm_eval._cli.harness import HarnessCLI
@@ -179,7 +179,7 @@ def test_in_process_tts_says_what_to_return(use_corpus, tmp_path):
 
     from adept_eval.models.base import SystemSetupError
 
-    with pytest.raises(SystemSetupError, match=r"must return an adept_eval\.audio\.Audio or "
+    with pytest.raises(SystemSetupError, match=r"must return an adept_eval\.signal\.audio\.Audio or "
                                                r"\(samples, rate\)"):
         run_lm_eval(Wrong(name="wrong", cache_dir=str(tmp_path)),
                     ["adept_marked_tonicity_female"], limit=1)
@@ -217,7 +217,7 @@ def _export(tmp_path, name, *extra):
 
 
 def test_questions_export_blinded_ids(use_corpus, tmp_path):
-    from adept_eval.questions import all_questions, blinded_id, unblinding
+    from adept_eval.corpora.questions import all_questions, blinded_id, unblinding
 
     rows = _export(tmp_path, "q.csv")
     assert len(rows) == 165

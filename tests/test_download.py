@@ -5,9 +5,9 @@ import zipfile
 
 import pytest
 
-from adept_eval import spec, zenodo
+from adept_eval.corpora import spec, zenodo
 from adept_eval.cli import main
-from adept_eval.corpus import CorpusError, load_corpus, safe_extract
+from adept_eval.corpora.corpus import CorpusError, load_corpus, safe_extract
 from testing.zenodo_server import ZenodoServer
 
 

@@ -1,4 +1,4 @@
-"""Known-answer tests of the graded prosody-transfer figures (adept_eval.graded).
+"""Known-answer tests of the graded prosody-transfer figures (adept_eval.scoring.graded).
 
 Real speech comes from espeak-ng (a formant synthesiser: not the listener's generator), pitch
 shifts and time stretches from Praat's PSOLA (parselmouth); synthetic harmonic signals with a
@@ -15,9 +15,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from adept_eval import graded, prosody, stats
-from adept_eval.audio import Audio, from_array, read_audio
-from adept_eval.prosody import Features, VoiceNorm
+from adept_eval.scoring import graded, stats
+from adept_eval.signal import prosody
+from adept_eval.signal.audio import Audio, from_array, read_audio
+from adept_eval.signal.prosody import Features, VoiceNorm
 
 SENTENCE = "The quick brown fox jumped over the lazy dog, and then it ran away."
 
@@ -242,7 +243,7 @@ def test_listener_distance_names_every_term_the_listener_sums():
     import re
     from pathlib import Path
 
-    from adept_eval.listeners.acoustic import TERM_WEIGHTS
+    from adept_eval.scoring.listeners.acoustic import TERM_WEIGHTS
 
     assert set(TERM_WEIGHTS) == set(prosody.TERMS)
     page = Path(__file__).resolve().parents[1] / "docs" / "graded.md"
@@ -406,7 +407,7 @@ def test_bootstrap_interval_covers_a_known_mean():
 def test_adept_scorer_orders_copy_partial_flat(corpus, systems, tmp_path):
     """Plumbing on the synthetic corpus (the generator the listener was built with; the
     realistic check runs on the listener issue's cross-engine benchmark)."""
-    from adept_eval import spec
+    from adept_eval.corpora import spec
 
     scorer_by = {}
     for name in ("copy", "partial", "flat"):
@@ -427,7 +428,7 @@ def test_adept_scorer_orders_copy_partial_flat(corpus, systems, tmp_path):
 
 
 def test_adept_scorer_counts_missing_samples_and_matches_by_stimulus(corpus, systems, tmp_path):
-    from adept_eval import spec
+    from adept_eval.corpora import spec
 
     scorer = graded.AdeptScorer(corpus, prosody.FeatureStore(tmp_path / "f"))
     key = f"{spec.SPEAKERS['male']}_{spec.CLASSES['emotion'].sentence_ids()[0]}"
@@ -473,7 +474,7 @@ def test_a_tone_in_an_adept_run_is_a_counted_graded_failure(corpus, systems, tmp
     figures of that sample are a counted failure too, not F0/energy/pause scores."""
     import soundfile as sf
 
-    from adept_eval import spec
+    from adept_eval.corpora import spec
 
     key = f"{spec.SPEAKERS['female']}_{spec.CLASSES['emotion'].sentence_ids()[0]}"
     subs = spec.CLASSES["emotion"].subcategories_for("female")

@@ -1,4 +1,4 @@
-"""Contract tests of two graded figures (adept_eval.graded) on hand-made features, with the
+"""Contract tests of two graded figures (adept_eval.scoring.graded) on hand-made features, with the
 expected values worked out here from the definitions in ``graded.METRICS`` and the docstrings.
 
 - energy_corr: "Pearson correlation of the frame-energy contours (dB, floored 40 dB below the
@@ -13,9 +13,9 @@ import math
 import numpy as np
 import pytest
 
-from adept_eval import graded
-from adept_eval.graded import Alignment, Pause
-from adept_eval.prosody import Features, VoiceNorm
+from adept_eval.scoring import graded
+from adept_eval.scoring.graded import Alignment, Pause
+from adept_eval.signal.prosody import Features, VoiceNorm
 
 N = 40
 

@@ -5,9 +5,10 @@ import math
 
 import pytest
 
-from adept_eval import graded, spec
-from adept_eval.hub import Run, load_run
-from adept_eval.leaderboard import build, write
+from adept_eval.scoring import graded
+from adept_eval.corpora import spec
+from adept_eval.results.runs import Run, load_run
+from adept_eval.results.leaderboard import build, write
 from test_structure import _results, _run
 
 
@@ -80,7 +81,7 @@ def _samples_file(tmp_path, task, questions):
 
 
 def test_pooled_figures_count_a_shared_stimulus_once_and_resample_sentences(tmp_path):
-    from adept_eval.report import graded_pooled
+    from adept_eval.results.report import graded_pooled
 
     a = [_stimulus(f"emotion/{s}/ad00_000{k}", d) for k, (s, d) in
          enumerate([("anger", 0.2), ("fear", 0.4), ("joy", 0.6)])]

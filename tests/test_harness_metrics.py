@@ -5,7 +5,8 @@ import math
 import pytest
 from scipy.stats import binomtest
 
-from adept_eval import harness, recognition
+from adept_eval.harness import adept as harness
+from adept_eval.scoring import recognition
 
 
 def _items(pattern, sub="fear", chance=0.2):
@@ -50,8 +51,8 @@ def test_metric_names_follow_tutorial():
 def test_secrets_are_refused_as_listener_options():
     import pytest
 
-    from adept_eval import settings
-    from adept_eval.listeners import LISTENERS, Listener, register_listener
+    from adept_eval.harness import settings
+    from adept_eval.scoring.listeners import LISTENERS, Listener, register_listener
 
     @register_listener("test-keyed")
     class Keyed(Listener):
@@ -71,7 +72,8 @@ def test_secrets_are_refused_as_listener_options():
 def test_human_responses_get_intervals_clustered_by_participant_and_question():
     """30 answers from 3 people are not 30 independent trials: one person who is always right
     and two who guess make a wider interval than Clopper-Pearson over the pooled responses."""
-    from adept_eval import harness, stats
+    from adept_eval.harness import adept as harness
+    from adept_eval.scoring import stats
 
     records = []
     for q in range(10):
@@ -98,9 +100,9 @@ def test_human_responses_get_intervals_clustered_by_participant_and_question():
 def test_a_question_one_person_answered_is_in_the_interval_as_in_the_accuracy():
     """The clustered interval rests on the same responses as the accuracy beside it: a question
     only one participant answered is still that participant's trial."""
-    from adept_eval import harness
-    from adept_eval.listeners import Answer, Response
-    from adept_eval.questions import Question
+    from adept_eval.harness import adept as harness
+    from adept_eval.scoring.listeners import Answer, Response
+    from adept_eval.corpora.questions import Question
 
     records = []
     for i, people in enumerate([("p1", "p2"), ("p1",), ("p2",)]):
@@ -123,8 +125,9 @@ def test_pooled_groups_of_people_get_the_clustered_interval_or_none(tmp_path):
     Clopper-Pearson over responses as if independent; without samples, no interval at all."""
     import json as json_module
 
-    from adept_eval import harness, stats
-    from adept_eval.report import pooled_recognition
+    from adept_eval.harness import adept as harness
+    from adept_eval.scoring import stats
+    from adept_eval.results.report import pooled_recognition
 
     tasks = ["adept_emotion_female", "adept_emotion_male"]
     samples, results, everything = {}, {}, []
@@ -153,7 +156,7 @@ def test_pooled_groups_of_people_get_the_clustered_interval_or_none(tmp_path):
     # (each task's 24 responses over 5 sentences), never the questions taken as independent
     bound = pooled_recognition(results, tasks, None, people=False)[2:]
     assert bound[1] - bound[0] > exact[1] - exact[0]
-    from adept_eval.report import sentence_design_effect
+    from adept_eval.results.report import sentence_design_effect
 
     deff = sentence_design_effect({t: 24 for t in tasks})
     assert deff == pytest.approx(24 / 5)
@@ -171,7 +174,7 @@ def test_the_design_effect_bound_covers_where_questions_taken_as_independent_do_
     than 5% of the time; the interval at the bounding design effect does not."""
     import numpy as np
 
-    from adept_eval import stats
+    from adept_eval.scoring import stats
 
     rng = np.random.default_rng(7)
     truth, sentences, per = 0.7, 10, 4

@@ -74,7 +74,7 @@ def runs(hub, corpus, systems, tmp_path_factory):
                   "--log_samples"), env, tmp)
     _run(_lm_eval("--model", "audio-dir", "--model_args", f"path={systems['flat']},name=flat-tts",
                   "--tasks", TASKS, "--output_path", str(out), "--log_samples"), env, tmp)
-    from adept_eval.questions import build_questions
+    from adept_eval.corpora.questions import build_questions
 
     rows = ["participant,question_id,answer"]
     for q in build_questions(corpus, "adept_emotion_female"):
@@ -351,13 +351,13 @@ def test_a_missing_or_refused_token_fails_at_once_for_python_callers(hub, runs):
     env["HF_HOME"] = str(tmp / "python-not-logged-in")
     code = textwrap.dedent("""
         import json, logging, os, sys
-        from adept_eval.hub import PublishError, load_run, write_model_results
+        from adept_eval.results.runs import PublishError, load_run, write_model_results
 
         retries = []
         class Retries(logging.Handler):
             def emit(self, record):
                 retries.append(record.getMessage())
-        logging.getLogger("adept_eval.hub").addHandler(Retries())
+        logging.getLogger("adept_eval.results.runs").addHandler(Retries())
         run = load_run(sys.argv[1])
         out = []
         for token in (None, "hf_refused_token_0123456789abcdef"):
@@ -441,7 +441,7 @@ def test_the_secret_scan_finds_a_leak():
 
 
 def test_publish_refuses_files_containing_secrets(tmp_path, monkeypatch):
-    from adept_eval.hub import find_secrets
+    from adept_eval.secrecy import find_secrets
 
     monkeypatch.setenv("MY_SERVICE_TOKEN", "tok_1234567890")
     (tmp_path / "a.json").write_text('{"leak": "tok_1234567890"}')
@@ -535,7 +535,7 @@ def test_vstyle_downloads_from_the_hub(tmp_path):
              env, tmp_path)
         env.pop("HF_TOKEN")  # the dataset is public: reading needs no token
         done = _run([sys.executable, "-c",
-                     "from adept_eval.vstyle import load_records, locate; p = locate('en'); "
+                     "from adept_eval.corpora.vstyle import load_records, locate; p = locate('en'); "
                      "r = load_records(p); import pathlib; "
                      "print(len(r), sum(pathlib.Path(x.audio_path).exists() for x in r), "
                      "sorted(q.name for q in p.parent.iterdir()))"], env, tmp_path)
@@ -721,7 +721,7 @@ def test_leaderboard_lists_runs_whose_samples_do_not_match_apart_and_names_dropp
     assert "adept_emotion_female: 17 logged samples, the results say 20" in \
         rows["flat-tts"]["adept_unranked"]
     # its figures are the results', not the cut samples' (n 162 of 165, their accuracy)
-    from adept_eval import spec
+    from adept_eval.corpora import spec
 
     res = __import__("json").loads(next(cut.rglob("results_*.json")).read_text())["results"]
     parts = [(res[t]["acc,none"], res[t]["n,none"]) for t in spec.TASKS if t in res]
@@ -742,7 +742,7 @@ def test_leaderboard_lists_runs_whose_samples_do_not_match_apart_and_names_dropp
 def test_scores_on_vstyles_published_sample_never_reach_a_model_card(hub, tmp_path):
     """A run over VStyle's published examples (metadata_sample.jsonl: 33 instructions) wrote
     its scores to the model card as results on zhanjun/VStyle, like a run of the benchmark."""
-    from adept_eval.vstyle import CATEGORIES
+    from adept_eval.corpora.vstyle import CATEGORIES
 
     env = _env(hub, tmp_path)
     tasks = [f"vstyle_en_{c}" for c in CATEGORIES]
@@ -761,7 +761,7 @@ def test_scores_on_vstyles_published_sample_never_reach_a_model_card(hub, tmp_pa
     (run / "results_2026-01-01T00-00-00.json").write_text(json.dumps(data))
     script = textwrap.dedent(f"""
         from huggingface_hub import HfApi
-        from adept_eval.hub import load_run, write_model_results
+        from adept_eval.results.runs import load_run, write_model_results
         HfApi().create_repo("alice/kimi-sample")
         written, note = write_model_results(load_run({str(run)!r}), "alice/kimi-sample",
                                             results_repo="alice/r", path_in_repo="runs/k",

@@ -3,7 +3,7 @@
 import os
 from datetime import datetime
 
-from adept_eval.hub import Run
+from adept_eval.results.runs import Run
 
 
 def test_a_run_is_dated_by_its_name_as_its_timestamp_reads_it(tmp_path):

@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from adept_eval.listeners.human import HumanListener, ResponsesError
-from adept_eval.questions import build_questions
+from adept_eval.scoring.listeners.human import HumanListener, ResponsesError
+from adept_eval.corpora.questions import build_questions
 from conftest import run_lm_eval
 
 TASK = "adept_topical_emphasis_female"
@@ -172,7 +172,7 @@ def _blinded_answers(export, path, wrong_every=3):
 
 
 def _score(listener, corpus):
-    from adept_eval.questions import all_questions
+    from adept_eval.corpora.questions import all_questions
 
     qs = [q for t, qs in all_questions(corpus).items() if t in (TASK, MULTI) for q in qs]
     answers = [listener.answer(q, {}) for q in qs]

@@ -17,7 +17,7 @@ import soundfile as sf
 from adept_eval.judge import JudgeConfig, JudgeItem, judge
 from adept_eval.judge.runner import prepare_audio
 from testing.judge_server import JudgeServer
-from adept_eval.vstyle import load_records
+from adept_eval.corpora.vstyle import load_records
 from conftest import shared_or_skip
 
 
@@ -88,7 +88,7 @@ def test_evaluate_load_scores_vstyle_examples(vstyle, server, tmp_path):
 
 
 def test_add_batch_combine_arrays_and_direct_class(vstyle, server, tmp_path):
-    from adept_eval.lm_eval_plugin import speech_judge_path
+    from adept_eval.harness.startup import speech_judge_path
     from adept_eval.metrics.speech_judge import SpeechJudge
 
     items = _items(vstyle)[:6]
@@ -420,7 +420,7 @@ def test_t_quantile_matches_scipy():
     from scipy import stats
 
     from adept_eval.judge.runner import mean_interval
-    from adept_eval.stats import t_quantile
+    from adept_eval.scoring.stats import t_quantile
 
     for df in (1, 2, 3, 4, 7, 10, 31, 200, 1499):
         assert t_quantile(0.95, df) == pytest.approx(stats.t.ppf(0.975, df), rel=1e-9)

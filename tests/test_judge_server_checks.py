@@ -220,7 +220,7 @@ def test_an_mp3_holding_junk_is_named_not_decodable(tmp_path):
     tagged = tmp_path / "tagged.mp3"  # an ID3 tag, then junk
     tagged.write_bytes(b"ID3\x03\x00\x00\x00\x00\x00\x05hello" +
                        np.random.default_rng(2).bytes(3000))
-    code = ("import sys\nfrom adept_eval.audio import read_audio, AudioError\n"
+    code = ("import sys\nfrom adept_eval.signal.audio import read_audio, AudioError\n"
             "for f in sys.argv[1:]:\n"
             "    try:\n        read_audio(f)\n    except AudioError as e:\n        print(e)\n")
     done = subprocess.run([sys.executable, "-c", code, str(junk), str(tagged)],
@@ -240,7 +240,7 @@ def test_an_mp3_holding_junk_is_named_not_decodable(tmp_path):
 
 
 def test_real_mp3s_are_still_recognised(tmp_path):
-    from adept_eval.audio import read_audio
+    from adept_eval.signal.audio import read_audio
 
     t = np.arange(8000) / 8000
     for rate in (8000, 11025, 16000, 22050, 24000, 32000, 44100, 48000):
@@ -260,7 +260,7 @@ def test_judge_options_are_read_as_their_types():
         with pytest.raises(JudgeOptionError, match=f"{field}="):
             JudgeConfig(**{field: value})
     # "unknown LLM backend 'claude'" named neither judge_backend nor the metric's backend=
-    from adept_eval.vstyle_harness import judge_config
+    from adept_eval.harness.vstyle import judge_config
 
     with pytest.raises(OptionError, match=r"^--metadata judge_backend='claude': no such "
                                           r"backend; use gemini or openai$"):

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from adept_eval import stats
-from adept_eval.vstyle import CATEGORIES
+from adept_eval.scoring import stats
+from adept_eval.corpora.vstyle import CATEGORIES
 
 
 def test_competition_ranks_refuses_nan():
@@ -65,8 +65,8 @@ def test_a_vstyle_section_on_its_published_sample_says_so(tmp_path):
     """Runs over VStyle's published examples (metadata_sample.jsonl) are ranked among
     themselves (their corpus differs from the benchmark's), and the section says they are not
     VStyle results."""
-    from adept_eval.leaderboard import build, heading, sections
-    from adept_eval.hub import load_run
+    from adept_eval.results.leaderboard import build, heading, sections
+    from adept_eval.results.runs import load_run
 
     for name, score in (("a", 3.0), ("b", 4.0)):
         _vstyle_run(tmp_path, name, score, 0)

@@ -9,10 +9,10 @@ import shutil
 
 import pytest
 
-from adept_eval import spec
+from adept_eval.corpora import spec
 from adept_eval.cli import main
-from adept_eval.hub import PublishError, find_runs
-from adept_eval.leaderboard import leaderboard
+from adept_eval.results.runs import PublishError, find_runs
+from adept_eval.results.leaderboard import leaderboard
 from test_structure import _results, _run
 
 

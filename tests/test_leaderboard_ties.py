@@ -140,7 +140,7 @@ def test_rank_ranges_without_samples_say_how_they_were_decided(full_runs):
             f.unlink()
     _run([_exe("adept-eval"), "leaderboard", str(bare), "-o", str(tmp / "lb-bare")], env, tmp)
     rows = {r["system"]: r for r in csv.DictReader(open(tmp / "lb-bare" / "leaderboard.csv"))}
-    from adept_eval.leaderboard import UNPAIRED_ACCURACY
+    from adept_eval.results.leaderboard import UNPAIRED_ACCURACY
 
     # bounded by the sentences' clustering (the runs' results give the tasks' question counts)
     assert all(UNPAIRED_ACCURACY in r["adept_tie_method"] for r in rows.values())
@@ -149,7 +149,7 @@ def test_rank_ranges_without_samples_say_how_they_were_decided(full_runs):
 
 
 def test_tie_brackets_by_hand():
-    from adept_eval.leaderboard import Row, tie_brackets
+    from adept_eval.results.leaderboard import Row, tie_brackets
 
     rows = [Row(s, "r") for s in "abcd"]  # in the chart's order
     ties = {"a": {"b"}, "b": {"a", "c"}, "c": {"b"}, "d": set()}

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from adept_eval import spec
-from adept_eval.listeners import get_listener
-from adept_eval.questions import all_questions
+from adept_eval.corpora import spec
+from adept_eval.scoring.listeners import get_listener
+from adept_eval.corpora.questions import all_questions
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +68,7 @@ def test_swapped_subcategories_score_below_chance(scores):
 
 
 def test_features_of_natural_recordings_are_cached(corpus, systems, tmp_path):
-    from adept_eval.prosody import FeatureStore
+    from adept_eval.signal.prosody import FeatureStore
 
     store = FeatureStore(tmp_path)
     rec = corpus.recordings[0].audio_path
@@ -96,7 +96,7 @@ def test_a_silence_counts_at_its_place_on_either_side_of_the_pause_rule():
     silence at its middle. (Method v10 put a kept silence at the frame where speech resumes,
     its own length later than a cut one; on the held-out rotations flite's 80 ms commas then
     landed a word late against references that pause 300 ms.)"""
-    from adept_eval.prosody import HOP_S, Features, _speech_and_silences
+    from adept_eval.signal.prosody import HOP_S, Features, _speech_and_silences
 
     energy = np.full(60, -20.0)
     energy[10:14] = -80.0  # 80 ms: kept in the alignment
@@ -116,8 +116,9 @@ def test_renditions_that_are_one_and_the_same_deviate_nowhere(drop_frames):
     left an even-length rendition's last frame unreached: a 'lengthening' at the end of every
     rendition but the first, which told a system with no prosody at all which rendition came
     first, as the references' ordering does)."""
-    from adept_eval import prosody, synthetic
-    from adept_eval.audio import Audio
+    from adept_eval.signal import prosody
+    from adept_eval.corpora import synthetic
+    from adept_eval.signal.audio import Audio
 
     rate = 16000
     x = synthetic.render(synthetic.sentence("syntactic_phrasing", "0401"), "male",
@@ -138,8 +139,14 @@ def test_the_level_term_abstains_when_the_renditions_share_one_power():
     one power, one steady and one with half its frames 20 dB quieter (a slow rendition's longer
     quiet stretches), read 7 dB apart as a mean of frame decibels (what the term compares, and
     what method v13 also abstained on: it voted here); one 6 dB stronger still votes."""
-    from adept_eval.prosody import (LEVEL_VOTE_DB, Features, compare_sentence, onto, power_db,
-                                    sentence_profiles)
+    from adept_eval.signal.prosody import (
+        LEVEL_VOTE_DB,
+        Features,
+        compare_sentence,
+        onto,
+        power_db,
+        sentence_profiles,
+    )
 
     n = 60
     steady = np.full(n, -26.0)
@@ -167,7 +174,7 @@ def test_the_cross_voice_alignment_does_not_depend_on_how_a_voice_spreads_its_ce
     cepstra normalised per coefficient (method v17), so rescaling one voice's coefficients
     leaves where each of its frames lands unchanged. Without it, the coefficient a voice moves
     most decides the frame cost, and the same words land elsewhere."""
-    from adept_eval.prosody import Features, onto, sentence_profiles
+    from adept_eval.signal.prosody import Features, onto, sentence_profiles
 
     rng = np.random.default_rng(7)
     n = 90
@@ -205,7 +212,7 @@ def test_a_temperature_that_changes_answers_changes_the_scorer_identity(corpus, 
 
     from faults import console_script
 
-    from adept_eval.listeners.acoustic import listener_version
+    from adept_eval.scoring.listeners.acoustic import listener_version
 
     env = {**os.environ, "ADEPT_EVAL_CORPUS": str(corpus.root), "TQDM_DISABLE": "1",
            "ADEPT_EVAL_HOME": str(tmp_path / "home"), "COLUMNS": "200"}

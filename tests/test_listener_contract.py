@@ -1,5 +1,5 @@
 """Contract tests of the acoustic listener's less-travelled paths and of the prosody helpers it
-weighs its terms with (adept_eval.listeners.acoustic, adept_eval.prosody).
+weighs its terms with (adept_eval.scoring.listeners.acoustic, adept_eval.signal.prosody).
 
 Each test checks what a docstring promises, with the expected value worked out here by hand
 (never by calling the function under test): the lone-sample fallback picks the candidate the
@@ -20,9 +20,10 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from adept_eval import prosody, spec, synthetic
-from adept_eval.listeners.acoustic import AcousticListener
-from adept_eval.questions import Question
+from adept_eval.signal import prosody
+from adept_eval.corpora import spec, synthetic
+from adept_eval.scoring.listeners.acoustic import AcousticListener
+from adept_eval.corpora.questions import Question
 
 RATE = 16000
 
@@ -296,7 +297,7 @@ def test_one_each_is_the_posterior_under_the_samples_being_the_candidates_one_ea
     (columns): rows anger-sample [.31 .09 .60], fear-sample [.45 .18 .37], joy-sample
     [.07 .04 .89]; P(anger-sample is anger) = (.31*.18*.89 + .31*.37*.04) / Z and
     P(fear-sample is anger) = (.09*.45*.89 + .09*.37*.07) / Z ... with Z the sum of all six."""
-    from adept_eval.listeners.acoustic import one_each
+    from adept_eval.scoring.listeners.acoustic import one_each
     post = np.array([[.31, .09, .60], [.45, .18, .37], [.07, .04, .89]])
     weights = {(0, 1, 2): .31 * .18 * .89, (0, 2, 1): .31 * .37 * .04,
                (1, 0, 2): .09 * .45 * .89, (1, 2, 0): .09 * .37 * .07,
@@ -316,7 +317,7 @@ def test_one_each_is_the_posterior_under_the_samples_being_the_candidates_one_ea
 def test_one_each_of_identical_samples_is_a_tie():
     """Renditions that do not differ get identical rows: no sample may be preferred (the
     listener then guesses, seeded by the question id: chance for a flat system)."""
-    from adept_eval.listeners.acoustic import one_each
+    from adept_eval.scoring.listeners.acoustic import one_each
     row = np.array([.5, .3, .2])
     got = one_each(np.tile(row, (3, 1)))
     np.testing.assert_allclose(got, np.full((3, 3), 1 / 3), rtol=1e-12)
@@ -327,7 +328,7 @@ def test_a_multi_stimulus_question_is_answered_by_one_each(tmp_path):
     neutral; the surprise sample's own row gives incredulity the most), the question "which
     sample is incredulous" is answered with the incredulity sample, as ``one_each`` says, and
     its scores are ``one_each``'s incredulity column in the order the samples are presented."""
-    from adept_eval.listeners.acoustic import one_each
+    from adept_eval.scoring.listeners.acoustic import one_each
     natural = _natural(tmp_path / "natural", "propositional_attitude", "female", "0200")
     listener = _listener(natural, tmp_path)
     subs = tuple(spec.CLASSES["propositional_attitude"].subcategories_for("female"))

@@ -14,11 +14,10 @@ import soundfile as sf
 pytest.importorskip("starlette", reason="needs the listening-test extra (starlette)")
 pytest.importorskip("httpx", reason="needs httpx (test extra)")
 
-from adept_eval import spec  # noqa: E402
-from adept_eval.listening_test import analysis, design  # noqa: E402
-from adept_eval.listening_test.design import (  # noqa: E402
-    build_test, item_from, load_test, plan_for)
-from adept_eval.questions import build_questions  # noqa: E402
+from adept_eval.corpora import spec
+from adept_eval.listening_test import analysis, design
+from adept_eval.listening_test.design import build_test, item_from, load_test, plan_for
+from adept_eval.corpora.questions import build_questions
 
 TASKS = ["adept_emotion_female", "adept_topical_emphasis_male", "adept_syntactic_phrasing_female"]
 ADMIN = "admin-secret-token"
@@ -635,7 +634,7 @@ def _trials(n_people, n_items, person_sd, item_sd, base=0.7, seed=0):
 
 
 def test_cluster_bootstrap_widens_intervals_when_people_and_items_differ():
-    from adept_eval.stats import clopper_pearson as exact_interval
+    from adept_eval.scoring.stats import clopper_pearson as exact_interval
 
     trials = _trials(30, 15, person_sd=1.5, item_sd=1.5)
     st = analysis.cluster_bootstrap(trials, 1 / 3, replicates=1000)

@@ -125,7 +125,7 @@ def test_a_damaged_responses_database_is_one_message_naming_it(damage, built, tm
 def test_build_reserves_natural_and_tasks_take_one_comma_separated_value(corpus, tmp_path):
     """`build natural=sys --natural` dropped the user's system; `build natural=sys` labelled a
     TTS system as the natural speech; `build --tasks T copy=sys` took the folder for a task."""
-    from adept_eval.corpus import load_corpus  # noqa: F401  (the corpus fixture sets it up)
+    from adept_eval.corpora.corpus import load_corpus
 
     folder = tmp_path / "sys_copy"
     folder.mkdir()

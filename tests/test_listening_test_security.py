@@ -20,10 +20,10 @@ pytest.importorskip("starlette", reason="needs the listening-test extra (starlet
 pytest.importorskip("uvicorn", reason="needs the listening-test extra (uvicorn)")
 httpx = pytest.importorskip("httpx", reason="needs httpx (test extra)")
 
-from adept_eval.listening_test.design import build_test, load_test  # noqa: E402
-from adept_eval.listening_test.session import resume_code  # noqa: E402
-from adept_eval.listening_test.simulate import ServerProcess  # noqa: E402
-from adept_eval.questions import LETTERS  # noqa: E402
+from adept_eval.listening_test.design import build_test, load_test
+from adept_eval.listening_test.session import resume_code
+from adept_eval.listening_test.simulate import ServerProcess
+from adept_eval.corpora.questions import LETTERS
 
 TASKS = ["adept_syntactic_phrasing_female"]
 

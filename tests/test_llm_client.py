@@ -129,7 +129,7 @@ def test_an_html_200_does_not_kill_an_lm_eval_vstyle_run(tmp_path):
 
     from conftest import run_lm_eval
 
-    from adept_eval.vstyle import load_records
+    from adept_eval.corpora.vstyle import load_records
 
     folder = shared_or_skip("data", "vstyle_examples", "en")
     records = [r for r in load_records(folder) if r.category == "empathy"]

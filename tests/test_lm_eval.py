@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from adept_eval import spec
+from adept_eval.corpora import spec
 from adept_eval.models.base import SystemSetupError
 from adept_eval.models.synthesizing import FAILURES_SHOWN
 from conftest import run_lm_eval
@@ -264,7 +264,7 @@ def test_in_process_model(use_corpus, tmp_path):
 
 
 def test_human_listener_scores_responses_file(use_corpus, tmp_path):
-    from adept_eval.questions import build_questions
+    from adept_eval.corpora.questions import build_questions
 
     qs = build_questions(use_corpus, "adept_topical_emphasis_female")
     rows = ["participant,task,question_id,answer"]
@@ -284,7 +284,7 @@ def test_human_listener_scores_responses_file(use_corpus, tmp_path):
 
 
 def test_human_listener_rejects_bad_rows(use_corpus, tmp_path):
-    from adept_eval.listeners.human import HumanListener, ResponsesError
+    from adept_eval.scoring.listeners.human import HumanListener, ResponsesError
 
     bad = tmp_path / "r.csv"
     bad.write_text("participant,question_id,answer\n"
@@ -338,7 +338,7 @@ def test_plain_lm_eval_cli_finds_tasks_and_models(corpus, tmp_path):
     # --include_path keeps working, even with the start-up hook switched off: lm-eval's own
     # `validate` finds and loads the task from the folder (`ls tasks` would say as much but
     # prints all ~14,700 of lm-eval's tasks: 40 s against 12 s; test_task_index runs it)
-    from adept_eval.lm_eval_plugin import task_dir
+    from adept_eval.harness.startup import task_dir
 
     task = "adept_marked_tonicity_female"
     done = _cli([lm_eval, "validate", "--tasks", task, "--include_path", str(task_dir())],

@@ -7,7 +7,7 @@ import pytest
 import soundfile as sf
 
 from adept_eval.cli import main
-from adept_eval.manifest import build_manifest, check_folder
+from adept_eval.corpora.manifest import build_manifest, check_folder
 
 
 def _system_from_corpus(synthetic_root, dest):
@@ -222,7 +222,7 @@ def test_a_sample_named_nearly_right_is_named_with_the_fix(tmp_path, written, hi
     """A file whose name differs from the expected one only in letter case, or by an accepted
     extension written twice (a tool that appends one), was a bare "missing": the message names
     it and the name it should have."""
-    from adept_eval.audio import missing_audio_message
+    from adept_eval.signal.audio import missing_audio_message
 
     (tmp_path / written).write_bytes(b"RIFF")
     assert hint in missing_audio_message(tmp_path / "ad00_0000")
@@ -230,7 +230,7 @@ def test_a_sample_named_nearly_right_is_named_with_the_fix(tmp_path, written, hi
 
 def test_a_longer_name_is_not_taken_for_the_sample(tmp_path):
     """Ids may hold dots: item.10.wav is another sample's file, not a misnamed item.1."""
-    from adept_eval.audio import missing_audio_message
+    from adept_eval.signal.audio import missing_audio_message
 
     (tmp_path / "item.10.wav").write_bytes(b"RIFF")
     message = missing_audio_message(tmp_path / "item.1")

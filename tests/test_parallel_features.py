@@ -8,8 +8,8 @@ import time
 import numpy as np
 import pytest
 
-from adept_eval.audio import AudioError
-from adept_eval.prosody import FeatureStore
+from adept_eval.signal.audio import AudioError
+from adept_eval.signal.prosody import FeatureStore
 
 
 def _same(a, b) -> bool:
@@ -53,7 +53,7 @@ def test_a_bad_file_does_not_stop_the_others(corpus, tmp_path):
 def _topical_emphasis_questions(corpus, system_dir):
     """Every question of adept_topical_emphasis_female, each with the map of the system's
     samples (as the harness hands them to a listener)."""
-    from adept_eval.harness import load_questions, question_of
+    from adept_eval.harness.adept import load_questions, question_of
 
     docs = load_questions("adept_topical_emphasis_female", str(corpus.root))["test"]
     samples = {f"{p.parent.parent.name}/{p.parent.name}/{p.stem}": str(p)
@@ -62,7 +62,7 @@ def _topical_emphasis_questions(corpus, system_dir):
 
 
 def test_listener_results_identical_with_one_and_two_workers(use_corpus, systems, tmp_path):
-    from adept_eval.listeners.acoustic import AcousticListener
+    from adept_eval.scoring.listeners.acoustic import AcousticListener
 
     asked = _topical_emphasis_questions(use_corpus, systems["partial"])
     answers = {}
@@ -77,7 +77,7 @@ def test_listener_results_identical_with_one_and_two_workers(use_corpus, systems
 
 @pytest.mark.parametrize("value", ["0", "-2", "many"])
 def test_workers_option_rejects_nonsense(corpus, value):
-    from adept_eval.listeners.acoustic import AcousticListener
+    from adept_eval.scoring.listeners.acoustic import AcousticListener
 
     with pytest.raises(ValueError, match="workers="):
         AcousticListener(corpus=corpus, workers=value)
@@ -86,7 +86,7 @@ def test_workers_option_rejects_nonsense(corpus, value):
 def test_default_workers_leave_two_cores_to_each_extraction(monkeypatch):
     """One extraction keeps two cores busy (Praat's pitch tracker, the BLAS product): by
     default a worker per two cores, and no pool at all on a 2-core machine."""
-    from adept_eval import prosody
+    from adept_eval.signal import prosody
 
     for cores, expected in ((1, 1), (2, 1), (3, 1), (4, 2), (8, 4)):
         monkeypatch.setattr(prosody, "available_cores", lambda c=cores: c)
@@ -131,7 +131,7 @@ def test_a_broken_background_pool_falls_back_to_this_process(corpus, tmp_path):
     import os
     import signal
 
-    from adept_eval import prosody
+    from adept_eval.signal import prosody
 
     paths = [r.audio_path for r in corpus.recordings[:6]]
     store = FeatureStore(tmp_path / "f")
@@ -168,8 +168,8 @@ def test_run_hands_every_file_to_the_listener_in_scoring_order(use_corpus, syste
     order, once each, to the listener the documents name; junk requests are ignored."""
     from types import SimpleNamespace
 
-    from adept_eval import harness
-    from adept_eval.listeners.acoustic import AcousticListener
+    from adept_eval.harness import adept as harness
+    from adept_eval.scoring.listeners.acoustic import AcousticListener
     from adept_eval.models.base import Produced
 
     docs = list(harness.load_questions("adept_topical_emphasis_female",
@@ -192,7 +192,7 @@ def test_run_hands_every_file_to_the_listener_in_scoring_order(use_corpus, syste
 
 
 def test_listener_results_identical_with_background_extraction(use_corpus, systems, tmp_path):
-    from adept_eval.listeners.acoustic import AcousticListener
+    from adept_eval.scoring.listeners.acoustic import AcousticListener
 
     asked = _topical_emphasis_questions(use_corpus, systems["partial"])
     samples = asked[0][1]
@@ -215,7 +215,7 @@ def test_stopping_the_background_cancels_its_queue(corpus, tmp_path):
     """A run that stops before scoring cancels what the worker has not started (at exit,
     Python would otherwise let the pool finish its whole queue); what is still wanted is
     extracted here, the same features."""
-    from adept_eval import prosody
+    from adept_eval.signal import prosody
 
     paths = [r.audio_path for r in corpus.recordings[:20]]
     store = FeatureStore(tmp_path / "f")
@@ -242,7 +242,7 @@ def test_a_run_that_fails_before_scoring_stops_the_background(use_corpus, tmp_pa
                                                               monkeypatch):
     from types import SimpleNamespace
 
-    from adept_eval import harness
+    from adept_eval.harness import adept as harness
     from adept_eval.models.base import Produced, SpeechSystem, SystemSetupError
 
     calls = []
@@ -292,8 +292,8 @@ def test_listening_runs_blas_on_one_thread_here_and_in_workers(use_corpus, syste
     process's own setting is back afterwards."""
     from threadpoolctl import threadpool_limits
 
-    from adept_eval import prosody
-    from adept_eval.listeners.acoustic import AcousticListener
+    from adept_eval.signal import prosody
+    from adept_eval.scoring.listeners.acoustic import AcousticListener
 
     seen = []
     for name in ("answer", "_graded_scores"):

@@ -3,9 +3,10 @@ set it covers, it is partial - never ranked beside complete runs, never reported
 
 from __future__ import annotations
 
-from adept_eval import identity, spec
+from adept_eval import identity
+from adept_eval.corpora import spec
 from adept_eval.cli import main
-from adept_eval.leaderboard import build
+from adept_eval.results.leaderboard import build
 from test_structure import _results, _run
 
 
@@ -67,7 +68,7 @@ def test_a_limited_run_is_refused_for_a_model_card_before_any_network_call(tmp_p
 
     import pytest
 
-    from adept_eval.hub import PublishError, write_model_results
+    from adept_eval.results.runs import PublishError, write_model_results
 
     with socket.socket() as s:  # a loopback port nothing listens on
         s.bind(("127.0.0.1", 0))

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import math
 
-from adept_eval import spec
+from adept_eval.corpora import spec
 from adept_eval.cli import main
-from adept_eval.leaderboard import build, heading, sections
+from adept_eval.results.leaderboard import build, heading, sections
 from test_structure import _results, _run
 
 

@@ -80,7 +80,7 @@ def test_lm_eval_exits_2_with_one_message_on_an_error_of_ours(tmp_path):
 
 
 def test_human_answers_empty_is_wrong_and_subcategory_names_are_answers(use_corpus, tmp_path):
-    from adept_eval.questions import build_questions
+    from adept_eval.corpora.questions import build_questions
 
     task = "adept_emotion_female"
     qs = build_questions(use_corpus, task)
@@ -101,8 +101,8 @@ def test_acoustic_ties_are_a_guess_seeded_by_the_question(use_corpus, tmp_path):
     """A system that speaks every subcategory of a sentence alike gives the listener nothing to
     choose by: each answer is a guess seeded by the question id - the same in every run, and
     not always the same position."""
-    from adept_eval.harness import load_questions, question_of
-    from adept_eval.listeners.acoustic import AcousticListener
+    from adept_eval.harness.adept import load_questions, question_of
+    from adept_eval.scoring.listeners.acoustic import AcousticListener
 
     docs = load_questions("adept_emotion_female", str(use_corpus.root))["test"]
     same = tmp_path / "same"
@@ -132,8 +132,13 @@ def test_listening_test_options_through_the_executables(synthetic_root, systems,
     import asyncio
 
     from adept_eval.listening_test.design import load_test
-    from adept_eval.listening_test.simulate import CROWD_ARGS, AnswerKey, ServerProcess, \
-        crowd, take_test
+    from adept_eval.listening_test.simulate import (
+        CROWD_ARGS,
+        AnswerKey,
+        ServerProcess,
+        crowd,
+        take_test,
+    )
 
     env = {"ADEPT_EVAL_CORPUS": str(synthetic_root), "ADEPT_EVAL_HOME": str(tmp_path / "h")}
     test = tmp_path / "lt"
@@ -173,7 +178,7 @@ def test_listening_test_options_through_the_executables(synthetic_root, systems,
 
 
 def test_the_completion_url_is_filled_with_the_code(synthetic_root, systems, tmp_path):
-    from adept_eval.corpus import Corpus
+    from adept_eval.corpora.corpus import Corpus
     from adept_eval.listening_test.design import build_test, load_test
 
     test = tmp_path / "lt"
@@ -257,7 +262,7 @@ def test_vstyle_category_interval_by_hand():
 
     from scipy.stats import t
 
-    from adept_eval import vstyle_harness as vh
+    from adept_eval.harness import vstyle as vh
 
     items = [{"sub": "a", "weight": 0.5, "score": s} for s in (4, 5)] + \
         [{"sub": "b", "weight": 0.5, "score": s} for s in (2, 2, 5)] + \

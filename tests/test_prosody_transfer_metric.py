@@ -24,7 +24,7 @@ def wavs(tmp_path_factory) -> dict[str, Path]:
         pytest.skip("espeak-ng is not installed (Debian package espeak-ng)")
     from test_graded import pitch_shifted
 
-    from adept_eval.audio import read_audio
+    from adept_eval.signal.audio import read_audio
 
     d = tmp_path_factory.mktemp("pt")
     out = {}
@@ -65,7 +65,7 @@ def test_bare_name_loads_offline_in_a_fresh_process(tmp_path):
 
 
 def test_paths_give_per_item_and_mean_figures(metric, wavs, tmp_path):
-    from adept_eval import graded
+    from adept_eval.scoring import graded
 
     out = metric.compute(
         predictions=[str(wavs["sys_a"]), str(wavs["ref_a"]), str(wavs["ref_a_slow"])],
@@ -139,8 +139,8 @@ def test_corpus_voice_norm_keeps_level_differences(metric, wavs):
 
 
 def test_module_card_documents_every_figure():
-    from adept_eval import graded
-    from adept_eval.lm_eval_plugin import prosody_transfer_path
+    from adept_eval.scoring import graded
+    from adept_eval.harness.startup import prosody_transfer_path
 
     card = (prosody_transfer_path().parent / "README.md").read_text(encoding="utf-8")
     assert card.startswith("---\n") and "\ntags:\n- evaluate\n- metric\n" in card

@@ -44,7 +44,7 @@ def test_licence_comes_from_the_zenodo_record(publish, corpus, synthetic_root, t
     assert publish.licence_of(corpus, "cc-by-4.0") == "cc-by-4.0"
     import shutil
 
-    from adept_eval.corpus import Corpus
+    from adept_eval.corpora.corpus import Corpus
 
     root = tmp_path / "c"
     shutil.copytree(synthetic_root, root)

@@ -2,8 +2,8 @@ from collections import Counter
 
 import pytest
 
-from adept_eval import spec
-from adept_eval.questions import all_questions, build_questions
+from adept_eval.corpora import spec
+from adept_eval.corpora.questions import all_questions, build_questions
 
 # The tutorial's designs: (questions, choices) per task.
 TUTORIAL = {

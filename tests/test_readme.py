@@ -156,7 +156,7 @@ RULES: tuple[Rule, ...] = (
          "Gemini is not reachable here: base_url (a documented compute() option) points the "
          "gemini backend at the loopback judge",
          subs=((r'backend="gemini",', 'backend="gemini", base_url="{judge}",'),)),
-    Rule(r"from adept_eval\.corpus import load_corpus", "run"),
+    Rule(r"from adept_eval import load_corpus", "run"),
     Rule(r"class CopyReference\(InProcessTTS\)", "run", expect=(r"^1\.0 ",)),
     Rule(r'metric = evaluate\.load\("prosody_transfer"\)', "run"),
     # the listening test: building runs here; serving waits for people until stopped, and
@@ -318,7 +318,7 @@ def test_block_parser_joins_continuations_and_drops_comments():
 @pytest.fixture(scope="module")
 def sandbox(tmp_path_factory, synthetic_zip, synthetic_root):
     """The folder the README's commands run in, its inputs, and the stand-in services."""
-    from adept_eval import spec
+    from adept_eval.corpora import spec
     from testing.hub_server import HubServer
     from testing.judge_server import JudgeServer
     from testing.zenodo_server import ZenodoServer
@@ -352,9 +352,9 @@ def _make_inputs(work: Path, bin_dir: Path, corpus_root: Path, hub, env: dict) -
     import numpy as np
     import soundfile as sf
 
-    from adept_eval.corpus import Corpus
-    from adept_eval.questions import all_questions
-    from adept_eval.synthetic import build_system
+    from adept_eval.corpora.corpus import Corpus
+    from adept_eval.corpora.questions import all_questions
+    from adept_eval.corpora.synthetic import build_system
 
     build_system(work / "my_tts")  # a simulated system's samples, laid out as the manifest says
     # the prosody_transfer example's files: a system sample and natural references

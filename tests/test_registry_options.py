@@ -68,15 +68,15 @@ def test_registry_loads_lazily_and_names_the_unknown():
 def test_listeners_backends_and_models_use_the_registry_without_importing_early():
     """Naming the built-in parts imports none of them; each loads when it is asked for."""
     code = ("import sys\n"
-            "from adept_eval.listeners import LISTENERS\n"
+            "from adept_eval.scoring.listeners import LISTENERS\n"
             "from adept_eval.names import MODELS\n"
             "assert LISTENERS.names() == ['acoustic', 'audio-llm', 'human'], LISTENERS.names()\n"
             "assert 'tts-command' in MODELS\n"
-            "assert not [m for m in sys.modules if m.startswith(('adept_eval.listeners.',"
+            "assert not [m for m in sys.modules if m.startswith(('adept_eval.scoring.listeners.',"
             " 'adept_eval.models'))], sorted(sys.modules)\n"
             "LISTENERS.options('human')\n"
-            "assert 'adept_eval.listeners.human' in sys.modules\n"
-            "assert 'adept_eval.listeners.acoustic' not in sys.modules\n"
+            "assert 'adept_eval.scoring.listeners.human' in sys.modules\n"
+            "assert 'adept_eval.scoring.listeners.acoustic' not in sys.modules\n"
             "print('ok')\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.stdout.strip() == "ok", done.stderr[-2000:]

@@ -9,8 +9,9 @@ from math import gcd
 import numpy as np
 import pytest
 
-from adept_eval import harness, prosody
-from adept_eval.audio import Audio, resample
+from adept_eval.harness import adept as harness
+from adept_eval.signal import prosody
+from adept_eval.signal.audio import Audio, resample
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -113,7 +114,7 @@ def test_frames_are_the_indexed_frames():
 
 
 def _records(shift: float) -> list[dict]:
-    from adept_eval.graded import StimulusScores
+    from adept_eval.scoring.graded import StimulusScores
 
     out = []
     for q in range(6):
@@ -126,8 +127,8 @@ def _records(shift: float) -> list[dict]:
 
 
 def test_graded_summary_is_computed_once_per_records_and_never_stale(monkeypatch):
-    from adept_eval import graded
-    from adept_eval.metric_items import SameRecord
+    from adept_eval.scoring import graded
+    from adept_eval.scoring.metric_items import SameRecord
 
     calls = []
     real = graded.aggregate
@@ -160,7 +161,7 @@ def _emotion_renditions(folder, seed: int) -> list[str]:
     """One sentence said neutrally, angrily and sadly (synthetic speech: plumbing only)."""
     import soundfile as sf
 
-    from adept_eval.synthetic import PROFILES, RATE, render
+    from adept_eval.corpora.synthetic import PROFILES, RATE, render
 
     paths = []
     for sub in ("neutral", "anger", "sadness"):

@@ -1,4 +1,4 @@
-"""adept_eval.stats against cases with a known answer: each expected value is computed here,
+"""adept_eval.scoring.stats against cases with a known answer: each expected value is computed here,
 by hand, with scipy.stats or from a textbook formula written out in the test, never by the
 function under test. Each test pins one documented contract tightly enough that a plausible
 slip (a 90% interval printed as 95%, a one-sided p called two-sided, a p-value of 0 from a
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from adept_eval import stats
+from adept_eval.scoring import stats
 
 
 # ----------------------------------------------------------------------------- bootstrap_interval
@@ -231,7 +231,7 @@ def test_pooled_counts_rounds_to_the_nearest_count():
 
 
 def test_pooled_interval_of_parts_without_an_interval_is_nan_not_an_error():
-    from adept_eval.stats import pooled_interval
+    from adept_eval.scoring.stats import pooled_interval
 
     for lo, hi in ((None, None), ("N/A", 0.4), (float("nan"), 0.4)):
         low, high, n = pooled_interval([(0.3, lo, hi, 10), (0.5, 0.4, 0.6, 10)])
@@ -288,7 +288,7 @@ def test_paired_interval_covers_a_zero_difference_with_five_sentences():
 def test_graded_interval_covers_the_mean_with_few_and_many_sentences(sentences):
     # prosody-distance-like figures: 3 renditions of each sentence sharing its effect; the
     # interval of graded.aggregate (per task: 5 sentences) must cover the true mean ~95%
-    from adept_eval import graded
+    from adept_eval.scoring import graded
 
     rng = np.random.default_rng(7)
     runs = 600
@@ -307,7 +307,7 @@ def test_an_accuracy_difference_interval_stays_within_minus_one_and_one():
     difference of two accuracies (each 0-1) read +0.5 [-5.9, +6.9], and `adept-eval compare`
     printed a task row reaching +1.355. Cut to -1..1 where the caller says the difference is
     one of accuracies; a difference of distances is left as it is."""
-    from adept_eval import compare
+    from adept_eval.results import compare
 
     a, b, sentences = [1, 1, 1, 1], [0, 0, 1, 1], ["s1", "s1", "s2", "s2"]
     raw = stats.paired_difference(a, b, sentences)

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from adept_eval.integration.task_index import only_ours, own_task_names
+from adept_eval.harness.integration.task_index import only_ours, own_task_names
 
 
 def test_own_names_are_read_from_the_task_folder():
@@ -65,7 +65,7 @@ def test_a_mixed_run_indexes_everything(monkeypatch):
     """An lm-eval task beside ours: lm-eval's own index, exactly (validated, not run)."""
     from lm_eval.config.evaluate_config import EvaluatorConfig
 
-    from adept_eval.lm_eval_plugin import register
+    from adept_eval.harness.startup import register
 
     register()
     full = EvaluatorConfig(model="adept-natural", tasks="adept_emotion_female,arc_easy")
@@ -79,7 +79,7 @@ def test_simple_evaluate_without_a_task_manager_indexes_only_ours(use_corpus, mo
     from lm_eval import simple_evaluate
     from lm_eval.tasks import TaskManager
 
-    from adept_eval.lm_eval_plugin import register
+    from adept_eval.harness.startup import register
 
     register()
     sizes = []
@@ -109,7 +109,7 @@ def test_our_markdown_table_matches_pytablewriters():
     from pytablewriter import MarkdownTableWriter
     from typepy import String
 
-    from adept_eval.integration.display import markdown_table
+    from adept_eval.harness.integration.display import markdown_table
 
     headers = ["Tasks", "Version", "Filter", "n-shot", "Metric", "", "Value", "", "Stderr"]
     rows = [["adept_emotion_female", "1", "none", "0", "acc", "↑", "1.0000", "", ""],
@@ -132,7 +132,7 @@ def test_a_table_of_our_tasks_is_lm_evals_table_without_pytablewriter(use_corpus
     import lm_eval.utils as lm_utils
     from conftest import run_lm_eval
 
-    from adept_eval.integration import display
+    from adept_eval.harness.integration import display
 
     res = run_lm_eval("adept-natural", ["adept_marked_tonicity", "adept_emotion_female"],
                       limit=2, log_samples=False)
@@ -168,7 +168,7 @@ def test_a_mistyped_task_of_ours_is_one_message_with_the_nearest_names(tmp_path)
     (through the task index's wrapper); a name of lm-eval's own is still lm-eval's to report."""
     from faults import console_script
 
-    from adept_eval.integration.task_index import unknown_tasks_of_ours
+    from adept_eval.harness.integration.task_index import unknown_tasks_of_ours
 
     done = subprocess.run([console_script("lm_eval"), "--model", "adept-natural", "--tasks",
                            "adept_emotion_femal"], capture_output=True, text=True, cwd=tmp_path,
@@ -190,7 +190,7 @@ def test_overlapping_groups_of_ours_are_one_message_before_anything_loads():
     task" traceback."""
     from faults import console_script
 
-    from adept_eval.integration.task_index import overlapping_tasks_of_ours
+    from adept_eval.harness.integration.task_index import overlapping_tasks_of_ours
 
     done = subprocess.run([console_script("lm_eval"), "--model", "adept-natural", "--tasks",
                            "adept,adept_female"], capture_output=True, text=True, timeout=600)
@@ -216,7 +216,7 @@ def test_include_path_naming_our_own_task_folder_is_not_indexed_twice(tmp_path):
 
     from faults import console_script
 
-    from adept_eval.lm_eval_plugin import task_dir
+    from adept_eval.harness.startup import task_dir
 
     copy = tmp_path / "mine"
     shutil.copytree(task_dir() / "adept", copy)

@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from adept_eval import harness, spec
+from adept_eval.harness import adept as harness
+from adept_eval.corpora import spec
 from conftest import run_lm_eval
 
 TASK = "adept_topical_emphasis_female"  # single-stimulus: siblings matter

@@ -1,4 +1,4 @@
-"""The committed task YAMLs are exactly what the generator writes from adept_eval.spec; a user's
+"""The committed task YAMLs are exactly what the generator writes from adept_eval.corpora.spec; a user's
 edited copy of one may leave metrics out, and one no run could report from is refused."""
 
 import csv
@@ -133,8 +133,8 @@ def test_vstyle_task_copies_are_fitted_alike_and_other_tasks_left_alone():
     import json
     from types import SimpleNamespace
 
-    from adept_eval import vstyle_harness
-    from adept_eval.integration.metric_list import MetricListError, fit
+    from adept_eval.harness import vstyle as vstyle_harness
+    from adept_eval.harness.integration.metric_list import MetricListError, fit
 
     names = [m for m in vstyle_harness.metric_names("vstyle_en_empathy") if m != "score_mean"]
     config = SimpleNamespace(task="my_empathy", process_results=vstyle_harness.process_results,

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from adept_eval import spec
-from adept_eval.audio import Audio, read_audio
-from adept_eval.speech_presence import no_speech_reason
+from adept_eval.corpora import spec
+from adept_eval.signal.audio import Audio, read_audio
+from adept_eval.signal.speech_presence import no_speech_reason
 
 RATE = 16000
 
@@ -30,7 +30,7 @@ def _tone(seconds=2.0, vibrato=0.0):
 
 
 def _speech():
-    from adept_eval import synthetic
+    from adept_eval.corpora import synthetic
 
     text = synthetic.sentence("emotion", "0001")
     return synthetic.render(text, "female", synthetic.PROFILES[("emotion", "joy")], rate=RATE)
@@ -81,7 +81,7 @@ def test_a_steady_sound_shaped_like_speech_is_not_speech(kind):
 
 
 def test_check_refuses_a_tone_naming_the_file(corpus, synthetic_root, tmp_path):
-    from adept_eval.manifest import check_folder
+    from adept_eval.corpora.manifest import check_folder
 
     system = tmp_path / "sys"
     shutil.copytree(synthetic_root / "wav_44khz", system)
@@ -96,7 +96,7 @@ def test_check_refuses_a_tone_naming_the_file(corpus, synthetic_root, tmp_path):
 
 
 def test_missing_pitch_is_a_large_deviation_not_zero():
-    from adept_eval.prosody import MISSING_F0_ST, VoiceNorm, distance_terms, extract
+    from adept_eval.signal.prosody import MISSING_F0_ST, VoiceNorm, distance_terms, extract
 
     speech = extract(Audio(_speech(), RATE))
     unvoiced = type(speech)(np.full_like(speech.f0, np.nan), speech.energy, speech.mfcc,
@@ -115,7 +115,7 @@ def _rendition(words, pause_after, rng, warp=1.0, pause_frames=16, lengthen=1.0,
     before the break (the ``span`` words ending there) can be ``lengthen``-ed and the pitch,
     declining over the sentence, can start ``reset_st`` semitones higher after it (the other
     cues of a phrase boundary)."""
-    from adept_eval.prosody import Features
+    from adept_eval.signal.prosody import Features
 
     mfcc, energy, f0 = [], [], []
     for i, w in enumerate(words):
@@ -142,8 +142,8 @@ def test_where_a_phrase_break_falls_decides_between_readings():
     listener must pick the reading whose break is where the system puts it, for voices whose
     word lengths, pause lengths and spectra differ from the reference's. (Before pauses were
     cut out and compared on their own, 11 of these 96 answers went to the wrong break.)"""
-    from adept_eval.listeners.acoustic import TERM_WEIGHTS
-    from adept_eval.prosody import compare_sentence, onto, sentence_profiles
+    from adept_eval.scoring.listeners.acoustic import TERM_WEIGHTS
+    from adept_eval.signal.prosody import compare_sentence, onto, sentence_profiles
 
     wrong = []
     for seed in range(4):
@@ -171,7 +171,7 @@ def _boundary_misses(seed: int, warp: float, a: int, b: int, natural: dict,
     wrong: references breaking after word ``a`` or word ``b`` as ``natural`` says
     (``_rendition``'s keywords), and another voice (its words' spectra perturbed, its tempo
     ``warp``-ed) breaking at the same places as ``system`` says."""
-    from adept_eval.prosody import compare_sentence, onto, sentence_profiles
+    from adept_eval.signal.prosody import compare_sentence, onto, sentence_profiles
 
     rng = np.random.default_rng(seed)
     words = [rng.normal(0, 2, 12) for _ in range(7)]
@@ -231,7 +231,7 @@ def test_lengthening_spread_over_two_words_still_marks_the_break_after_them():
 def test_the_boundary_term_abstains_when_the_references_break_alike():
     """Where the references put their breaks in the same places (every class but syntactic
     phrasing), where a system's boundaries are is not the question: the term must not vote."""
-    from adept_eval.prosody import compare_sentence, onto, sentence_profiles
+    from adept_eval.signal.prosody import compare_sentence, onto, sentence_profiles
 
     rng = np.random.default_rng(0)
     words = [rng.normal(0, 2, 12) for _ in range(7)]
@@ -249,7 +249,7 @@ def test_the_tempo_term_abstains_for_renditions_timed_alike():
     """A system whose renditions differ only in pitch says nothing about timing: its tempo
     term must not vote (it would favour the references timed most evenly). Once one of its
     renditions lengthens a word, the term votes again."""
-    from adept_eval.prosody import TEMPO_VOTE, compare_sentence, onto, sentence_profiles
+    from adept_eval.signal.prosody import TEMPO_VOTE, compare_sentence, onto, sentence_profiles
 
     rng = np.random.default_rng(0)
     words = [rng.normal(0, 2, 12) for _ in range(7)]
@@ -269,8 +269,8 @@ def test_the_tempo_term_abstains_for_renditions_timed_alike():
 
 
 def test_answers_explain_distances_and_posteriors(corpus, systems, tmp_path):
-    from adept_eval.listeners import get_listener
-    from adept_eval.questions import build_questions
+    from adept_eval.scoring.listeners import get_listener
+    from adept_eval.corpora.questions import build_questions
 
     listener = get_listener("acoustic", corpus=corpus, cache_dir=str(tmp_path))
     for task in ("adept_emotion_female", "adept_topical_emphasis_male"):
@@ -286,8 +286,8 @@ def test_answers_explain_distances_and_posteriors(corpus, systems, tmp_path):
 
 
 def test_listener_refuses_to_judge_non_speech(corpus, synthetic_root, tmp_path):
-    from adept_eval.listeners import get_listener
-    from adept_eval.questions import build_questions
+    from adept_eval.scoring.listeners import get_listener
+    from adept_eval.corpora.questions import build_questions
 
     system = tmp_path / "sys"
     shutil.copytree(synthetic_root / "wav_44khz", system)
@@ -352,7 +352,7 @@ def test_cross_engine_rotation_reduced(validation_cache):
     # each class), not every file in the copy folder (five sentences: 2.5x as much)
     import soundfile as sf
 
-    from adept_eval import spec
+    from adept_eval.corpora import spec
     from adept_eval.validation.systems import render_engine, system_folder
 
     copy_dir = system_folder(render_engine("espeak", validation_cache, progress=False), "copy")
@@ -619,7 +619,7 @@ def test_festival_phrases_a_native_comma_where_it_is_written():
     (both readings came out phrased after "Sue"): the native system then never realised the
     second reading. Its native breaks are its punctuation phrasing: the pause after the word the
     comma follows, each reading its own."""
-    from adept_eval import spec
+    from adept_eval.corpora import spec
     from adept_eval.validation import sentences as S
     from adept_eval.validation.engines import Realisation
 
@@ -643,8 +643,8 @@ def test_a_plans_level_survives_rendering_in_a_loud_voice(engine_name):
     festival's ``ked_diphone`` speaks near full scale: rendering v2 scaled each file past 0.95
     back to it, and its authoritative rendition of this sentence (planned 4 dB louder than
     neutral) came out within 0.25 dB of neutral."""
-    from adept_eval.audio import from_array
-    from adept_eval.prosody import extract, power_db
+    from adept_eval.signal.audio import from_array
+    from adept_eval.signal.prosody import extract, power_db
     from adept_eval.validation import sentences as S
 
     engine = _engine(engine_name)
@@ -767,8 +767,8 @@ def _single_answers(references, reference_how, system, system_how, cls, sentence
     """The acoustic listener's posteriors (rows: the system's readings, columns: the
     references') for one single-stimulus sentence, both sides rendered here and written as
     the benchmark writes them, and the per-term comparison behind them."""
-    from adept_eval.listeners.acoustic import TERM_WEIGHTS, posterior
-    from adept_eval.prosody import compare_sentence, extract, onto, sentence_profiles
+    from adept_eval.scoring.listeners.acoustic import TERM_WEIGHTS, posterior
+    from adept_eval.signal.prosody import compare_sentence, extract, onto, sentence_profiles
     from adept_eval.validation import sentences as S
 
     sid = f"{spec.CLASSES[cls].id_block + sentence:04d}"
@@ -852,7 +852,7 @@ def test_mains_hum_does_not_unvoice_a_low_voice(sentence):
     tomorrow": 0.81), and the listener lost 6 of 40 emotion questions on festival -> espeak.
     Tracked after the rumble high-pass, every rendition keeps at least 90% of its voiced frames
     (0.97 at the worst)."""
-    from adept_eval.prosody import extract
+    from adept_eval.signal.prosody import extract
     from adept_eval.validation import sentences as S
     from adept_eval.validation.engines import AS_PLANNED
     from adept_eval.validation.families import EXTRA_DELIVERIES
@@ -875,8 +875,8 @@ def test_the_rumble_high_pass_removes_hum_keeps_the_voice_and_takes_any_length()
     a 50 Hz tone at least 20 dB down, a 100 Hz fundamental and a 200 Hz harmonic within 1 dB,
     no shift in time (zero phase), and a file shorter than the filter's edge padding filtered
     rather than refused (``sosfiltfilt`` alone raises on it)."""
-    from adept_eval.audio import zero_phase_filtered
-    from adept_eval.prosody import ANALYSIS_RATE, RUMBLE_CUTOFF_HZ
+    from adept_eval.signal.audio import zero_phase_filtered
+    from adept_eval.signal.prosody import ANALYSIS_RATE, RUMBLE_CUTOFF_HZ
 
     t = np.arange(ANALYSIS_RATE) / ANALYSIS_RATE
 
@@ -1050,8 +1050,8 @@ def test_monotone_speech_is_speech():
     """A voice whose pitch does not move (PSOLA-monotonised, as perception studies flatten
     speech, or a system that flattens it; the benchmark's ``monotone-150hz`` transform, here at
     110 Hz) is speech: it is scored, not refused as a tone."""
-    from adept_eval import prosody
-    from adept_eval.speech_presence import MIN_F0_SPREAD_ST
+    from adept_eval.signal import prosody
+    from adept_eval.signal.speech_presence import MIN_F0_SPREAD_ST
     from adept_eval.validation.families import _monotone
     from adept_eval.validation.sentences import NEUTRAL_PLAN, sentence
 
@@ -1238,7 +1238,7 @@ def test_the_tuning_baseline_is_the_released_listeners():
     (``benchmarks/baselines/tuning-<listener version>.json``), so a candidate is judged
     against it with ``--compare-to`` without scoring the released method again: it must be
     this listener version's, cover exactly those rotations, and every family."""
-    from adept_eval.listeners.acoustic import listener_version
+    from adept_eval.scoring.listeners.acoustic import listener_version
     from adept_eval.validation.benchmark import FAMILIES, NOT_HELD_OUT
     from adept_eval.validation.method_change import load
     from adept_eval.validation.systems import RENDER_VERSIONS
@@ -1334,7 +1334,7 @@ def test_clustered_test_against_chance_relabels_whole_sentences():
     stimuli carry, including one no question asks about (ADEPT's neutral sample)."""
     from itertools import permutations, product
 
-    from adept_eval.stats import within_cluster_permutation_p as p
+    from adept_eval.scoring.stats import within_cluster_permutation_p as p
 
     ab = ("a", "b")
     both, one, none = [("a", "a"), ("b", "b")], [("a", "a"), ("a", "b")], [("b", "a"), ("a", "b")]
@@ -1364,7 +1364,7 @@ def test_clustered_test_against_chance_relabels_whole_sentences():
 def test_a_pooled_accuracy_gets_an_interval_clustered_by_sentence():
     """Whole sentences resampled; where every question came out alike (the bootstrap would
     return the point itself) the exact interval with each sentence as one trial."""
-    from adept_eval.stats import bootstrap_interval, clopper_pearson
+    from adept_eval.scoring.stats import bootstrap_interval, clopper_pearson
     from adept_eval.validation.benchmark import Outcome, pooled_interval
 
     def outcomes(rights):
@@ -1383,8 +1383,13 @@ def test_a_pooled_accuracy_gets_an_interval_clustered_by_sentence():
 def test_targets_are_checked_on_held_out_rotations_only():
     """``check_targets`` reads the issue's bars from the results and ignores the tuned
     rotations: a failure there does not count, the same failure held out does."""
-    from adept_eval.validation.benchmark import (Outcome, SystemResult, VariantResult,
-                                                 check_targets, miss_keys)
+    from adept_eval.validation.benchmark import (
+        Outcome,
+        SystemResult,
+        VariantResult,
+        check_targets,
+        miss_keys,
+    )
 
     def result(correct_by_task):
         # two-reading sentences, two questions each: reading r heard as r when right
@@ -1443,8 +1448,12 @@ def test_family_summary_names_each_rotation_for_what_it_is():
     """Tuned, reserved and held-out rotations are labelled as such, the variants come in the
     families' own order whatever rotation lacks one, and without a held-out rotation there is no
     held-out column to fill with zeros."""
-    from adept_eval.validation.benchmark import (Outcome, SystemResult, VariantResult,
-                                                 format_family_summary)
+    from adept_eval.validation.benchmark import (
+        Outcome,
+        SystemResult,
+        VariantResult,
+        format_family_summary,
+    )
 
     def row(family, variant, right):
         outcomes = tuple(Outcome(t, "x", c, spec.task(t).chance, "ok")
@@ -1471,7 +1480,7 @@ def test_a_delivery_changed_under_its_name_is_rendered_again(tmp_path, monkeypat
     """The benchmark caches each delivery's files under the delivery's name: a transform changed
     since they were rendered must render them again (a stale cache would serve the old
     transform's files to a new scoring), and an unchanged one must be read back."""
-    from adept_eval.corpus import WAV_DIR
+    from adept_eval.corpora.corpus import WAV_DIR
     from adept_eval.validation import families as F
     from adept_eval.validation.systems import RENDER_VERSIONS
 

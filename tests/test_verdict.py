@@ -1,7 +1,7 @@
 import pytest
 
 from adept_eval.judge.verdict import parse_verdict
-from adept_eval.vstyle import load_records
+from adept_eval.corpora.vstyle import load_records
 from conftest import shared_or_skip
 
 

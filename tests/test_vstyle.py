@@ -11,7 +11,12 @@ import pytest
 from adept_eval.judge import JudgeConfig
 from adept_eval.judge.runner import prepare_audio
 from testing.judge_server import JudgeServer
-from adept_eval.vstyle import CATEGORIES, load_records, normalise_ability, subcategory_weights
+from adept_eval.corpora.vstyle import (
+    CATEGORIES,
+    load_records,
+    normalise_ability,
+    subcategory_weights,
+)
 from conftest import run_lm_eval, shared_or_skip
 
 
@@ -66,8 +71,8 @@ def test_replayed_examples_reproduce_each_systems_recorded_mean(examples, replay
             suffix = Path(r.audio_path).stem[len(rec.record_id):]
             systems[(r.model_name, suffix)].append((rec, r))
     assert len(systems) == 7
-    from adept_eval.hub import Run
-    from adept_eval.leaderboard import build
+    from adept_eval.results.runs import Run
+    from adept_eval.results.leaderboard import build
 
     runs = []
     with JudgeServer() as server:
@@ -135,9 +140,9 @@ def test_missing_responses_are_failures(examples, replay, tmp_path):
 
 
 def test_judge_settings_from_metadata(tmp_path):
-    from adept_eval import settings
+    from adept_eval.harness import settings
     from adept_eval.judge.prompt import PromptError
-    from adept_eval.vstyle_harness import judge_config
+    from adept_eval.harness.vstyle import judge_config
 
     # settings is the one place an unknown judge setting is refused (before judge_config)
     with pytest.raises(settings.SettingsError, match="unknown judge setting 'judge_colour'"):
@@ -191,7 +196,7 @@ def test_judge_identity_names_the_host_either_way(monkeypatch):
     """The scorer identity names the judge's host, whether or not the runner can be built: one
     rule (``server_name``), so a run is not told apart from another by how it was identified."""
     from adept_eval.judge import runner
-    from adept_eval.vstyle_harness import judge_config, judge_identity
+    from adept_eval.harness.vstyle import judge_config, judge_identity
 
     cfg = judge_config({"judge_base_url": "http://127.0.0.1:8123/v1", "judge_model": "m",
                         "judge_cache": ""})

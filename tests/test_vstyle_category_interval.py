@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from adept_eval import vstyle_harness as vh
+from adept_eval.harness import vstyle as vh
 
 
 @pytest.mark.parametrize("sizes,weights", [
@@ -40,7 +40,7 @@ def test_the_interval_stays_on_the_judges_scale():
     """Two subcategories of two widely split answers: the t interval on ~2 degrees of freedom
     reached [-1.4, 8.8] for a mean of 1-5 scores; it is cut to [1, 5] (the part outside holds no
     possible value), and an interval inside the scale is left as it is."""
-    from adept_eval import stats
+    from adept_eval.scoring import stats
     from adept_eval.judge.runner import mean_interval
 
     items = [{"sub": f"s{g}", "weight": 1, "score": x, "failed": 0}

@@ -9,9 +9,16 @@ failures) and every item's score, verdict text and status; ``result["judge"]`` i
 identity (backend, model, prompt sha256, sampling parameters).
 """
 
-from .prompt import Prompt, PromptSet
-from .runner import ItemResult, JudgeConfig, JudgeItem, JudgeRunner, judge, summarize
-from .verdict import parse_verdict
+from adept_eval.judge.prompt import Prompt, PromptSet
+from adept_eval.judge.runner import (
+    ItemResult,
+    JudgeConfig,
+    JudgeItem,
+    JudgeRunner,
+    judge,
+    summarize,
+)
+from adept_eval.judge.verdict import parse_verdict
 
 __all__ = ["ItemResult", "JudgeConfig", "JudgeItem", "JudgeRunner", "Prompt", "PromptSet",
            "judge", "parse_verdict", "summarize"]

@@ -15,7 +15,7 @@ from functools import cached_property
 from importlib import resources
 from pathlib import Path
 
-from ..errors import UserError
+from adept_eval.errors import UserError
 
 PLACEHOLDERS = ("{instruction_type}", "{input_instruction}")
 

@@ -30,13 +30,13 @@ from dataclasses import dataclass, field, fields
 import aiohttp  # noqa: F401  imported with the judge, not at its first request (see below)
 import numpy as np
 
-from ..llm.audio import AudioChecks, AudioPolicy, BadInput, inspect, payload
-from ..llm.backends import DEFAULT_MODELS, Backend, Encoded, Part
-from ..llm.cache import cache_key
-from ..llm.client import Connection, LLMClient, RateLimiter, default_cache, run_sync
-from ..options import OptionError, number, yes_no
-from .prompt import PromptSet
-from .verdict import PARSER_VERSION, parse_verdict
+from adept_eval.llm.audio import AudioChecks, AudioPolicy, BadInput, inspect, payload
+from adept_eval.llm.backends import DEFAULT_MODELS, Backend, Encoded, Part
+from adept_eval.llm.cache import cache_key
+from adept_eval.llm.client import Connection, LLMClient, RateLimiter, default_cache, run_sync
+from adept_eval.options import OptionError, number, yes_no
+from adept_eval.judge.prompt import PromptSet
+from adept_eval.judge.verdict import PARSER_VERSION, parse_verdict
 
 __all__ = ["BadInput", "ItemResult", "JudgeConfig", "JudgeItem", "JudgeOptionError", "JudgeRunner",
            "RateLimiter", "judge", "prepare_audio", "run_sync", "summarize"]
@@ -108,7 +108,7 @@ class JudgeConfig:
         object.__setattr__(self, "include_instruction_audio", flag)
         if self.audio_format not in ("original", "wav"):
             raise JudgeOptionError("audio_format", self.audio_format, "use 'original' or 'wav'")
-        from ..llm.backends import BACKENDS
+        from adept_eval.llm.backends import BACKENDS
 
         if self.backend not in BACKENDS:  # named now, as the option its user typed
             raise JudgeOptionError("backend", self.backend,
@@ -339,8 +339,8 @@ class JudgeRunner:
 def mean_interval(values: list[float]) -> tuple[float, float]:
     """95% t-interval of a mean of 1-5 scores (nan with fewer than two values):
     ``stats.t_interval``, cut to the scale (``stats.within``)."""
-    from ..stats import t_interval, within
-    from .verdict import SCORE_RANGE
+    from adept_eval.scoring.stats import t_interval, within
+    from adept_eval.judge.verdict import SCORE_RANGE
 
     return within(*t_interval([float(v) for v in values]), SCORE_RANGE)
 

@@ -10,10 +10,22 @@ participant's way through the test), ``app`` (the Starlette app), ``analysis`` (
 clustered intervals, agreement, charts), ``export`` (the responses file).
 """
 
-from .analysis import analyse, cluster_bootstrap, fleiss_kappa, screen, step4_table
-from .design import DesignError, TestConfig, build_test, load_test, plan_for
-from .export import export
-from .store import Store
+from adept_eval.listening_test.analysis import (
+    analyse,
+    cluster_bootstrap,
+    fleiss_kappa,
+    screen,
+    step4_table,
+)
+from adept_eval.listening_test.design import (
+    DesignError,
+    TestConfig,
+    build_test,
+    load_test,
+    plan_for,
+)
+from adept_eval.listening_test.export import export
+from adept_eval.listening_test.store import Store
 
 __all__ = ["DesignError", "Store", "TestConfig", "analyse", "build_test", "cluster_bootstrap",
            "create_app", "export", "fleiss_kappa", "load_test", "plan_for", "screen",
@@ -22,6 +34,6 @@ __all__ = ["DesignError", "Store", "TestConfig", "analyse", "build_test", "clust
 
 def create_app(folder, **kwargs):
     """The Starlette app for a built test (needs the ``listening-test`` extra)."""
-    from .app import create_app as _create
+    from adept_eval.listening_test.app import create_app as _create
 
     return _create(folder, **kwargs)

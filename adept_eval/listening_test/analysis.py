@@ -14,7 +14,7 @@ more than once: Owen 2007, *Annals of Applied Statistics* 1(2)).
 
 The tutorial's step-4 table (responses, correct, recognition accuracy per subcategory) is plain
 counting over the included responses, as the tutorial defines it. The intervals and Fleiss'
-kappa live in ``adept_eval.stats`` (the one statistics module); this module screens
+kappa live in ``adept_eval.scoring.stats`` (the one statistics module); this module screens
 participants and builds the tables.
 """
 
@@ -26,10 +26,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import spec
-from ..errors import UserError
-from ..stats import (ClusteredProportion, Trial, cluster_bootstrap,  # noqa: F401
-                     fleiss_kappa, two_way_proportion)
+from adept_eval.corpora import spec
+from adept_eval.errors import UserError
+from adept_eval.scoring.stats import (
+    ClusteredProportion,
+    Trial,
+    cluster_bootstrap,
+    fleiss_kappa,
+    two_way_proportion,
+)
 
 INCLUDED = "included"
 FAILED_HEADPHONES = "failed headphone check"

@@ -46,10 +46,15 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from .design import AUDIO_DIR, AUDIO_TYPES, TestConfig, load_test
-from .media import DEFAULT_BUDGET, AudioFiles
-from .session import DEFAULT_MAX_PARTICIPANTS, Refused, Sessions, resume_code
-from .store import DB_FILE, Store
+from adept_eval.listening_test.design import AUDIO_DIR, AUDIO_TYPES, TestConfig, load_test
+from adept_eval.listening_test.media import DEFAULT_BUDGET, AudioFiles
+from adept_eval.listening_test.session import (
+    DEFAULT_MAX_PARTICIPANTS,
+    Refused,
+    Sessions,
+    resume_code,
+)
+from adept_eval.listening_test.store import DB_FILE, Store
 
 STATIC = Path(__file__).parent / "static"
 MAX_BODY = 8 * 1024
@@ -120,7 +125,7 @@ def nests_deeper(text: bytes, limit: int = MAX_DEPTH) -> bool:
 def check_writable(folder: Path) -> None:
     """Refuse to serve a test whose folder (or database) cannot be written, before anyone
     arrives: otherwise every new participant would get an error."""
-    from ..errors import UserError
+    from adept_eval.errors import UserError
 
     class NotWritable(UserError, OSError):
         pass
@@ -144,7 +149,7 @@ def check_address(host: str, port: int) -> None:
     binds its own."""
     import socket
 
-    from ..errors import UserError
+    from adept_eval.errors import UserError
 
     class Unavailable(UserError):
         pass
@@ -404,7 +409,7 @@ def create_app(folder: str | Path, *, admin_token: str | None = None,
         if not admin_ok(request):
             return JSONResponse({"error": f"admin view needs the token set in {ADMIN_TOKEN_ENV}"},
                                 403)
-        from .analysis import status_summary
+        from adept_eval.listening_test.analysis import status_summary
 
         summary = await run_in_threadpool(status_summary, config, store)
         if request.url.path.endswith(".json"):
@@ -431,7 +436,7 @@ def create_app(folder: str | Path, *, admin_token: str | None = None,
     async def lifespan(app):
         mirror = None
         if mirror_repo:
-            from .mirror import start_mirror
+            from adept_eval.listening_test.mirror import start_mirror
 
             mirror = start_mirror(config, store, folder, mirror_repo, every_minutes=mirror_every)
         yield
@@ -493,7 +498,7 @@ def serve(folder: str | Path, host: str = "127.0.0.1", port: int = 8000,
     after 5 s, so idle clients cannot hold the connection limit."""
     import uvicorn
 
-    from .guard import guarded_protocol
+    from adept_eval.listening_test.guard import guarded_protocol
 
     app = create_app(folder, mirror_repo=mirror_repo, mirror_every=mirror_every,
                      audio_cache_mb=audio_cache_mb, max_participants=max_participants,

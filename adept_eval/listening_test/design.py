@@ -2,7 +2,7 @@
 
 ``build_test`` writes a self-contained test folder:
 
-    test.json     the design: tasks, systems, every question (as ``adept_eval.questions`` builds
+    test.json     the design: tasks, systems, every question (as ``adept_eval.corpora.questions`` builds
                   it), the token of every audio file, headphone-check key, completion codes
     audio/        every file a participant may hear, named by an opaque random token (no class,
                   subcategory, sentence or system in any name), re-encoded from the system's
@@ -45,14 +45,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 import soundfile as sf
 
-from .. import __version__, spec
-from ..corpus import Corpus
-from ..errors import UserError
-from ..questions import LETTERS, Question, build_questions
-from .store import DB_FILE
+from adept_eval import __version__
+from adept_eval.corpora import spec
+from adept_eval.corpora.corpus import Corpus
+from adept_eval.errors import UserError
+from adept_eval.corpora.questions import LETTERS, Question, build_questions
+from adept_eval.listening_test.store import DB_FILE
 
 if TYPE_CHECKING:
-    from ..hub import Run
+    from adept_eval.results.runs import Run
 
 FORMAT = 1
 CONFIG_FILE = "test.json"
@@ -194,7 +195,7 @@ def speech_level_db(x: np.ndarray, rate: int) -> float:
 def _blinded(path: Path, target_db: float | None) -> np.ndarray:
     """A system's sample as served: mono, at ``BLIND_RATE``, optionally at ``target_db``
     speech level (lowered as a whole if that would clip)."""
-    from ..audio import read_audio, resample
+    from adept_eval.signal.audio import read_audio, resample
 
     x = resample(read_audio(path), BLIND_RATE).samples.astype(np.float64)
     if target_db is not None:
@@ -208,7 +209,7 @@ def _blinded(path: Path, target_db: float | None) -> np.ndarray:
 def _source_files(corpus: Corpus, systems: dict[str, str | Path | None],
                   stimuli: list[str]) -> dict[str, dict[str, Path]]:
     """system -> stimulus_id -> the file to serve; missing or unusable samples stop the build."""
-    from ..manifest import check_folder
+    from adept_eval.corpora.manifest import check_folder
 
     out: dict[str, dict[str, Path]] = {}
     for name, folder in systems.items():
@@ -252,7 +253,7 @@ def lm_eval_run(source: Path, name: str | None = None) -> tuple["Run", str]:
     several systems on its own would change the test's design (each task rotates over every
     system, so each system gets fewer participants) behind the user's back. Among runs of one
     system the newest is taken, and the note says which and among how many."""
-    from ..hub import PublishError, find_runs, load_run
+    from adept_eval.results.runs import PublishError, find_runs, load_run
 
     source = Path(source)
     label = f"system {name!r}: " if name else ""
@@ -306,8 +307,8 @@ def _where(system: str, by_system: dict[str, list]) -> Path:
 def _run_files(corpus: Corpus, name: str, run: "Run", stimuli: list[str]) -> dict[str, Path]:
     """The audio an lm-eval run of any system logged (``--output_path`` with ``--log_samples``),
     checked like a samples folder."""
-    from ..audio import check_audio
-    from ..hub import PublishError, audio_files
+    from adept_eval.signal.audio import check_audio
+    from adept_eval.results.runs import PublishError, audio_files
 
     folder = run.results_path
     try:

@@ -3,7 +3,7 @@
     participant,task,question_id,answer,system,screening,presented,rt_ms,answered_at
 
 ``answer`` is the letter of the chosen choice in ``adept-eval questions``' order (the canonical
-order of ``adept_eval.questions``), whatever order the participant heard the samples in (that
+order of ``adept_eval.corpora.questions``), whatever order the participant heard the samples in (that
 order is in ``presented``: position -> letter). The human listener reads the first four columns
 and ignores the rest. By default only included participants' responses are written, so scoring
 the file gives the honest figures; ``include_all`` writes everyone, with their screening outcome
@@ -16,10 +16,10 @@ import csv
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..errors import UserError
-from ..questions import LETTERS
-from ..report import csv_safe
-from .analysis import INCLUDED, screen
+from adept_eval.errors import UserError
+from adept_eval.corpora.questions import LETTERS
+from adept_eval.results.report import csv_safe
+from adept_eval.listening_test.analysis import INCLUDED, screen
 
 COLUMNS = ("participant", "task", "question_id", "answer", "system", "screening", "presented",
            "rt_ms", "answered_at")

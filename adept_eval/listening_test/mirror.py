@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import UserError
+from adept_eval.errors import UserError
 
 MIRROR_DIR = "mirror"
 
@@ -47,7 +47,7 @@ def start_mirror(config, store, folder: str | Path, repo_id: str, *, every_minut
     every ``every_minutes`` (and on ``trigger()``); stop it with ``stop()``."""
     from huggingface_hub import CommitScheduler
 
-    from .export import export
+    from adept_eval.listening_test.export import export
 
     ensure_private(repo_id)
 

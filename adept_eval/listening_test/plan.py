@@ -1,6 +1,6 @@
 """How many participants does a listening test need? ``adept-eval listening-test plan``.
 
-Estimates, by simulation from the two-way cluster model of ``adept_eval.stats`` (participant and
+Estimates, by simulation from the two-way cluster model of ``adept_eval.scoring.stats`` (participant and
 question random effects on the logit scale, and a system-by-question interaction), the power to
 detect an accuracy difference between two systems, for a range of participants per system.
 
@@ -28,8 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import spec, stats
-from ..errors import UserError
+from adept_eval.corpora import spec
+from adept_eval.scoring import stats
+from adept_eval.errors import UserError
 
 #: participants per system tried, in order, until the requested power is reached
 GRID = (5, 10, 15, 20, 30, 40, 50, 60, 80, 100, 120, 150, 200, 250, 300)
@@ -58,12 +59,12 @@ def load_pilot(path: str | Path) -> Pilot:
     path = Path(path)
     if not path.exists():
         raise PlanError(f"--pilot {path}: no such file or folder")
-    from .design import CONFIG_FILE
+    from adept_eval.listening_test.design import CONFIG_FILE
 
     if path.is_dir() and (path / CONFIG_FILE).exists():
-        from .analysis import analyse
-        from .design import load_test
-        from .store import DB_FILE, Store
+        from adept_eval.listening_test.analysis import analyse
+        from adept_eval.listening_test.design import load_test
+        from adept_eval.listening_test.store import DB_FILE, Store
 
         if not (path / DB_FILE).exists():
             raise PlanError(f"--pilot {path}: the listening test has no responses yet")
@@ -74,8 +75,8 @@ def load_pilot(path: str | Path) -> Pilot:
         tasks = {(r.task, r.question_id) for r in kept}
         what = f"listening test {path} (included participants)"
     else:
-        from ..compare import outcomes
-        from ..hub import load_run
+        from adept_eval.results.compare import outcomes
+        from adept_eval.results.runs import load_run
 
         try:
             run = load_run(path)

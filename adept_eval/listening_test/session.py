@@ -18,9 +18,9 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 
-from ..questions import LETTERS
-from .design import HEADPHONE_PASS, Item, TestConfig, item_from, plan_for
-from .store import ParticipantRow, ResponseRow, Store
+from adept_eval.corpora.questions import LETTERS
+from adept_eval.listening_test.design import HEADPHONE_PASS, Item, TestConfig, item_from, plan_for
+from adept_eval.listening_test.store import ParticipantRow, ResponseRow, Store
 
 PARTICIPANT_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 #: participants kept in memory at most (the rest are read from the store when they return)

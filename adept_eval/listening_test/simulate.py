@@ -18,8 +18,8 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import spec
-from .design import CATCH_SINGLE_CHOICES, TestConfig
+from adept_eval.corpora import spec
+from adept_eval.listening_test.design import CATCH_SINGLE_CHOICES, TestConfig
 
 
 @dataclass

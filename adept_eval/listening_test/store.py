@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import UserError
+from adept_eval.errors import UserError
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS participants (

@@ -11,12 +11,35 @@ The speech judge (``adept_eval.judge``), the audio-LLM listener and the ``openai
 are built on it; a new backend is one ``@register_backend`` factory.
 """
 
-from .audio import AudioChecks, AudioPayload, AudioPolicy, BadInput, Source, inspect, payload
-from .backends import (Backend, BackendError, Encoded, Part, count_requests, get_backend,
-                       register_backend)
-from .cache import ReplyCache, cache_key
-from .client import (Connection, LLMClient, LLMUnavailable, RateLimiter, Reply, check_server,
-                     default_cache, run_sync)
+from adept_eval.llm.audio import (
+    AudioChecks,
+    AudioPayload,
+    AudioPolicy,
+    BadInput,
+    Source,
+    inspect,
+    payload,
+)
+from adept_eval.llm.backends import (
+    Backend,
+    BackendError,
+    Encoded,
+    Part,
+    count_requests,
+    get_backend,
+    register_backend,
+)
+from adept_eval.llm.cache import ReplyCache, cache_key
+from adept_eval.llm.client import (
+    Connection,
+    LLMClient,
+    LLMUnavailable,
+    RateLimiter,
+    Reply,
+    check_server,
+    default_cache,
+    run_sync,
+)
 
 __all__ = ["AudioChecks", "AudioPayload", "AudioPolicy", "BadInput", "Backend", "BackendError",
            "Connection", "Encoded", "LLMClient", "LLMUnavailable", "Part", "RateLimiter", "Reply",

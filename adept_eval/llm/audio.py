@@ -21,8 +21,17 @@ from pathlib import Path
 
 import numpy as np
 
-from ..audio import (SILENCE_DBFS, Audio, AudioError, from_array, read_audio, resample,
-                     signal_problems, wav_bytes, wav_data_shortfall)
+from adept_eval.signal.audio import (
+    SILENCE_DBFS,
+    Audio,
+    AudioError,
+    from_array,
+    read_audio,
+    resample,
+    signal_problems,
+    wav_bytes,
+    wav_data_shortfall,
+)
 
 CHECK_VERSION = "3"  # bump when what ``problem_of`` tests changes: old outcomes are then ignored
 ORIGINAL_FORMATS = frozenset({"wav", "mp3"})  # what OpenAI-style ``input_audio`` takes

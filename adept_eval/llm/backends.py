@@ -41,9 +41,9 @@ from urllib.parse import urlparse
 
 import pybase64
 
-from ..errors import UserError
-from ..registry import Registry
-from .audio import ORIGINAL_FORMATS, AudioPayload
+from adept_eval.errors import UserError
+from adept_eval.registry import Registry
+from adept_eval.llm.audio import ORIGINAL_FORMATS, AudioPayload
 
 
 @dataclass(frozen=True)

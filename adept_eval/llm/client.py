@@ -24,11 +24,18 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from ..errors import UserError
-from .audio import AudioChecks
-from .backends import (Backend, BackendError, MissingKey, Part, count_requests, get_backend,
-                       public_url)
-from .cache import ReplyCache
+from adept_eval.errors import UserError
+from adept_eval.llm.audio import AudioChecks
+from adept_eval.llm.backends import (
+    Backend,
+    BackendError,
+    MissingKey,
+    Part,
+    count_requests,
+    get_backend,
+    public_url,
+)
+from adept_eval.llm.cache import ReplyCache
 
 
 _LOOK = object()  # ask(): "look the key up yourself"
@@ -359,6 +366,6 @@ def default_cache(name: str, setting: str | None) -> str | None:
         return None
     if setting:
         return setting
-    from ..corpus import cache_home
+    from adept_eval.paths import cache_home
 
     return str(cache_home() / name)

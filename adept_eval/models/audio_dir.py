@@ -17,9 +17,9 @@ from __future__ import annotations
 from pathlib import Path
 
 
-from ..audio import find_audio, missing_audio_message
-from ..options import text
-from .base import Produced, SpeechSystem, Stimulus, SystemSetupError
+from adept_eval.signal.audio import find_audio, missing_audio_message
+from adept_eval.options import text
+from adept_eval.models.base import Produced, SpeechSystem, Stimulus, SystemSetupError
 
 
 class AudioDirSystem(SpeechSystem):

@@ -18,9 +18,9 @@ from pathlib import Path
 from lm_eval.api.model import LM
 from tqdm.auto import tqdm
 
-from ..audio import check_audio
-from ..options import yes_no
-from ..suites import suite_of
+from adept_eval.signal.audio import check_audio
+from adept_eval.options import yes_no
+from adept_eval.suites import suite_of
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +123,7 @@ class SpeechSystem(LM):
         # documents come from the harness, so it is loaded whenever there is something to hand
         # over (looked up, not imported: the harness imports the settings, which import this
         # module)
-        harness = sys.modules.get("adept_eval.harness")
+        harness = sys.modules.get("adept_eval.harness.adept")
         if harness is not None:
             harness.samples_produced(requests, produced)
         try:
@@ -253,8 +253,8 @@ def with_digests(produced: dict[str, Produced]) -> dict[str, Produced]:
     import os
     from dataclasses import replace
 
-    from ..content_keys import for_directory
-    from ..corpus import cache_home
+    from adept_eval.signal.content_keys import for_directory
+    from adept_eval.paths import cache_home
 
     out = {}
     keys = None

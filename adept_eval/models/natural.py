@@ -7,7 +7,7 @@ recognise the natural recordings cannot be trusted on synthetic ones.
 from __future__ import annotations
 
 
-from .base import Produced, SpeechSystem, Stimulus
+from adept_eval.models.base import Produced, SpeechSystem, Stimulus
 
 
 class NaturalSystem(SpeechSystem):

@@ -27,12 +27,23 @@ import json
 import os
 from pathlib import Path
 
-from ..llm import (AudioPolicy, BackendError, BadInput, Connection, LLMClient, Part,
-                   check_server, count_requests, inspect, payload, run_sync)
-from ..llm.audio import sniff_format
-from ..llm.backends import public_url
-from ..options import number, yes_no
-from .base import Produced, SpeechSystem, Stimulus, SystemSetupError
+from adept_eval.llm import (
+    AudioPolicy,
+    BackendError,
+    BadInput,
+    Connection,
+    LLMClient,
+    Part,
+    check_server,
+    count_requests,
+    inspect,
+    payload,
+    run_sync,
+)
+from adept_eval.llm.audio import sniff_format
+from adept_eval.llm.backends import public_url
+from adept_eval.options import number, yes_no
+from adept_eval.models.base import Produced, SpeechSystem, Stimulus, SystemSetupError
 
 
 class OpenAISpeechSystem(SpeechSystem):
@@ -58,7 +69,7 @@ class OpenAISpeechSystem(SpeechSystem):
             option(concurrency, "concurrency", whole=True, least=1),
             option(rpm, "rpm", least=0, optional=True) or None)  # 0: no limit, as the judge's
         if cache_dir is None:
-            from ..corpus import cache_home
+            from adept_eval.paths import cache_home
 
             cache_dir = cache_home() / "systems"
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.name)

@@ -5,7 +5,7 @@
     from adept_eval.models import InProcessTTS
 
     class MyTTS(InProcessTTS):
-        def synthesize(self, text, reference_audio):      # reference_audio: adept_eval.audio.Audio
+        def synthesize(self, text, reference_audio):      # reference_audio: adept_eval.signal.audio.Audio
             samples, rate = my_model(text, reference_audio.samples, reference_audio.rate)
             return samples, rate                           # or an Audio
 
@@ -29,9 +29,15 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from ..audio import Audio, from_array, read_audio, write_wav
-from .base import (Produced, SpeechSystem, Stimulus, SystemSetupError, first_reasons,
-                   sample_problem)
+from adept_eval.signal.audio import Audio, from_array, read_audio, write_wav
+from adept_eval.models.base import (
+    Produced,
+    SpeechSystem,
+    Stimulus,
+    SystemSetupError,
+    first_reasons,
+    sample_problem,
+)
 
 log = logging.getLogger(__name__)
 
@@ -43,13 +49,13 @@ class SynthesizingSystem(SpeechSystem):
     default_on_missing = "wrong"
 
     def __init__(self, name: str | None = None, cache_dir: str | None = None, **kwargs):
-        from ..options import text  # (imported here: other code here names its text "text")
-        from .base import SystemSetupError
+        from adept_eval.options import text
+        from adept_eval.models.base import SystemSetupError
 
         super().__init__(name=name, **kwargs)
         cache_dir = text(cache_dir, "cache_dir", "--model_args", optional=True)
         if cache_dir is None:
-            from ..corpus import cache_home
+            from adept_eval.paths import cache_home
 
             cache_dir = cache_home() / "systems"
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.name)
@@ -146,7 +152,7 @@ class InProcessTTS(SynthesizingSystem):
 
     ``synthesize(text, reference_audio)`` is called once per stimulus (cached results are not
     asked again). ``text`` is the sentence to speak; ``reference_audio`` is an
-    ``adept_eval.audio.Audio``, the natural ADEPT recording whose prosody to transfer, already
+    ``adept_eval.signal.audio.Audio``, the natural ADEPT recording whose prosody to transfer, already
     decoded: ``.samples`` (mono float32 numpy array in [-1, 1]), ``.rate`` (Hz), ``.duration``
     (s) and ``.path`` (the file, for models that want to read it themselves). Return either an
     ``Audio`` or ``(samples, rate)``: a 1-D float array in [-1, 1] or integer PCM (int16, int32,
@@ -164,7 +170,7 @@ class InProcessTTS(SynthesizingSystem):
         if not isinstance(result, Audio):
             if not (isinstance(result, (tuple, list)) and len(result) == 2):
                 raise TypeError(f"synthesize() returned {type(result).__name__}; it must return "
-                                "an adept_eval.audio.Audio or (samples, rate)")
+                                "an adept_eval.signal.audio.Audio or (samples, rate)")
             samples, rate = result
             samples = np.asarray(samples)
             if samples.size == 0 or not np.issubdtype(samples.dtype, np.number):

@@ -25,10 +25,10 @@ import subprocess
 from pathlib import Path
 
 
-from ..options import number
-from ..settings import redact_words
-from .base import Stimulus, SystemSetupError
-from .synthesizing import SynthesizingSystem
+from adept_eval.options import number
+from adept_eval.secrecy import redact_words
+from adept_eval.models.base import Stimulus, SystemSetupError
+from adept_eval.models.synthesizing import SynthesizingSystem
 
 _FILLED = {"text", "reference", "output"}
 _PLACEHOLDER = re.compile(r"\{(text|reference|output)\}")
@@ -38,8 +38,8 @@ _NAMED = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 def redact_command(args: list[str]) -> str:
     """The template as one line with secret-looking values replaced by ``<redacted>``, by the
-    rule ``settings`` refuses options with and ``hub.find_secrets`` refuses uploads with
-    (``settings.redact_words``): values of options named like secrets (``--api-key X``,
+    rule ``settings`` refuses options with and ``secrecy.find_secrets`` refuses uploads with
+    (``secrecy.redact_words``): values of options named like secrets (``--api-key X``,
     ``--token=X``, ``key=X``), secret-named URL query parameters (``?token=X``),
     credential-shaped strings (``sk-...``, ``hf_...``, ``user:pass@`` in URLs, ``Bearer ...``)
     and the values of secret-named environment variables. Placeholders are never redacted."""

@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import spec
-from ..corpus import Corpus
-from ..listeners import Answer, Listener, Response
-from ..listeners.acoustic import AcousticListener
-from ..prosody import Features, FeatureStore
-from ..questions import Question
+from adept_eval.corpora import spec
+from adept_eval.corpora.corpus import Corpus
+from adept_eval.scoring.listeners import Answer, Listener, Response
+from adept_eval.scoring.listeners.acoustic import AcousticListener
+from adept_eval.signal.prosody import Features, FeatureStore
+from adept_eval.corpora.questions import Question
 
 
 def global_features(f: Features) -> np.ndarray:

@@ -15,16 +15,28 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import spec
-from ..corpus import Corpus, WAV_DIR
-from ..listeners import Listener
-from ..questions import all_questions
-from ..stats import (below_chance_p, binomial_p, bootstrap_interval, clopper_pearson,
-                     within_cluster_permutation_p)
-from . import families as F
-from .engines import check_rotation
-from .families import stimulus_path
-from .systems import NONSPEECH, SWAPS, SYSTEMS, nonspeech_systems, render_engine, system_folder
+from adept_eval.corpora import spec
+from adept_eval.corpora.corpus import Corpus, WAV_DIR
+from adept_eval.scoring.listeners import Listener
+from adept_eval.corpora.questions import all_questions
+from adept_eval.scoring.stats import (
+    below_chance_p,
+    binomial_p,
+    bootstrap_interval,
+    clopper_pearson,
+    within_cluster_permutation_p,
+)
+from adept_eval.validation import families as F
+from adept_eval.validation.engines import check_rotation
+from adept_eval.validation.families import stimulus_path
+from adept_eval.validation.systems import (
+    NONSPEECH,
+    SWAPS,
+    SYSTEMS,
+    nonspeech_systems,
+    render_engine,
+    system_folder,
+)
 
 
 @dataclass(frozen=True)
@@ -132,7 +144,7 @@ class SystemResult:
 
 
 def _check_refusals(corpus: Corpus, folder: Path) -> str:
-    from ..manifest import check_folder
+    from adept_eval.corpora.manifest import check_folder
 
     check = check_folder(corpus, folder, progress=False)
     refused = sum(1 for r in check.samples.values()
@@ -148,8 +160,8 @@ def run_rotation(reference: str, system: str, cache: Path, *, listeners: dict[st
                  nonspeech: bool = True, only: tuple[str, ...] | None = None
                  ) -> tuple[list[SystemResult], dict]:
     """Evaluate every system of one rotation (or ``only`` those named); see the module doc."""
-    from ..listeners import get_listener
-    from .baseline import GlobalBaseline
+    from adept_eval.scoring.listeners import get_listener
+    from adept_eval.validation.baseline import GlobalBaseline
 
     check_rotation(reference, system)
     ref_dir = render_engine(reference, cache, progress=progress)
@@ -177,8 +189,8 @@ def run_rotation(reference: str, system: str, cache: Path, *, listeners: dict[st
     # real-time factor of a full evaluation: the copy system's features from scratch
     import soundfile as sf
 
-    from ..listeners.acoustic import AcousticListener
-    from ..prosody import FeatureStore
+    from adept_eval.scoring.listeners.acoustic import AcousticListener
+    from adept_eval.signal.prosody import FeatureStore
 
     copy = folders["copy"]
     fresh = AcousticListener(corpus=corpus, cache_dir=str(features))
@@ -316,8 +328,8 @@ def run_families(reference: str, system: str, cache: Path, *, families=("realisa
     """Every variant of ``families`` (``FAMILIES``) of the copy system rendered by ``system``,
     scored against ``reference``'s corpus by the acoustic listener and the naive baseline;
     the untouched copy system first (``copy``, the line every variant is read against)."""
-    from ..listeners import get_listener
-    from .baseline import GlobalBaseline
+    from adept_eval.scoring.listeners import get_listener
+    from adept_eval.validation.baseline import GlobalBaseline
 
     check_rotation(reference, system)
     ref_dir = render_engine(reference, cache, progress=progress)

@@ -43,12 +43,12 @@ from typing import Callable
 import numpy as np
 import soundfile as sf
 
-from .. import spec
-from ..audio import find_audio, zero_phase_filtered
-from ..corpus import WAV_DIR
-from . import sentences as S
-from .engines import ENGINES, PRE_BOUNDARY_LENGTHEN, Realisation, praat_seeded
-from .systems import render_engine, stimuli
+from adept_eval.corpora import spec
+from adept_eval.signal.audio import find_audio, zero_phase_filtered
+from adept_eval.corpora.corpus import WAV_DIR
+from adept_eval.validation import sentences as S
+from adept_eval.validation.engines import ENGINES, PRE_BOUNDARY_LENGTHEN, Realisation, praat_seeded
+from adept_eval.validation.systems import render_engine, stimuli
 
 FOCUS = S.FOCUS_CLASSES
 BREAK = S.BREAK_CLASSES

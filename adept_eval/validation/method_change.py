@@ -41,7 +41,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..stats import binomial_p, holm
+from adept_eval.scoring.stats import binomial_p, holm
 
 ALPHA = 0.05
 FORMAT = "adept-eval-validation-cells/3"

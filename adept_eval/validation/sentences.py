@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import spec
+from adept_eval.corpora import spec
 
 
 @dataclass(frozen=True)

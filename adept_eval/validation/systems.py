@@ -25,10 +25,10 @@ import numpy as np
 import soundfile as sf
 from tqdm.auto import tqdm
 
-from .. import spec
-from ..corpus import PROMPTS_FILE, TXT_DIR, WAV_DIR, expected_stimuli
-from . import sentences as S
-from .engines import ENGINES
+from adept_eval.corpora import spec
+from adept_eval.corpora.corpus import PROMPTS_FILE, TXT_DIR, WAV_DIR, expected_stimuli
+from adept_eval.validation import sentences as S
+from adept_eval.validation.engines import ENGINES
 
 # per engine: bump one when the sentences or plans change (all) or its own settings change;
 # a voice set's with any of its parts' (awb and flite-kal speak the female with espeak-ng)
@@ -42,7 +42,7 @@ ALL_SYSTEMS = ("adept-natural", *SYSTEMS, *NONSPEECH)
 
 
 def default_cache() -> Path:
-    from ..corpus import cache_home
+    from adept_eval.paths import cache_home
 
     return cache_home() / "validation"
 

@@ -1,6 +1,6 @@
-"""Thin lm-eval glue for the ADEPT tasks: everything lives in adept_eval.harness."""
+"""Thin lm-eval glue for the ADEPT tasks: everything lives in adept_eval.harness.adept."""
 
-from adept_eval.harness import (  # noqa: F401
+from adept_eval.harness.adept import (
     SUBCATEGORY_ACCURACY,
     accuracy,
     ci_high,

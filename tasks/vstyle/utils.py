@@ -1,6 +1,6 @@
-"""Thin lm-eval glue for the VStyle tasks: everything lives in adept_eval.vstyle_harness."""
+"""Thin lm-eval glue for the VStyle tasks: everything lives in adept_eval.harness.vstyle."""
 
-from adept_eval.vstyle_harness import (  # noqa: F401
+from adept_eval.harness.vstyle import (
     SUBCATEGORY_SCORES,
     category_score,
     ci_high,

@@ -1,1 +1,1 @@
-from .prosody_transfer import ProsodyTransfer  # noqa: F401
+from adept_eval.metrics.prosody_transfer.prosody_transfer import ProsodyTransfer

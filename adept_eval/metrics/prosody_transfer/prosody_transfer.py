@@ -1,12 +1,12 @@
 """prosody_transfer: reference-aligned prosody errors of synthetic speech against its reference.
 
-A Hugging Face ``evaluate`` module; the work is done by ``adept_eval.graded``.
+A Hugging Face ``evaluate`` module; the work is done by ``adept_eval.scoring.graded``.
 """
 
 import datasets
 import evaluate
 
-from adept_eval import graded
+from adept_eval.scoring import graded
 from adept_eval.metrics import refuse_empty
 
 _CITATION = "\n".join(graded.CITATIONS[k] for k in ("skerry-ryan2018", "chu2009", "nakatani2008"))

@@ -1,1 +1,1 @@
-from .speech_judge import SpeechJudge  # noqa: F401
+from adept_eval.metrics.speech_judge.speech_judge import SpeechJudge

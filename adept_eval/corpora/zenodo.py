@@ -1,0 +1,224 @@
+"""Fetch one file of a Zenodo record: size and md5 from the records API, resumable download.
+
+Zenodo answers ``GET /api/records/<id>`` with JSON whose ``files`` list holds, per file, its
+``key``, ``size``, ``checksum`` ("md5:<hex>") and ``links.self`` (the download URL, which
+honours HTTP Range requests). ``ADEPT_EVAL_ZENODO_URL`` points the client at a mirror.
+
+Downloads survive unreliable links: every byte that arrives is on disk before the next is read,
+so a connection that drops every 100 KB still moves forward, and an attempt that added bytes
+is retried at once. Only attempts that add nothing count against ``retries``; they are retried
+after ``backoff`` x 1, 2, 4, ... seconds, each wait capped at ``MAX_WAIT``, with no wait after
+the last one (defaults: 6 attempts, at most 1+2+4+8+10 = 25 s of waiting in all).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import requests
+from tqdm.auto import tqdm
+
+from adept_eval.errors import UserError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_ZENODO_URL = "https://zenodo.org"
+CHUNK = 1 << 20  # most bytes read or hashed at once; a read returns whatever has arrived
+MAX_WAIT = 10.0  # seconds: the longest pause between two download attempts
+
+OFFLINE_HINT = ("Working offline? Point adept-eval at a copy of the corpus: `--corpus PATH` or "
+                "`export ADEPT_EVAL_CORPUS=PATH` (a local ADEPT.zip or its extracted folder), or "
+                "a mirror with ADEPT_EVAL_ZENODO_URL. To try the pipeline without the corpus: "
+                "`adept-eval make-synthetic /tmp/ADEPT.zip` and "
+                "`export ADEPT_EVAL_CORPUS=/tmp/ADEPT.zip`.")
+
+
+class DownloadError(UserError, RuntimeError):
+    """The file could not be fetched or did not verify; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    key: str
+    size: int
+    md5: str
+    url: str
+    record: dict  # the record JSON (licence, title, DOI, ...), kept for dataset cards
+
+
+def zenodo_url() -> str:
+    return os.environ.get("ADEPT_EVAL_ZENODO_URL", DEFAULT_ZENODO_URL).rstrip("/")
+
+
+def describe(record_id: str, key: str, *, base_url: str | None = None,
+             session: requests.Session | None = None, timeout: float = 30.0) -> RemoteFile:
+    """Ask the records API for one file's size, checksum and download link."""
+    base = (base_url or zenodo_url()).rstrip("/")
+    url = f"{base}/api/records/{record_id}"
+    http = session or requests.Session()
+    try:
+        resp = http.get(url, timeout=timeout, headers={"Accept": "application/json"})
+        resp.raise_for_status()
+        record = resp.json()
+    except requests.ConnectionError as exc:
+        raise DownloadError(f"could not reach Zenodo at {base} to read record {record_id} "
+                            f"(no network, DNS failure or connection refused: "
+                            f"{_root_cause(exc)}).\n{OFFLINE_HINT}") from None
+    except (requests.RequestException, ValueError) as exc:
+        raise DownloadError(f"could not read Zenodo record {record_id} at {url}: {exc}") from None
+    if not isinstance(record, dict):
+        raise DownloadError(f"Zenodo record {record_id} at {url}: expected a JSON object, got "
+                            f"{type(record).__name__}")
+    files = record.get("files")
+    if files is None:
+        files = []
+    if not isinstance(files, list):
+        raise DownloadError(f"Zenodo record {record_id} at {url}: 'files' should be a list of "
+                            f"file entries, got {type(files).__name__}")
+    for entry in files:
+        if isinstance(entry, dict) and entry.get("key") == key:
+            return _remote_file(record_id, key, entry, base, record, url)
+    names = ", ".join(str(f.get("key") if isinstance(f, dict) else f) for f in files) or "none"
+    raise DownloadError(f"Zenodo record {record_id} has no file {key!r} (files: {names})")
+
+
+def _remote_file(record_id: str, key: str, entry: dict, base: str, record: dict,
+                 url: str) -> RemoteFile:
+    """Validate one ``files`` entry, listing every problem at once."""
+    problems = []
+    checksum = str(entry.get("checksum", ""))
+    algo, _, digest = checksum.partition(":")
+    if algo != "md5" or not digest:
+        problems.append(f"no md5 checksum (got {checksum!r})")
+    size = entry.get("size")
+    if isinstance(size, bool) or not isinstance(size, (int, str)) or \
+            not str(size).isdigit() or int(size) <= 0:
+        problems.append(f"no valid size (got {size!r})")
+    links = entry.get("links")
+    if links is not None and not isinstance(links, dict):
+        problems.append(f"'links' should be an object, got {type(links).__name__}")
+        links = None
+    if problems:
+        raise DownloadError(f"Zenodo record {record_id} at {url}: the entry for {key} is "
+                            f"unusable: " + "; ".join(problems))
+    link = (links or {}).get("self") or f"{base}/api/records/{record_id}/files/{key}/content"
+    return RemoteFile(key, int(size), digest.lower(), str(link), record)
+
+
+def _root_cause(exc: BaseException) -> str:
+    """The innermost reason of a connection error (e.g. "Name or service not known")."""
+    while exc.__context__ is not None and exc.__context__ is not exc:
+        exc = exc.__context__
+    return str(exc) or type(exc).__name__
+
+
+def md5sum(path: Path) -> str:
+    h = hashlib.md5()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(CHUNK), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def download(remote: RemoteFile, dest: Path, *, retries: int = 5, backoff: float = 1.0,
+             session: requests.Session | None = None, timeout: float = 60.0,
+             progress: bool = True) -> Path:
+    """Download to ``dest`` via ``dest.part``, resuming after failures; verify size and md5.
+
+    A partial file left by an interrupted run is resumed with a Range request. An attempt that
+    added bytes is retried at once; ``retries`` bounds the attempts in a row that add nothing,
+    with waits of ``backoff`` x 2**k seconds (capped at MAX_WAIT) between them. A file that
+    fails its checksum is deleted, so the next attempt starts clean.
+    """
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if dest.exists() and dest.stat().st_size == remote.size and md5sum(dest) == remote.md5:
+        return dest
+    part = dest.with_name(dest.name + ".part")
+    http = session or requests.Session()
+    last_error: Exception | None = None
+    stalled = 0  # attempts in a row that added no bytes
+    while True:
+        have = part.stat().st_size if part.exists() else 0
+        if have > remote.size:
+            part.unlink()
+            have = 0
+        if have < remote.size:
+            try:
+                _fetch_into(http, remote, part, have, timeout, progress)
+            except (requests.RequestException, OSError) as exc:
+                last_error = exc
+            now = part.stat().st_size if part.exists() else 0
+            if now < remote.size:
+                if now > have:  # progress: keep going without counting a failure
+                    stalled = 0
+                    log.info("download of %s interrupted at %d of %d bytes; resuming",
+                             remote.key, now, remote.size)
+                    continue
+                stalled += 1
+                if stalled > retries:
+                    break
+                wait = min(backoff * (2 ** (stalled - 1)), MAX_WAIT)
+                log.warning("download of %s made no progress (%s); retrying in %.1fs",
+                            remote.key, last_error, wait)
+                time.sleep(wait)
+                continue
+        size = part.stat().st_size
+        if size != remote.size:
+            part.unlink()
+            last_error = DownloadError(f"{remote.key}: got {size} bytes, expected {remote.size}")
+            stalled += 1
+            if stalled > retries:
+                break
+            continue
+        digest = md5sum(part)
+        if digest != remote.md5:
+            part.unlink()
+            raise DownloadError(f"{remote.key}: md5 {digest} does not match Zenodo's "
+                                f"{remote.md5}; the partial file was deleted, run again")
+        os.replace(part, dest)
+        return dest
+    hint = f"\n{OFFLINE_HINT}" if isinstance(last_error, requests.ConnectionError) else ""
+    raise DownloadError(f"could not download {remote.key} from {remote.url}: {retries + 1} "
+                        f"attempts in a row made no progress; last error: {last_error}. What "
+                        f"arrived is kept in {part} and a rerun resumes from it.{hint}")
+
+
+def _fetch_into(http: requests.Session, remote: RemoteFile, part: Path, have: int,
+                timeout: float, progress: bool) -> None:
+    """Append the rest of the file to ``part``, writing every piece as soon as it arrives."""
+    headers = {"Range": f"bytes={have}-"} if have else {}
+    with http.get(remote.url, stream=True, timeout=timeout, headers=headers) as resp:
+        if resp.status_code == 416:  # nothing left to send
+            return
+        resp.raise_for_status()
+        if have and resp.status_code != 206:  # server ignored the Range: start over
+            have = 0
+        mode = "ab" if have else "wb"
+        raw = resp.raw
+        raw.decode_content = True
+        with open(part, mode) as fh, tqdm(total=remote.size, initial=have, unit="B",
+                                          unit_scale=True, desc=remote.key,
+                                          disable=not progress) as bar:
+            while True:
+                # read1 returns what has arrived (up to CHUNK) instead of waiting for a full
+                # CHUNK, so bytes received before a drop are already written when it happens
+                try:
+                    chunk = raw.read1(CHUNK)
+                except Exception as exc:  # urllib3 errors -> the requests error callers handle
+                    raise requests.ConnectionError(f"connection lost: {exc}") from exc
+                if not chunk:
+                    break
+                fh.write(chunk)
+                fh.flush()
+                bar.update(len(chunk))
+
+
+def save_record(remote: RemoteFile, path: Path) -> None:
+    path.write_text(json.dumps(remote.record, indent=2, ensure_ascii=False), encoding="utf-8")

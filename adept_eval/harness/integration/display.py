@@ -1,0 +1,245 @@
+"""What ``lm_eval`` prints for our runs (results themselves are unchanged): the table with our
+headline metric first, counts as integers and no arrow on counts or reference values (as the
+suites' metric tables say), a quiet ``git describe`` outside a git checkout, and lm-eval's
+"Custom kwargs" hint not repeated for each of our tasks."""
+
+from __future__ import annotations
+
+import os
+
+from adept_eval.harness.integration.fallback import fell_back, mark, patched
+
+
+def patch_table(utils_module) -> None:
+    """Wraps lm-eval 0.4.13's ``lm_eval.utils.make_table(result_dict, column, ...)``."""
+    original = utils_module.make_table
+    if patched(original):
+        return
+
+    def make_table(result_dict, column="results", *args, **kwargs):
+        try:  # a table of nothing but our tasks: written directly, lm-eval's layout
+            rows = our_rows(utils_module, result_dict, column, *args, **kwargs)
+            if rows is not None:
+                return tidy_rows(table_headers(column), rows, result_dict, column)
+        except Exception as exc:
+            fell_back("table", exc)
+        text = original(result_dict, column, *args, **kwargs)
+        try:
+            return tidy_table(text, result_dict, column)
+        except Exception as exc:
+            fell_back("table", exc)
+            return text
+
+    utils_module.make_table = mark(make_table, original)
+
+
+def table_headers(column: str) -> list[str]:
+    """lm-eval 0.4.13's table columns."""
+    return ["Groups" if column == "groups" else "Tasks", "Version", "Filter", "n-shot",
+            "Metric", "", "Value", "", "Stderr"]
+
+
+def our_rows(utils_module, result_dict: dict, column: str = "results",
+             sort_results: bool = False) -> list[list[str]] | None:
+    """The rows lm-eval 0.4.13's ``make_table`` would print (cells as text, stripped), or
+    None when the table holds a task that is not ours (lm-eval then prints it itself).
+
+    Why not let lm-eval print it: its ``make_table`` hands the rows to pytablewriter, whose
+    per-cell type inference (a multi-byte string decoder per cell) cost ~0.5 s of a ~4 s
+    ADEPT run for cells that are already text. The rows are built as lm-eval builds them
+    (hierarchy from ``group_subtasks``, metrics sorted by name, stderr beside its metric) and
+    printed as lm-eval formatted them (4 decimals), without pytablewriter's column-wide
+    re-formatting of numbers (which printed a count of 165 as ``165.0000`` in a column of
+    rates). ``tests/test_task_index.py`` checks it against lm-eval's own table on real runs.
+    """
+    from adept_eval.suites import suite_of
+
+    entries = result_dict.get(column) or {}
+    if not entries or any(suite_of(k) is None for k in entries):
+        return None
+    symbols = utils_module.HIGHER_IS_BETTER_SYMBOLS
+    n_shot = result_dict.get("n-shot", {})
+    depth_map, ordered = utils_module._build_hierarchy_info(
+        result_dict.get("group_subtasks", {}), set(entries))
+    rows = []
+    for key in (sorted(entries) if sort_results else ordered):
+        metrics = dict(entries[key])
+        version = result_dict["versions"].get(key, "    N/A")
+        shots = str(n_shot.get(key, " "))
+        higher = result_dict.get("higher_is_better", {}).get(key, {})
+        name = metrics.pop("alias", key)
+        for dropped in ("name", "sample_len", "sample_count"):
+            metrics.pop(dropped, None)
+        depth = depth_map.get(key, 0)
+        name = (" " * depth + "- " + name) if depth > 0 else name
+        for metric_filter, value in sorted(metrics.items()):
+            metric, _, filt = metric_filter.partition(",")
+            if metric.endswith("_stderr"):
+                continue
+            shown = f"{value:.4f}" if isinstance(value, float) else value
+            stderr_key = f"{metric}_stderr,{filt}"
+            if stderr_key in metrics:
+                se = metrics[stderr_key]
+                se = "N/A" if se == "N/A" else f"{se:.4f}"
+                row = [name, version, filt, shots, metric, symbols.get(higher.get(metric), ""),
+                       shown, "±", se]
+            else:
+                row = [name, version, filt, shots, metric, symbols.get(higher.get(metric), ""),
+                       shown, "", ""]
+            rows.append([str(row[0]).strip(), _version_text(row[1]),
+                         *(_NAN_SHOWN.get(str(c).strip(), str(c).strip()) for c in row[2:])])
+            name, version = "", ""
+    return rows
+
+
+_NAN_SHOWN = {"nan": "NaN", "-nan": "NaN"}  # as lm-eval's table (pytablewriter) shows it
+
+
+def _version_text(version) -> str:
+    """A task version as lm-eval's table shows it: ``1.0`` (float or text) as ``1``."""
+    text = str(version).strip()
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return str(int(number)) if number.is_integer() else text
+
+
+def tidy_table(text: str, result_dict: dict, column: str = "results") -> str:
+    """lm-eval's Markdown table with our rows in their suite's order and display (columns of
+    lm-eval 0.4.13: Tasks, Version, Filter, n-shot, Metric, arrow, Value, +-, Stderr)."""
+    lines = text.strip("\n").splitlines()
+    if len(lines) < 3:
+        return text
+    headers = [c.strip() for c in lines[0].strip().strip("|").split("|")]
+    rows = [[c.strip() for c in ln.strip().strip("|").split("|")] for ln in lines[2:]]
+    return tidy_rows(headers, rows, result_dict, column) or text
+
+
+def tidy_rows(headers: list[str], rows: list[list[str]], result_dict: dict,
+              column: str = "results") -> str | None:
+    """The table of ``rows`` with our tasks' rows in their suite's order and display; None
+    when no row is ours."""
+    from adept_eval.suites import suite_of
+
+    by_display = {}
+    for k, v in (result_dict.get(column) or {}).items():
+        by_display[str((v or {}).get("alias", k)).strip()] = k
+    blocks, touched = [], False
+    for row in rows:
+        if row[0] or not blocks:
+            blocks.append([row])
+        else:
+            blocks[-1].append(row)
+    out = []
+    for block in blocks:
+        name = block[0][0].strip().lstrip("- ").strip()
+        task = by_display.get(name, name)
+        suite = suite_of(task)
+        if suite is None:
+            out += block
+            continue
+        touched = True
+        order = {m: i for i, m in enumerate(suite.display_order(task))}
+        head = block[0][:4]
+        body = sorted(block, key=lambda r: (order.get(r[4], len(order)), r[4]))
+        for i, r in enumerate(body):
+            out.append(_shown(suite, list(r), head if i == 0 else ["", "", "", ""]))
+    if not touched:
+        return None
+    return markdown_table(headers, out)
+
+
+def _shown(suite, r: list[str], head: list[str]) -> list[str]:
+    """One metric row as its suite's table says to show it."""
+    r[:4] = head
+    if len(r) > 8 and r[8] == "N/A":  # our intervals are metrics of their own
+        r[7:9] = ["", ""]
+    metric = suite.metric(r[4]) if len(r) > 4 else None
+    shown = metric.shown if metric is not None else "arrow"
+    if shown == "count":
+        try:
+            r[6] = str(int(round(float(r[6]))))
+        except ValueError:
+            pass
+        r[5] = ""
+        r[7:9] = ["", ""]
+    elif shown == "plain":
+        r[5] = ""
+    return r
+
+
+def markdown_table(headers: list[str], rows: list[list[str]]) -> str:
+    """The Markdown table lm-eval prints (pytablewriter's layout: headers centred, cells
+    left-aligned, columns at least 3 wide), written directly: pytablewriter infers a type for
+    every cell and spent ~1 s of a 4 s ADEPT run on a table whose cells are already text."""
+    widths = [max([3, _width(h), *(_width(r[i]) for r in rows if i < len(r))])
+              for i, h in enumerate(headers)]
+
+    def line(cells):
+        return "|" + "|".join(c + " " * (w - _width(c)) for c, w in zip(cells, widths)) + "|"
+
+    head = "|" + "|".join(_centre(h, w) for h, w in zip(headers, widths)) + "|"
+    rule = "|" + "|".join("-" * w for w in widths) + "|"
+    body = [line([*(r[:len(widths)]), *[""] * (len(widths) - len(r))]) for r in rows]
+    return "\n".join([head, rule, *body]) + "\n"
+
+
+def _width(text: str) -> int:
+    """Display width in a terminal: East Asian wide and full-width characters take two."""
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _centre(text: str, width: int) -> str:
+    pad = width - _width(text)
+    left = pad // 2
+    return " " * left + text + " " * (pad - left)
+
+
+def patch_git(loggers_utils) -> None:
+    """``git describe`` outside a git checkout printed ``fatal: not a git repository``. Wraps
+    lm-eval 0.4.13's ``lm_eval.loggers.utils.get_git_commit_hash``."""
+    original = loggers_utils.get_git_commit_hash
+    if patched(original):
+        return
+
+    def get_git_commit_hash():
+        try:
+            import subprocess
+
+            done = subprocess.run(["git", "describe", "--always"], capture_output=True,
+                                  text=True, check=False)
+            if done.returncode == 0 and done.stdout.strip():
+                return done.stdout.strip()
+            return loggers_utils.get_commit_from_path(os.getcwd())
+        except Exception:
+            return original()
+
+    loggers_utils.get_git_commit_hash = mark(get_git_commit_hash)
+
+
+class QuietCustomKwargs:
+    """Drops lm-eval's "Custom kwargs can be passed to --metadata" hint for our tasks (it is
+    logged once per task, and our tasks document their --metadata keys)."""
+
+    def filter(self, record) -> bool:
+        try:
+            msg = record.getMessage()
+            if "Custom kwargs can be passed to `--metadata`" in msg:
+                from adept_eval.suites import suite_of
+
+                return suite_of(msg.split(":", 1)[0].strip()) is None
+        except Exception:
+            pass
+        return True
+
+
+def patch_task_logging(task_module) -> None:
+    """A filter on the logger of lm-eval 0.4.13's ``lm_eval.api.task`` (which logs the hint)."""
+    import logging
+
+    log = logging.getLogger(task_module.__name__)
+    if not any(isinstance(f, QuietCustomKwargs) for f in log.filters):
+        log.addFilter(QuietCustomKwargs())

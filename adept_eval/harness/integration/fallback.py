@@ -1,0 +1,40 @@
+"""What every patch shares: falling back to lm-eval's own behaviour, marking what is already
+patched (so a second ``install``/``register`` changes nothing), and telling our runs apart."""
+
+from __future__ import annotations
+
+import sys
+
+MARK = "_adept_eval"  # attribute set on every wrapper installed
+
+
+def fell_back(what: str, exc: BaseException) -> None:
+    """Say (once per event, on stderr) that a feature of ours gave way to lm-eval's behaviour."""
+    print(f"adept-eval: {what}: falling back to lm-eval's own behaviour ({type(exc).__name__}: "
+          f"{exc})", file=sys.stderr)
+
+
+def patched(fn) -> bool:
+    return bool(getattr(fn, MARK, False))
+
+
+def mark(wrapper, original=None):
+    """Mark ``wrapper`` as ours (and, given ``original``, keep it as ``__wrapped__``)."""
+    setattr(wrapper, MARK, True)
+    if original is not None:
+        wrapper.__wrapped__ = original
+    return wrapper
+
+
+def ours(model, tasks) -> bool:
+    """Does this run involve adept-eval's models or tasks?"""
+    from adept_eval.names import MODELS
+    from adept_eval.suites import suite_of
+
+    if isinstance(model, str) and model in MODELS:
+        return True
+    if model is not None and not isinstance(model, str) and \
+            type(model).__module__.startswith("adept_eval"):
+        return True
+    names = tasks.split(",") if isinstance(tasks, str) else list(tasks or [])
+    return any(isinstance(t, str) and suite_of(t) is not None for t in names)

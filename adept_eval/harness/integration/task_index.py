@@ -1,0 +1,169 @@
+"""Where lm-eval finds our tasks: every TaskManager also indexes our task folder, and one
+built for a run that asks only for our tasks skips lm-eval's own ~14,700 (~9 s of indexing).
+
+The requested tasks reach the TaskManager through ``REQUESTED``, set while ``lm_eval run``
+processes its tasks (``patch_config``) or while ``simple_evaluate`` runs without a
+``task_manager`` (``run.patch_evaluator``).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import re
+
+from adept_eval.names import task_dir
+from adept_eval.harness.integration.fallback import fell_back, mark, patched
+
+#: the task names of the run whose TaskManager lm-eval is building
+REQUESTED: contextvars.ContextVar = contextvars.ContextVar("adept_eval_requested", default=None)
+_NAME_LINE = re.compile(r"^(?:task|group|tag):[ \t]*['\"]?([A-Za-z][A-Za-z0-9_.-]*)", re.M)
+
+
+@functools.lru_cache(maxsize=1)
+def own_task_names() -> frozenset[str]:
+    """Every task, group and tag name adept-eval's task folder defines (read from the YAMLs'
+    ``task:``/``group:``/``tag:`` lines: ~20 small files, no YAML parser needed)."""
+    names = set()
+    for path in task_dir().rglob("*.yaml"):
+        names.update(_NAME_LINE.findall(path.read_text(encoding="utf-8")))
+    return frozenset(names)
+
+
+def only_ours(tasks) -> bool:
+    """True when ``tasks`` (lm-eval's --tasks value: a comma-separated string or a list) names
+    only adept-eval's tasks and groups: then lm-eval's own ~14,700 need not be indexed."""
+    if isinstance(tasks, str):
+        tasks = [tasks]
+    names = [n.strip() for t in tasks or () if isinstance(t, str) for n in t.split(",")]
+    names = [n for n in names if n]
+    return bool(names) and all(n in own_task_names() for n in names)
+
+
+def patch_task_manager(manager_module) -> None:
+    """Every TaskManager also indexes our task folder (before ``--include_path``, so a user's
+    own copies of our tasks still override); one built for a run that asks only for our tasks
+    does not index lm-eval's. Written against lm-eval 0.4.13's ``TaskManager(include_path,
+    include_defaults, ...)``."""
+    cls = manager_module.TaskManager
+    if patched(cls.__init__):
+        return
+    original = cls.__init__
+
+    def __init__(self, *args, include_path=None, **kwargs):
+        try:
+            ours = str(task_dir())
+            given = [] if include_path is None else list(include_path) \
+                if isinstance(include_path, (list, tuple)) else [include_path]
+            paths = [ours, *(p for p in given if not within_ours(p))]
+            requested = REQUESTED.get()
+            if not args and kwargs.get("include_defaults", True) and requested is not None \
+                    and only_ours(requested):
+                kwargs["include_defaults"] = False
+        except Exception as exc:
+            fell_back("TaskManager", exc)
+            paths = include_path
+        original(self, *args, include_path=paths, **kwargs)
+
+    cls.__init__ = mark(__init__, original)
+
+
+def within_ours(path) -> bool:
+    """Is ``path`` adept-eval's task folder or a folder inside it? Such an ``--include_path`` is
+    indexed already: lm-eval 0.4.13 indexed it a second time and warned, for each of our ~20
+    YAMLs, that the task "overrides existing task" - from the very same file."""
+    from pathlib import Path
+
+    try:
+        mine, theirs = task_dir().resolve(), Path(path).resolve()
+    except (OSError, TypeError, ValueError):
+        return False
+    return theirs == mine or mine in theirs.parents
+
+
+def patch_config(config_module) -> None:
+    """``lm_eval run`` builds its TaskManager in ``EvaluatorConfig.process_tasks``, which knows
+    the requested tasks (``self.tasks``): expose them to the TaskManager wrapper while it runs.
+    Written against lm-eval 0.4.13; without that method nothing changes."""
+    cls = getattr(config_module, "EvaluatorConfig", None)
+    original = getattr(cls, "process_tasks", None) if cls is not None else None
+    if original is None or patched(original):
+        return
+
+    @functools.wraps(original)
+    def process_tasks(self, *args, **kwargs):
+        try:
+            token = REQUESTED.set(getattr(self, "tasks", None))
+        except Exception as exc:
+            fell_back("task index", exc)
+            return original(self, *args, **kwargs)
+        try:
+            overlap = overlapping_tasks_of_ours(getattr(self, "tasks", None))
+            if overlap is not None:
+                raise overlap
+            return original(self, *args, **kwargs)
+        except ValueError as exc:
+            ours = unknown_tasks_of_ours(exc)
+            if ours is None:
+                raise
+            raise ours from None
+        finally:
+            REQUESTED.reset(token)
+
+    cls.process_tasks = mark(process_tasks)
+
+
+def overlapping_tasks_of_ours(tasks):
+    """An ``errors.TasksChoiceError`` when two names asked for are adept-eval tasks or groups that
+    share a task (``--tasks adept,adept_female``: lm-eval would stop with a "Duplicate task"
+    traceback after loading everything), naming the pair and a shared task; else None. Looks
+    the suites up only when two or more names are ours."""
+    if isinstance(tasks, str):
+        tasks = [tasks]
+    names = [n.strip() for t in tasks or () if isinstance(t, str) for n in t.split(",")]
+    names = [n for n in dict.fromkeys(names) if n.startswith(("adept", "vstyle"))]
+    if len(names) < 2:
+        return None
+    from adept_eval.errors import TasksChoiceError
+    from adept_eval.suites import suite_of
+
+    def leaves(name):
+        suite = suite_of(name)
+        return set(suite.groups.get(name, (name,))) if suite is not None else set()
+
+    seen: dict[str, str] = {}
+    for name in names:
+        for task in sorted(leaves(name)):
+            if task in seen and seen[task] != name:
+                return TasksChoiceError(
+                    f"--tasks: {seen[task]!r} and {name!r} overlap ({task} is in both), so "
+                    "lm-eval would run it twice; ask for one of them, or for tasks and groups "
+                    "that do not share a task")
+            seen.setdefault(task, name)
+    return None
+
+
+_NOT_FOUND = "Tasks not found: "
+
+
+def unknown_tasks_of_ours(exc: ValueError):
+    """lm-eval's "Tasks not found: ..." (a traceback) as one message when a name it could not
+    find is adept-eval's (``adept...``, ``vstyle...``): an ``errors.TasksChoiceError`` naming it
+    with the nearest task or group names; None for anything else, which lm-eval reports as it
+    always does. Looked up only on that error, so the start-up hook stays cheap."""
+    text = str(exc)
+    if not text.startswith(_NOT_FOUND):
+        return None
+    names = [n.strip() for n in text[len(_NOT_FOUND):].split(",") if n.strip()]
+    ours = [n for n in names if n.startswith(("adept", "vstyle"))]
+    if not ours:
+        return None
+    from adept_eval.errors import TasksChoiceError
+    from adept_eval.suites import SUITES, with_nearest
+
+    known = {t for s in SUITES.values() for t in (*s.tasks, *s.groups)}
+    others = [n for n in names if n not in ours]
+    return TasksChoiceError(
+        f"--tasks: no adept-eval task or group {with_nearest(ours, known)}"
+        + (f"; nor any lm-eval task {', '.join(map(repr, others))}" if others else "")
+        + "; `lm_eval ls tasks` lists them all")

@@ -1,0 +1,255 @@
+"""Tables of lm-eval results for people: n, accuracy, its interval and the test against chance.
+
+What a figure is (its result key, whether it is a count, which way is better, what a group
+pools it by) is read from ADEPT's metric table (``suites.ADEPT``); only the layout is here.
+"""
+
+from __future__ import annotations
+
+import math
+
+from rich import box
+from rich.table import Table
+
+from adept_eval.corpora import spec
+from adept_eval.scoring import stats
+from adept_eval.suites import ADEPT
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_safe(value):
+    """A cell a spreadsheet will not run: text starting with = + - @ tab or CR gets a leading
+    apostrophe (OWASP's CSV-injection advice); numbers and other text pass unchanged."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
+def _f(x, fmt="{:.3f}") -> str:
+    if x is None or x == "N/A" or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    return fmt.format(x)
+
+
+def _figure(r: dict, metric: str, fmt: str = "{:.3f}") -> str:
+    """A task's figure from its results: an integer for a count metric."""
+    m = ADEPT.metric(metric)
+    return _f(r.get(ADEPT.key(metric)), "{:.0f}" if m is not None and m.count else fmt)
+
+
+def _better(metric: str) -> str:
+    return "higher" if ADEPT.metric(metric).higher_is_better else "lower"
+
+
+def _p(p) -> str:
+    if p is None or (isinstance(p, float) and math.isnan(p)):
+        return "-"
+    return "<1e-4" if p < 1e-4 else f"{p:.2g}"
+
+
+def adept_table(results: dict, title: str = "ADEPT") -> Table:
+    """One row per ADEPT task found in an lm-eval ``results`` dict."""
+    present = [t for t in spec.TASKS if results.get(t)]
+    agree = any((results[t].get(ADEPT.key("order_agreement")) or 1.0) < 1.0 for t in present)
+    table = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False)
+    cols = ["task", "n", "acc", "95% CI", "chance", "p", "fail"] + (["agree"] if agree else [])
+    for col in cols:
+        table.add_column(col, justify="left" if col == "task" else "right", no_wrap=True,
+                         min_width=len(col))
+    for name in present:
+        r = results[name]
+        row = [name.removeprefix("adept_"), _figure(r, "n"), _figure(r, "acc"),
+               f"{_figure(r, 'acc_ci_low', '{:.2f}')}-{_figure(r, 'acc_ci_high', '{:.2f}')}",
+               _figure(r, "chance", "{:.2f}"), _p(r.get(ADEPT.key("p_chance"))),
+               _figure(r, "failed")]
+        if agree:
+            row.append(_figure(r, "order_agreement", "{:.2f}"))
+        table.add_row(*row)
+    return table
+
+
+def question_records(samples: dict) -> dict[str, list[dict]]:
+    """task -> its questions' records (what the task's aggregations read: ``harness``), from
+    lm-eval's logged samples; ADEPT tasks only."""
+    from adept_eval.results.runs import logged_samples
+
+    out = {}
+    for task, path in samples.items():
+        if task not in spec.TASKS:
+            continue
+        records = []
+        for _, sample in logged_samples(path):
+            rec = sample.get(ADEPT.headline) if isinstance(sample, dict) else None
+            rec = rec[0] if isinstance(rec, list) and rec else rec
+            if isinstance(rec, dict):
+                records.append(rec)
+        if records:
+            out[task] = records
+    return out
+
+
+def subcategory_table(samples: dict) -> Table | None:
+    """Recognition accuracy per subcategory - the tutorial's table - each with its n, a 95%
+    interval and the test against chance, computed as the task's own figures are
+    (``recognition``: clustered by sentence, and for people by participant too), on the
+    subcategory's questions.
+    lm-eval's table prints these accuracies bare; they need the run's logged samples."""
+    from adept_eval.scoring.recognition import recognition
+
+    records = question_records(samples)
+    table = Table(title="ADEPT subcategories: recognition accuracy (the tutorial's table)",
+                  box=box.SIMPLE_HEAD)
+    for col in ("task", "subcategory", "n", "acc", "95% CI", "p"):
+        table.add_column(col, justify="left" if col in ("task", "subcategory") else "right",
+                         no_wrap=True)
+    rows = 0
+    for task in spec.TASKS:
+        if task not in records or not spec.TASKS[task].cls.has_subcategory_scores:
+            continue
+        by_sub: dict[str, list[dict]] = {}
+        for rec in records[task]:
+            if {"sub", "correct", "n", "chance", "question_id"} <= rec.keys():
+                by_sub.setdefault(rec["sub"], []).append(rec)
+        for sub, items in by_sub.items():
+            r = recognition(items)
+            if not r.n:
+                table.add_row(task.removeprefix("adept_"), sub, "0", "-", "-", "-")
+                continue
+            table.add_row(task.removeprefix("adept_"), sub, str(r.n), _f(r.accuracy),
+                          f"{_f(r.ci_low, '{:.2f}')}-{_f(r.ci_high, '{:.2f}')}",
+                          _p(r.p_chance))
+            rows += 1
+    return table if rows else None
+
+
+def pooled(results: dict, tasks: list[str]) -> tuple[int, int]:
+    """(correct, n) over the given tasks' responses, from their accuracies and n."""
+    key, weight = ADEPT.key(ADEPT.headline), ADEPT.key(ADEPT.pooled[ADEPT.headline])
+    return stats.pooled_counts(((results.get(t) or {}).get(key),
+                                (results.get(t) or {}).get(weight)) for t in tasks)
+
+
+def pooled_recognition(results: dict, tasks: list[str], samples: dict | None = None,
+                       people: bool = False) -> tuple[int, int, float, float]:
+    """(correct, n, 95% interval) over the given tasks' responses. From the logged samples when
+    they hold every task (``recognition``: clustered by sentence, and for people by participant
+    too). Else, for a machine listener, from the results' accuracies and n: the exact interval
+    at the largest design effect the tasks' sentences can give (``sentence_design_effect``),
+    never Clopper-Pearson over questions as if independent, which a sentence's mirrored
+    questions are not. (Pooling the tasks' own intervals as normal standard errors was tried:
+    near an accuracy of 1 their skewed exact intervals read as symmetric gave 0.95-1.00 for
+    165 of 165 where the logged samples give 0.98-1.00 and the questions as independent 0.98,
+    and 0.85 for 20 of 20 against 0.81 - narrower than either.) No interval for people without
+    samples: one participant answers every task, so neither the tasks nor the questions are
+    independent, and the results alone cannot say how they cluster."""
+    from adept_eval.scoring.recognition import recognition
+
+    k, n = pooled(results, tasks)
+    if samples and all(t in samples for t in tasks):
+        records = question_records({t: samples[t] for t in tasks})
+        r = recognition([rec for t in tasks for rec in records.get(t, ())])
+        if r.n:
+            return r.correct, r.n, r.ci_low, r.ci_high
+    if people or not n:
+        return k, n, math.nan, math.nan
+    weight = ADEPT.key(ADEPT.pooled[ADEPT.headline])
+    task_n = {t: int((results.get(t) or {}).get(weight) or 0) for t in tasks}
+    low, high = stats.design_effect_interval(k, n, sentence_design_effect(task_n))
+    return k, n, low, high
+
+
+def sentence_design_effect(task_n: dict[str, int]) -> float:
+    """The largest design effect an accuracy over ADEPT tasks with these question counts can
+    have from the questions' clustering by sentence (``stats.max_design_effect``: a sentence's
+    questions all alike), each task's questions spread evenly over its sentences, as they
+    mirror one another. 1.0 with no counts."""
+    sizes: list[float] = []
+    for task, n in task_n.items():
+        if not n:
+            continue
+        k = min(len(spec.TASKS[task].cls.sentence_ids()), n) if task in spec.TASKS else n
+        sizes += [n / k] * k
+    return stats.max_design_effect(sizes)
+
+
+def group_table(results: dict, samples: dict | None = None, people: bool = False
+                ) -> Table | None:
+    """ADEPT groups pooled over their tasks' responses: n and a 95% interval
+    (``pooled_recognition``), which lm-eval's own group rows (a weighted mean) do not carry."""
+    groups = ADEPT.groups
+    table = Table(title="ADEPT groups (pooled over all their questions)", box=box.SIMPLE_HEAD)
+    for col in ("group", "tasks", "n", "acc", "95% CI"):
+        table.add_column(col, justify="left" if col == "group" else "right", no_wrap=col == "group")
+    rows = 0
+    for name, tasks in groups.items():
+        present = [t for t in tasks if t in results]
+        if len(present) < 2:
+            continue
+        k, n, low, high = pooled_recognition(results, present, samples, people)
+        if n == 0:
+            continue
+        table.add_row(name, str(len(present)), str(n), f"{k / n:.3f}",
+                      f"{_f(low, '{:.2f}')}-{_f(high, '{:.2f}')}")
+        rows += 1
+    return table if rows else None
+
+
+# ----------------------------------------------------------------------------- graded figures
+def graded_records(samples: dict) -> dict[str, list]:
+    """task -> its stimuli's ``graded.StimulusScores``, read from lm-eval's logged samples
+    (``samples_<task>_<time>.jsonl``; each question's record under the headline, ``acc``,
+    holds them)."""
+    from adept_eval.scoring.graded import StimulusScores
+
+    out = {}
+    for task, recs in question_records(samples).items():
+        records = [StimulusScores.from_dict(g) for rec in recs for g in rec.get("graded") or ()]
+        if records:
+            out[task] = records
+    return out
+
+
+def graded_pooled(samples: dict) -> dict:
+    """Every graded figure pooled over the run's ADEPT tasks (``graded.Summary`` each): a
+    stimulus counts once, the interval is clustered by sentence. Empty without samples."""
+    from adept_eval.scoring import graded
+
+    records = [r for rs in graded_records(samples).values() for r in rs]
+    if not records:
+        return {}
+    return graded.aggregate(records, clusters=graded.adept_sentence_clusters(records))
+
+
+def graded_table(results: dict, samples: dict | None = None) -> Table | None:
+    """The graded prosody-transfer figures: every figure pooled over the run's tasks (from the
+    logged samples) and the prosody distance per task (from the results)."""
+    from adept_eval.scoring import graded
+
+    table = Table(title="ADEPT graded figures: mean, 95% CI clustered by sentence",
+                  box=box.SIMPLE_HEAD)
+    for col in ("figure", "tasks", "mean", "95% CI", "n", "failed", "undef", "better"):
+        table.add_column(col, justify="left" if col in ("figure", "tasks") else "right",
+                         no_wrap=True)
+    rows = 0
+    pooled_figures = graded_pooled(samples or {})
+    for m in graded.METRICS:
+        s = pooled_figures.get(m.name)
+        if s is None:
+            continue
+        better = {True: "higher", False: "lower", None: "near 0"}[m.higher_is_better]
+        table.add_row(m.name, "all", _f(s.mean), f"{_f(s.ci_low)}-{_f(s.ci_high)}",
+                      str(s.n), str(s.n_failed), str(s.n_undefined), better)
+        rows += 1
+    for name in spec.TASKS:
+        r = results.get(name) or {}
+        if r.get(ADEPT.key("graded_n")) in (None, 0) and not r.get(ADEPT.key("graded_failed")):
+            continue
+        table.add_row("prosody_distance", name.removeprefix("adept_"),
+                      _figure(r, "prosody_distance"),
+                      f"{_figure(r, 'prosody_distance_ci_low')}-"
+                      f"{_figure(r, 'prosody_distance_ci_high')}",
+                      _figure(r, "graded_n"), _figure(r, "graded_failed"),
+                      _figure(r, "graded_undefined"), _better("prosody_distance"))
+        rows += 1
+    return table if rows else None

@@ -1,0 +1,717 @@
+"""Graded prosody-transfer figures: how far a system's rendition is from its reference.
+
+Recognition accuracy saturates once a system's prosody is recognisable; these figures keep
+separating systems beyond that point. Each is computed per stimulus, between a system sample and
+the natural reference of the same sentence and subcategory, on the features the acoustic
+listener already uses (``prosody.extract``: 20 ms frames, F0 in semitones, frame energy in dB,
+MFCCs) and on the same alignment (dynamic time warping on the MFCCs, ``prosody.dtw_path``).
+Every aligned pair of frames (one point of the warping path) counts once.
+
+Figures (definitions in ``METRICS`` and the README):
+
+- F0 RMSE in semitones, raw and after removing each voice's median F0, and the Pearson
+  correlation of the two F0 contours, over frames voiced in both;
+- gross pitch error (GPE), voicing decision error (VDE) and F0 frame error (FFE) as defined by
+  Chu & Alwan (2009) and used for prosody transfer by Skerry-Ryan et al. (2018);
+- energy-contour correlation, log duration ratio, pause agreement;
+- prosody distance: the listener's own distance to the correct reference relative to the other
+  subcategories' references of the same sentence (0 = indistinguishable, 1 = as far as the
+  wrong ones).
+
+A sample that cannot be read, is silent or has too little speech to align is a *failed*
+stimulus: counted in ``n_failed``, never given a score. A figure that is undefined for a usable
+sample (F0 figures of a sample with no frames voiced in both) is NaN and counted in
+``n_undefined`` of that figure.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from adept_eval.signal import prosody, speech_presence
+from adept_eval.signal.audio import SILENCE_DBFS, Audio, AudioError, read_audio
+from adept_eval.signal.prosody import Features, FeatureStore, VoiceNorm
+from adept_eval.scoring.stats import cluster_t_interval, within
+
+# --------------------------------------------------------------------------- definitions
+GROSS_PITCH_ERROR = 0.20  # a voiced frame's F0 is grossly wrong when off by more than 20%
+MIN_VOICED = 5  # fewer frames voiced in both leave the F0 figures undefined
+PAUSE_BELOW_MAX_DB = prosody.PAUSE_BELOW_MAX_DB  # silent: 30 dB below the loudest frame
+MIN_PAUSE_S = prosody.MIN_PAUSE_S  # ... and a pause is >= 150 ms of consecutive silent frames
+PAUSE_TOLERANCE_S = 0.06  # two pauses agree when they meet on the warping path within 60 ms
+ENERGY_FLOOR_DB = 40.0  # energies more than 40 dB below the voice's speech level count as -40
+
+CITATIONS: dict[str, str] = {
+    "skerry-ryan2018": """@inproceedings{skerryryan2018towards,
+  title     = {Towards End-to-End Prosody Transfer for Expressive Speech Synthesis with Tacotron},
+  author    = {Skerry-Ryan, RJ and Battenberg, Eric and Xiao, Ying and Wang, Yuxuan and
+               Stanton, Daisy and Shor, Joel and Weiss, Ron J. and Clark, Rob and Saurous, Rif A.},
+  booktitle = {Proc. ICML},
+  pages     = {4693--4702},
+  year      = {2018}
+}""",
+    "chu2009": """@inproceedings{chu2009reducing,
+  title     = {Reducing {F0} Frame Error of {F0} Tracking Algorithms under Noisy Conditions
+               with an Unvoiced/Voiced Classification Frontend},
+  author    = {Chu, Wei and Alwan, Abeer},
+  booktitle = {Proc. ICASSP},
+  pages     = {3969--3972},
+  year      = {2009}
+}""",
+    "nakatani2008": """@article{nakatani2008method,
+  title   = {A Method for Fundamental Frequency Estimation and Voicing Decision: Application to
+             Infant Utterances Recorded in Real Acoustical Environments},
+  author  = {Nakatani, Tomohiro and Amano, Shigeaki and Irino, Toshio and Ishizuka, Kentaro and
+             Kondo, Tadahisa},
+  journal = {Speech Communication},
+  volume  = {50},
+  number  = {3},
+  year    = {2008}
+}""",
+    "versa2025": """@inproceedings{shi2025versa,
+  title     = {{VERSA}: A Versatile Evaluation of Speech and Audio Toolkit},
+  author    = {Shi, Jiatong and others},
+  booktitle = {Proc. NAACL (System Demonstrations)},
+  year      = {2025}
+}""",
+    "hermes1998": """@article{hermes1998measuring,
+  title   = {Measuring the Perceptual Similarity of Pitch Contours},
+  author  = {Hermes, Dik J.},
+  journal = {Journal of Speech, Language, and Hearing Research},
+  volume  = {41},
+  number  = {1},
+  pages   = {73--82},
+  year    = {1998}
+}""",
+    "torresquintero2021": """@inproceedings{torresquintero21_interspeech,
+  title     = {{ADEPT}: A Dataset for Evaluating Prosody Transfer},
+  author    = {Torresquintero, Alexandra and Teh, Tian Huey and Wallis, Christopher G. R. and
+               Staib, Marlene and Mohan, Devang S. Ram and Hu, Vivian and Foglianti, Lorenzo and
+               Gao, Jiameng and King, Simon},
+  booktitle = {Proc. Interspeech 2021},
+  year      = {2021}
+}""",
+}
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    """What one figure means (the metadata VERSA and evaluate cards carry)."""
+
+    name: str
+    description: str
+    unit: str
+    higher_is_better: bool | None  # None: signed, 0 is best
+    range: tuple[float, float]
+    best: float
+    citations: tuple[str, ...]  # keys of CITATIONS; () = defined by adept-eval
+
+
+_INF = math.inf
+METRICS: tuple[MetricInfo, ...] = (
+    MetricInfo("f0_rmse_st", "root mean square F0 difference over frames voiced in both",
+               "semitones", False, (0.0, _INF), 0.0, ("versa2025",)),
+    MetricInfo("f0_rmse_norm_st", "F0 RMSE after subtracting each voice's median F0 "
+               "(speaker-normalised: only the contour's shape counts)",
+               "semitones", False, (0.0, _INF), 0.0, ("versa2025",)),
+    MetricInfo("f0_corr", "Pearson correlation of the F0 contours (semitones) over frames "
+               "voiced in both", "correlation", True, (-1.0, 1.0), 1.0,
+               ("hermes1998", "versa2025")),
+    MetricInfo("gpe", "gross pitch error: share of frames voiced in both whose F0 differs by "
+               "more than 20% of the reference's", "proportion", False, (0.0, 1.0), 0.0,
+               ("nakatani2008", "skerry-ryan2018")),
+    MetricInfo("vde", "voicing decision error: share of frames voiced in one and unvoiced in "
+               "the other", "proportion", False, (0.0, 1.0), 0.0,
+               ("nakatani2008", "skerry-ryan2018")),
+    MetricInfo("ffe", "F0 frame error: share of frames with a voicing error or a gross pitch "
+               "error", "proportion", False, (0.0, 1.0), 0.0, ("chu2009", "skerry-ryan2018")),
+    MetricInfo("energy_corr", "Pearson correlation of the frame-energy contours (dB, floored "
+               "40 dB below the voice's speech level) over frames that are speech in either",
+               "correlation", True, (-1.0, 1.0), 1.0, ()),
+    MetricInfo("log_duration_ratio", "natural log of the sample's speech duration over the "
+               "reference's (leading and trailing silence excluded); > 0: slower",
+               "log ratio", None, (-_INF, _INF), 0.0, ()),
+    MetricInfo("pause_agreement", "pauses (>= 150 ms, 30 dB below the loudest frame) found in "
+               "both over pauses found in either (Dice: 2 x matched / (sample + reference)); "
+               "1 when neither pauses", "proportion", True, (0.0, 1.0), 1.0, ()),
+    MetricInfo("pause_mismatches", "pauses present in one and not the other",
+               "count", False, (0.0, _INF), 0.0, ()),
+    MetricInfo("listener_distance", "the acoustic listener's distance to the correct "
+               "reference: in the ADEPT tasks its sentence-relative comparison "
+               "(prosody.compare_sentence: the weighted sum of its F0, energy, level, tempo, "
+               "pause, salience and boundary terms, each in units of how far the natural "
+               "candidates lie apart); for pairs scored on their own, "
+               "prosody.distance (F0, energy, tempo and timing beyond just-noticeable "
+               "differences)", "listener units", False, (0.0, _INF), 0.0,
+               ("torresquintero2021",)),
+    MetricInfo("prosody_distance", "listener distance to the correct reference over its mean "
+               "distance to the other subcategories' references of the same sentence: 0 = "
+               "indistinguishable from the reference, 1 = as far as the wrong ones",
+               "ratio", False, (0.0, _INF), 0.0, ("torresquintero2021",)),
+)
+METRIC_BY_NAME: dict[str, MetricInfo] = {m.name: m for m in METRICS}
+METRIC_NAMES: tuple[str, ...] = tuple(METRIC_BY_NAME)
+
+
+# --------------------------------------------------------------------------- records
+@dataclass(frozen=True)
+class StimulusScores:
+    """The figures of one stimulus; NaN where a figure is undefined or the stimulus failed."""
+
+    id: str
+    status: str  # "ok" or "failed"
+    detail: str = ""
+    f0_rmse_st: float = math.nan
+    f0_rmse_norm_st: float = math.nan
+    f0_corr: float = math.nan
+    gpe: float = math.nan
+    vde: float = math.nan
+    ffe: float = math.nan
+    energy_corr: float = math.nan
+    log_duration_ratio: float = math.nan
+    pause_agreement: float = math.nan
+    pause_mismatches: float = math.nan
+    listener_distance: float = math.nan
+    prosody_distance: float = math.nan
+    n_frames: int = 0  # aligned frame pairs (points of the warping path)
+    n_voiced_both: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def values(self) -> dict[str, float]:
+        return {name: getattr(self, name) for name in METRIC_NAMES}
+
+    def to_dict(self) -> dict:
+        """JSON-ready: NaN becomes None."""
+        return {k: (None if isinstance(v, float) and math.isnan(v) else v)
+                for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> StimulusScores:
+        """``to_dict``'s inverse (None is NaN again; keys of another version are ignored), for
+        the records read back from lm-eval's aggregation items and logged samples."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: (math.nan if v is None and k in METRIC_BY_NAME else v)
+                      for k, v in data.items() if k in names})
+
+
+def failed(id: str, detail: str) -> StimulusScores:
+    return StimulusScores(id=id, status="failed", detail=detail)
+
+
+@dataclass(frozen=True)
+class FrameErrors:
+    """GPE, VDE and FFE of two frame-aligned F0 tracks, with the counts they come from."""
+
+    gpe: float
+    vde: float
+    ffe: float
+    n_frames: int
+    n_voiced_both: int
+    n_gross: int
+    n_voicing: int
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """A warping path: frame ``sample[k]`` of the sample is paired with ``reference[k]``."""
+
+    sample: np.ndarray
+    reference: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.sample)
+
+
+@dataclass(frozen=True)
+class Pause:
+    start: int  # first silent frame
+    stop: int  # one past the last
+
+
+# --------------------------------------------------------------------------- building blocks
+def align(sample: Features, reference: Features) -> Alignment:
+    """The listener's alignment: DTW on the MFCCs (``prosody.dtw_path``)."""
+    ia, ib = prosody.dtw_path(sample.mfcc, reference.mfcc, prosody.ALIGN_PENALTY)
+    return Alignment(ia, ib)
+
+
+def align_many(pairs: Mapping[str, tuple[Features, Features]]) -> dict[str, Alignment]:
+    """``align(sample, reference)`` of each named pair, the same alignments computed together
+    (``prosody.dtw_paths``: a sentence's renditions share the per-row work)."""
+    paths = prosody.dtw_paths([(a.mfcc, b.mfcc) for a, b in pairs.values()],
+                              prosody.ALIGN_PENALTY)
+    return {name: Alignment(ia, ib) for name, (ia, ib) in zip(pairs, paths)}
+
+
+def semitones_to_hz(st: np.ndarray) -> np.ndarray:
+    """``prosody`` keeps F0 as semitones re 100 Hz; gross errors are defined on Hz."""
+    return 100.0 * np.power(2.0, np.asarray(st, dtype=float) / 12.0)
+
+
+def frame_errors(sample_f0: np.ndarray, reference_f0: np.ndarray,
+                 threshold: float = GROSS_PITCH_ERROR) -> FrameErrors:
+    """GPE, VDE and FFE of frame-aligned F0 tracks in semitones (NaN = unvoiced).
+
+    Chu & Alwan (2009): with N frames, V the frames voiced in both, G those of V whose F0
+    differs from the reference's by more than 20% of it, and U the frames voiced in exactly
+    one track: GPE = |G| / |V|, VDE = |U| / N, FFE = (|G| + |U|) / N.
+    """
+    a = np.asarray(sample_f0, dtype=float)
+    b = np.asarray(reference_f0, dtype=float)
+    if a.shape != b.shape:
+        raise ValueError(f"tracks differ in length ({a.shape} vs {b.shape}); align them first")
+    va, vb = ~np.isnan(a), ~np.isnan(b)
+    both = va & vb
+    n, n_both = len(a), int(both.sum())
+    n_voicing = int((va != vb).sum())
+    ratio = semitones_to_hz(a[both]) / semitones_to_hz(b[both])
+    n_gross = int((np.abs(ratio - 1.0) > threshold).sum())
+    gpe = n_gross / n_both if n_both else math.nan
+    vde = n_voicing / n if n else math.nan
+    ffe = (n_gross + n_voicing) / n if n else math.nan
+    return FrameErrors(gpe, vde, ffe, n, n_both, n_gross, n_voicing)
+
+
+def pearson(x: np.ndarray, y: np.ndarray) -> float:
+    """Pearson's r; NaN when either side is (nearly) constant or too short to say."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if len(x) < MIN_VOICED:
+        return math.nan
+    dx, dy = x - x.mean(), y - y.mean()
+    den = math.sqrt(float((dx * dx).sum()) * float((dy * dy).sum()))
+    if den < 1e-12:
+        return math.nan
+    return float(np.clip((dx * dy).sum() / den, -1.0, 1.0))
+
+
+def pauses(feats: Features, below_max_db: float = PAUSE_BELOW_MAX_DB,
+           min_pause_s: float = MIN_PAUSE_S) -> list[Pause]:
+    """Silent stretches inside the utterance (``prosody.pause_runs``, which says what counts)."""
+    return [Pause(a, b) for a, b in prosody.pause_runs(feats, below_max_db, min_pause_s)]
+
+
+def match_pauses(a: list[Pause], b: list[Pause], alignment: Alignment,
+                 tolerance_s: float = PAUSE_TOLERANCE_S) -> int:
+    """How many pauses of ``a`` (sample) and ``b`` (reference) pair up one-to-one.
+
+    Two pauses pair when some point of the warping path falls in both (each widened by
+    ``tolerance_s`` on either side): the alignment puts them at the same place in the
+    sentence. Pairs are taken greedily by how many path points they share.
+    """
+    if not a or not b:
+        return 0
+    tol = int(round(tolerance_s / prosody.HOP_S))
+    ia, ib = alignment.sample, alignment.reference
+    overlaps = []
+    for i, pa in enumerate(a):
+        in_a = (ia >= pa.start - tol) & (ia < pa.stop + tol)
+        for j, pb in enumerate(b):
+            shared = int((in_a & (ib >= pb.start - tol) & (ib < pb.stop + tol)).sum())
+            if shared:
+                overlaps.append((shared, i, j))
+    used_a, used_b, matched = set(), set(), 0
+    for _, i, j in sorted(overlaps, reverse=True):
+        if i not in used_a and j not in used_b:
+            used_a.add(i)
+            used_b.add(j)
+            matched += 1
+    return matched
+
+
+# --------------------------------------------------------------------------- distance adapter
+DistanceFn = Callable[[Features, VoiceNorm, Features, VoiceNorm], float]
+
+
+def listener_distance(sample: Features, sample_norm: VoiceNorm, reference: Features,
+                      reference_norm: VoiceNorm) -> float:
+    """The acoustic listener's pairwise distance, looked up at call time so that the graded
+    score follows whatever ``prosody.distance`` currently is."""
+    return float(prosody.distance(sample, sample_norm, reference, reference_norm))
+
+
+def relative_distance(correct: float, wrong: Sequence[float]) -> float:
+    """``correct`` over the mean of ``wrong``: 0 = at the reference, 1 = as far as the wrong
+    ones. NaN when there are no finite wrong distances or they are all 0."""
+    w = np.asarray([x for x in wrong if np.isfinite(x)], dtype=float)
+    if not np.isfinite(correct) or w.size == 0 or w.mean() <= 0:
+        return math.nan
+    return float(correct / w.mean())
+
+
+# --------------------------------------------------------------------------- one stimulus
+def unusable(feats: Features) -> str | None:
+    """Why a sample's features cannot be scored (silent, too short), or None."""
+    if feats.n < 3:
+        return f"too little speech to align ({feats.n} frames)"
+    if float(np.max(feats.energy)) < SILENCE_DBFS:
+        return f"silent (loudest frame {float(np.max(feats.energy)):.0f} dBFS)"
+    return None
+
+
+def _energy(feats: Features, norm: VoiceNorm) -> np.ndarray:
+    return np.maximum(feats.energy - norm.energy, -ENERGY_FLOOR_DB)
+
+
+def score(sample: Features, reference: Features, *, id: str = "",
+          sample_norm: VoiceNorm | None = None, reference_norm: VoiceNorm | None = None,
+          others: Sequence[Features] = (), other_norms: Sequence[VoiceNorm] | None = None,
+          alignment: Alignment | None = None, distances: Sequence[float] | None = None,
+          distance: DistanceFn = listener_distance) -> StimulusScores:
+    """All figures of one sample against its reference.
+
+    ``sample_norm`` / ``reference_norm``: each voice's median F0 and speech level (default: of
+    the utterance itself; ADEPT passes the level over all renditions of the sentence, as the
+    listener does). ``others``: references of the other subcategories of the same sentence,
+    for ``prosody_distance``. ``alignment`` and ``distances`` (correct reference first, then
+    ``others`` in order) reuse work the listener has already done.
+    """
+    for who, feats in (("sample", sample), ("reference", reference)):
+        problem = unusable(feats)
+        if problem:
+            return failed(id, f"{who}: {problem}")
+    sample_norm = sample_norm or VoiceNorm.of([sample])
+    reference_norm = reference_norm or VoiceNorm.of([reference])
+    path = alignment or align(sample, reference)
+    ia, ib = path.sample, path.reference
+
+    fa, fb = sample.f0[ia], reference.f0[ib]
+    errors = frame_errors(fa, fb)
+    both = ~np.isnan(fa) & ~np.isnan(fb)
+    if both.sum() >= MIN_VOICED:
+        diff = fa[both] - fb[both]
+        rmse = float(np.sqrt(np.mean(diff ** 2)))
+        diff_norm = diff - (sample_norm.f0 - reference_norm.f0)
+        rmse_norm = float(np.sqrt(np.mean(diff_norm ** 2)))
+        corr = pearson(fa[both], fb[both])
+    else:
+        rmse = rmse_norm = corr = math.nan
+    gpe = errors.gpe if both.sum() >= MIN_VOICED else math.nan
+
+    speech = sample.speech[ia] | reference.speech[ib]
+    energy_corr = pearson(_energy(sample, sample_norm)[ia][speech],
+                          _energy(reference, reference_norm)[ib][speech])
+
+    pa, pb = pauses(sample), pauses(reference)
+    matched = match_pauses(pa, pb, path)
+    pause_agreement = 2 * matched / (len(pa) + len(pb)) if (pa or pb) else 1.0
+    mismatches = float(len(pa) + len(pb) - 2 * matched)
+
+    if distances is not None:
+        d = [float(x) for x in distances]
+    else:
+        d = [distance(sample, sample_norm, reference, reference_norm)]
+        norms = other_norms if other_norms is not None else [VoiceNorm.of([o]) for o in others]
+        d += [distance(sample, sample_norm, o, n) for o, n in zip(others, norms)]
+    correct = d[0] if d else math.nan
+
+    return StimulusScores(
+        id=id, status="ok",
+        f0_rmse_st=rmse, f0_rmse_norm_st=rmse_norm, f0_corr=corr,
+        gpe=gpe, vde=errors.vde, ffe=errors.ffe,
+        energy_corr=energy_corr,
+        log_duration_ratio=float(np.log(sample.n / reference.n)),
+        pause_agreement=float(pause_agreement), pause_mismatches=mismatches,
+        listener_distance=float(correct) if np.isfinite(correct) else math.nan,
+        prosody_distance=relative_distance(correct, d[1:]),
+        n_frames=len(path), n_voiced_both=int(both.sum()))
+
+
+# --------------------------------------------------------------------------- many stimuli
+@dataclass(frozen=True)
+class Summary:
+    """A figure over stimuli: mean and cluster-robust t interval over the scored ones."""
+
+    metric: str
+    mean: float
+    ci_low: float
+    ci_high: float
+    n: int  # stimuli with a value
+    n_failed: int  # stimuli that could not be scored at all
+    n_undefined: int  # scored stimuli for which this figure is undefined
+    confidence: float = 0.95
+
+    def to_dict(self) -> dict:
+        return {k: (None if isinstance(v, float) and math.isnan(v) else v)
+                for k, v in asdict(self).items()}
+
+
+def aggregate(scores: Sequence[StimulusScores], *, clusters: Mapping[str, str] | None = None,
+              confidence: float = 0.95, n_resamples: int = 2000,
+              seed: int = 0) -> dict[str, Summary]:
+    """Mean, interval, n, failures of every figure.
+
+    Records with the same non-empty ``id`` count once (several ADEPT questions share one
+    stimulus). ``clusters`` maps stimulus id to its cluster (its sentence): the interval is the
+    cluster-robust t interval over the clusters (``stats.cluster_t_interval``, G - 1 df), which
+    keeps its level with one task's 5 sentences where the percentile bootstrap of sentences used
+    before did not (it covered 81-88% at a nominal 95%). ``n_resamples`` and ``seed`` are kept
+    for callers; the interval is no longer resampled.
+    """
+    unique: list[StimulusScores] = []
+    seen: set[str] = set()
+    for s in scores:
+        if s.id and s.id in seen:
+            continue
+        seen.add(s.id)
+        unique.append(s)
+    ok = [s for s in unique if s.ok]
+    n_failed = len(unique) - len(ok)
+    out = {}
+    for m in METRIC_NAMES:
+        vals = np.array([getattr(s, m) for s in ok], dtype=float)
+        keep = ~np.isnan(vals)
+        cl = None
+        if clusters is not None:
+            cl = np.array([clusters.get(s.id, s.id) for s in ok], dtype=object)[keep].astype(str)
+        # cut to the figure's range: a t interval on a few sentences' degrees of freedom
+        # reaches past it (a prosody distance's below 0), where no mean can lie
+        lo, hi = within(*cluster_t_interval(vals[keep], cl, level=confidence),
+                        METRIC_BY_NAME[m].range)
+        mean = float(vals[keep].mean()) if keep.any() else math.nan
+        out[m] = Summary(m, mean, lo, hi, int(keep.sum()), n_failed, int((~keep).sum()),
+                         confidence)
+    return out
+
+
+# --------------------------------------------------------------------------- sources
+def features_of(source, store: FeatureStore | None = None) -> Features:
+    """Features of a path (through ``store``'s cache when given), an ``Audio``, or a mapping
+    ``{"array": ..., "sampling_rate": ...}`` / ``{"path": ...}``; raises AudioError."""
+    if isinstance(source, Features):
+        return source
+    if isinstance(source, Audio):
+        return prosody.extract(source)
+    if isinstance(source, Mapping):
+        if source.get("array") is not None:
+            from adept_eval.signal.audio import from_array
+
+            return prosody.extract(from_array(np.asarray(source["array"]),
+                                              source.get("sampling_rate") or 0))
+        if source.get("path"):
+            source = source["path"]
+        else:
+            raise AudioError("audio given as a mapping needs 'array' + 'sampling_rate' or 'path'")
+    if isinstance(source, (str, Path)):
+        if store is not None:
+            return store.get(source)
+        return prosody.extract(read_audio(source))
+    raise AudioError(f"cannot read audio from a {type(source).__name__}")
+
+
+def score_pairs(samples: Sequence, references: Sequence, *,
+                others: Sequence[Sequence] | None = None, ids: Sequence[str] | None = None,
+                store: FeatureStore | None = None, voice_norm: str = "utterance",
+                progress: bool = False) -> list[StimulusScores]:
+    """Score each sample against its reference (any prosody-transfer evaluation, not only ADEPT).
+
+    ``others[i]``: the other candidate references of item i (for ``prosody_distance``).
+    ``voice_norm``: ``"utterance"`` removes each utterance's own median F0 and level;
+    ``"corpus"`` removes the median over all samples (one voice) and over all references.
+    A sample or reference that cannot be read or is silent gives a failed record.
+    """
+    if len(samples) != len(references):
+        raise ValueError(f"{len(samples)} samples but {len(references)} references")
+    if others is not None and len(others) != len(samples):
+        raise ValueError("others must have one list of references per sample")
+    if voice_norm not in ("utterance", "corpus"):
+        raise ValueError(f"voice_norm must be 'utterance' or 'corpus', not {voice_norm!r}")
+    ids = list(ids) if ids is not None else [str(i) for i in range(len(samples))]
+
+    def load(src):
+        try:
+            return features_of(src, store), None
+        except (AudioError, OSError, ValueError) as exc:
+            return None, str(exc)
+
+    loaded = [(load(s), load(r), [load(o) for o in (others[i] if others else ())])
+              for i, (s, r) in enumerate(zip(samples, references))]
+    sys_norm = ref_norm = None
+    if voice_norm == "corpus":
+        usable_s = [s[0] for s, _, _ in loaded if s[0] is not None and not unusable(s[0])]
+        usable_r = [r[0] for _, r, _ in loaded if r[0] is not None and not unusable(r[0])]
+        sys_norm = VoiceNorm.of(usable_s) if usable_s else None
+        ref_norm = VoiceNorm.of(usable_r) if usable_r else None
+    out = []
+    iterator = enumerate(loaded)
+    if progress:
+        from tqdm.auto import tqdm
+
+        iterator = tqdm(iterator, total=len(loaded), desc="prosody_transfer", unit="item")
+    for i, ((s, s_err), (r, r_err), oth) in iterator:
+        if s is None:
+            out.append(failed(ids[i], f"sample: {s_err}"))
+            continue
+        if r is None:
+            out.append(failed(ids[i], f"reference: {r_err}"))
+            continue
+        usable_others = [o for o, _ in oth if o is not None and not unusable(o)]
+        other_norms = [ref_norm or VoiceNorm.of([o]) for o in usable_others]
+        out.append(score(s, r, id=ids[i], sample_norm=sys_norm, reference_norm=ref_norm,
+                         others=usable_others, other_norms=other_norms))
+    return out
+
+
+def evaluate_pairs(samples: Sequence, references: Sequence, *,
+                   others: Sequence[Sequence] | None = None, ids: Sequence[str] | None = None,
+                   clusters: Sequence[str] | None = None, voice_norm: str = "utterance",
+                   confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0,
+                   cache_dir: str | Path | None = None, progress: bool = False) -> dict:
+    """The ``prosody_transfer`` metric's result: per-item records and summaries, JSON-ready.
+
+    ``cache_dir``: where file features are cached (None: the default feature cache; "": no
+    disk cache)."""
+    ids = [str(i) for i in ids] if ids is not None else [str(i) for i in range(len(samples))]
+    if len(set(ids)) != len(ids):
+        raise ValueError("ids must be unique (each item is one stimulus)")
+    if clusters is not None and len(clusters) != len(ids):
+        raise ValueError(f"clusters must have one entry per item ({len(ids)}), "
+                         f"not {len(clusters)}")
+    store = None if cache_dir == "" else FeatureStore(cache_dir)
+    records = score_pairs(samples, references, others=others, ids=ids, store=store,
+                          voice_norm=voice_norm, progress=progress)
+    summary = aggregate(records, clusters=dict(zip(ids, map(str, clusters)))
+                        if clusters is not None else None,
+                        confidence=confidence, n_resamples=n_resamples, seed=seed)
+    n_failed = sum(not r.ok for r in records)
+    out: dict = {}
+    for name, s in summary.items():
+        d = s.to_dict()
+        out[name] = d["mean"]
+        out[f"{name}_ci95"] = [d["ci_low"], d["ci_high"]]
+    out.update(n=len(records), n_scored=len(records) - n_failed, n_failed=n_failed,
+               failure_rate=n_failed / len(records) if records else None,
+               confidence=confidence,
+               summary={name: s.to_dict() for name, s in summary.items()},
+               metrics=metric_table(), items=[r.to_dict() for r in records])
+    return out
+
+
+# --------------------------------------------------------------------------- ADEPT
+@dataclass
+class AdeptScorer:
+    """Graded figures of a system's ADEPT samples, sentence by sentence.
+
+    All renditions of one sentence by one speaker are scored together, with the voice
+    normalised over them (as the listener's multi-stimulus comparisons do), against the
+    natural recordings of every subcategory. Alignments and distances are memoised per
+    sentence, so scoring the questions that share a sentence costs one scoring.
+    """
+
+    corpus: object
+    store: FeatureStore = field(default_factory=FeatureStore)
+    #: sample content key (``FeatureStore.key``) -> why it is not speech (None: it is); shared
+    #: with the listener that heard the samples, so each sample is checked once a run
+    no_speech: dict = field(default_factory=dict)
+    _memo: dict = field(default_factory=dict, init=False, repr=False)
+
+    def _content_key(self, path: str | None) -> str | None:
+        """A sample's content key (``FeatureStore.key``), or its path when it cannot be read
+        (it then fails, and is reported by path)."""
+        if not path:
+            return None
+        try:
+            return self.store.key(path)
+        except OSError:
+            return path
+
+    def sentence(self, cls: str, speaker: str, sentence_id: str,
+                 samples: Mapping[str, str],
+                 distances: np.ndarray | None = None) -> dict[str, StimulusScores]:
+        """``samples``: subcategory -> sample path (missing ones are counted failures).
+        ``distances``: the listener's matrix for this sentence (rows: samples, columns:
+        natural references, both in ``subcategories_for(speaker)`` order), if it has one."""
+        from adept_eval.corpora import spec
+
+        subs = spec.CLASSES[cls].subcategories_for(speaker)
+        key = f"{spec.SPEAKERS[speaker]}_{sentence_id}"
+        # by content, as the listener memoises: a sample rewritten in place is scored afresh
+        memo_key = (cls, speaker, sentence_id,
+                    tuple(self._content_key(samples.get(s)) for s in subs))
+        if memo_key in self._memo:
+            return self._memo[memo_key]
+        ids = {s: f"{cls}/{s}/{key}" for s in subs}
+        nat = [self.store.get(self.corpus.get(ids[s]).audio_path) for s in subs]
+        feats: dict[str, Features | None] = {}
+        result: dict[str, StimulusScores] = {}
+        for s in subs:
+            path = samples.get(s)
+            if not path:
+                result[s] = failed(ids[s], "sample not produced")
+                continue
+            try:
+                f = self.store.get(path)
+            except (AudioError, OSError, ValueError) as exc:
+                result[s] = failed(ids[s], f"sample: {exc}")
+                continue
+            # the listener's rule for "no speech" (a tone, noise, DC): such a sample failed its
+            # question, so its graded figures are a counted failure too, never a score
+            # shared with the listener, keyed as it keys it: by content
+            content = self.store.key(path)
+            if content not in self.no_speech:
+                self.no_speech[content] = speech_presence.reason_from_features(f)
+            problem = unusable(f) or self.no_speech[content]
+            if problem:
+                result[s] = failed(ids[s], f"sample: {problem}")
+                continue
+            feats[s] = f
+        usable_nat = [n for n in nat if not unusable(n)]
+        sys_norm = VoiceNorm.of(list(feats.values())) if feats else None
+        nat_norm = VoiceNorm.of(usable_nat) if usable_nat else None
+        alignments = align_many({s: (f, nat[subs.index(s)]) for s, f in feats.items()
+                                 if not unusable(nat[subs.index(s)])})
+        for s, f in feats.items():
+            i = subs.index(s)
+            order = [i] + [j for j in range(len(subs)) if j != i]
+            d = None
+            if distances is not None:
+                d = [float(distances[i][j]) for j in order]
+            result[s] = score(f, nat[i], id=ids[s], sample_norm=sys_norm,
+                              reference_norm=nat_norm,
+                              others=[nat[j] for j in order[1:]],
+                              other_norms=[nat_norm] * (len(order) - 1),
+                              alignment=alignments.get(s), distances=d)
+        ordered = {s: result[s] for s in subs}
+        self._memo[memo_key] = ordered
+        return ordered
+
+    def stimulus(self, stimulus_id: str, samples: Mapping[str, str]) -> StimulusScores:
+        """Scores of one stimulus (``class/subcategory/adXX_NNNN``) given the system's samples
+        keyed by stimulus id (the sentence's other renditions set the voice's level)."""
+        from adept_eval.corpora import spec
+
+        cls, sub, key = stimulus_id.split("/")
+        spk_id, sentence_id = key.split("_")
+        speaker = spec.SPEAKER_BY_ID[spk_id]
+        by_sub = {s: samples.get(f"{cls}/{s}/{key}")
+                  for s in spec.CLASSES[cls].subcategories_for(speaker)}
+        return self.sentence(cls, speaker, sentence_id,
+                             {s: p for s, p in by_sub.items() if p})[sub]
+
+
+def adept_sentence_clusters(records: Sequence[StimulusScores]) -> dict[str, str]:
+    """ADEPT stimulus id (``class/subcategory/adXX_NNNN``) -> its sentence (``class/adXX_NNNN``),
+    for ``aggregate(clusters=...)``: the renditions of one sentence form one cluster."""
+    out = {}
+    for r in records:
+        parts = r.id.split("/")
+        out[r.id] = f"{parts[0]}/{parts[-1]}" if len(parts) == 3 else r.id
+    return out
+
+
+def metric_table() -> list[dict]:
+    """``METRICS`` as plain JSON-ready dicts (for cards and results; infinite bounds: None)."""
+    def plain(name, v):
+        if name == "range":
+            return [None if math.isinf(x) else x for x in v]
+        return list(v) if isinstance(v, tuple) else v
+
+    return [{f.name: plain(f.name, getattr(m, f.name)) for f in fields(m)} for m in METRICS]

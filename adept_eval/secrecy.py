@@ -1,0 +1,190 @@
+"""Secrets: recognising them in option names, option values, commands, URLs and files.
+
+Secrets never travel as options or land in results: a key whose *name* looks secret
+(``api_key``, ``token``, ``password``...) or whose *value* looks like a credential or holds one
+(``sk-...``, ``hf_...``, ``AIza...``, ``--api-key X`` in a command, ``?token=X`` in a URL, or
+the value of a secret environment variable) is refused before anything is written or logged;
+users name the environment variable instead (``*_api_key_env=OPENAI_API_KEY``).
+``redact_words`` is that one rule: options are refused by it, tts-command's recorded template is
+redacted by it, and publishing refuses to upload a file it flags (``find_secrets``).
+
+Standard library only, so every layer may use it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from adept_eval.errors import SettingsError
+
+_SECRET_WORDS = {"key", "apikey", "token", "secret", "password", "passwd", "passphrase",
+                 "credential", "credentials", "auth", "authorization", "bearer", "cookie",
+                 "signature", "sig"}
+# a word ending so is secret too (``hftoken``, ``accesstoken``, ``dbpassword``); not ``tokens``
+_SECRET_ENDINGS = ("token", "apikey", "password", "passwd", "secret")
+#: a password written into a URL (``https://user:password@host``): refused in options (it is a
+#: credential like the others below), and a file holding one is never uploaded
+#: (``hub.find_secrets``)
+_URL_CREDENTIALS = r"[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@\"']+:[^/\s@\"']+@"
+URL_CREDENTIALS = re.compile(_URL_CREDENTIALS.encode())
+_SECRET_VALUE = re.compile(
+    r"(?<![A-Za-z0-9])(sk-[A-Za-z0-9_\-]{12,}|hf_[A-Za-z0-9]{16,}|AIza[0-9A-Za-z_\-]{20,}"
+    r"|gh[pousr]_[A-Za-z0-9]{20,}|xox[abprs]-[A-Za-z0-9\-]{10,}|Bearer\s+(?!<redacted>)\S{8,}"
+    rf"|{_URL_CREDENTIALS})")
+_ENV_SECRET_NAME = re.compile(r"(TOKEN|KEY|SECRET|PASSWORD)", re.IGNORECASE)
+
+
+def secret_name(key: str) -> bool:
+    """``api_key``, ``hf_token``, ``llm_api_key``, ``password``: yes; ``api_key_env``,
+    ``key_file``, ``token_path``, ``max_tokens``: no (the first three name where a secret is
+    kept - what a user should pass instead of the secret -, the last is a count)."""
+    parts = [p for p in re.split(r"[_\-.]", key.lower()) if p]
+    if not parts or parts[-1] in ("env", "file", "path", "dir"):
+        return False
+    return (any(p in _SECRET_WORDS or p.endswith(_SECRET_ENDINGS) for p in parts)
+            or "apikey" in key.lower().replace("_", ""))
+
+
+def environment_secrets() -> dict[str, str]:
+    """Values of environment variables whose names look secret (long enough to matter)."""
+    return {k: v for k, v in os.environ.items() if _ENV_SECRET_NAME.search(k) and len(v) >= 8}
+
+
+REDACTED = "<redacted>"
+# ``--api-key`` / ``--token=`` / ``password=``: an option name as a command line writes one
+_OPTION_NAME = re.compile(r"-{0,2}[A-Za-z][A-Za-z0-9_.\-]*")
+# ``?token=X`` / ``&api_key=X`` in a URL
+_QUERY_PARAMETER = re.compile(r"(?<=[?&;])([A-Za-z][A-Za-z0-9_.\-]*)=([^&#\s\"'<>]+)")
+
+
+def placeholder(word: str) -> bool:
+    """``{text}``, ``{output}``: a template's placeholder, never a secret."""
+    return re.fullmatch(r"\{\w+\}", word) is not None
+
+
+def redact_words(words: list[str], keep=placeholder) -> tuple[list[str], list[str]]:
+    """The one rule for secrets inside a command line or URL, shared by the option check
+    (``secret_value``: refused before lm-eval logs it), ``tts_command.redact_command`` (the
+    template recorded with each sample) and ``hub.find_secrets`` (files refused for upload),
+    so what one lets through the others do too.
+
+    ``words`` are a command's arguments. Secret: the value after an option named like a secret
+    (``--api-key X``, ``--token=X``, ``password=X``; named as ``secret_name`` decides, so
+    ``--api-key-env NAME`` and ``--max-tokens 5`` are not), a URL query parameter so named
+    (``?token=X``, ``&api_key=X``), the word after ``Bearer``, a credential-shaped string
+    (``sk-...``, ``hf_...``, ``user:pass@`` in a URL) and the value of a secret-named
+    environment variable. A value ``keep`` accepts (a template's placeholder), one starting
+    with ``-`` (the next option, so the first was a flag) and ``<redacted>`` itself are not
+    secrets. Returns the words with each secret
+    replaced by ``<redacted>`` and, per secret, what held it (never the secret)."""
+    env = sorted(environment_secrets().items(), key=lambda kv: len(kv[1]), reverse=True)
+    out: list[str] = []
+    found: list[str] = []
+    after: str | None = None  # the secret option the previous word was
+    for word in words:
+        if after is not None:
+            option, after = after, None
+            if word and not word.startswith("-") and not keep(word) and word != REDACTED:
+                out.append(REDACTED)
+                found.append(next((f"the value of ${var}" for var, secret in env
+                                   if secret in word), f"the value of {option}"))
+                continue
+        if word.lower() == "bearer":  # "Bearer TOKEN" given as two words
+            after = word
+        name, eq, value = word.partition("=")
+        if _OPTION_NAME.fullmatch(name) and secret_name(name.lstrip("-")):
+            if not eq and name.startswith("-"):
+                after = name
+            elif eq and value and not keep(value) and value != REDACTED:
+                word = f"{name}={REDACTED}"
+                found.append(f"the value of {name}")
+
+        def query(m):
+            if not secret_name(m.group(1)) or m.group(2) == REDACTED:
+                return m.group(0)
+            found.append(f"the URL parameter {m.group(1)}=")
+            return f"{m.group(1)}={REDACTED}"
+
+        word = _QUERY_PARAMETER.sub(query, word)
+        for var, secret in env:
+            if secret in word:
+                word = word.replace(secret, REDACTED)
+                found.append(f"the value of ${var}")
+        for m in _SECRET_VALUE.finditer(word):
+            found.append(f"a credential ({m.group(1)[:4]}...)")
+        out.append(_SECRET_VALUE.sub(REDACTED, word))
+    return out, found
+
+
+def command_words(text: str) -> list[str]:
+    """``text`` split as a shell would (as tts-command splits its template), or at white space
+    when it does not split (an unmatched quote)."""
+    import shlex
+
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return text.split()
+
+
+def secret_value(value) -> str | None:
+    """Why ``value`` looks like a credential or holds one (``redact_words``'s rule), or None."""
+    found = redact_words(command_words(str(value)))[1]
+    if not found:
+        return None
+    # "contains a credential (sk-a...)", "contains the value of --api-key"
+    return "contains " + ", ".join(dict.fromkeys(found))
+
+
+def refuse_secrets(options: dict, where: str = "--model_args/--metadata") -> None:
+    """Raise ``SettingsError`` if any option name or value looks secret (the message never
+    repeats the value)."""
+    bad = []
+    for key, value in (options or {}).items():
+        if secret_name(str(key)):
+            bad.append(f"{key!r} is a secret-looking option name")
+        else:
+            why = secret_value(value)
+            if why:
+                bad.append(f"the value of {key!r} {why}")
+    if bad:
+        raise SettingsError(
+            f"refusing secrets in {where}: " + "; ".join(bad) + ". Secrets come only from the "
+            "environment: put the key in an environment variable and name it, e.g. "
+            "judge_api_key_env=OPENAI_API_KEY, llm_api_key_env=..., api_key_env=... "
+            "(HF_TOKEN is read from the environment by huggingface_hub); tts-command's "
+            "command inherits the environment, so export the key (MYTTS_API_KEY=...) and have "
+            "the program, or a wrapper script, read it there.")
+
+
+#: results and samples as lm-eval writes them: text whose strings are options and commands
+_OPTION_FILES = {".json", ".jsonl"}
+
+
+def find_secrets(folder: Path) -> list[str]:
+    """Files under ``folder`` that contain a secret's value, or a password written into a URL
+    (a server option given as ``https://user:password@host``): ``path (what)`` entries.
+
+    A results or samples file (.json, .jsonl) is also read word by word with the rule options
+    are refused by (``redact_words``): a run made before that rule, or by hand, may
+    hold ``--api-key X`` in a tts-command template or ``?token=X`` in a server URL, and those
+    are refused for upload too. Other files (a Space's code, parquet) get only the two checks
+    above: code is full of ``api_key=...`` that is no secret."""
+    secrets = environment_secrets()
+    found = []
+    for path in sorted(p for p in Path(folder).rglob("*") if p.is_file()):
+        data = path.read_bytes()
+        for name, value in secrets.items():
+            if value.encode() in data:
+                found.append(f"{path} ({name})")
+        if URL_CREDENTIALS.search(data):
+            found.append(f"{path} (a password in a URL)")
+        elif path.suffix in _OPTION_FILES:
+            # JSON's quotes, commas and escapes end a word, as white space does
+            words = re.split(r"[\s\"',\\]+", data.decode("utf-8", "replace"))
+            what = [w for w in redact_words(words)[1] if "$" not in w]  # $NAME: reported above
+            if what:
+                found.append(f"{path} ({'; '.join(dict.fromkeys(what))})")
+    return found
