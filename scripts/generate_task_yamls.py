@@ -1,7 +1,7 @@
 """Regenerate tasks/adept/*.yaml and tasks/vstyle/*.yaml from adept_eval.corpora.spec, adept_eval.corpora.vstyle
 and the suites' metric tables (adept_eval.suites): run after changing a task design or a metric.
 
-tests/test_tasks.py fails when the committed YAMLs differ from what this script writes.
+tests/harness/test_task_yamls.py fails when the committed YAMLs differ from what this script writes.
 """
 
 from __future__ import annotations

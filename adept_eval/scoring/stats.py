@@ -974,7 +974,7 @@ def clustered_proportion(correct: Sequence[float], n: Sequence[float], clusters:
     3(4):484-503) found it near nominal where Wald-type intervals are not. With one cluster the
     variance cannot be estimated and all figures but the proportion are nan.
 
-    Measured (1,000 simulations each; ``tests/test_clustered_accuracy.py`` repeats a few) with
+    Measured (1,000 simulations each; ``tests/scoring/test_stats_clustered.py`` repeats a few) with
     a sentence effect of sd 1.5 on the logit scale at true accuracies 0.31-0.81: on 165
     questions in 60 sentences the interval covered the true accuracy 0.96-0.97 of the time
     and the test rejected it in 3-4%, where Clopper-Pearson and the binomial test over the
@@ -1035,7 +1035,7 @@ def two_way_proportion(trials: Sequence[Trial], item_of=None, null: float | None
     of the result counts sentences.
 
     Measured (300 simulations each; participant sd 1.0 or 0.5, sentence sd 1.5 on the logit
-    scale; ``tests/test_clustered_accuracy.py`` repeats two): with 10 or 30 participants on 165
+    scale; ``tests/scoring/test_stats_clustered.py`` repeats two): with 10 or 30 participants on 165
     questions in 60 sentences and 5-20 participants on one task's 5 sentences it covered the
     true accuracy 0.97-0.98 of the time and rejected it in 2-3%, where the two-way bootstrap
     over participants and questions (``cluster_bootstrap``) covered 0.90 and 0.78-0.87 and

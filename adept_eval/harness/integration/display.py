@@ -50,7 +50,7 @@ def our_rows(utils_module, result_dict: dict, column: str = "results",
     (hierarchy from ``group_subtasks``, metrics sorted by name, stderr beside its metric) and
     printed as lm-eval formatted them (4 decimals), without pytablewriter's column-wide
     re-formatting of numbers (which printed a count of 165 as ``165.0000`` in a column of
-    rates). ``tests/test_task_index.py`` checks it against lm-eval's own table on real runs.
+    rates). ``tests/harness/integration/test_task_index.py`` checks it against lm-eval's own table on real runs.
     """
     from adept_eval.suites import suite_of
 

@@ -13,7 +13,7 @@ from testing.judge_server import _FastJudge
 
 from conftest import shared_or_skip
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class _Transport:

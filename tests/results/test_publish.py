@@ -14,7 +14,7 @@ import pytest
 
 from testing.hub_server import HubServer
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OPENAI_SECRET = "sk-" + "loopbacksecret" * 3
 TASKS = "adept_emotion_female,adept_syntactic_phrasing_male"
 

@@ -689,7 +689,7 @@ def test_the_benchmark_reports_a_refused_rendering_without_a_traceback(monkeypat
 
     from adept_eval.validation import benchmark, engines
 
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "realistic_validation.py"
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "realistic_validation.py"
     spec = importlib.util.spec_from_file_location("realistic_validation", script)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -964,7 +964,7 @@ def test_every_voice_set_says_what_to_install():
     assert install_hint(["rhvoice"]) == ("Debian: apt-get install librhvoice5 rhvoice-english "
                                          "(enable contrib and non-free)")
     # CI installs every one of them (its list is shell; this keeps the two from drifting)
-    ci = (Path(__file__).resolve().parents[1] / ".ci" / "run").read_text()
+    ci = (Path(__file__).resolve().parents[2] / ".ci" / "run").read_text()
     install = ci[ci.index("apt-get install"):].split(">/dev/null")[0].split()
     missing = {p for packages in DEBIAN_PACKAGES.values() for p in packages} - set(install)
     assert not missing, f".ci/run does not install {sorted(missing)}"
@@ -1243,7 +1243,7 @@ def test_the_tuning_baseline_is_the_released_listeners():
     from adept_eval.validation.method_change import load
     from adept_eval.validation.systems import RENDER_VERSIONS
 
-    path = (Path(__file__).resolve().parents[1] / "benchmarks" / "baselines"
+    path = (Path(__file__).resolve().parents[2] / "benchmarks" / "baselines"
             / f"tuning-{listener_version()}.json")
     assert path.exists(), (f"{path.name}: run realistic_validation.py on the tuning and "
                            "reserved rotations with every family and --save-cells")
@@ -1276,7 +1276,7 @@ def test_the_benchmark_saves_a_run_and_judges_a_change_against_it(validation_cac
     from adept_eval.validation.systems import RENDER_VERSIONS
 
     _engine("flite")
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "realistic_validation.py"
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "realistic_validation.py"
     base = [sys.executable, str(script), "--rotation", "flite:espeak", "--sentences", "1",
             "--family", "dose", "--variant", "0.00", "--cache", str(validation_cache)]
     saved = tmp_path / "run.json"

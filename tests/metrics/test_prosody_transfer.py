@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import pytest
 
 from adept_eval.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_task_yamls_are_in_sync_with_the_spec():

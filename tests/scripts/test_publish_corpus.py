@@ -9,7 +9,7 @@ import datasets
 import pytest
 import soundfile as sf
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "publish_corpus.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "publish_corpus.py"
 
 
 @pytest.fixture(scope="module")

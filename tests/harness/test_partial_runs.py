@@ -61,7 +61,7 @@ def test_report_says_a_limited_run_is_partial(tmp_path, capsys, monkeypatch):
 
 def test_a_limited_run_is_refused_for_a_model_card_before_any_network_call(tmp_path,
                                                                            monkeypatch):
-    """write_model_results from Python refuses as publish does (tests/test_hub.py runs the
+    """write_model_results from Python refuses as publish does (tests/results/test_publish.py runs the
     command against the loopback Hub): the refusal names the run and what it answered, and
     comes before the Hub is asked anything - here a Hub that is down."""
     import socket

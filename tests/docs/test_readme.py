@@ -40,7 +40,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 LM_EVAL_LIMIT = 2
 #: docs pages whose commands set up what later pages use come first
@@ -259,7 +259,7 @@ def test_every_block_has_a_rule():
     missing = [f"{b.where}: {c.splitlines()[0][:100]}"
                for b in command_blocks() for c in b.commands if rule_for(c) is None]
     assert not unknown_lang, "blocks in a language this test does not know: " + "; ".join(unknown_lang)
-    assert not missing, ("README commands with no rule in tests/test_readme.py RULES (add one: "
+    assert not missing, ("README commands with no rule in tests/docs/test_readme.py RULES (add one: "
                          "run, adapted with a reason, or not run with a reason):\n  "
                          + "\n  ".join(missing))
     assert command_blocks(), "README.md has no command blocks?"

@@ -246,7 +246,7 @@ def test_listener_distance_names_every_term_the_listener_sums():
     from adept_eval.scoring.listeners.acoustic import TERM_WEIGHTS
 
     assert set(TERM_WEIGHTS) == set(prosody.TERMS)
-    page = Path(__file__).resolve().parents[1] / "docs" / "graded.md"
+    page = Path(__file__).resolve().parents[2] / "docs" / "graded.md"
     row = next(line for line in page.read_text(encoding="utf-8").splitlines()
                if line.startswith("| `listener_distance` |"))
     for text in (row, graded.METRIC_BY_NAME["listener_distance"].description):

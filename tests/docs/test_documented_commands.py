@@ -20,7 +20,7 @@ import pytest
 from adept_eval.cli import _key_values, main
 from conftest import run_lm_eval
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SECRET = "sk-" + "documentedcommandsecret" * 2
 
 
