@@ -53,8 +53,11 @@ from collections import Counter, defaultdict
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from adept_eval.listening_test.design import load_test
-from adept_eval.listening_test.simulate import ServerProcess, crowd
+# the simulated crowd (testing.crowd) is not installed: it is imported from the repository root
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from adept_eval.listening_test.design import load_test  # noqa: E402
+from testing.crowd import ServerProcess, crowd  # noqa: E402
 
 TASKS = ["adept_propositional_attitude_female", "adept_syntactic_phrasing_female"]
 REPO = Path(__file__).resolve().parent.parent

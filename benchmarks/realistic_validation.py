@@ -26,7 +26,7 @@ few minutes per engine the first time; corpora are cached (``--cache``, default
         [--sentences 5] [--no-nonspeech] [--cache DIR]
 
 With ``--family realisation|delivery|delivery-extra|dose|monotone`` (repeatable) it scores variants
-of the copy system instead (``adept_eval.validation.families``): the same prosody realised the
+of the copy system instead (``benchmarks.validation.families``): the same prosody realised the
 system engine's own way or one cue at a time, the copy system's audio post-processed as pipelines
 do (``delivery-extra``: more of it than the issue asked for, reported and never a target), every
 effect at a fraction of its size, and every rendition's pitch flattened (``monotone``: reported;
@@ -47,11 +47,15 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
+import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
+
+# the bench (benchmarks.validation) is not installed: it is imported from the repository root
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def main() -> int:
-    from adept_eval.validation import benchmark, engines, method_change, systems
+    from benchmarks.validation import benchmark, engines, method_change, systems
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rotation", action="append",
@@ -72,7 +76,7 @@ def main() -> int:
                              "run misses and the listener version to this file")
     parser.add_argument("--compare-to", type=Path, metavar="OLD.json",
                         help="with --family: judge this run against a saved one by the rule a "
-                             "method change must meet (adept_eval.validation.method_change)")
+                             "method change must meet (benchmarks.validation.method_change)")
     args = parser.parse_args()
     if (args.save_cells or args.compare_to) and not args.family:
         parser.error("--save-cells and --compare-to go with --family")
@@ -112,7 +116,7 @@ def main() -> int:
 
 def _run(args, rotations, renderings, earlier, cache) -> int:
     from adept_eval.scoring.listeners.acoustic import listener_version
-    from adept_eval.validation import benchmark, method_change
+    from benchmarks.validation import benchmark, method_change
 
     if args.family:
         by_rotation = {}

@@ -384,7 +384,6 @@ LAYERS = {
     "adept_eval.results": 13,
     "adept_eval.listening_test": 14, "adept_eval.metrics": 14,
     "adept_eval.cli": 15,
-    "adept_eval.validation": 16,  # the validation bench, leaving the package
 }
 
 

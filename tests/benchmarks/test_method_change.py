@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from scipy.stats import binomtest
 
-from adept_eval.validation.method_change import Cell, Run, compare, format_change
+from benchmarks.validation.method_change import Cell, Run, compare, format_change
 
 ROTATIONS = ("a:b", "c:d")
 TASKS = tuple(f"t{i}" for i in range(1, 7))

@@ -132,7 +132,7 @@ def test_listening_test_options_through_the_executables(synthetic_root, systems,
     import asyncio
 
     from adept_eval.listening_test.design import load_test
-    from adept_eval.listening_test.simulate import (
+    from testing.crowd import (
         CROWD_ARGS,
         AnswerKey,
         ServerProcess,

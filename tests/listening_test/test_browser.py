@@ -22,7 +22,7 @@ pytest.importorskip("uvicorn", reason="needs the listening-test extra (uvicorn)"
 selenium = pytest.importorskip("selenium", reason="needs selenium (test extra)")
 
 from adept_eval.listening_test.design import build_test, load_test
-from adept_eval.listening_test.simulate import AnswerKey, ServerProcess
+from testing.crowd import AnswerKey, ServerProcess
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")

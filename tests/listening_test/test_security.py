@@ -22,7 +22,7 @@ httpx = pytest.importorskip("httpx", reason="needs httpx (test extra)")
 
 from adept_eval.listening_test.design import build_test, load_test
 from adept_eval.listening_test.session import resume_code
-from adept_eval.listening_test.simulate import ServerProcess
+from testing.crowd import ServerProcess
 from adept_eval.corpora.questions import LETTERS
 
 TASKS = ["adept_syntactic_phrasing_female"]

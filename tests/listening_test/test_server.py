@@ -17,7 +17,7 @@ pytest.importorskip("uvicorn", reason="needs the listening-test extra (uvicorn)"
 pytest.importorskip("httpx", reason="needs httpx (test extra)")
 
 from adept_eval.listening_test.design import build_test, load_test
-from adept_eval.listening_test.simulate import CROWD_ARGS, ServerProcess, crowd
+from testing.crowd import CROWD_ARGS, ServerProcess, crowd
 
 TASKS = ["adept_propositional_attitude_female", "adept_syntactic_phrasing_female"]
 

@@ -673,7 +673,7 @@ def test_test_against_chance_is_not_significant_at_chance():
 async def _simulate(app, config, people):
     import httpx
 
-    from adept_eval.listening_test.simulate import AnswerKey, take_test
+    from testing.crowd import AnswerKey, take_test
 
     key = AnswerKey(config)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),

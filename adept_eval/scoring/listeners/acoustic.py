@@ -72,7 +72,8 @@ from adept_eval.signal.speech_presence import reason_from_features
 from adept_eval.scoring.listeners import Answer, Listener, Response, register_listener
 
 # Chosen on the validation benchmark's calibration and reserved rotations only
-# (``validation.benchmark.NOT_HELD_OUT``); the others are held out and reported as measured.
+# (``benchmarks.validation.benchmark.NOT_HELD_OUT``); the others are held out and reported as
+# measured.
 # Method v9, two changes. (1) The tempo term abstains for a system whose renditions are timed
 # alike (``prosody.TEMPO_VOTE``). (2) The boundary term weighs three times its v8 weight. It
 # votes only where the references break in different places (syntactic phrasing, on every

@@ -46,9 +46,9 @@ import soundfile as sf
 from adept_eval.corpora import spec
 from adept_eval.signal.audio import find_audio, zero_phase_filtered
 from adept_eval.corpora.corpus import WAV_DIR
-from adept_eval.validation import sentences as S
-from adept_eval.validation.engines import ENGINES, PRE_BOUNDARY_LENGTHEN, Realisation, praat_seeded
-from adept_eval.validation.systems import render_engine, stimuli
+from benchmarks.validation import sentences as S
+from benchmarks.validation.engines import ENGINES, PRE_BOUNDARY_LENGTHEN, Realisation, praat_seeded
+from benchmarks.validation.systems import render_engine, stimuli
 
 FOCUS = S.FOCUS_CLASSES
 BREAK = S.BREAK_CLASSES

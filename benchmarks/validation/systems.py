@@ -27,8 +27,8 @@ from tqdm.auto import tqdm
 
 from adept_eval.corpora import spec
 from adept_eval.corpora.corpus import PROMPTS_FILE, TXT_DIR, WAV_DIR, expected_stimuli
-from adept_eval.validation import sentences as S
-from adept_eval.validation.engines import ENGINES
+from benchmarks.validation import sentences as S
+from benchmarks.validation.engines import ENGINES
 
 # per engine: bump one when the sentences or plans change (all) or its own settings change;
 # a voice set's with any of its parts' (awb and flite-kal speak the female with espeak-ng)

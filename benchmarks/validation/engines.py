@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from adept_eval.validation.sentences import Plan, Sentence
+from benchmarks.validation.sentences import Plan, Sentence
 
 ACCENT_ST = 5.0  # pitch accent imposed on a focused word (PSOLA engines)
 ACCENT_DB = 4.0
@@ -529,7 +529,7 @@ class RHVoice(PsolaEngine):
     VOLUME_RANGE = (0.25, 1.0)
 
     def available(self) -> bool:
-        from adept_eval.validation import _rhvoice
+        from benchmarks.validation import _rhvoice
 
         return all(_rhvoice.installed(v) for v in self.voices.values())
 
@@ -562,7 +562,7 @@ class RHVoice(PsolaEngine):
         return replace(plan, pitch_st=0.0, rate=1.0, gain_db=0.0, break_after=None)
 
     def plain(self, items, speaker, how: Realisation = AS_PLANNED):
-        from adept_eval.validation import _rhvoice
+        from benchmarks.validation import _rhvoice
 
         out = []
         for sentence, plan, _ in items:

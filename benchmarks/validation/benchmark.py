@@ -26,10 +26,10 @@ from adept_eval.scoring.stats import (
     clopper_pearson,
     within_cluster_permutation_p,
 )
-from adept_eval.validation import families as F
-from adept_eval.validation.engines import check_rotation
-from adept_eval.validation.families import stimulus_path
-from adept_eval.validation.systems import (
+from benchmarks.validation import families as F
+from benchmarks.validation.engines import check_rotation
+from benchmarks.validation.families import stimulus_path
+from benchmarks.validation.systems import (
     NONSPEECH,
     SWAPS,
     SYSTEMS,
@@ -161,7 +161,7 @@ def run_rotation(reference: str, system: str, cache: Path, *, listeners: dict[st
                  ) -> tuple[list[SystemResult], dict]:
     """Evaluate every system of one rotation (or ``only`` those named); see the module doc."""
     from adept_eval.scoring.listeners import get_listener
-    from adept_eval.validation.baseline import GlobalBaseline
+    from benchmarks.validation.baseline import GlobalBaseline
 
     check_rotation(reference, system)
     ref_dir = render_engine(reference, cache, progress=progress)
@@ -329,7 +329,7 @@ def run_families(reference: str, system: str, cache: Path, *, families=("realisa
     scored against ``reference``'s corpus by the acoustic listener and the naive baseline;
     the untouched copy system first (``copy``, the line every variant is read against)."""
     from adept_eval.scoring.listeners import get_listener
-    from adept_eval.validation.baseline import GlobalBaseline
+    from benchmarks.validation.baseline import GlobalBaseline
 
     check_rotation(reference, system)
     ref_dir = render_engine(reference, cache, progress=progress)
