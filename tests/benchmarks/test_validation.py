@@ -1,15 +1,14 @@
-"""Speech presence, explainable answers, and the cross-engine validity benchmark (reduced).
+"""The cross-engine validity bench (``benchmarks.validation``): its TTS engines and voice sets,
+the reduced rotation and families runs, the rule for a method change, targets and summaries.
 
-The benchmark part renders ADEPT-layout corpora with real TTS engines (espeak-ng and festival,
-Debian packages) and skips with a reason where they are absent. Set ADEPT_EVAL_VALIDATION_CACHE
-to a folder to keep the rendered corpora between runs.
+It renders ADEPT-layout corpora with real TTS engines (espeak-ng, festival, flite, Pico,
+RHVoice: Debian packages) and skips with a reason where they are absent. Set
+ADEPT_EVAL_VALIDATION_CACHE to a folder to keep the rendered corpora between runs.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -17,292 +16,15 @@ import pytest
 import soundfile as sf
 
 from adept_eval.corpora import spec
-from adept_eval.signal.audio import Audio, read_audio
-from adept_eval.signal.speech_presence import no_speech_reason
+from adept_eval.signal.audio import read_audio
 
-RATE = 16000
-
-
-def _tone(seconds=2.0, vibrato=0.0):
-    t = np.arange(int(seconds * RATE)) / RATE
-    f = 220 * 2 ** (vibrato * np.sin(2 * np.pi * 5 * t) / 12)
-    return (0.2 * np.sin(2 * np.pi * np.cumsum(f) / RATE)).astype(np.float32)
-
-
-def _speech():
-    from adept_eval.corpora import synthetic
-
-    text = synthetic.sentence("emotion", "0001")
-    return synthetic.render(text, "female", synthetic.PROFILES[("emotion", "joy")], rate=RATE)
-
-
-@pytest.mark.parametrize("kind", ["tone", "vibrato", "dc", "noise", "silence"])
-def test_non_speech_has_a_reason(kind):
-    speech = _speech()
-    rng = np.random.default_rng(0)
-    env = np.sqrt(np.convolve(speech.astype(np.float64) ** 2, np.ones(160) / 160, mode="same"))
-    signal = {"tone": _tone(), "vibrato": _tone(vibrato=2.0),
-              "dc": np.full(2 * RATE, 0.25, np.float32),
-              "noise": (rng.normal(0, 1, len(speech)) * env).astype(np.float32),
-              "silence": np.zeros(2 * RATE, np.float32)}[kind]
-    assert no_speech_reason(Audio(signal, RATE))
-
-
-def test_speech_has_no_reason():
-    assert no_speech_reason(Audio(_speech(), RATE)) is None
-
-
-def _buzz(f0, seconds, formants=()):
-    """A harmonic buzz at a steady ``f0``; with ``formants`` ((Hz, bandwidth), ...), its
-    harmonics weighted as one vowel's spectrum would weigh them (one timbre throughout)."""
-    t = np.arange(int(seconds * RATE)) / RATE
-    out = np.zeros_like(t)
-    for h in range(1, int(RATE / 2 / f0)):
-        gain = (sum(np.exp(-((h * f0 - f) / bw) ** 2) for f, bw in formants)
-                if formants else 1.0)
-        out += gain * np.sin(2 * np.pi * h * f0 * t) / h
-    return out / np.max(np.abs(out))
-
-
-@pytest.mark.parametrize("kind", ["tone", "buzz", "vowel"])
-def test_a_steady_sound_shaped_like_speech_is_not_speech(kind):
-    """A tone or buzz at one pitch, its loudness following a sentence's syllables, has a level
-    that rises and falls and (for the pure tone) a frame-to-frame spectral change as large as
-    speech's: only its steady pitch and steady timbre give it away."""
-    speech = _speech().astype(np.float64)
-    env = np.sqrt(np.convolve(speech ** 2, np.ones(320) / 320, mode="same"))
-    seconds = len(speech) / RATE
-    source = {"tone": np.sin(2 * np.pi * 180 * np.arange(len(speech)) / RATE),
-              "buzz": _buzz(180, seconds),
-              "vowel": _buzz(180, seconds, ((700, 120), (1200, 150), (2600, 200)))}[kind]
-    shaped = (0.5 * source[:len(env)] * env / env.max()).astype(np.float32)
-    reason = no_speech_reason(Audio(shaped, RATE))
-    assert reason and "neither the pitch nor the timbre moves" in reason, reason
-
-
-def test_check_refuses_a_tone_naming_the_file(corpus, synthetic_root, tmp_path):
-    from adept_eval.corpora.manifest import check_folder
-
-    system = tmp_path / "sys"
-    shutil.copytree(synthetic_root / "wav_44khz", system)
-    bad = system / "emotion" / "joy" / "ad00_0001.wav"
-    info = sf.info(str(bad))
-    sf.write(str(bad), _tone(info.duration), RATE)
-    result = check_folder(corpus, system, stimuli=["emotion/joy/ad00_0001",
-                                                   "emotion/anger/ad00_0001"], progress=False)
-    problems = [p for p in result.errors if p.kind == "no_speech"]
-    assert len(problems) == 1 and str(bad) in problems[0].message
-    assert "no speech" in problems[0].message
-
-
-def test_missing_pitch_is_a_large_deviation_not_zero():
-    from adept_eval.signal.prosody import MISSING_F0_ST, VoiceNorm, distance_terms, extract
-
-    speech = extract(Audio(_speech(), RATE))
-    unvoiced = type(speech)(np.full_like(speech.f0, np.nan), speech.energy, speech.mfcc,
-                            speech.speech)
-    terms = distance_terms(unvoiced, VoiceNorm.of([speech]), speech, VoiceNorm.of([speech]))
-    assert terms["f0"] == pytest.approx(MISSING_F0_ST)
-    assert distance_terms(speech, VoiceNorm.of([speech]), speech,
-                          VoiceNorm.of([speech]))["f0"] == 0.0
-
-
-def _rendition(words, pause_after, rng, warp=1.0, pause_frames=16, lengthen=1.0, reset_st=0.0,
-               span=1):
-    """Features of a made-up sentence: each word a distinct spectrum held for a few frames,
-    one pause (near-silent frames) after word ``pause_after``. ``warp`` scales word lengths
-    and a second rng perturbs the spectra: another voice saying the same words. The word
-    before the break (the ``span`` words ending there) can be ``lengthen``-ed and the pitch,
-    declining over the sentence, can start ``reset_st`` semitones higher after it (the other
-    cues of a phrase boundary)."""
-    from adept_eval.signal.prosody import Features
-
-    mfcc, energy, f0 = [], [], []
-    for i, w in enumerate(words):
-        n = max(3, int(round(8 * warp * (1.0 + 0.25 * (i % 3)))))
-        if pause_after - span < i <= pause_after:
-            n = int(round(n * lengthen))
-        mfcc += [w + rng.normal(0, 0.1, w.shape) for _ in range(n)]
-        energy += [-10.0 + rng.normal(0, 1.0) for _ in range(n)]
-        f0 += [12.0 - 0.5 * i + (reset_st if i > pause_after else 0.0)] * n
-        if i == pause_after:
-            mfcc += [np.full_like(w, -3.0) + rng.normal(0, 0.1, w.shape)
-                     for _ in range(pause_frames)]
-            energy += [-70.0] * pause_frames
-            f0 += [np.nan] * pause_frames
-    mfcc, energy = np.array(mfcc), np.array(energy)
-    f0 = np.where(energy > -40, f0 if lengthen != 1.0 or reset_st else 10.0, np.nan)
-    return Features(f0, energy, mfcc - mfcc.mean(0), energy > energy.max() - 35)
-
-
-def test_where_a_phrase_break_falls_decides_between_readings():
-    """Two readings of a sentence differ only in which word a pause follows (adjacent words,
-    as in "the old, men and women" vs "the old men, and women"). Aligning spectra across the
-    pauses can match one reading's pause with the other's and hide where the break is; the
-    listener must pick the reading whose break is where the system puts it, for voices whose
-    word lengths, pause lengths and spectra differ from the reference's. (Before pauses were
-    cut out and compared on their own, 11 of these 96 answers went to the wrong break.)"""
-    from adept_eval.scoring.listeners.acoustic import TERM_WEIGHTS
-    from adept_eval.signal.prosody import compare_sentence, onto, sentence_profiles
-
-    wrong = []
-    for seed in range(4):
-        for warp in (0.8, 1.3):
-            for nat_pause, sys_pause in ((16, 16), (10, 25), (25, 10)):
-                for a, b in ((1, 2), (0, 1)):
-                    rng = np.random.default_rng(seed)
-                    words = [rng.normal(0, 2, 12) for _ in range(7)]
-                    natural = sentence_profiles([_rendition(words, a, rng, 1.0, nat_pause),
-                                                 _rendition(words, b, rng, 1.0, nat_pause)])
-                    other = [w + rng.normal(0, 0.5, 12) for w in words]
-                    system = onto(sentence_profiles([
-                        _rendition(other, a, rng, warp, sys_pause),
-                        _rendition(other, b, rng, warp, sys_pause)]), natural)
-                    total = compare_sentence(system, natural).total(TERM_WEIGHTS)
-                    case = (seed, warp, nat_pause, sys_pause, a, b)
-                    wrong += [case] * (int(total[0, 0] >= total[0, 1])
-                                       + int(total[1, 1] >= total[1, 0]))
-    assert not wrong, wrong
-
-
-def _boundary_misses(seed: int, warp: float, a: int, b: int, natural: dict,
-                     system: dict) -> int:
-    """How many of a sentence's two single-stimulus answers (0-2) the boundary term gets
-    wrong: references breaking after word ``a`` or word ``b`` as ``natural`` says
-    (``_rendition``'s keywords), and another voice (its words' spectra perturbed, its tempo
-    ``warp``-ed) breaking at the same places as ``system`` says."""
-    from adept_eval.signal.prosody import compare_sentence, onto, sentence_profiles
-
-    rng = np.random.default_rng(seed)
-    words = [rng.normal(0, 2, 12) for _ in range(7)]
-    references = sentence_profiles([_rendition(words, a, rng, 1.0, **natural),
-                                    _rendition(words, b, rng, 1.0, **natural)])
-    other = [w + rng.normal(0, 0.5, 12) for w in words]
-    renditions = onto(sentence_profiles([_rendition(other, a, rng, warp, **system),
-                                         _rendition(other, b, rng, warp, **system)]),
-                      references)
-    boundary = compare_sentence(renditions, references).terms["boundary"]
-    return int(boundary[0, 0] >= boundary[0, 1]) + int(boundary[1, 1] >= boundary[1, 0])
-
-
-def test_a_break_without_a_pause_is_heard_by_its_other_cues():
-    """A system may mark a phrase break with no pause at all (pre-boundary lengthening and a
-    pitch reset only, as many engines do for a comma) while the references pause there too.
-    The boundary term must still place the break: for every voice and seed it prefers the
-    reading whose break is where the system lengthens and resets."""
-    wrong = [(seed, warp, a, b) for seed in range(4) for warp in (0.8, 1.3)
-             for a, b in ((1, 3), (0, 2))
-             for _ in range(_boundary_misses(
-                 seed, warp, a, b, dict(pause_frames=16, lengthen=1.3, reset_st=2.0),
-                 dict(pause_frames=0, lengthen=1.5, reset_st=3.0)))]
-    assert not wrong, wrong
-
-
-def test_a_short_silence_at_a_break_is_heard():
-    """An engine may mark a comma with a silence of 60-80 ms and nothing else (flite does),
-    while the references pause for 300 ms. A silence at a word juncture where the other
-    reading has none is a boundary cue however short (a stop closure is where both readings
-    have it, and cancels): the boundary term must prefer the reading whose break is where the
-    system's short silence is, for every voice and seed. (Before method v8 silences under
-    80 ms were not counted at all, and a pause counted a ninth of its length at its place.)"""
-    wrong = [(seed, warp, silence, a, b) for seed in range(4) for warp in (0.8, 1.3)
-             for silence in (3, 4)  # 60 and 80 ms
-             for a, b in ((1, 3), (0, 2), (2, 3))
-             for _ in range(_boundary_misses(seed, warp, a, b, dict(pause_frames=16),
-                                             dict(pause_frames=silence)))]
-    assert not wrong, wrong
-
-
-def test_lengthening_spread_over_two_words_still_marks_the_break_after_them():
-    """Pre-boundary lengthening marks the juncture the slowed stretch ends at, however long
-    the stretch: a system may slow the last two words before its break (no pause, no reset)
-    where the references lengthen one word and pause. A cue that also counted the stretch's
-    start (faster before it than after: a negative boundary there) gave such a system a
-    two-lobed profile that, a word off the references', voted for the wrong reading (8 of
-    these 80 answers with method v7); slowness before a point alone must place every break."""
-    wrong = [(seed, warp, a, b) for seed in range(4) for warp in (0.8, 1.3)
-             for a, b in ((1, 2), (2, 3), (1, 3), (2, 4), (3, 5))
-             for _ in range(_boundary_misses(
-                 seed, warp, a, b, dict(pause_frames=16, lengthen=1.3),
-                 dict(pause_frames=0, lengthen=1.6, span=2)))]
-    assert not wrong, wrong
-
-
-def test_the_boundary_term_abstains_when_the_references_break_alike():
-    """Where the references put their breaks in the same places (every class but syntactic
-    phrasing), where a system's boundaries are is not the question: the term must not vote."""
-    from adept_eval.signal.prosody import compare_sentence, onto, sentence_profiles
-
-    rng = np.random.default_rng(0)
-    words = [rng.normal(0, 2, 12) for _ in range(7)]
-    natural = sentence_profiles([_rendition(words, 2, rng, 1.0, 16, reset_st=1.0),
-                                 _rendition(words, 2, rng, 1.2, 18, reset_st=1.0)])
-    system = onto(sentence_profiles([_rendition(words, 1, rng, 1.0, 16, lengthen=1.5),
-                                     _rendition(words, 4, rng, 1.0, 16, lengthen=1.5)]),
-                  natural)
-    comparison = compare_sentence(system, natural)
-    assert not comparison.terms["boundary"].any()
-    assert comparison.terms["pause"].any()  # the system's breaks do differ: the gate, not luck
-
-
-def test_the_tempo_term_abstains_for_renditions_timed_alike():
-    """A system whose renditions differ only in pitch says nothing about timing: its tempo
-    term must not vote (it would favour the references timed most evenly). Once one of its
-    renditions lengthens a word, the term votes again."""
-    from adept_eval.signal.prosody import TEMPO_VOTE, compare_sentence, onto, sentence_profiles
-
-    rng = np.random.default_rng(0)
-    words = [rng.normal(0, 2, 12) for _ in range(7)]
-    natural = sentence_profiles([_rendition(words, 1, rng, 1.0, 0, lengthen=1.5),
-                                 _rendition(words, 4, rng, 1.0, 0, lengthen=1.5)])
-    other = [w + rng.normal(0, 0.5, 12) for w in words]
-    pitch_only = onto(sentence_profiles([_rendition(other, 1, rng, 1.0, 0, reset_st=3.0),
-                                         _rendition(other, 4, rng, 1.0, 0, reset_st=3.0)]),
-                      natural)
-    assert pitch_only.tempo_spread < TEMPO_VOTE
-    assert not compare_sentence(pitch_only, natural).terms["tempo"].any()
-    lengthened = onto(sentence_profiles([_rendition(other, 1, rng, 1.0, 0, lengthen=1.5),
-                                         _rendition(other, 4, rng, 1.0, 0, reset_st=3.0)]),
-                      natural)
-    assert lengthened.tempo_spread >= TEMPO_VOTE
-    assert compare_sentence(lengthened, natural).terms["tempo"].all()
-
-
-def test_answers_explain_distances_and_posteriors(corpus, systems, tmp_path):
-    from adept_eval.scoring.listeners import get_listener
-    from adept_eval.corpora.questions import build_questions
-
-    listener = get_listener("acoustic", corpus=corpus, cache_dir=str(tmp_path))
-    for task in ("adept_emotion_female", "adept_topical_emphasis_male"):
-        q = build_questions(corpus, task)[0]
-        answer = listener.answer(q, {s: str(systems["copy"] / f"{s}.wav") for s in q.stimuli})
-        detail = json.loads(answer.detail)
-        assert detail["candidates"]
-        for sample in detail["samples"]:
-            assert set(sample["distance"]) == {"f0", "energy", "level", "tempo", "pause",
-                                               "salience", "boundary"}
-            assert len(sample["posterior"]) == len(detail["candidates"])
-            assert sum(sample["posterior"]) == pytest.approx(1.0, abs=0.01)
-
-
-def test_listener_refuses_to_judge_non_speech(corpus, synthetic_root, tmp_path):
-    from adept_eval.scoring.listeners import get_listener
-    from adept_eval.corpora.questions import build_questions
-
-    system = tmp_path / "sys"
-    shutil.copytree(synthetic_root / "wav_44khz", system)
-    for wav in (system / "emotion").rglob("ad00_0000.wav"):
-        sf.write(str(wav), _tone(sf.info(str(wav)).duration), RATE)
-    listener = get_listener("acoustic", corpus=corpus, cache_dir=str(tmp_path / "f"))
-    q = build_questions(corpus, "adept_emotion_female")[0]
-    answer = listener.answer(q, {s: str(system / f"{s}.wav") for s in q.stimuli})
-    assert answer.status == "failed" and "no speech" in answer.detail
+from sounds import RATE, synthetic_speech, tts_engine
 
 
 # ----------------------------------------------------------------- cross-engine (reduced)
 @pytest.fixture(scope="module")
 def validation_cache(tmp_path_factory):
-    from adept_eval.validation import engines
+    from benchmarks.validation import engines
 
     missing = {"espeak", "festival"} - set(engines.available())
     if missing:
@@ -316,9 +38,9 @@ def test_cross_engine_rotation_reduced(validation_cache):
     """References by flite, systems by espeak-ng (a rotation held out from the listener's
     calibration; test_families_reduced_on_a_held_out_rotation shares its renderings), first
     two sentences per class: the ordering the full benchmark shows must hold."""
-    from adept_eval.validation.benchmark import NOT_HELD_OUT, p_greater, run_rotation
+    from benchmarks.validation.benchmark import NOT_HELD_OUT, p_greater, run_rotation
 
-    _engine("flite")
+    tts_engine("flite")
     assert ("flite", "espeak") not in NOT_HELD_OUT
     results, timing = run_rotation("flite", "espeak", validation_cache, sentence_ids=2,
                                    progress=False, only=("adept-natural", "copy", "flat", "swap",
@@ -343,7 +65,7 @@ def test_cross_engine_rotation_reduced(validation_cache):
         assert any("neutral" in o.sentence_labels for o in r.outcomes)  # multi: every sample
     noise = by[("noise", "acoustic")]
     assert noise.pooled == 0.0 and all(o.status == "failed" for o in noise.outcomes)
-    from adept_eval.validation.systems import RENDER_VERSIONS
+    from benchmarks.validation.systems import RENDER_VERSIONS
 
     noise_dir = validation_cache / f"flite-v{RENDER_VERSIONS['flite']}" / "nonspeech-noise"
     n_noise = len(list(noise_dir.rglob("*.wav")))
@@ -353,7 +75,7 @@ def test_cross_engine_rotation_reduced(validation_cache):
     import soundfile as sf
 
     from adept_eval.corpora import spec
-    from adept_eval.validation.systems import render_engine, system_folder
+    from benchmarks.validation.systems import render_engine, system_folder
 
     copy_dir = system_folder(render_engine("espeak", validation_cache, progress=False), "copy")
     asked = [p for p in copy_dir.rglob("*.wav")
@@ -365,15 +87,6 @@ def test_cross_engine_rotation_reduced(validation_cache):
     assert timing["cpu_s"] > 0 and timing["wall_s"] > 0
     assert timing["rtf_cpu"] == pytest.approx(heard / timing["cpu_s"], rel=1e-6)
     assert timing["rtf"] == pytest.approx(heard / timing["wall_s"], rel=1e-6)
-
-
-# ----------------------------------------------------------------- engines (need Debian TTS)
-def _engine(name):
-    from adept_eval.validation import engines
-
-    if name not in engines.available():
-        pytest.skip(f"TTS engine {name} not installed ({engines.install_hint([name])})")
-    return engines.ENGINES[name]
 
 
 def _f0_median(x, rate, start_s, end_s):
@@ -390,9 +103,9 @@ def _f0_median(x, rate, start_s, end_s):
 def test_espeak_raises_the_focused_word(speaker):
     """A focused first word must come out higher than the same word unfocused (espeak-ng's
     <emphasis> made it a fall from the ordinary level: lower, the plan's accent lost)."""
-    from adept_eval.validation.sentences import NEUTRAL_PLAN, Plan, Sentence
+    from benchmarks.validation.sentences import NEUTRAL_PLAN, Plan, Sentence
 
-    espeak = _engine("espeak")
+    espeak = tts_engine("espeak")
     sentence = Sentence(("John", "gave", "Mary", "a", "red", "umbrella"))
     (plain, rate), (focused, _) = espeak.render_many(
         [(sentence, NEUTRAL_PLAN, ""), (sentence, Plan(focus=0), "")], speaker)
@@ -407,9 +120,9 @@ def test_pico_markup_gives_every_word_its_own_absolute_levels():
     focused word. A fall and post-focus compression cannot be written in it."""
     import re
 
-    from adept_eval.validation.engines import Pico, Realisation
-    from adept_eval.validation.families import REALISATIONS
-    from adept_eval.validation.sentences import Plan, Sentence
+    from benchmarks.validation.engines import Pico, Realisation
+    from benchmarks.validation.families import REALISATIONS
+    from benchmarks.validation.sentences import Plan, Sentence
 
     span = (r"<pitch level='(\d+)'><speed level='(\d+)'><volume level='(\d+)'>([^<]+)"
             r"</volume></speed></pitch>")
@@ -450,9 +163,9 @@ def _onset_s(x, rate):
 def test_pico_realises_a_focus_and_a_break_by_its_markup():
     """The pico voice set's female voice (SVOX Pico) speaks the plan by its own markup: a
     focused first word higher and louder than unfocused, a break a pause longer."""
-    from adept_eval.validation.sentences import NEUTRAL_PLAN, Plan, Sentence
+    from benchmarks.validation.sentences import NEUTRAL_PLAN, Plan, Sentence
 
-    pico = _engine("pico")
+    pico = tts_engine("pico")
     sentence = Sentence(("John", "gave", "Mary", "a", "red", "umbrella"))
     (plain, rate), (focused, _), (broken, _) = pico.render_many(
         [(sentence, NEUTRAL_PLAN, ""), (sentence, Plan(focus=0), ""),
@@ -480,8 +193,8 @@ def test_rhvoice_ssml_speaks_the_plan_only_in_its_native_realisation():
     dB is a digital gain."""
     from dataclasses import replace
 
-    from adept_eval.validation.engines import Realisation, RHVoice
-    from adept_eval.validation.sentences import GLOBAL_PLANS, Plan, Sentence
+    from benchmarks.validation.engines import Realisation, RHVoice
+    from benchmarks.validation.sentences import GLOBAL_PLANS, Plan, Sentence
 
     sentence = Sentence(("John", "gave", "Mary", "a", "red", "umbrella"))
     anger = replace(GLOBAL_PLANS[("emotion", "anger")], break_after=2)  # +6 dB: 0.5 x 2.0
@@ -506,7 +219,7 @@ def test_rhvoice_word_times_are_placed_inside_the_buffer_after_the_report():
     is the buffer's end), a boundary in continuous speech at the buffer's middle, split by a
     stop closure in its buffer, and two boundaries reported in one buffer a third of it apart -
     not at the reported times."""
-    from adept_eval.validation._rhvoice import Spoken, word_times
+    from benchmarks.validation._rhvoice import Spoken, word_times
 
     rate = 1000  # 10 ms frames of 10 samples; 100-sample buffers
     x = np.full(1000, 0.3, dtype=np.float32)
@@ -540,11 +253,11 @@ def test_rhvoice_realises_a_focus_a_break_and_a_sentence_level_by_itself():
     sentence's level, rate and loudness, PSOLA only the rest), half of it at a dose of 1/2,
     and a comma phrased by RHVoice alone (no pause of the plan's added); the word before a
     comma ends where RHVoice's pause begins."""
-    from adept_eval.validation import _rhvoice
-    from adept_eval.validation.engines import Realisation
-    from adept_eval.validation.sentences import GLOBAL_PLANS, NEUTRAL_PLAN, Plan, Sentence
+    from benchmarks.validation import _rhvoice
+    from benchmarks.validation.engines import Realisation
+    from benchmarks.validation.sentences import GLOBAL_PLANS, NEUTRAL_PLAN, Plan, Sentence
 
-    engine = _engine("rhvoice")
+    engine = tts_engine("rhvoice")
     sentence = Sentence(("John", "gave", "Mary", "a", "red", "umbrella"))
     anger = GLOBAL_PLANS[("emotion", "anger")]  # +1.5 st, 1.15x the rate, +6 dB
 
@@ -588,9 +301,9 @@ def test_rhvoice_realises_a_focus_a_break_and_a_sentence_level_by_itself():
 def test_rhvoice_stops_and_says_so_when_its_callback_fails():
     """An exception inside a callback RHVoice calls must not come back as a shorter
     recording: ctypes would print it and return 0, RHVoice stop and report success."""
-    from adept_eval.validation import _rhvoice
+    from benchmarks.validation import _rhvoice
 
-    _engine("rhvoice")
+    tts_engine("rhvoice")
 
     class Failing(_rhvoice._Engine):
         def _on_speech(self, samples, count, user):
@@ -607,9 +320,9 @@ def test_rhvoice_stops_and_says_so_when_its_callback_fails():
 def test_a_festival_voice_that_is_not_installed_is_not_available():
     """Each festival voice is a Debian package of its own: festival alone does not make an
     engine whose voice is missing available."""
-    from adept_eval.validation.engines import Festival
+    from benchmarks.validation.engines import Festival
 
-    festival = _engine("festival")
+    festival = tts_engine("festival")
     assert festival.available()
     assert not Festival("missing", {"male": "no_such_voice_diphone"}).available()
 
@@ -620,10 +333,10 @@ def test_festival_phrases_a_native_comma_where_it_is_written():
     second reading. Its native breaks are its punctuation phrasing: the pause after the word the
     comma follows, each reading its own."""
     from adept_eval.corpora import spec
-    from adept_eval.validation import sentences as S
-    from adept_eval.validation.engines import Realisation
+    from benchmarks.validation import sentences as S
+    from benchmarks.validation.engines import Realisation
 
-    festival = _engine("festival-ked")
+    festival = tts_engine("festival-ked")
     sid = f"{spec.CLASSES['syntactic_phrasing'].id_block + 3:04d}"
     sentence = S.sentence("syntactic_phrasing", sid)
     assert sentence.words[:3] == ("Peter", "and", "Sue")
@@ -645,9 +358,9 @@ def test_a_plans_level_survives_rendering_in_a_loud_voice(engine_name):
     neutral) came out within 0.25 dB of neutral."""
     from adept_eval.signal.audio import from_array
     from adept_eval.signal.prosody import extract, power_db
-    from adept_eval.validation import sentences as S
+    from benchmarks.validation import sentences as S
 
-    engine = _engine(engine_name)
+    engine = tts_engine(engine_name)
     cls = "interpersonal_attitude" if engine_name == "festival-ked" else "emotion"
     loud = "authoritative" if cls == "interpersonal_attitude" else "anger"
     sid = f"{spec.CLASSES[cls].id_block:04d}"
@@ -667,10 +380,10 @@ def test_a_clipped_rendering_names_its_engine_voice_and_sentence():
     """A rendering that reaches full scale is refused (``engines.Clipped``), never rescaled; the
     refusal must say which engine, voice and sentence, or there is nothing to give more
     headroom to (it said only the plan)."""
-    from adept_eval.validation import engines
-    from adept_eval.validation.sentences import Plan, Sentence
+    from benchmarks.validation import engines
+    from benchmarks.validation.sentences import Plan, Sentence
 
-    flite = _engine("flite")
+    flite = tts_engine("flite")
     loud = type("LoudFlite", (engines.Flite,), {"headroom_db": -30.0})(flite.name, flite.voices)
     sentence = Sentence(("John", "gave", "Mary", "a", "red", "umbrella"))
     with pytest.raises(engines.Clipped) as refused:
@@ -687,7 +400,7 @@ def test_the_benchmark_reports_a_refused_rendering_without_a_traceback(monkeypat
     import importlib.util
     import sys
 
-    from adept_eval.validation import benchmark, engines
+    from benchmarks.validation import benchmark, engines
 
     script = Path(__file__).resolve().parents[2] / "benchmarks" / "realistic_validation.py"
     spec = importlib.util.spec_from_file_location("realistic_validation", script)
@@ -711,8 +424,8 @@ def test_the_benchmark_reports_a_refused_rendering_without_a_traceback(monkeypat
         assert "Traceback" not in err
     # an earlier run saved without the renderings its cells were scored on: refused before
     # anything is rendered or scored, as one of other renderings is
-    from adept_eval.validation.method_change import Cell, Run, save
-    from adept_eval.validation.systems import RENDER_VERSIONS
+    from benchmarks.validation.method_change import Cell, Run, save
+    from benchmarks.validation.systems import RENDER_VERSIONS
 
     save(Run("old", {"espeak:flite|copy|copy|t": Cell(1, 1)}), tmp_path / "old.json")
     monkeypatch.setattr(sys, "argv", ["realistic_validation.py", "--rotation", "espeak:flite",
@@ -733,11 +446,11 @@ def test_one_cue_boundary_families_carry_that_cue_alone():
     as fast, the lengthening-only reading longer by 30% of the word before the break and
     pitched alike, the reset-only reading as long, with the word after the break about 2
     semitones higher at its start."""
-    from adept_eval.validation import sentences as S
-    from adept_eval.validation.engines import Realisation
-    from adept_eval.validation.families import REALISATIONS
+    from benchmarks.validation import sentences as S
+    from benchmarks.validation.engines import Realisation
+    from benchmarks.validation.families import REALISATIONS
 
-    flite = _engine("flite")
+    flite = tts_engine("flite")
     sid = f"{spec.CLASSES['syntactic_phrasing'].id_block + 1:04d}"
     sentence = S.sentence("syntactic_phrasing", sid)
     plan = S.plan("syntactic_phrasing", "interpretation_1", sid)
@@ -762,150 +475,16 @@ def test_one_cue_boundary_families_carry_that_cue_alone():
     assert abs(raised["boundary-lengthening-only"]) < 0.5, raised
 
 
-def _single_answers(references, reference_how, system, system_how, cls, sentence, speaker,
-                    folder):
-    """The acoustic listener's posteriors (rows: the system's readings, columns: the
-    references') for one single-stimulus sentence, both sides rendered here and written as
-    the benchmark writes them, and the per-term comparison behind them."""
-    from adept_eval.scoring.listeners.acoustic import TERM_WEIGHTS, posterior
-    from adept_eval.signal.prosody import compare_sentence, extract, onto, sentence_profiles
-    from adept_eval.validation import sentences as S
-
-    sid = f"{spec.CLASSES[cls].id_block + sentence:04d}"
-    subs = tuple(S.sentence(cls, sid).readings)
-    items = [(S.sentence(cls, sid), S.plan(cls, sub, sid), sub) for sub in subs]
-
-    def profiles(engine, how, side):
-        feats = []
-        for (_, _, sub), (x, rate) in zip(items, engine.render_many(items, speaker, how)):
-            path = folder / f"{side}-{sub}.wav"
-            sf.write(str(path), x, rate, subtype="PCM_16")  # as the benchmark's corpora are
-            feats.append(extract(read_audio(path)))
-        return sentence_profiles(feats)
-
-    natural = profiles(references, reference_how, "natural")
-    comparison = compare_sentence(onto(profiles(system, system_how, "system"), natural),
-                                  natural)
-    return posterior(comparison.total(TERM_WEIGHTS)), comparison
-
-
-@pytest.mark.parametrize("system_name, sentence", [("awb", 3), ("flite-kal", 4)])
-def test_where_the_break_is_outvotes_the_references_melody(system_name, sentence, tmp_path):
-    """festival's ked diphone voice as the references, another male voice (flite's awb or kal)
-    realising a third of every effect as the system: the references' two readings differ in
-    where they break, but their F0 and tempo contours also differ by what the breaks do to
-    timing and by the voice's own melody, which the system's renditions do not share. Method
-    v8 let those contours outvote where the break is: "Peter and Sue or Mark will come tonight"
-    (awb) was answered wrong (posterior 0.50 for the right reading) and "We painted the walls
-    with the children" (kal) at 0.58. Both readings must win, each with a posterior of at least
-    0.7 (at the least 0.82 and 0.80 with method v9, 0.94 and 0.92 with v10)."""
-    from adept_eval.validation.engines import AS_PLANNED, Realisation
-
-    posterior, _ = _single_answers(_engine("festival-ked"), AS_PLANNED, _engine(system_name),
-                                   Realisation(dose=1 / 3), "syntactic_phrasing", sentence,
-                                   "male", tmp_path)
-    assert posterior[0, 0] >= 0.7 and posterior[1, 1] >= 0.7, posterior
-
-
-def test_a_short_pause_alone_outweighs_a_kept_silence_read_as_lengthening(tmp_path):
-    """espeak-ng's female references, festival's female voice (HTS) as a system that marks the
-    break with a 100 ms pause and nothing else: "The old men and women left the room early".
-    festival pauses 140 ms after "men" in both readings of its own; the pause added there makes
-    240 ms, cut out of the alignment, while the other reading keeps its 140 ms inside it, where
-    the tempo profile reads it as lengthening before "and" - a boundary cue for the wrong
-    reading. Method v9 (the pause cue at 50 ms a unit) answered both readings wrong (posterior
-    0.41 for the right one); v10 (30 ms a unit) must hear each as itself, with a posterior of
-    at least 0.7 (0.81 with v10)."""
-    from adept_eval.validation.engines import AS_PLANNED
-    from adept_eval.validation.families import REALISATIONS
-
-    posterior, _ = _single_answers(_engine("espeak"), AS_PLANNED, _engine("festival"),
-                                   REALISATIONS["boundary-pause-only"].how, "syntactic_phrasing",
-                                   0, "female", tmp_path)
-    assert posterior[0, 0] >= 0.7 and posterior[1, 1] >= 0.7, posterior
-
-
-@pytest.mark.parametrize("sentence", [1, 4])
-def test_a_system_timed_alike_is_not_judged_on_timing(sentence, tmp_path):
-    """espeak-ng's references mark topical emphasis with pitch, loudness and lengthening; a
-    system (flite, PSOLA) that raises the focused word's pitch and nothing else times its three
-    readings alike. Its tempo term must abstain: under method v8 it voted, for the references
-    timed most evenly, away from the reading whose focus lengthens the sentence's last word
-    ("Peter plays chess in GLASGOW" and "Nina sells lemons on MONDAYS" were both heard as
-    another focus). Every reading must now be heard as itself."""
-    from adept_eval.validation.engines import AS_PLANNED
-    from adept_eval.validation.families import REALISATIONS
-
-    posterior, comparison = _single_answers(
-        _engine("espeak"), AS_PLANNED, _engine("flite"), REALISATIONS["f0-rise"].how,
-        "topical_emphasis", sentence, "male", tmp_path)
-    assert not comparison.terms["tempo"].any()
-    assert list(posterior.argmax(1)) == [0, 1, 2], posterior
-
-
-@pytest.mark.parametrize("sentence", [0, 4])
-def test_mains_hum_does_not_unvoice_a_low_voice(sentence):
-    """espeak-ng's male voice speaking every emotion of a sentence, then the delivery-extra
-    family's mains hum (50 Hz, 30 dB under the peak) added: Praat's pitch tracker on the raw
-    signal dropped up to a quarter of the voiced frames ("The train leaves the station at
-    seven tonight": 0.75 of them kept at the worst; "The results will be posted on the board
-    tomorrow": 0.81), and the listener lost 6 of 40 emotion questions on festival -> espeak.
-    Tracked after the rumble high-pass, every rendition keeps at least 90% of its voiced frames
-    (0.97 at the worst)."""
-    from adept_eval.signal.prosody import extract
-    from adept_eval.validation import sentences as S
-    from adept_eval.validation.engines import AS_PLANNED
-    from adept_eval.validation.families import EXTRA_DELIVERIES
-
-    espeak, hum = _engine("espeak"), EXTRA_DELIVERIES["hum-50hz"].transform
-    sid = f"{spec.CLASSES['emotion'].id_block + sentence:04d}"
-    subs = spec.CLASSES["emotion"].subcategories_for("male")
-    items = [(S.sentence("emotion", sid), S.plan("emotion", sub, sid), sub) for sub in subs]
-    kept = []
-    for x, rate in espeak.render_many(items, "male", AS_PLANNED):
-        clean = extract(Audio(np.asarray(x, dtype=np.float32), rate))
-        hummed, hum_rate = hum(np.asarray(x, dtype=np.float64), rate, np.random.default_rng(0))
-        noisy = extract(Audio(np.asarray(hummed, dtype=np.float32), hum_rate))
-        kept.append(np.sum(~np.isnan(noisy.f0)) / np.sum(~np.isnan(clean.f0)))
-    assert min(kept) >= 0.9, dict(zip(subs, np.round(kept, 3)))
-
-
-def test_the_rumble_high_pass_removes_hum_keeps_the_voice_and_takes_any_length():
-    """What the pitch tracker is given (``audio.zero_phase_filtered`` at ``RUMBLE_CUTOFF_HZ``):
-    a 50 Hz tone at least 20 dB down, a 100 Hz fundamental and a 200 Hz harmonic within 1 dB,
-    no shift in time (zero phase), and a file shorter than the filter's edge padding filtered
-    rather than refused (``sosfiltfilt`` alone raises on it)."""
-    from adept_eval.signal.audio import zero_phase_filtered
-    from adept_eval.signal.prosody import ANALYSIS_RATE, RUMBLE_CUTOFF_HZ
-
-    t = np.arange(ANALYSIS_RATE) / ANALYSIS_RATE
-
-    def gain_db(hz):
-        tone = np.sin(2 * np.pi * hz * t)
-        out = zero_phase_filtered(tone, ANALYSIS_RATE, RUMBLE_CUTOFF_HZ, "highpass")
-        middle = slice(4000, 12000)  # away from the edges
-        return 20 * np.log10(np.std(out[middle]) / np.std(tone[middle])), tone, out
-
-    assert gain_db(50.0)[0] < -20.0
-    for hz in (100.0, 200.0):
-        gain, tone, out = gain_db(hz)
-        assert gain > -1.0
-        lag = np.argmax(np.correlate(out[4000:12000], tone[4000 - 40:12000 + 40], "valid")) - 40
-        assert lag == 0
-    short = zero_phase_filtered(np.ones(10), ANALYSIS_RATE, RUMBLE_CUTOFF_HZ, "highpass")
-    assert short.shape == (10,) and np.all(np.isfinite(short))
-
-
 def test_a_psola_rendering_is_the_same_every_time():
     """Praat's overlap-add gives voiceless stretches random period lengths: unseeded, the same
     plan rendered twice differed (up to 0.18 of full scale), and a benchmark's figures moved
     with each rendering. Seeded from what is rendered, a rendering repeats; so do the delivery
     transforms that resynthesise through Praat."""
-    from adept_eval.validation import engines
-    from adept_eval.validation import families as F
-    from adept_eval.validation.sentences import NEUTRAL_PLAN, Plan, Sentence
+    from benchmarks.validation import engines
+    from benchmarks.validation import families as F
+    from benchmarks.validation.sentences import NEUTRAL_PLAN, Plan, Sentence
 
-    flite = _engine("flite")
+    flite = tts_engine("flite")
     sentence = Sentence(("John", "gave", "Mary", "a", "red", "umbrella"))
     items = [(sentence, NEUTRAL_PLAN, ""), (sentence, Plan(focus=4, break_after=1), "")]
     first, again = flite.render_many(items, "male"), flite.render_many(items[::-1], "male")[::-1]
@@ -933,7 +512,7 @@ def test_a_pitch_tier_passes_through_praats_text_format_exactly():
     import parselmouth
     from parselmouth.praat import call
 
-    from adept_eval.validation.engines import _pitch_tier, _tier_points
+    from benchmarks.validation.engines import _pitch_tier, _tier_points
 
     rate = 16000
     t = np.arange(int(0.8 * rate)) / rate
@@ -955,7 +534,7 @@ def test_a_pitch_tier_passes_through_praats_text_format_exactly():
 def test_every_voice_set_says_what_to_install():
     """A missing engine is named with the Debian packages that bring it (the benchmark's error,
     the tests' skip reason): every voice set has its packages, and pico's need non-free."""
-    from adept_eval.validation.engines import DEBIAN_PACKAGES, ENGINES, install_hint
+    from benchmarks.validation.engines import DEBIAN_PACKAGES, ENGINES, install_hint
 
     assert set(DEBIAN_PACKAGES) == set(ENGINES)
     assert install_hint(["festival-ked"]) == ("Debian: apt-get install festival "
@@ -973,7 +552,7 @@ def test_every_voice_set_says_what_to_install():
 def test_rotations_need_another_synthesiser_for_each_speaker():
     """A rotation whose two sides share a synthesiser for a speaker (a voice set borrowing one)
     would let a listener hear the engine rather than the transfer."""
-    from adept_eval.validation.engines import ENGINES, check_rotation
+    from benchmarks.validation.engines import ENGINES, check_rotation
 
     check_rotation("festival-ked", "awb")  # festival -> espeak-ng (female), flite (male)
     check_rotation("flite-kal", "festival-ked")
@@ -997,7 +576,7 @@ def test_rotations_need_another_synthesiser_for_each_speaker():
 
 
 def test_a_voice_set_speaks_each_speaker_with_its_own_engine():
-    from adept_eval.validation.engines import AS_PLANNED, Engine, voice_set
+    from benchmarks.validation.engines import AS_PLANNED, Engine, voice_set
 
     heard = []
 
@@ -1022,9 +601,9 @@ def test_a_voice_set_speaks_each_speaker_with_its_own_engine():
 def test_flite_reports_the_words_of_every_validation_sentence():
     """flite's words come from counting segments: every validation sentence must split into
     its own words, in order, inside the audio."""
-    from adept_eval.validation.sentences import NEUTRAL_PLAN, SENTENCES
+    from benchmarks.validation.sentences import NEUTRAL_PLAN, SENTENCES
 
-    flite = _engine("flite")
+    flite = tts_engine("flite")
     items = [(s, NEUTRAL_PLAN, "") for group in SENTENCES.values() for s in group[:2]]
     for (sentence, _, _), (x, rate, words) in zip(items, flite.plain(items, "male")):
         assert len(words) == len(sentence.words)
@@ -1033,44 +612,9 @@ def test_flite_reports_the_words_of_every_validation_sentence():
         assert ends[-1] <= len(x) / rate + 1e-3
 
 
-def test_a_voice_with_compressed_dynamics_is_speech():
-    """flite's slt keeps the middle half of its frames within ~2.5 dB on some sentences; the
-    speech check took that for "a steady sound" and refused real speech."""
-    from adept_eval.validation.sentences import NEUTRAL_PLAN, sentence
-
-    flite = _engine("flite")
-    items = [(sentence(c, sid), NEUTRAL_PLAN, "") for c, sid in
-             (("interpersonal_attitude", "0303"), ("syntactic_phrasing", "0400"),
-              ("marked_tonicity", "0501"))]
-    for (s, _, _), (x, rate, _) in zip(items, flite.plain(items, "female")):
-        assert no_speech_reason(Audio(x, rate)) is None, s.text
-
-
-def test_monotone_speech_is_speech():
-    """A voice whose pitch does not move (PSOLA-monotonised, as perception studies flatten
-    speech, or a system that flattens it; the benchmark's ``monotone-150hz`` transform, here at
-    110 Hz) is speech: it is scored, not refused as a tone."""
-    from adept_eval.signal import prosody
-    from adept_eval.signal.speech_presence import MIN_F0_SPREAD_ST
-    from adept_eval.validation.families import _monotone
-    from adept_eval.validation.sentences import NEUTRAL_PLAN, sentence
-
-    flite = _engine("flite")
-    flatten = _monotone(110.0)
-    items = [(sentence(c, sid), NEUTRAL_PLAN, "") for c, sid in
-             (("emotion", "0001"), ("topical_emphasis", "0102"), ("syntactic_phrasing", "0400"))]
-    for (s, _, _), (x, rate, _) in zip(items, flite.plain(items, "male")):
-        y, rate = flatten(np.asarray(x, dtype=np.float64), rate, np.random.default_rng(0))
-        flat = y.astype(np.float32)
-        feats = prosody.extract(Audio(flat, rate))
-        f0 = feats.f0[~np.isnan(feats.f0)]
-        assert np.subtract(*np.percentile(f0, [75, 25])) < MIN_F0_SPREAD_ST, s.text  # monotone
-        assert no_speech_reason(Audio(flat, rate)) is None, s.text
-
-
 # ----------------------------------------------------------------- families (reduced)
 def _focus_share(result):
-    from adept_eval.validation.benchmark import p_greater
+    from benchmarks.validation.benchmark import p_greater
 
     focus = [o for o in result.outcomes
              if o.task.startswith(("adept_topical_emphasis", "adept_marked_tonicity"))]
@@ -1087,9 +631,9 @@ def test_families_reduced_on_a_held_out_rotation(validation_cache):
     loudness normalisation, edge silence and noise at 20 dB SNR hardly move the score; more
     of the plan is never worse, and brings the system nearer its references; the system with
     its pitch flattened is speech, answered on every question, and further from them."""
-    from adept_eval.validation.benchmark import NOT_HELD_OUT, run_families
+    from benchmarks.validation.benchmark import NOT_HELD_OUT, run_families
 
-    _engine("flite")
+    tts_engine("flite")
     assert ("flite", "espeak") not in NOT_HELD_OUT
     rows = run_families("flite", "espeak", validation_cache, sentence_ids=2, progress=False,
                         families=("realisation", "delivery", "dose", "monotone"),
@@ -1126,8 +670,8 @@ def test_a_method_change_is_adopted_only_by_the_rule():
     gains, nor one that adds a target miss; a fall that is only chance once every group is
     counted does not refuse. Clusters ((rotation, task), net over the variants) are counted
     beside the verdict. Cells only one run scored are left out and counted."""
-    from adept_eval.validation.benchmark import Outcome, SystemResult, VariantResult
-    from adept_eval.validation.method_change import Cell, Run, cells, compare, format_change
+    from benchmarks.validation.benchmark import Outcome, SystemResult, VariantResult
+    from benchmarks.validation.method_change import Cell, Run, cells, compare, format_change
 
     rotations, variants = ("a:b", "c:d", "e:f"), ("v1", "v2", "v3", "v4")
     tasks = tuple(f"t{i}" for i in range(1, 13))
@@ -1210,7 +754,7 @@ def test_a_method_change_is_adopted_only_by_the_rule():
 
 
 def test_a_saved_run_reads_back_and_a_wrong_file_is_named(tmp_path):
-    from adept_eval.validation.method_change import Cell, Run, load, save
+    from benchmarks.validation.method_change import Cell, Run, load, save
 
     path = tmp_path / "run.json"
     run = Run("features-v6-method-v13", {"a:b|copy|copy|t": Cell(3, 4)},
@@ -1239,9 +783,9 @@ def test_the_tuning_baseline_is_the_released_listeners():
     against it with ``--compare-to`` without scoring the released method again: it must be
     this listener version's, cover exactly those rotations, and every family."""
     from adept_eval.scoring.listeners.acoustic import listener_version
-    from adept_eval.validation.benchmark import FAMILIES, NOT_HELD_OUT
-    from adept_eval.validation.method_change import load
-    from adept_eval.validation.systems import RENDER_VERSIONS
+    from benchmarks.validation.benchmark import FAMILIES, NOT_HELD_OUT
+    from benchmarks.validation.method_change import load
+    from benchmarks.validation.systems import RENDER_VERSIONS
 
     path = (Path(__file__).resolve().parents[2] / "benchmarks" / "baselines"
             / f"tuning-{listener_version()}.json")
@@ -1272,10 +816,10 @@ def test_the_benchmark_saves_a_run_and_judges_a_change_against_it(validation_cac
     import subprocess
     import sys
 
-    from adept_eval.validation.method_change import Cell, Run, load, save
-    from adept_eval.validation.systems import RENDER_VERSIONS
+    from benchmarks.validation.method_change import Cell, Run, load, save
+    from benchmarks.validation.systems import RENDER_VERSIONS
 
-    _engine("flite")
+    tts_engine("flite")
     script = Path(__file__).resolve().parents[2] / "benchmarks" / "realistic_validation.py"
     base = [sys.executable, str(script), "--rotation", "flite:espeak", "--sentences", "1",
             "--family", "dose", "--variant", "0.00", "--cache", str(validation_cache)]
@@ -1328,44 +872,11 @@ def test_the_benchmark_saves_a_run_and_judges_a_change_against_it(validation_cac
         in other.stderr and "Traceback" not in other.stderr
 
 
-def test_clustered_test_against_chance_relabels_whole_sentences():
-    """A sentence's mirrored questions (reading 1 heard as 1, reading 2 as 2) rise and fall
-    together; the test relabels a sentence's stimuli as one, exactly - with every label its
-    stimuli carry, including one no question asks about (ADEPT's neutral sample)."""
-    from itertools import permutations, product
-
-    from adept_eval.scoring.stats import within_cluster_permutation_p as p
-
-    ab = ("a", "b")
-    both, one, none = [("a", "a"), ("b", "b")], [("a", "a"), ("a", "b")], [("b", "a"), ("a", "b")]
-    assert p([(ab, both)] * 5) == 1 / 32  # 10/10: the binomial says 0.001
-    assert p([(ab, both)] * 4 + [(ab, one)]) == 1 / 16  # 9/10 is not above chance here
-    assert p([(ab, both)] * 3 + [(ab, one)] * 2) == 1 / 8
-    assert p([(ab, both)] * 4 + [(ab, none)]) == 6 / 32
-    assert p([(ab, [(None, "a"), (None, "b")])]) == 1.0 and p([]) == 1.0  # failed: never right
-    # a neutral sample nobody picked still takes part in the relabelling: two targets asked
-    # about among three samples, both found, is 1 in 3! = 6 per sentence, not 1 in 2
-    asked = (("a", "b", "n"), both)
-    assert abs(p([asked] * 2) - 1 / 36) < 1e-12
-    # against brute force over every joint relabelling of three sentences, each with three
-    # stimuli labelled x, y, z and a fourth label n that no question asks about
-    rng = np.random.default_rng(3)
-    labels = ("n", "x", "y", "z")
-    relabellings = [dict(zip(labels, image)) for image in permutations(labels)]
-    for _ in range(5):
-        clusters = [(labels, [(str(rng.choice(labels)), t) for t in labels[1:]])
-                    for _ in range(3)]
-        seen = sum(g == t for _, c in clusters for g, t in c)
-        hits = [sum(g == m[t] for (_, c), m in zip(clusters, ms) for g, t in c) >= seen
-                for ms in product(relabellings, repeat=3)]
-        assert abs(p(clusters) - np.mean(hits)) < 1e-12
-
-
 def test_a_pooled_accuracy_gets_an_interval_clustered_by_sentence():
     """Whole sentences resampled; where every question came out alike (the bootstrap would
     return the point itself) the exact interval with each sentence as one trial."""
     from adept_eval.scoring.stats import bootstrap_interval, clopper_pearson
-    from adept_eval.validation.benchmark import Outcome, pooled_interval
+    from benchmarks.validation.benchmark import Outcome, pooled_interval
 
     def outcomes(rights):
         return [Outcome("adept_syntactic_phrasing_male", "x", c, 0.5, "ok", f"{i // 2}")
@@ -1383,7 +894,7 @@ def test_a_pooled_accuracy_gets_an_interval_clustered_by_sentence():
 def test_targets_are_checked_on_held_out_rotations_only():
     """``check_targets`` reads the issue's bars from the results and ignores the tuned
     rotations: a failure there does not count, the same failure held out does."""
-    from adept_eval.validation.benchmark import (
+    from benchmarks.validation.benchmark import (
         Outcome,
         SystemResult,
         VariantResult,
@@ -1448,7 +959,7 @@ def test_family_summary_names_each_rotation_for_what_it_is():
     """Tuned, reserved and held-out rotations are labelled as such, the variants come in the
     families' own order whatever rotation lacks one, and without a held-out rotation there is no
     held-out column to fill with zeros."""
-    from adept_eval.validation.benchmark import (
+    from benchmarks.validation.benchmark import (
         Outcome,
         SystemResult,
         VariantResult,
@@ -1481,13 +992,13 @@ def test_a_delivery_changed_under_its_name_is_rendered_again(tmp_path, monkeypat
     since they were rendered must render them again (a stale cache would serve the old
     transform's files to a new scoring), and an unchanged one must be read back."""
     from adept_eval.corpora.corpus import WAV_DIR
-    from adept_eval.validation import families as F
-    from adept_eval.validation.systems import RENDER_VERSIONS
+    from benchmarks.validation import families as F
+    from benchmarks.validation.systems import RENDER_VERSIONS
 
     base = tmp_path / f"espeak-v{RENDER_VERSIONS['espeak']}"
     source = base / "ADEPT" / WAV_DIR / "emotion" / "joy" / "ad00_0000.wav"
     source.parent.mkdir(parents=True)
-    sf.write(str(source), _speech(), RATE)
+    sf.write(str(source), synthetic_speech(), RATE)
     (base / ".complete").touch()  # the engine's renderings, as render_engine leaves them
 
     def level(folder):
@@ -1514,10 +1025,10 @@ def test_delivery_transforms_do_what_they_say(tmp_path):
     that the evaluation reads."""
     import parselmouth
 
-    from adept_eval.validation import families as F
+    from benchmarks.validation import families as F
 
     rate = 16000
-    speech = _speech().astype(np.float64)
+    speech = synthetic_speech().astype(np.float64)
     rng = np.random.default_rng(0)
     y, r = F.DELIVERIES["rms-normalised"].transform(speech * 0.1, rate, rng)
     assert abs(20 * np.log10(np.sqrt(np.mean(y ** 2))) + 20.0) < 0.01
