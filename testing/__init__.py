@@ -1,6 +1,8 @@
 """Loopback stand-ins for the services adept-eval talks to (Zenodo, an OpenAI-compatible judge,
-the Hugging Face Hub), speaking the real protocols on 127.0.0.1. Used by the tests and the
-benchmarks, and handy for trying a pipeline offline. Nothing here is used in a real run."""
+the Hugging Face Hub), speaking the real protocols on 127.0.0.1, and a simulated crowd that takes
+a served listening test (``crowd``). Used by the tests and the benchmarks, and handy for trying a
+pipeline offline. Nothing here is installed or used in a real run: import it from a clone's
+root."""
 
 import threading
 from http.server import ThreadingHTTPServer

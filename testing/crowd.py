@@ -5,7 +5,7 @@ and for the load and crash tests. A simulated participant knows the answer key (
 test's design, as no real participant can) and answers correctly with probability ``skill``,
 otherwise picks a wrong choice at random; it can also fail the headphone check or the
 attention checks on purpose. Every answer the server acknowledged is returned, so a test can
-check that none was lost.
+check that none was lost. Not installed: import it as ``testing.crowd`` from a clone's root.
 """
 
 from __future__ import annotations

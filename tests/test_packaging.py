@@ -21,13 +21,17 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: what the build never needs: version control, earlier builds, caches
-NOT_COPIED = shutil.ignore_patterns(".git", "build", "dist", "*.egg-info", "__pycache__",
-                                    ".pytest_cache", "out")
+#: what the build reads (setup.cfg names the rest: the package and ``tasks/``)
+BUILD_FILES = ("setup.cfg", "setup.py", "pyproject.toml", "README.md", "LICENSE",
+               "adept_eval_lm_eval.pth")
+BUILD_FOLDERS = ("adept_eval", "tasks")
+#: what the build never needs: earlier builds and caches
+NOT_COPIED = shutil.ignore_patterns("__pycache__", "*.egg-info")
 
 
 def build_wheel(source: Path, folder: Path) -> Path:
-    """Builds the wheel of the project at ``source`` from a copy of it.
+    """Builds the wheel of the project at ``source`` from a copy of what the build reads (the
+    checkout stays as it was; a virtual environment or data inside it is not copied).
 
     Args:
         source: the project's root (setup.cfg, setup.py, pyproject.toml).
@@ -40,7 +44,10 @@ def build_wheel(source: Path, folder: Path) -> Path:
         AssertionError: pip fails to build it (its output is the message).
     """
     copy = folder / "source"
-    shutil.copytree(source, copy, ignore=NOT_COPIED)
+    for name in BUILD_FOLDERS:
+        shutil.copytree(source / name, copy / name, ignore=NOT_COPIED)
+    for name in BUILD_FILES:
+        shutil.copy2(source / name, copy / name)
     done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
                            "--no-build-isolation", "--no-index", "-q", "-w", str(folder), "."],
                           cwd=copy, capture_output=True, text=True, timeout=600)
