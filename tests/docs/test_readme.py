@@ -90,7 +90,7 @@ RULES: tuple[Rule, ...] = (
          subs=((r"^pip install \. && ", ""),), expect=(r"adept\b",)),
     Rule(r"^pip install \"\.\[test\]\" && python -m pytest", "not run",
          "this is the test suite itself: running it from inside would recurse"),
-    Rule(r"^python -m pytest (tests/test_listener\.py -n 0|-k hub)$", "not run",
+    Rule(r"^python -m pytest (tests/scoring/listeners/test_acoustic\.py -n 0|-k hub)$", "not run",
          "part of the test suite itself: running it from inside would recurse (the modules run "
          "in the suite)"),
     Rule(r"^lm_eval .*listener=audio-llm llm_base_url=http://localhost:8000/v1", "adapted",
