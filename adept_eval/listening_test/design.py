@@ -2,8 +2,9 @@
 
 ``build_test`` writes a self-contained test folder:
 
-    test.json     the design: tasks, systems, every question (as ``adept_eval.corpora.questions`` builds
-                  it), the token of every audio file, headphone-check key, completion codes
+    test.json     the design: tasks, systems, every question (as
+                  ``adept_eval.corpora.questions`` builds it), the token of every audio
+                  file, headphone-check key, completion codes
     audio/        every file a participant may hear, named by an opaque random token (no class,
                   subcategory, sentence or system in any name), re-encoded from the system's
                   file to one format for all (``BLIND_RATE`` Hz, 16-bit PCM, mono WAV, no
@@ -363,7 +364,7 @@ def lm_eval_run(source: Path, name: str | None = None) -> tuple["Run", str]:
                           f"({', '.join(sorted(by_system))}); a system of the test is one "
                           f"system's run: name each to hear, e.g. {named}")
     ((system, own),) = by_system.items()
-    chosen = max(own, key=lambda r: r.when)
+    chosen = max(own, key=lambda run: run.when)
     note = str(chosen.results_path)
     if len(own) > 1:
         note += (f" (the newest of {len(own)} runs of {system} in {source}; name another "
@@ -392,11 +393,11 @@ def _where(system: str, by_system: dict[str, list]) -> Path:
     import os
 
     own = by_system[system]
-    folder = Path(os.path.commonpath([r.results_path.parent for r in own]))
-    others = [r for s, runs in by_system.items() if s != system for r in runs]
-    if not any(folder in r.results_path.parents for r in others):
+    folder = Path(os.path.commonpath([run.results_path.parent for run in own]))
+    others = [run for name, runs in by_system.items() if name != system for run in runs]
+    if not any(folder in run.results_path.parents for run in others):
         return folder
-    return max(own, key=lambda r: r.when).results_path
+    return max(own, key=lambda run: run.when).results_path
 
 
 def _run_files(corpus: Corpus, name: str, run: "Run", stimuli: list[str]) -> dict[str, Path]:

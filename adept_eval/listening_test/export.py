@@ -3,11 +3,11 @@
     participant,task,question_id,answer,system,screening,presented,rt_ms,answered_at
 
 ``answer`` is the letter of the chosen choice in ``adept-eval questions``' order (the canonical
-order of ``adept_eval.corpora.questions``), whatever order the participant heard the samples in (that
-order is in ``presented``: position -> letter). The human listener reads the first four columns
-and ignores the rest. By default only included participants' responses are written, so scoring
-the file gives the honest figures; ``include_all`` writes everyone, with their screening outcome
-in ``screening``. One file per system: a run of lm-eval scores one system.
+order of ``adept_eval.corpora.questions``), whatever order the participant heard the samples in
+(that order is in ``presented``: position -> letter). The human listener reads the first four
+columns and ignores the rest. By default only included participants' responses are written, so
+scoring the file gives the honest figures; ``include_all`` writes everyone, with their screening
+outcome in ``screening``. One file per system: a run of lm-eval scores one system.
 """
 
 from __future__ import annotations
@@ -164,7 +164,7 @@ def _write_csv(path: Path, columns, rows) -> None:
             writer = csv.DictWriter(fh, fieldnames=list(columns))
             writer.writeheader()
             # a participant id such as "-A1" or "=cmd" is a formula to a spreadsheet
-            writer.writerows({k: csv_safe(v) for k, v in row.items()} for row in rows)
+            writer.writerows({name: csv_safe(value) for name, value in row.items()} for row in rows)
         tmp.replace(path)
     except BaseException:  # never a stray .tmp beside the files (a full disk, a folder)
         if not tmp.is_dir():

@@ -180,8 +180,8 @@ def _simple_range(wanted: str, size: int) -> tuple[int, int] | None:
 
 def _read(path: Path):
     """A file's bytes and its ``os.stat_result``, from one open file."""
-    with open(path, "rb") as f:
-        return f.read(), os.fstat(f.fileno())
+    with open(path, "rb") as handle:
+        return handle.read(), os.fstat(handle.fileno())
 
 
 class _Bytes(Response):
@@ -199,4 +199,5 @@ class _Bytes(Response):
         self.status_code = status
         self.body = body
         self.background = None
-        self.raw_headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
+        self.raw_headers = [(name.encode("latin-1"), value.encode("latin-1"))
+                            for name, value in headers.items()]

@@ -1,8 +1,9 @@
 """How many participants does a listening test need? ``adept-eval listening-test plan``.
 
-Estimates, by simulation from the two-way cluster model of ``adept_eval.scoring.stats`` (participant and
-question random effects on the logit scale, and a system-by-question interaction), the power to
-detect an accuracy difference between two systems, for a range of participants per system.
+Estimates, by simulation from the two-way cluster model of ``adept_eval.scoring.stats``
+(participant and question random effects on the logit scale, and a system-by-question
+interaction), the power to detect an accuracy difference between two systems, for a range of
+participants per system.
 
 The simulated tests follow the design ``listening-test build`` makes (``design.plan_for``):
 every participant answers every task, each task in one system, the systems rotating over the

@@ -333,7 +333,7 @@ class Sessions:
         if (not isinstance(answers, list) or len(answers) != len(key)
                 or not all(_number(a) and 0 <= a < 3 for a in answers)):
             raise Refused(f"headphone answers must be {len(key)} numbers 0-2")
-        passed = sum(a == k for a, k in zip(answers, key)) >= HEADPHONE_PASS
+        passed = sum(given == right for given, right in zip(answers, key)) >= HEADPHONE_PASS
         if not self.store.set_headphone(live.participant, answers, passed):
             self._reload(live)
             raise Refused("the headphone check was answered already", 409)
@@ -430,7 +430,7 @@ class Sessions:
         if audio in live.fetched or audio not in live.audio_tokens:
             return
         ranges = add_range(live.partial.get(audio, []), max(0, start), min(start + nbytes, size))
-        if sum(b - a for a, b in ranges) >= FETCHED_SHARE * size:
+        if sum(high - low for low, high in ranges) >= FETCHED_SHARE * size:
             self.store.add_fetched(participant, audio)
             live.fetched.add(audio)
             live.partial.pop(audio, None)

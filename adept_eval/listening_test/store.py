@@ -464,7 +464,7 @@ class Store:
             Their audio tokens, buffered records included.
         """
         with self._pending_lock:
-            pending = {a for p, a in self._pending_fetched if p == participant}
+            pending = {audio for who, audio in self._pending_fetched if who == participant}
         return pending | {r[0] for r in self._read("SELECT audio FROM fetched WHERE participant=?",
                                                    (participant,))}
 
