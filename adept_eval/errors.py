@@ -110,3 +110,69 @@ def run_script(main, *args) -> int:
         sys.stderr.write(f"error: {message(exc)}\n")
         sys.stderr.flush()
         return USER_ERROR_STATUS
+
+
+# ----------------------------------------------------------------------------- listening test
+class DesignError(UserError, ValueError):
+    """A listening test that cannot be built or loaded (an unknown task, missing samples, an
+    unreadable design): the message says why."""
+
+
+class DamagedStore(UserError, ValueError):
+    """A listening test's responses database that cannot be read: one message naming the file."""
+
+
+class ForeignStore(UserError, ValueError):
+    """An SQLite file that is not a listening test's responses database: one message naming it."""
+
+
+class ForeignResponses(UserError, ValueError):
+    """A responses database holding another test's answers: one message naming it."""
+
+
+class ExportError(UserError, ValueError):
+    """An output path the exported responses cannot be written to: one message naming it."""
+
+
+class PlanError(UserError, ValueError):
+    """Bad options or an unusable pilot for ``listening-test plan``, with the reason."""
+
+
+class MirrorError(UserError, RuntimeError):
+    """The dataset responses are mirrored to cannot be used (public, or not reachable)."""
+
+
+class FolderNotWritable(UserError, OSError):
+    """A test folder (or its responses database) that the server cannot write."""
+
+
+class AddressUnavailable(UserError):
+    """A host and port that the listening-test server cannot listen on."""
+
+
+class Refused(ValueError):
+    """A participant's request that the listening-test server does not accept.
+
+    Not a ``UserError``: it never reaches a command line; the web app answers it as JSON.
+
+    Attributes:
+        status: The HTTP status to answer with.
+    """
+
+    def __init__(self, message: str, status: int = 400):
+        """Hold the reason and its HTTP status.
+
+        Args:
+            message: What the participant's page shows.
+            status: The HTTP status to answer with (400 unless given).
+        """
+        super().__init__(message)
+        self.status = status
+
+
+class BodyTooLarge(Exception):
+    """A request body over the server's limit: raised from the body reader, answered 413."""
+
+
+class BodyTooSlow(Exception):
+    """A request body not in within the server's deadline: answered 408, connection closed."""

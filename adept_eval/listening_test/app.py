@@ -46,14 +46,16 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from adept_eval.errors import (
+    AddressUnavailable,
+    BodyTooLarge,
+    BodyTooSlow,
+    FolderNotWritable,
+    Refused,
+)
 from adept_eval.listening_test.design import AUDIO_DIR, AUDIO_TYPES, TestConfig, load_test
 from adept_eval.listening_test.media import DEFAULT_BUDGET, AudioFiles
-from adept_eval.listening_test.session import (
-    DEFAULT_MAX_PARTICIPANTS,
-    Refused,
-    Sessions,
-    resume_code,
-)
+from adept_eval.listening_test.session import DEFAULT_MAX_PARTICIPANTS, Sessions, resume_code
 from adept_eval.listening_test.store import DB_FILE, Store
 
 STATIC = Path(__file__).parent / "static"
@@ -77,24 +79,47 @@ class RateLimit:
     most ``keys`` keys (the least recently seen are forgotten): bounded memory under a flood."""
 
     def __init__(self, n: int, window: float, keys: int = 10_000, clock=time.monotonic):
+        """Set the limit.
+
+        Args:
+            n: Events allowed per window and key.
+            window: The window, in seconds.
+            keys: The most keys remembered.
+            clock: The time source, in seconds.
+        """
         self.n, self.window, self.keys, self.clock = n, window, keys, clock
         self._seen: OrderedDict[str, list[float]] = OrderedDict()
 
     def allow(self, key: str) -> bool:
+        """Count an event for ``key`` if the limit allows it.
+
+        Args:
+            key: What the limit is per (a client address).
+
+        Returns:
+            Whether the event is allowed (and counted).
+        """
         now = self.clock()
-        times = [t for t in self._seen.pop(key, []) if now - t < self.window]
-        ok = len(times) < self.n
-        if ok:
+        times = [moment for moment in self._seen.pop(key, []) if now - moment < self.window]
+        allowed = len(times) < self.n
+        if allowed:
             times.append(now)
         self._seen[key] = times
         while len(self._seen) > self.keys:
             self._seen.popitem(last=False)
-        return ok
+        return allowed
 
 
 def json_depth(text: bytes) -> int:
-    """How deeply a JSON text nests arrays and objects (brackets inside strings not counted),
-    measured before parsing, so a hostile body cannot exhaust the parser's recursion."""
+    """Measure how deeply a JSON text nests arrays and objects, before parsing it, so a hostile
+    body cannot exhaust the parser's recursion.
+
+    Args:
+        text: The JSON text.
+
+    Returns:
+        The deepest nesting (brackets inside strings not counted).
+    """
     depth = deepest = 0
     in_string = escaped = False
     for byte in text:
@@ -116,20 +141,33 @@ def json_depth(text: bytes) -> int:
 
 
 def nests_deeper(text: bytes, limit: int = MAX_DEPTH) -> bool:
-    """Whether a JSON text nests deeper than ``limit``. A text with no more opening brackets
-    than that cannot (every API body: two C counts), so only the others pay for ``json_depth``,
-    a Python loop over every byte that cost each request more than the rest of its checks."""
+    """Tell whether a JSON text nests deeper than ``limit``.
+
+    A text with no more opening brackets than that cannot (every API body: two C counts), so
+    only the others pay for ``json_depth``, a Python loop over every byte that costs more than
+    the rest of a request's checks.
+
+    Args:
+        text: The JSON text.
+        limit: The deepest nesting allowed.
+
+    Returns:
+        Whether it nests deeper.
+    """
     return text.count(b"[") + text.count(b"{") > limit and json_depth(text) > limit
 
 
 def check_writable(folder: Path) -> None:
     """Refuse to serve a test whose folder (or database) cannot be written, before anyone
-    arrives: otherwise every new participant would get an error."""
-    from adept_eval.errors import UserError
+    arrives: otherwise every new participant would get an error.
 
-    class NotWritable(UserError, OSError):
-        pass
+    Args:
+        folder: The test folder.
 
+    Raises:
+        FolderNotWritable: A file cannot be created in the folder, or its responses database
+            is read-only.
+    """
     probe = folder / f".write-check-{os.getpid()}"
     try:
         probe.write_bytes(b"")
@@ -138,21 +176,24 @@ def check_writable(folder: Path) -> None:
         if db.exists() and not os.access(db, os.W_OK):
             raise PermissionError(f"{db} is read-only")
     except OSError as exc:
-        raise NotWritable(f"{folder}: cannot write the responses database there ({exc}); "
+        raise FolderNotWritable(f"{folder}: cannot write the responses database there ({exc}); "
                           "serve a copy of the test in a folder you can write") from None
 
 
 def check_address(host: str, port: int) -> None:
-    """Refuse an address the server cannot listen on (a port in use, a host name that does not
-    resolve or is not this machine's) before the URL is printed: uvicorn would print its own
-    error after that URL and exit with status 3. The probe socket is closed at once; uvicorn
-    binds its own."""
+    """Refuse an address the server cannot listen on before the URL is printed: uvicorn would
+    print its own error after that URL and exit with status 3. The probe socket is closed at
+    once; uvicorn binds its own.
+
+    Args:
+        host: The host to listen on.
+        port: The port to listen on.
+
+    Raises:
+        AddressUnavailable: The port is in use, or the host name does not resolve or is not
+            this machine's.
+    """
     import socket
-
-    from adept_eval.errors import UserError
-
-    class Unavailable(UserError):
-        pass
 
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
@@ -161,7 +202,7 @@ def check_address(host: str, port: int) -> None:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
             probe.bind(address)
     except OSError as exc:
-        raise Unavailable(f"--host {host} --port {port}: cannot listen there "
+        raise AddressUnavailable(f"--host {host} --port {port}: cannot listen there "
                           f"({exc.strerror or exc})") from None
 
 
@@ -182,49 +223,69 @@ class Edge:
 
     One layer rather than one per concern, because this runs for every request, audio included:
     each layer costs a coroutine and a wrapper per message. The deadline is one timer per body,
-    armed once and never a task: ``asyncio.wait_for`` around each read made a task per read and
-    suspended the request even when its body was already in, so under a crowd every API call
-    queued behind everyone else's work before it was answered (server p95 0.4 -> 1.2 ms at
-    think 3 s; ``docs/listening-test-security.md``). The app's routes never set the security
-    headers themselves, so they are appended without looking for duplicates.
+    armed once and never a task: ``asyncio.wait_for`` around each read would make a task per
+    read and suspend the request even when its body is already in, so under a crowd every API
+    call would queue behind everyone else's work before it is answered
+    (``docs/listening-test-security.md``). The app's routes never set the security headers
+    themselves, so they are appended without looking for duplicates.
     """
 
     def __init__(self, app, *, limit: int = MAX_BODY, deadline: float = READ_DEADLINE):
+        """Wrap an ASGI app.
+
+        Args:
+            app: The app inside.
+            limit: The largest request body accepted, in bytes.
+            deadline: Seconds for a request body to arrive in full.
+        """
         self.app, self.limit, self.deadline = app, limit, deadline
 
     async def __call__(self, scope, receive, send):
+        """Serve one ASGI connection scope: HTTP requests with the limits and headers, anything
+        else passed through untouched.
+
+        Args:
+            scope: The ASGI scope.
+            receive: The ASGI receive callable.
+            send: The ASGI send callable.
+        """
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         t0 = time.perf_counter()
 
         async def sending(message):
+            """Send ``message``, adding the headers to a response's start."""
             if message["type"] == "http.response.start":
                 dur = f"app;dur={(time.perf_counter() - t0) * 1000:.2f}".encode()
                 message = {**message, "headers": [*message.get("headers", ()),
                                                   *SECURITY_HEADERS, (b"server-timing", dur)]}
             await send(message)
 
-        for name, value in scope["headers"]:
-            if name == b"content-length":
-                if not value.isdigit() or int(value) > self.limit:
-                    return await _too_large(scope, receive, sending)
-                break
+        if _declares_too_much(scope["headers"], self.limit):
+            return await _too_large(scope, receive, sending)
         limit, seen, done = self.limit, 0, False
         timer = task = None
         waiting = expired = False
 
         def expire():
+            """The deadline passed: interrupt a read in progress."""
             nonlocal expired
             expired = True
             if waiting:  # only a read is interrupted, never the app's own work
                 task.cancel()
 
         async def received():
+            """Receive the next message, within the body's limit and deadline.
+
+            Raises:
+                BodyTooLarge: More than the limit has arrived.
+                BodyTooSlow: The body is not in by the deadline.
+            """
             nonlocal t0, seen, done, timer, task, waiting
             if done:  # the body is in: later reads wait for a disconnect, for as long as it takes
                 return await receive()
             if expired:
-                raise _TooSlow()
+                raise BodyTooSlow()
             if timer is None:
                 task = asyncio.current_task()
                 timer = asyncio.get_running_loop().call_later(self.deadline, expire)
@@ -236,7 +297,7 @@ class Edge:
                     raise
                 if hasattr(task, "uncancel"):  # Python >= 3.11: this cancel was ours, handled
                     task.uncancel()
-                raise _TooSlow() from None
+                raise BodyTooSlow() from None
             finally:
                 waiting = False
             if message["type"] == "http.request":
@@ -244,7 +305,7 @@ class Edge:
                 if seen > limit:
                     done = True
                     timer.cancel()
-                    raise _TooLarge()
+                    raise BodyTooLarge()
                 if message.get("more_body", False):
                     return message
                 t0 = time.perf_counter()
@@ -259,21 +320,32 @@ class Edge:
                 timer.cancel()
 
 
-class _TooLarge(Exception):
-    """A request body over the limit (raised from ``Edge``'s receive, answered 413 by the app's
-    exception handler, inside the error handler that would otherwise make it a 500)."""
+def _declares_too_much(headers, limit: int) -> bool:
+    """Tell whether a request's Content-Length is malformed or over ``limit`` bytes.
 
+    Args:
+        headers: The ASGI scope's raw headers.
+        limit: The largest body accepted, in bytes.
 
-class _TooSlow(Exception):
-    """A request body not in within the deadline (answered 408, connection closed)."""
+    Returns:
+        Whether the body is refused before it is read (False without a Content-Length).
+    """
+    for name, value in headers:
+        if name == b"content-length":
+            return not value.isdigit() or int(value) > limit
+    return False
 
 
 async def _too_large(scope, receive, send):
+    """Answer 413 to a request whose Content-Length is over the limit."""
     await JSONResponse({"error": "request too large"}, 413)(scope, receive, send)
 
 
 def _body_refused(request: Request, exc: Exception) -> JSONResponse:
-    if isinstance(exc, _TooSlow):
+    """Answer a body refused while being read: 408 (connection closed) for one too slow, 413
+    for one too large. ``Edge``'s reader raises them inside Starlette's error handler, which
+    would otherwise make them a 500."""
+    if isinstance(exc, BodyTooSlow):
         return JSONResponse({"error": "request body too slow"}, 408,
                             headers={"Connection": "close"})
     return JSONResponse({"error": "request too large"}, 413)
@@ -283,6 +355,7 @@ class _App(Starlette):
     """Starlette with ``Edge`` outside its whole middleware stack, error handler included."""
 
     def build_middleware_stack(self):
+        """Starlette's middleware stack, wrapped in ``Edge``."""
         return Edge(super().build_middleware_stack())
 
 
@@ -291,10 +364,28 @@ def create_app(folder: str | Path, *, admin_token: str | None = None,
                audio_cache_mb: float = DEFAULT_BUDGET / 2 ** 20,
                max_participants: int = DEFAULT_MAX_PARTICIPANTS,
                session_rate: tuple[int, float] = SESSION_RATE) -> Starlette:
-    """The app for the test built in ``folder``; responses go to ``folder/responses.sqlite``
-    (and, with ``mirror_repo``, to that private Hub dataset every ``mirror_every`` minutes and
-    once more at shutdown); up to ``audio_cache_mb`` MiB of its audio is kept in memory; at
-    most ``max_participants`` sessions, and ``session_rate`` new ones per client address."""
+    """Build the web app for a built test.
+
+    Args:
+        folder: The test folder; responses go to its ``responses.sqlite``.
+        admin_token: The admin view's token (None: ``ADEPT_LISTENING_ADMIN_TOKEN``; empty:
+            no admin view).
+        mirror_repo: A private Hub dataset the responses are also pushed to, every
+            ``mirror_every`` minutes and once more at shutdown (None: no mirror).
+        mirror_every: Minutes between pushes to the mirror.
+        audio_cache_mb: MiB of the test's audio kept in memory.
+        max_participants: The most sessions the test takes.
+        session_rate: (new sessions, per seconds) allowed per client address.
+
+    Returns:
+        The Starlette app, with ``state.config``, ``state.store`` and ``state.audio`` set.
+
+    Raises:
+        DesignError: The folder holds no readable test.
+        FolderNotWritable: The folder or its database cannot be written.
+        DamagedStore: The responses database is damaged.
+        ForeignStore: The responses database is another program's.
+    """
     folder = Path(folder).resolve()
     config: TestConfig = load_test(folder)
     check_writable(folder)
@@ -307,9 +398,12 @@ def create_app(folder: str | Path, *, admin_token: str | None = None,
     admin = admin_token if admin_token is not None else os.environ.get(ADMIN_TOKEN_ENV, "")
 
     def refuse(exc: Refused) -> JSONResponse:
+        """A refusal as the JSON error the page shows, with its status."""
         return JSONResponse({"error": str(exc)}, exc.status)
 
     async def body(request: Request) -> dict:
+        """Read a state-changing request's JSON object, refusing anything a same-origin page
+        of this app would not send (``Refused``)."""
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
             raise Refused("send JSON (Content-Type: application/json)", 415)
         origin = request.headers.get("origin")
@@ -332,12 +426,14 @@ def create_app(folder: str | Path, *, admin_token: str | None = None,
         return data
 
     async def index(request: Request):
+        """The test's one page."""
         return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-store"})
 
     # Every API call runs on the event loop, in one go once its body is read: the participant's
     # state is in memory (Sessions) and a commit returns in microseconds (store.py), so a hop
     # to a worker thread would cost more than the work (and contend for the GIL).
     async def start(request: Request):
+        """``POST /api/session``: start or continue a participant's session."""
         try:
             data = await body(request)
             participant = data.get("participant")
@@ -359,17 +455,23 @@ def create_app(folder: str | Path, *, admin_token: str | None = None,
             return refuse(exc)
 
     def authenticated(request: Request):
+        """The session a request's ``X-Participant`` and ``X-Session-Token`` name."""
         return sessions.authenticate(request.headers.get("x-participant", ""),
                                      request.headers.get("x-session-token", ""))
 
     async def state(request: Request):
+        """``GET /api/state``: the participant's current page."""
         try:
             return _json(sessions.state(authenticated(request)))
         except Refused as exc:
             return refuse(exc)
 
     def _post(action):
+        """An authenticated JSON POST endpoint running ``action(live, data)``; its reply is
+        what ``action`` returns plus the participant's new state."""
+
         async def endpoint(request: Request):
+            """Run the action for the request's session."""
             try:
                 data = await body(request)
                 live = authenticated(request)
@@ -380,32 +482,39 @@ def create_app(folder: str | Path, *, admin_token: str | None = None,
         return endpoint
 
     def do_consent(live, data):
+        """Record consent, which must be ``true``."""
         if data.get("consent") is not True:
             raise Refused("consent must be given to take part")
         sessions.consent(live)
 
     def do_headphone(live, data):
+        """Score the headphone check."""
         return {"passed": sessions.headphone(live, data.get("answers"))}
 
     def do_answer(live, data):
+        """Store the answer to the current item."""
         sessions.answer(live, data.get("item"), data.get("choice"), data.get("played"),
                         data.get("rt_ms"))
 
     async def audio(request: Request):
+        """``/audio/{token}``: an audio file, counting what is sent to the session."""
         token = request.path_params["token"]
         participant, key = _audio_session(request.scope["query_string"])
 
         def served(nbytes: int, size: int, start: int) -> None:
+            """Count the bytes sent for the session the URL names."""
             sessions.served(participant, key, token, nbytes, size, start)
 
         return await audio_files.response(request, token, served if key else None)
 
     def admin_ok(request: Request) -> bool:
+        """Whether the request carries the admin token (never, when none is set)."""
         given = request.query_params.get("token") or \
             request.headers.get("authorization", "").removeprefix("Bearer ").strip()
         return bool(admin) and hmac.compare_digest(given.encode(), admin.encode())
 
     async def admin_status(request: Request):
+        """The admin view (HTML, or JSON at ``/admin/status.json``)."""
         if not admin_ok(request):
             return JSONResponse({"error": f"admin view needs the token set in {ADMIN_TOKEN_ENV}"},
                                 403)
@@ -417,6 +526,7 @@ def create_app(folder: str | Path, *, admin_token: str | None = None,
         return HTMLResponse(_status_html(summary), headers={"Cache-Control": "no-store"})
 
     async def health(request: Request):
+        """``/healthz``: the server is up."""
         return _json({"ok": True})
 
     routes = [
@@ -434,6 +544,8 @@ def create_app(folder: str | Path, *, admin_token: str | None = None,
     ]
     @contextlib.asynccontextmanager
     async def lifespan(app):
+        """Start the mirror (if any) at start-up; at shutdown push once more, then close the
+        store."""
         mirror = None
         if mirror_repo:
             from adept_eval.listening_test.mirror import start_mirror
@@ -446,18 +558,26 @@ def create_app(folder: str | Path, *, admin_token: str | None = None,
         store.close()
 
     app = _App(routes=routes, lifespan=lifespan,
-               exception_handlers={_TooLarge: _body_refused, _TooSlow: _body_refused})
+               exception_handlers={BodyTooLarge: _body_refused,
+                                   BodyTooSlow: _body_refused})
     app.router.redirect_slashes = False  # its redirects are built from the Host header
     app.state.config, app.state.store, app.state.audio = config, store, audio_files
     return app
 
 
 def _audio_session(query: bytes) -> tuple[str, str]:
-    """The participant and audio key an audio URL's query carries (``p=...&s=...``), split as
-    the page writes them, undecoded: both are plain letters, digits, '-' and '_', so a value
-    that would need decoding cannot be a session's and its fetch is not counted anyway. (Every
-    audio request pays for this: with Starlette's query parser, which decodes, an audio response
-    took 35 us of the server's time in-process instead of 27.)"""
+    """Split an audio URL's query (``p=...&s=...``) as the page writes it, undecoded.
+
+    Both values are plain letters, digits, '-' and '_', so a value that would need decoding
+    cannot be a session's and its fetch is not counted anyway. Every audio request pays for
+    this, and Starlette's query parser, which decodes, costs about a third more.
+
+    Args:
+        query: The raw query string.
+
+    Returns:
+        (participant, audio key), each "" when absent.
+    """
     participant = key = ""
     for pair in query.decode("latin-1").split("&"):
         name, _, value = pair.partition("=")
@@ -469,22 +589,32 @@ def _audio_session(query: bytes) -> tuple[str, str]:
 
 
 def _json(data) -> JSONResponse:
+    """A JSON response that no cache keeps."""
     return JSONResponse(data, headers={"Cache-Control": "no-store"})
 
 
 def _status_html(summary: dict) -> str:
+    """Render the admin view's page.
+
+    Args:
+        summary: ``analysis.status_summary``'s counts.
+
+    Returns:
+        The HTML page, every value from the design escaped.
+    """
     from html import escape
 
     rows = "".join(
-        f"<tr><td>{escape(r['task'])}</td><td>{escape(r['system'])}</td><td>{r['participants']}"
-        f"</td><td>{r['included']}</td><td>{r['responses']}</td><td>{r['included_responses']}</td>"
-        f"</tr>" for r in summary["tasks"])
-    ex = "".join(f"<li>{escape(k)}: {v}</li>" for k, v in summary["screening"].items())
+        f"<tr><td>{escape(cell['task'])}</td><td>{escape(cell['system'])}</td>"
+        f"<td>{cell['participants']}</td><td>{cell['included']}</td><td>{cell['responses']}</td>"
+        f"<td>{cell['included_responses']}</td></tr>" for cell in summary["tasks"])
+    screening = "".join(f"<li>{escape(outcome)}: {count}</li>"
+                        for outcome, count in summary["screening"].items())
     return (f"<!doctype html><meta charset=utf-8><title>Status</title>"
             f"<link rel=stylesheet href='/static/style.css'><main class=admin>"
             f"<h1>{escape(summary['title'])}: status</h1>"
             f"<p>{summary['participants']} participants, {summary['responses']} responses</p>"
-            f"<h2>Screening</h2><ul>{ex}</ul><h2>Per task</h2><table><tr><th>task</th>"
+            f"<h2>Screening</h2><ul>{screening}</ul><h2>Per task</h2><table><tr><th>task</th>"
             f"<th>system</th><th>participants</th><th>included</th><th>responses</th>"
             f"<th>included responses</th></tr>{rows}</table></main>")
 
@@ -495,7 +625,23 @@ def serve(folder: str | Path, host: str = "127.0.0.1", port: int = 8000,
           max_participants: int = DEFAULT_MAX_PARTICIPANTS,
           session_rate: tuple[int, float] = SESSION_RATE) -> None:
     """Run the app with uvicorn until interrupted. Idle keep-alive connections are closed
-    after 5 s, so idle clients cannot hold the connection limit."""
+    after 5 s, so idle clients cannot hold the connection limit.
+
+    Args:
+        folder: The test folder.
+        host: The address to listen on.
+        port: The port to listen on.
+        log_level: uvicorn's log level.
+        mirror_repo: A private Hub dataset to mirror the responses to (None: none).
+        mirror_every: Minutes between pushes to the mirror.
+        audio_cache_mb: MiB of audio kept in memory.
+        max_participants: The most sessions the test takes.
+        session_rate: (new sessions, per seconds) allowed per client address.
+
+    Raises:
+        DesignError: The folder holds no readable test.
+        FolderNotWritable: The folder or its database cannot be written.
+    """
     import uvicorn
 
     from adept_eval.listening_test.guard import guarded_protocol

@@ -2,8 +2,9 @@
 
 ``build_test`` writes a self-contained test folder:
 
-    test.json     the design: tasks, systems, every question (as ``adept_eval.corpora.questions`` builds
-                  it), the token of every audio file, headphone-check key, completion codes
+    test.json     the design: tasks, systems, every question (as
+                  ``adept_eval.corpora.questions`` builds it), the token of every audio
+                  file, headphone-check key, completion codes
     audio/        every file a participant may hear, named by an opaque random token (no class,
                   subcategory, sentence or system in any name), re-encoded from the system's
                   file to one format for all (``BLIND_RATE`` Hz, 16-bit PCM, mono WAV, no
@@ -48,8 +49,8 @@ import soundfile as sf
 from adept_eval import __version__
 from adept_eval.corpora import spec
 from adept_eval.corpora.corpus import Corpus
-from adept_eval.errors import UserError
 from adept_eval.corpora.questions import LETTERS, Question, build_questions
+from adept_eval.errors import DesignError
 from adept_eval.listening_test.store import DB_FILE
 
 if TYPE_CHECKING:
@@ -70,10 +71,6 @@ CATCH_SINGLE_WORDING = "Attention check: what do you hear in this sample?"
 CATCH_SINGLE_CHOICES = ("A beep (a pure tone), no speech", "A person speaking a sentence")
 AUDIO_TYPES = {".wav": "audio/wav", ".flac": "audio/flac", ".mp3": "audio/mpeg",
                ".ogg": "audio/ogg"}
-
-
-class DesignError(UserError, ValueError):
-    """The test cannot be built (unknown task, missing samples...); the message says why."""
 
 
 @dataclass(frozen=True)
@@ -104,37 +101,79 @@ class TestConfig:
     loudness: str = "as each system produced it"  # or how stimuli were matched in level
 
     def question(self, question_id: str) -> Question:
-        d = dict(self.questions[question_id])
-        for k in ("stimuli", "stimulus_subcategories", "choices", "choice_subcategories"):
-            d[k] = tuple(d[k])
-        return Question(**d)
+        """Read one question of the design.
+
+        Args:
+            question_id: The question's id.
+
+        Returns:
+            The question as a ``Question``.
+        """
+        fields = dict(self.questions[question_id])
+        for name in ("stimuli", "stimulus_subcategories", "choices", "choice_subcategories"):
+            fields[name] = tuple(fields[name])
+        return Question(**fields)
 
     def task_questions(self, task: str) -> list[Question]:
-        """The task's questions in the design's order (a new list: callers shuffle it)."""
+        """List one task's questions.
+
+        Args:
+            task: The task.
+
+        Returns:
+            Its questions in the design's order (a new list: callers shuffle it).
+        """
         return list(self._questions_by_task.get(task, ()))
 
     @cached_property
     def _questions_by_task(self) -> dict[str, tuple[Question, ...]]:
-        # parsed once per loaded design: every arriving participant's plan draws from them
+        """Each task's questions, parsed once per loaded design: every arriving participant's
+        plan draws from them."""
         by_task: dict[str, list[Question]] = {}
-        for q, d in self.questions.items():
-            by_task.setdefault(d["task"], []).append(self.question(q))
-        return {t: tuple(qs) for t, qs in by_task.items()}
+        for question_id, fields in self.questions.items():
+            by_task.setdefault(fields["task"], []).append(self.question(question_id))
+        return {task: tuple(questions) for task, questions in by_task.items()}
 
     def to_json(self) -> dict:
+        """The design as ``test.json`` stores it."""
         return asdict(self)
 
     @classmethod
-    def from_json(cls, d: dict) -> "TestConfig":
-        if d.get("format") != FORMAT:
-            raise DesignError(f"test format {d.get('format')!r} is not {FORMAT}; rebuild the test")
-        d = dict(d)
-        for k in ("tasks", "systems", "catch_tokens", "headphone_tokens", "headphone_answers"):
-            d[k] = tuple(d[k])
-        return cls(**d)
+    def from_json(cls, data: dict) -> "TestConfig":
+        """Read a design from ``test.json``'s contents.
+
+        Args:
+            data: The parsed JSON.
+
+        Returns:
+            The design.
+
+        Raises:
+            DesignError: The design's format is not this version's.
+            TypeError: A field is missing or unknown.
+        """
+        if data.get("format") != FORMAT:
+            raise DesignError(f"test format {data.get('format')!r} is not {FORMAT}; "
+                              "rebuild the test")
+        data = dict(data)
+        for name in ("tasks", "systems", "catch_tokens", "headphone_tokens",
+                     "headphone_answers"):
+            data[name] = tuple(data[name])
+        return cls(**data)
 
 
 def load_test(folder: str | Path) -> TestConfig:
+    """Load a built test's design.
+
+    Args:
+        folder: The test folder.
+
+    Returns:
+        Its design, from ``test.json``.
+
+    Raises:
+        DesignError: The folder holds no test, or its design cannot be read.
+    """
     path = Path(folder) / CONFIG_FILE
     if not path.exists():
         raise DesignError(f"{path}: no listening test here (build one with "
@@ -147,18 +186,28 @@ def load_test(folder: str | Path) -> TestConfig:
 
 # ----------------------------------------------------------------------------- building
 def _tone(freq: float, seconds: float, rate: int, ramp: float = 0.1) -> np.ndarray:
+    """A sine tone of ``freq`` Hz lasting ``seconds``, with ``ramp``-second sine-squared
+    onset and offset (no click)."""
     t = np.arange(int(seconds * rate)) / rate
     x = np.sin(2 * np.pi * freq * t)
-    n = int(ramp * rate)
-    env = np.ones_like(x)
-    env[:n] = np.sin(np.linspace(0, np.pi / 2, n)) ** 2
-    env[-n:] = env[:n][::-1]
-    return x * env
+    ramp_samples = int(ramp * rate)
+    envelope = np.ones_like(x)
+    envelope[:ramp_samples] = np.sin(np.linspace(0, np.pi / 2, ramp_samples)) ** 2
+    envelope[-ramp_samples:] = envelope[:ramp_samples][::-1]
+    return x * envelope
 
 
 def headphone_trial(quiet_at: int, antiphase_at: int, rate: int = HEADPHONE_RATE) -> np.ndarray:
-    """One anti-phase trial as stereo samples: three 1 s 200 Hz tones, 0.5 s apart; the tone at
-    ``quiet_at`` is 6 dB down, the one at ``antiphase_at`` has its right channel inverted."""
+    """Make one anti-phase headphone trial: three 1 s 200 Hz tones, 0.5 s apart.
+
+    Args:
+        quiet_at: The tone (0-2) 6 dB down.
+        antiphase_at: The tone (0-2) whose right channel is inverted.
+        rate: The sample rate.
+
+    Returns:
+        Stereo float32 samples, shape (samples, 2).
+    """
     tone = _tone(200.0, 1.0, rate) * 0.3
     gap = np.zeros((int(0.5 * rate), 2))
     parts = []
@@ -170,6 +219,7 @@ def headphone_trial(quiet_at: int, antiphase_at: int, rate: int = HEADPHONE_RATE
 
 
 def _write(audio_dir: Path, data: np.ndarray, rate: int) -> str:
+    """Write ``data`` as a 16-bit WAV named by a new random token; return the token."""
     token = secrets.token_hex(12)  # hex: no word can turn up in a name by chance
     sf.write(str(audio_dir / f"{token}.wav"), data, rate, subtype="PCM_16", format="WAV")
     return token
@@ -180,13 +230,21 @@ BLIND_RATE = 44100
 
 
 def speech_level_db(x: np.ndarray, rate: int) -> float:
-    """RMS level (dBFS) of the 20 ms frames within 35 dB of the loudest: the speech, not the
-    silence around it (so edge silence does not lower a sample's level)."""
+    """Measure a sample's speech level: the RMS level of its 20 ms frames within 35 dB of the
+    loudest, so the silence around the speech does not lower it.
+
+    Args:
+        x: Mono samples.
+        rate: The sample rate.
+
+    Returns:
+        The level in dBFS (-inf for a sample shorter than one frame).
+    """
     hop = max(1, int(0.02 * rate))
-    n = len(x) // hop
-    if n == 0:
+    frames = len(x) // hop
+    if frames == 0:
         return float("-inf")
-    energy = np.mean(x[: n * hop].reshape(n, hop).astype(np.float64) ** 2, axis=1)
+    energy = np.mean(x[: frames * hop].reshape(frames, hop).astype(np.float64) ** 2, axis=1)
     db = 10 * np.log10(energy + 1e-12)
     active = energy[db > db.max() - 35.0]
     return float(10 * np.log10(np.mean(active) + 1e-12))
@@ -208,7 +266,20 @@ def _blinded(path: Path, target_db: float | None) -> np.ndarray:
 
 def _source_files(corpus: Corpus, systems: dict[str, str | Path | None],
                   stimuli: list[str]) -> dict[str, dict[str, Path]]:
-    """system -> stimulus_id -> the file to serve; missing or unusable samples stop the build."""
+    """Find the file to serve for each system and stimulus.
+
+    Args:
+        corpus: The ADEPT corpus.
+        systems: Each system's source: a samples folder, an lm-eval run, or None for the
+            corpus's natural recordings.
+        stimuli: The stimulus ids the test plays.
+
+    Returns:
+        system -> stimulus id -> file.
+
+    Raises:
+        DesignError: A source is not a folder or run, or has missing or unusable samples.
+    """
     from adept_eval.corpora.manifest import check_folder
 
     out: dict[str, dict[str, Path]] = {}
@@ -233,8 +304,15 @@ def _source_files(corpus: Corpus, systems: dict[str, str | Path | None],
 
 
 def is_lm_eval_run(source: Path) -> bool:
-    """Whether a system's source is an lm-eval run (its ``results_*.json``, or an
-    ``--output_path`` folder holding runs) rather than a samples folder in ADEPT's layout."""
+    """Tell an lm-eval run from a samples folder in ADEPT's layout.
+
+    Args:
+        source: A system's source.
+
+    Returns:
+        Whether it is an lm-eval run: its ``results_*.json``, or an ``--output_path`` folder
+        holding runs.
+    """
     source = Path(source)
     if source.is_file():
         return source.name.startswith("results") and source.suffix == ".json"
@@ -243,16 +321,27 @@ def is_lm_eval_run(source: Path) -> bool:
 
 
 def lm_eval_run(source: Path, name: str | None = None) -> tuple["Run", str]:
-    """The run a system's source names, and how it was chosen, to print.
+    """Find the run a system's source names.
 
     A ``results_*.json`` is that run. An ``--output_path`` folder may hold runs of several
-    systems (lm-eval writes each model's runs beside the others'): building took the newest of
-    them all without a word, so participants could hear another system than the one meant.
-    One source is one system of the test, as a samples folder is, so a folder holding runs of
-    several systems is refused, naming them and the source that names each; turning them into
-    several systems on its own would change the test's design (each task rotates over every
-    system, so each system gets fewer participants) behind the user's back. Among runs of one
-    system the newest is taken, and the note says which and among how many."""
+    systems (lm-eval writes each model's runs beside the others'); taking the newest of them
+    all could make participants hear another system than the one meant. One source is one
+    system of the test, as a samples folder is, so a folder holding runs of several systems is
+    refused, naming them and the source that names each; turning them into several systems on
+    its own would change the test's design (each task rotates over every system, so each
+    system gets fewer participants) behind the user's back. Among runs of one system the
+    newest is taken, and the note says which and among how many.
+
+    Args:
+        source: A results file or a folder holding runs.
+        name: The system's name in the test, for messages.
+
+    Returns:
+        (the run, a note saying how it was chosen, to print).
+
+    Raises:
+        DesignError: The source cannot be read, or holds runs of several systems.
+    """
     from adept_eval.results.runs import PublishError, find_runs, load_run
 
     source = Path(source)
@@ -275,7 +364,7 @@ def lm_eval_run(source: Path, name: str | None = None) -> tuple["Run", str]:
                           f"({', '.join(sorted(by_system))}); a system of the test is one "
                           f"system's run: name each to hear, e.g. {named}")
     ((system, own),) = by_system.items()
-    chosen = max(own, key=lambda r: r.when)
+    chosen = max(own, key=lambda run: run.when)
     note = str(chosen.results_path)
     if len(own) > 1:
         note += (f" (the newest of {len(own)} runs of {system} in {source}; name another "
@@ -284,7 +373,14 @@ def lm_eval_run(source: Path, name: str | None = None) -> tuple["Run", str]:
 
 
 def system_name(system: str) -> str:
-    """A run's own system name as a test's system name (no path separators or new lines)."""
+    """Turn a run's own system name into a test's system name.
+
+    Args:
+        system: The run's system name.
+
+    Returns:
+        The name with path separators and new lines replaced by "__" ("system" if empty).
+    """
     import re
 
     return re.sub(r"[/\\\n]+", "__", system).strip() or "system"
@@ -297,16 +393,29 @@ def _where(system: str, by_system: dict[str, list]) -> Path:
     import os
 
     own = by_system[system]
-    folder = Path(os.path.commonpath([r.results_path.parent for r in own]))
-    others = [r for s, runs in by_system.items() if s != system for r in runs]
-    if not any(folder in r.results_path.parents for r in others):
+    folder = Path(os.path.commonpath([run.results_path.parent for run in own]))
+    others = [run for name, runs in by_system.items() if name != system for run in runs]
+    if not any(folder in run.results_path.parents for run in others):
         return folder
-    return max(own, key=lambda r: r.when).results_path
+    return max(own, key=lambda run: run.when).results_path
 
 
 def _run_files(corpus: Corpus, name: str, run: "Run", stimuli: list[str]) -> dict[str, Path]:
-    """The audio an lm-eval run of any system logged (``--output_path`` with ``--log_samples``),
-    checked like a samples folder."""
+    """Find the audio an lm-eval run logged (``--output_path`` with ``--log_samples``), checked
+    like a samples folder.
+
+    Args:
+        corpus: The ADEPT corpus (for each stimulus's reference duration).
+        name: The system's name in the test, for messages.
+        run: The run.
+        stimuli: The stimulus ids the test plays.
+
+    Returns:
+        stimulus id -> logged file.
+
+    Raises:
+        DesignError: The run's audio cannot be listed, or a sample is missing or unusable.
+    """
     from adept_eval.signal.audio import check_audio
     from adept_eval.results.runs import PublishError, audio_files
 
@@ -332,14 +441,21 @@ def _run_files(corpus: Corpus, name: str, run: "Run", stimuli: list[str]) -> dic
 
 
 def check_new_folder(out: str | Path) -> None:
-    """Refuse to build a test in ``out`` when it holds a test or a responses database already."""
+    """Refuse to build a test in a folder that holds a test or a responses database already.
+
+    Args:
+        out: The folder to build in.
+
+    Raises:
+        DesignError: It holds a test (whose design must never change), or another test's
+            responses (a new design over them would make every later report, status and
+            export fail on their question ids).
+    """
     out = Path(out)
     if (out / CONFIG_FILE).exists():
         raise DesignError(f"{out} already holds a listening test; choose another folder "
                           "(a test's design never changes once participants may have seen it)")
     if (out / DB_FILE).exists():
-        # another test's responses: a new design over them made every later report, status
-        # and export fail on their question ids
         raise DesignError(f"{out / DB_FILE}: {out} already holds a responses database (another "
                           "test's answers); build the test in another folder, or move the "
                           "database away first")
@@ -350,94 +466,234 @@ def build_test(corpus: Corpus, out: str | Path, systems: dict[str, str | Path | 
                seed: int | None = None, catch_per_task: int = 1, min_catch_correct: float = 1.0,
                completion_code: str | None = None, screenout_code: str | None = None,
                completion_url: str = "", match_loudness: float | None = None) -> TestConfig:
-    """Write a test folder for ``systems`` (name -> samples folder, or None for ADEPT's natural
-    recordings) over ``tasks`` (default: all 12) and return its design. ``match_loudness``
-    (dBFS, e.g. -23) brings every stimulus to that speech level."""
+    """Write a test folder: ``test.json`` and the blinded ``audio/``.
+
+    Args:
+        corpus: The ADEPT corpus.
+        out: The folder to build in (new, or without a test or responses).
+        systems: Each system's name and source: a samples folder, an lm-eval run, or None for
+            ADEPT's natural recordings.
+        tasks: The tasks (default: all 12).
+        title: The test's title, shown to participants.
+        seed: The seed of the catch trials, the headphone check and every plan (default:
+            random).
+        catch_per_task: Attention checks per task.
+        min_catch_correct: The share of attention checks a participant must get right.
+        completion_code: The code shown on completion (default: random).
+        screenout_code: The code shown when screened out (default: random).
+        completion_url: A URL the finished participant is sent to (``{code}`` is replaced).
+        match_loudness: A speech level (dBFS, e.g. -23) every stimulus is brought to (None:
+            as each system produced it).
+
+    Returns:
+        The test's design.
+
+    Raises:
+        DesignError: An option that cannot work, a folder already used, or a system's missing
+            or unusable samples.
+    """
     tasks = list(tasks or spec.TASKS)
-    for t in tasks:
-        try:
-            spec.task(t)
-        except KeyError as exc:
-            raise DesignError(exc.args[0]) from None
-    if not systems:
-        raise DesignError("a listening test needs at least one system")
-    for name in systems:
-        if not name or any(c in name for c in "/\\\n"):
-            raise DesignError(f"system name {name!r}: use letters, digits, '-', '_' or '.'")
-    if catch_per_task < 0:
-        raise DesignError("catch_per_task must be 0 or more")
-    if not 0 <= min_catch_correct <= 1:  # a share: above 1 no participant could be included
-        raise DesignError(f"min_catch_correct={min_catch_correct}: a share of the attention "
-                          "checks, from 0 to 1")
-    if match_loudness is not None and not (math.isfinite(match_loudness)
-                                           and MIN_LOUDNESS <= match_loudness < 0):
-        # NaN made every stimulus full-scale noise; 0 dBFS or above cannot be reached without
-        # clipping, so each stimulus would be lowered on its own and not matched at all; -200
-        # built a silent test without a word
-        raise DesignError(f"match_loudness={match_loudness}: a speech level in dBFS below 0 "
-                          f"(full scale) and at least {MIN_LOUDNESS:g}, e.g. -23")
+    _check_build_options(tasks, systems, catch_per_task, min_catch_correct, match_loudness)
     out = Path(out)
     check_new_folder(out)
-    # an lm-eval run folder as the run it holds, so the test records the very run heard
-    systems = {n: lm_eval_run(Path(f), n)[0].results_path
-               if f is not None and is_lm_eval_run(Path(f)) else f for n, f in systems.items()}
-    questions = [q for t in tasks for q in build_questions(corpus, t)]
-    stimuli = sorted({s for q in questions for s in q.stimuli})
+    systems = _runs_resolved(systems)
+    questions = [question for task in tasks for question in build_questions(corpus, task)]
+    stimuli = sorted({stimulus for question in questions for stimulus in question.stimuli})
     sources = _source_files(corpus, systems, stimuli)
 
     audio_dir = out / AUDIO_DIR
     audio_dir.mkdir(parents=True, exist_ok=True)
-    files, samples, durations = {}, {}, {}
-    for name, by_stim in sources.items():
-        samples[name] = {}
-        for sid, path in by_stim.items():
-            x = _blinded(path, match_loudness)
-            token = _write(audio_dir, x, BLIND_RATE)
-            files[token] = f"{token}.wav"
-            samples[name][sid] = token
-            durations.setdefault(sid, len(x))
+    files: dict[str, str] = {}
+    samples, lengths = _write_stimuli(audio_dir, sources, match_loudness, files)
     rng = random.Random(seed)
-    catch_tokens = []
-    for t in tasks:  # in the order plan_for reads them: task by task, catch_per_task each
-        lengths = sorted({durations[s] for q in questions if q.task == t for s in q.stimuli})
-        for _ in range(catch_per_task):
-            n = rng.choice(lengths)
-            beep = _tone(1000.0, (n + 0.5) / BLIND_RATE, BLIND_RATE, ramp=0.02) * 0.2
-            token = _write(audio_dir, beep[:n], BLIND_RATE)
-            files[token] = f"{token}.wav"
-            catch_tokens.append(token)
-    hp_tokens, hp_answers = [], []
-    for _ in range(HEADPHONE_TRIALS):
-        quiet, anti = rng.sample(range(3), 2)
-        token = _write(audio_dir, headphone_trial(quiet, anti), HEADPHONE_RATE)
-        files[token] = f"{token}.wav"
-        hp_tokens.append(token)
-        hp_answers.append(quiet)
-    calib = np.stack([_tone(200.0, 2.0, HEADPHONE_RATE) * 0.3] * 2, axis=1).astype(np.float32)
-    calibration = _write(audio_dir, calib, HEADPHONE_RATE)
+    catch_tokens = _write_beeps(audio_dir, tasks, questions, lengths, catch_per_task, rng,
+                                files)
+    headphone_tokens, headphone_answers = _write_headphone_check(audio_dir, rng, files)
+    calibration_tone = np.stack([_tone(200.0, 2.0, HEADPHONE_RATE) * 0.3] * 2,
+                                axis=1).astype(np.float32)
+    calibration = _write(audio_dir, calibration_tone, HEADPHONE_RATE)
     files[calibration] = f"{calibration}.wav"
 
     config = TestConfig(
         title=title, seed=seed if seed is not None else secrets.randbits(48),
         tasks=tuple(tasks), systems=tuple(systems),
-        questions={q.question_id: asdict(q) for q in questions}, samples=samples, files=files,
+        questions={question.question_id: asdict(question) for question in questions},
+        samples=samples, files=files,
         catch_per_task=catch_per_task, catch_tokens=tuple(catch_tokens),
-        headphone_tokens=tuple(hp_tokens), headphone_answers=tuple(hp_answers),
+        headphone_tokens=tuple(headphone_tokens), headphone_answers=tuple(headphone_answers),
         calibration_token=calibration,
         completion_code=completion_code or secrets.token_hex(4).upper(),
         screenout_code=screenout_code or secrets.token_hex(4).upper(),
         completion_url=completion_url, min_catch_correct=min_catch_correct,
         corpus_sha256=corpus.fingerprint, adept_eval_version=__version__,
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        sources={n: ("ADEPT natural recordings" if f is None else str(Path(f).resolve()))
-                 for n, f in systems.items()},
-        loudness=("as each system produced it" if match_loudness is None else
-                  f"every stimulus matched to {match_loudness:g} dBFS speech level (RMS of the "
-                  "frames within 35 dB of the loudest)"))
+        sources={name: ("ADEPT natural recordings" if source is None
+                        else str(Path(source).resolve()))
+                 for name, source in systems.items()},
+        loudness=_loudness_note(match_loudness))
     tmp = out / (CONFIG_FILE + ".tmp")
     tmp.write_text(json.dumps(config.to_json(), indent=1, ensure_ascii=False), encoding="utf-8")
     tmp.replace(out / CONFIG_FILE)
     return config
+
+
+def _runs_resolved(systems: dict[str, str | Path | None]) -> dict[str, str | Path | None]:
+    """Each system's source, with an lm-eval run folder replaced by the results file of the
+    run it holds, so the test records the very run heard.
+
+    Args:
+        systems: Each system's name and source.
+
+    Returns:
+        The same mapping, run folders resolved.
+
+    Raises:
+        DesignError: A run folder cannot be read, or holds runs of several systems.
+    """
+    return {name: lm_eval_run(Path(source), name)[0].results_path
+            if source is not None and is_lm_eval_run(Path(source)) else source
+            for name, source in systems.items()}
+
+
+def _loudness_note(match_loudness: float | None) -> str:
+    """How the stimuli's levels were set, as the design records it."""
+    if match_loudness is None:
+        return "as each system produced it"
+    return (f"every stimulus matched to {match_loudness:g} dBFS speech level (RMS of the "
+            "frames within 35 dB of the loudest)")
+
+
+def _check_build_options(tasks: list[str], systems: dict, catch_per_task: int,
+                         min_catch_correct: float, match_loudness: float | None) -> None:
+    """Refuse build options that cannot work, before anything is written.
+
+    Args:
+        tasks: The tasks.
+        systems: Each system's name and source.
+        catch_per_task: Attention checks per task.
+        min_catch_correct: The share of attention checks a participant must get right.
+        match_loudness: The speech level to match, or None.
+
+    Raises:
+        DesignError: An unknown task, no system, a system name that is not a plain name, a
+            negative number of checks, a share outside 0-1, or a level that cannot be reached
+            (``_check_loudness``).
+    """
+    for task in tasks:
+        try:
+            spec.task(task)
+        except KeyError as exc:
+            raise DesignError(exc.args[0]) from None
+    if not systems:
+        raise DesignError("a listening test needs at least one system")
+    for name in systems:
+        if not name or any(character in name for character in "/\\\n"):
+            raise DesignError(f"system name {name!r}: use letters, digits, '-', '_' or '.'")
+    if catch_per_task < 0:
+        raise DesignError("catch_per_task must be 0 or more")
+    if not 0 <= min_catch_correct <= 1:  # a share: above 1 no participant could be included
+        raise DesignError(f"min_catch_correct={min_catch_correct}: a share of the attention "
+                          "checks, from 0 to 1")
+    _check_loudness(match_loudness)
+
+
+def _check_loudness(match_loudness: float | None) -> None:
+    """Refuse a speech level to match that cannot be reached.
+
+    Args:
+        match_loudness: The level in dBFS, or None (no matching).
+
+    Raises:
+        DesignError: The level is not a number from ``MIN_LOUDNESS`` up to (not including) 0.
+    """
+    if match_loudness is not None and not (math.isfinite(match_loudness)
+                                           and MIN_LOUDNESS <= match_loudness < 0):
+        # NaN would make every stimulus full-scale noise; 0 dBFS or above cannot be reached
+        # without clipping, so each stimulus would be lowered on its own and not matched at
+        # all; a level far below MIN_LOUDNESS would build a silent test
+        raise DesignError(f"match_loudness={match_loudness}: a speech level in dBFS below 0 "
+                          f"(full scale) and at least {MIN_LOUDNESS:g}, e.g. -23")
+
+
+def _write_stimuli(audio_dir: Path, sources: dict[str, dict[str, Path]],
+                   match_loudness: float | None,
+                   files: dict[str, str]) -> tuple[dict[str, dict[str, str]], dict[str, int]]:
+    """Write every system's stimuli, blinded, under random tokens.
+
+    Args:
+        audio_dir: The test's audio folder.
+        sources: system -> stimulus id -> the system's file.
+        match_loudness: The speech level to bring each stimulus to, or None.
+        files: token -> file name, extended with each file written.
+
+    Returns:
+        (system -> stimulus id -> token, stimulus id -> its length in samples as first
+        written).
+    """
+    samples: dict[str, dict[str, str]] = {}
+    lengths: dict[str, int] = {}
+    for name, by_stimulus in sources.items():
+        samples[name] = {}
+        for stimulus, path in by_stimulus.items():
+            blinded = _blinded(path, match_loudness)
+            token = _write(audio_dir, blinded, BLIND_RATE)
+            files[token] = f"{token}.wav"
+            samples[name][stimulus] = token
+            lengths.setdefault(stimulus, len(blinded))
+    return samples, lengths
+
+
+def _write_beeps(audio_dir: Path, tasks: list[str], questions: list[Question],
+                 lengths: dict[str, int], catch_per_task: int, rng: random.Random,
+                 files: dict[str, str]) -> list[str]:
+    """Write the catch trials' beeps, each as long as a stimulus of its task drawn at random
+    (so a file's size does not give a catch trial away).
+
+    Args:
+        audio_dir: The test's audio folder.
+        tasks: The tasks, in the order ``plan_for`` reads the beeps.
+        questions: Every question of the test.
+        lengths: Each stimulus's length in samples.
+        catch_per_task: Beeps per task.
+        rng: The test's random generator.
+        files: token -> file name, extended with each file written.
+
+    Returns:
+        The beeps' tokens, task by task, ``catch_per_task`` each.
+    """
+    tokens = []
+    for task in tasks:
+        task_lengths = sorted({lengths[stimulus] for question in questions
+                               if question.task == task for stimulus in question.stimuli})
+        for _ in range(catch_per_task):
+            length = rng.choice(task_lengths)
+            beep = _tone(1000.0, (length + 0.5) / BLIND_RATE, BLIND_RATE, ramp=0.02) * 0.2
+            token = _write(audio_dir, beep[:length], BLIND_RATE)
+            files[token] = f"{token}.wav"
+            tokens.append(token)
+    return tokens
+
+
+def _write_headphone_check(audio_dir: Path, rng: random.Random,
+                           files: dict[str, str]) -> tuple[list[str], list[int]]:
+    """Write the headphone check's ``HEADPHONE_TRIALS`` anti-phase trials.
+
+    Args:
+        audio_dir: The test's audio folder.
+        rng: The test's random generator.
+        files: token -> file name, extended with each file written.
+
+    Returns:
+        (each trial's token, each trial's answer: the quiet tone's index).
+    """
+    tokens, answers = [], []
+    for _ in range(HEADPHONE_TRIALS):
+        quiet, antiphase = rng.sample(range(3), 2)
+        token = _write(audio_dir, headphone_trial(quiet, antiphase), HEADPHONE_RATE)
+        files[token] = f"{token}.wav"
+        tokens.append(token)
+        answers.append(quiet)
+    return tokens, answers
 
 
 # ----------------------------------------------------------------------------- plans
@@ -458,12 +714,20 @@ class Item:
     question_id: str = ""
 
     def canonical(self, position: int) -> int:
+        """Map a presented position to its choice.
+
+        Args:
+            position: The position the choice was presented at.
+
+        Returns:
+            Its canonical choice index (``questions.py``'s order).
+        """
         return self.order[position]
 
     def to_json(self) -> dict:
         """The item as stored in the participant's plan (what ``item_from`` reads back); by hand,
-        as ``dataclasses.asdict`` deep-copies every field and made drawing a 12-task plan cost
-        ~25 ms of CPU per arriving participant."""
+        as ``dataclasses.asdict`` deep-copies every field, which would make drawing a 12-task
+        plan cost ~25 ms of CPU per arriving participant."""
         return {"key": self.key, "kind": self.kind, "task": self.task, "system": self.system,
                 "wording": self.wording, "design": self.design, "audio": list(self.audio),
                 "choices": list(self.choices), "order": list(self.order), "answer": self.answer,
@@ -476,69 +740,105 @@ class Item:
 
 
 def participant_seed(config: TestConfig, participant: str) -> int:
-    h = hashlib.sha256(f"{config.seed}|{participant}".encode()).digest()
-    return int.from_bytes(h[:8], "big")
+    """The seed of a participant's plan: from the test's seed and the participant id.
+
+    Args:
+        config: The test's design.
+        participant: The participant id.
+
+    Returns:
+        A 64-bit seed.
+    """
+    digest = hashlib.sha256(f"{config.seed}|{participant}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
 
 
 def plan_for(config: TestConfig, participant: str, index: int) -> dict:
-    """The participant's items (JSON-able), drawn once from their own seeded generator.
+    """Draw a participant's plan, once, from their own seeded generator.
 
-    ``index`` is the participant's arrival number (0, 1, ...): task j of the test (in the
-    design's order) is heard in system ``(index + j) mod n_systems``, so over any n_systems
-    consecutive participants every task is heard equally often in every system.
+    Task j of the test (in the design's order) is heard in system ``(index + j) mod
+    n_systems``, so over any n_systems consecutive participants every task is heard equally
+    often in every system.
+
+    Args:
+        config: The test's design.
+        participant: The participant id.
+        index: The participant's arrival number (0, 1, ...).
+
+    Returns:
+        The plan, JSON-able: its seed, the arrival number, each task's system, the task order
+        and the items.
     """
     seed = participant_seed(config, participant)
     rng = random.Random(seed)
-    n_sys = len(config.systems)
-    system_of = {t: config.systems[(index + j) % n_sys] for j, t in enumerate(config.tasks)}
+    n_systems = len(config.systems)
+    system_of = {task: config.systems[(index + position) % n_systems]
+                 for position, task in enumerate(config.tasks)}
     task_order = list(config.tasks)
     rng.shuffle(task_order)
     items: list[Item] = []
-    for t in task_order:
-        system = system_of[t]
-        qs = config.task_questions(t)
-        rng.shuffle(qs)
-        task_items = [_question_item(q, system, config, rng) for q in qs]
-        slot = config.tasks.index(t) * config.catch_per_task
-        for k in range(config.catch_per_task):
-            catch = _catch_item(t, k, system, qs, config.catch_tokens[slot + k], config, rng)
+    for task in task_order:
+        system = system_of[task]
+        questions = config.task_questions(task)
+        rng.shuffle(questions)
+        task_items = [_question_item(question, system, config, rng) for question in questions]
+        slot = config.tasks.index(task) * config.catch_per_task
+        for number in range(config.catch_per_task):
+            catch = _catch_item(task, number, system, questions,
+                                config.catch_tokens[slot + number], config, rng)
             task_items.insert(rng.randint(1, len(task_items)), catch)
         items += task_items
     return {"seed": seed, "index": index, "systems": system_of, "task_order": task_order,
-            "items": [i.to_json() for i in items]}
+            "items": [item.to_json() for item in items]}
 
 
-def item_from(d: dict) -> Item:
-    return Item(**{**d, "audio": tuple(d["audio"]), "choices": tuple(d["choices"]),
-                   "order": tuple(d["order"])})
+def item_from(data: dict) -> Item:
+    """Read back an item stored in a plan.
+
+    Args:
+        data: The item as ``Item.to_json`` stored it.
+
+    Returns:
+        The item.
+    """
+    return Item(**{**data, "audio": tuple(data["audio"]), "choices": tuple(data["choices"]),
+                   "order": tuple(data["order"])})
 
 
-def _question_item(q: Question, system: str, config: TestConfig, rng: random.Random) -> Item:
-    tokens = [config.samples[system][s] for s in q.stimuli]
-    if q.design == "multi":
-        order = list(range(len(q.stimuli)))
+def _question_item(question: Question, system: str, config: TestConfig,
+                   rng: random.Random) -> Item:
+    """Present a question in ``system``: a multi-stimulus question's samples in a random
+    order, a single-stimulus question's choices in the corpus's order."""
+    tokens = [config.samples[system][stimulus] for stimulus in question.stimuli]
+    if question.design == "multi":
+        order = list(range(len(question.stimuli)))
         rng.shuffle(order)
-        return Item(q.question_id, "question", q.task, system, q.question, "multi",
-                    tuple(tokens[i] for i in order),
-                    tuple(f"Sample {LETTERS[p]}" for p in range(len(order))), tuple(order),
-                    q.answer, q.question_id)
+        return Item(question.question_id, "question", question.task, system, question.question,
+                    "multi", tuple(tokens[i] for i in order),
+                    tuple(f"Sample {LETTERS[position]}" for position in range(len(order))),
+                    tuple(order), question.answer, question.question_id)
     # single-stimulus: the options keep adept_prompts.json's order, as the tutorial shows them
-    return Item(q.question_id, "question", q.task, system, q.question, "single", tuple(tokens),
-                q.choices, tuple(range(q.n_choices)), q.answer, q.question_id)
+    return Item(question.question_id, "question", question.task, system, question.question,
+                "single", tuple(tokens), question.choices, tuple(range(question.n_choices)),
+                question.answer, question.question_id)
 
 
-def _catch_item(task: str, k: int, system: str, qs: list[Question], beep: str,
+def _catch_item(task: str, number: int, system: str, questions: list[Question], beep: str,
                 config: TestConfig, rng: random.Random) -> Item:
-    key = f"catch/{task}/{k}"
+    """Make a task's attention check ``number``: in a multi-stimulus task, a random question's
+    samples with one replaced by the beep (which sample is it?); in a single-stimulus task,
+    the beep alone (what is it?)."""
+    key = f"catch/{task}/{number}"
     if spec.task(task).cls.design == "multi":
-        q = rng.choice(qs)
-        tokens = [config.samples[system][s] for s in q.stimuli]
+        question = rng.choice(questions)
+        tokens = [config.samples[system][stimulus] for stimulus in question.stimuli]
         rng.shuffle(tokens)
-        at = rng.randrange(len(tokens))
-        tokens[at] = beep
-        n = len(tokens)
+        beep_at = rng.randrange(len(tokens))
+        tokens[beep_at] = beep
+        count = len(tokens)
         return Item(key, "catch", task, system, CATCH_MULTI_WORDING, "multi", tuple(tokens),
-                    tuple(f"Sample {LETTERS[p]}" for p in range(n)), tuple(range(n)), at)
+                    tuple(f"Sample {LETTERS[position]}" for position in range(count)),
+                    tuple(range(count)), beep_at)
     choices = list(CATCH_SINGLE_CHOICES)
     flip = rng.random() < 0.5
     if flip:

@@ -36,6 +36,8 @@ SIMPLE_RANGE = re.compile(r"^bytes=(\d+)-(\d*)$")
 
 @dataclass(frozen=True)
 class Cached:
+    """An audio file held in memory, with the headers of its whole-file response."""
+
     data: bytes
     headers: dict[str, str]  # the headers of a whole-file response
 
@@ -46,18 +48,36 @@ class AudioFiles:
 
     def __init__(self, files: dict[str, Path], types: dict[str, str], *,
                  budget: int = DEFAULT_BUDGET):
+        """Serve ``files``.
+
+        Args:
+            files: Each audio token's file.
+            types: Each file suffix's media type.
+            budget: The most bytes of audio kept in memory.
+        """
         self.files, self.types, self.budget = files, types, budget
         self._cache: OrderedDict[str, Cached] = OrderedDict()
         self._size = 0
 
     @property
     def cached_bytes(self) -> int:
+        """Bytes of audio held in memory."""
         return self._size
 
     def _media_type(self, path: Path) -> str:
+        """The media type of a file, by its suffix."""
         return self.types.get(path.suffix.lower(), "application/octet-stream")
 
     async def _get(self, token: str, path: Path) -> Cached | None:
+        """Read a file, from memory or else from disk (then kept within the budget).
+
+        Args:
+            token: The file's audio token.
+            path: The file.
+
+        Returns:
+            The file and its headers, or None when it cannot be read.
+        """
         hit = self._cache.get(token)
         if hit is not None:
             self._cache.move_to_end(token)
@@ -82,9 +102,19 @@ class AudioFiles:
         return entry
 
     async def response(self, request, token: str, served=None) -> Response:
-        """The file (or the range asked for); ``served(nbytes, size, start)`` is told which bytes
-        of it (``nbytes`` from offset ``start``) a GET sends (not a HEAD, not a 304; not what
-        the ``FileResponse`` fallback sends, which is not counted)."""
+        """Answer a request for an audio file: the whole file, or the range asked for.
+
+        Args:
+            request: The request (GET or HEAD).
+            token: The audio token.
+            served: ``served(nbytes, size, start)`` is told which bytes of the file
+                (``nbytes`` from offset ``start``) a GET sends; not a HEAD, not a 304, and not
+                what the ``FileResponse`` fallback sends, which is not counted.
+
+        Returns:
+            404 for a token not in ``files`` (or a file that cannot be read), 304 for a
+            matching ``If-None-Match``, 200 or 206 from memory, else ``FileResponse``'s answer.
+        """
         path = self.files.get(token)
         if path is None:
             return JSONResponse({"error": "no such audio"}, 404)
@@ -93,33 +123,65 @@ class AudioFiles:
             return JSONResponse({"error": "no such audio"}, 404)
         head = request.method == "HEAD"
         if request.headers.get("if-none-match") == entry.headers["etag"]:
-            return Response(status_code=304, headers={k: entry.headers[k] for k in
+            return Response(status_code=304, headers={name: entry.headers[name] for name in
                                                       ("etag", "cache-control")})
         wanted = request.headers.get("range")
         size = len(entry.data)
         if wanted is None:
-            if served is not None and not head:
-                served(size, size, 0)
-            return _Bytes(b"" if head else entry.data, 200, entry.headers)
-        m = SIMPLE_RANGE.match(wanted.strip())
-        if m is None or "if-range" in request.headers or int(m.group(1)) >= size or (
-                m.group(2) and int(m.group(2)) < int(m.group(1))):
+            return _whole_file(entry, head, served)
+        span = None if "if-range" in request.headers else _simple_range(wanted, size)
+        if span is None:
             # FileResponse would add the file's own date and an ETag of it: given ours instead
             return FileResponse(path, media_type=entry.headers["content-type"],
-                                headers={k: entry.headers[k] for k in
+                                headers={name: entry.headers[name] for name in
                                          ("cache-control", "etag", "last-modified")})
-        start = int(m.group(1))
-        end = min(int(m.group(2)) + 1, size) if m.group(2) else size
-        headers = {**entry.headers, "content-length": str(end - start),
-                   "content-range": f"bytes {start}-{end - 1}/{size}"}
-        if served is not None and not head:
-            served(end - start, size, start)
-        return _Bytes(b"" if head else entry.data[start:end], 206, headers)
+        return _byte_range(entry, span, head, served)
+
+
+def _whole_file(entry: Cached, head: bool, served) -> Response:
+    """Answer 200 with the whole file (no body for a HEAD), telling ``served`` of a GET."""
+    size = len(entry.data)
+    if served is not None and not head:
+        served(size, size, 0)
+    return _Bytes(b"" if head else entry.data, 200, entry.headers)
+
+
+def _byte_range(entry: Cached, span: tuple[int, int], head: bool, served) -> Response:
+    """Answer 206 with the bytes ``span`` (start, end) of the file (no body for a HEAD),
+    telling ``served`` of a GET."""
+    start, end = span
+    size = len(entry.data)
+    headers = {**entry.headers, "content-length": str(end - start),
+               "content-range": f"bytes {start}-{end - 1}/{size}"}
+    if served is not None and not head:
+        served(end - start, size, start)
+    return _Bytes(b"" if head else entry.data[start:end], 206, headers)
+
+
+def _simple_range(wanted: str, size: int) -> tuple[int, int] | None:
+    """Parse the one range form answered from memory: ``bytes=START-`` or ``bytes=START-END``.
+
+    Args:
+        wanted: The Range header.
+        size: The file's size in bytes.
+
+    Returns:
+        (start, end) with ``end`` one past the last byte sent (clipped to the file), or None
+        for any other form, a start past the end, or an end before the start.
+    """
+    match = SIMPLE_RANGE.match(wanted.strip())
+    if match is None:
+        return None
+    start, last = int(match.group(1)), match.group(2)
+    if start >= size or (last and int(last) < start):
+        return None
+    return start, min(int(last) + 1, size) if last else size
 
 
 def _read(path: Path):
-    with open(path, "rb") as f:
-        return f.read(), os.fstat(f.fileno())
+    """A file's bytes and its ``os.stat_result``, from one open file."""
+    with open(path, "rb") as handle:
+        return handle.read(), os.fstat(handle.fileno())
 
 
 class _Bytes(Response):
@@ -127,7 +189,15 @@ class _Bytes(Response):
     keeps the file's length)."""
 
     def __init__(self, body: bytes, status: int, headers: dict[str, str]):
+        """Hold the body, status and headers as given.
+
+        Args:
+            body: The body (empty for a HEAD).
+            status: The HTTP status.
+            headers: Every header, Content-Length included.
+        """
         self.status_code = status
         self.body = body
         self.background = None
-        self.raw_headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
+        self.raw_headers = [(name.encode("latin-1"), value.encode("latin-1"))
+                            for name, value in headers.items()]

@@ -12,13 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from adept_eval.errors import UserError
+from adept_eval.errors import MirrorError
 
 MIRROR_DIR = "mirror"
-
-
-class MirrorError(UserError, RuntimeError):
-    """The mirror's dataset cannot be used (public, or not reachable)."""
 
 
 def ensure_private(repo_id: str) -> None:
@@ -26,7 +22,14 @@ def ensure_private(repo_id: str) -> None:
 
     huggingface_hub's ``private=True`` applies only when it creates the repository: an existing
     public dataset would silently receive participant ids. So this asks the Hub first and
-    refuses a public one."""
+    refuses a public one.
+
+    Args:
+        repo_id: The Hub dataset to mirror to (``owner/name``).
+
+    Raises:
+        MirrorError: The dataset exists and is public.
+    """
     from huggingface_hub import HfApi
     from huggingface_hub.errors import RepositoryNotFoundError
 
@@ -43,8 +46,22 @@ def ensure_private(repo_id: str) -> None:
 
 
 def start_mirror(config, store, folder: str | Path, repo_id: str, *, every_minutes: float = 5.0):
-    """A running scheduler that pushes ``<folder>/mirror/`` to the private dataset ``repo_id``
-    every ``every_minutes`` (and on ``trigger()``); stop it with ``stop()``."""
+    """Start pushing snapshots of the responses to a private Hub dataset.
+
+    Args:
+        config: The test's design (``TestConfig``).
+        store: The test's responses ``Store``.
+        folder: The test folder; snapshots are written to its ``mirror/`` folder.
+        repo_id: The private Hub dataset to push to.
+        every_minutes: Minutes between pushes.
+
+    Returns:
+        A running ``CommitScheduler`` that pushes ``<folder>/mirror/`` every ``every_minutes``
+        (and on ``trigger()``); ``stop()`` stops it.
+
+    Raises:
+        MirrorError: The dataset exists and is public.
+    """
     from huggingface_hub import CommitScheduler
 
     from adept_eval.listening_test.export import export
@@ -52,7 +69,10 @@ def start_mirror(config, store, folder: str | Path, repo_id: str, *, every_minut
     ensure_private(repo_id)
 
     class _Snapshotting(CommitScheduler):
+        """A scheduler that writes a fresh snapshot, inside its lock, before each push."""
+
         def push_to_hub(self):
+            """Write the export files, then push the folder (see ``CommitScheduler``)."""
             with self.lock:
                 export(config, store, Path(self.folder_path) / "responses.csv", include_all=True)
             return super().push_to_hub()

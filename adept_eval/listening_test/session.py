@@ -19,6 +19,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 
 from adept_eval.corpora.questions import LETTERS
+from adept_eval.errors import Refused
 from adept_eval.listening_test.design import HEADPHONE_PASS, Item, TestConfig, item_from, plan_for
 from adept_eval.listening_test.store import ParticipantRow, ResponseRow, Store
 
@@ -29,34 +30,45 @@ DEFAULT_MAX_PARTICIPANTS = 1000
 
 
 def resume_code(token: str) -> str:
-    """The code a participant types to continue on another device: derived from the session's
-    secret token (an HMAC of it), so only the first browser, which holds the token, and the
-    server can know it. 16 base32 characters in groups of four."""
+    """Derive the code a participant types to continue on another device.
+
+    The code is an HMAC of the session's secret token, so only the first browser, which holds
+    the token, and the server can know it.
+
+    Args:
+        token: The session's secret token.
+
+    Returns:
+        16 base32 characters in groups of four, joined by '-'.
+    """
     digest = hmac.new(token.encode(), b"adept-eval resume code", hashlib.sha256).digest()
     code = base64.b32encode(digest[:10]).decode()
     return "-".join(code[i:i + 4] for i in range(0, 16, 4))
 
 
 def _same_code(given, expected: str) -> bool:
+    """Whether a typed resume code is ``expected``, ignoring case, dashes and spaces
+    (compared in constant time)."""
     cleaned = re.sub(r"[^A-Z2-7]", "", str(given or "").upper())
     return hmac.compare_digest(cleaned.encode(), expected.replace("-", "").encode())
 
 
-class Refused(ValueError):
-    """A submission that is not accepted; ``status`` is the HTTP status to answer with."""
-
-    def __init__(self, message: str, status: int = 400):
-        super().__init__(message)
-        self.status = status
-
-
 def clean_participant_id(value) -> str:
-    """The participant id as given by the platform (Prolific, MTurk...), or Refused: letters,
-    digits, '-' and '_' only, at most 64 characters."""
-    pid = str(value or "").strip()
-    if not PARTICIPANT_ID.match(pid):
+    """Check a participant id as given by the platform (Prolific, MTurk...).
+
+    Args:
+        value: The id sent by the page (any JSON value).
+
+    Returns:
+        The id, stripped: letters, digits, '-' and '_' only, at most 64 characters.
+
+    Raises:
+        Refused: The id has other characters, or none, or more than 64.
+    """
+    participant = str(value or "").strip()
+    if not PARTICIPANT_ID.match(participant):
         raise Refused("participant id must be 1-64 letters, digits, '-' or '_'")
-    return pid
+    return participant
 
 
 @dataclass
@@ -89,11 +101,12 @@ class Live:
 
     @property
     def participant(self) -> str:
+        """The participant id."""
         return self.row.participant
 
     def current(self) -> int:
         """Index of the first item not answered yet (items are answered in order)."""
-        return next(i for i, it in enumerate(self.items) if it.key not in self.answered)
+        return next(i for i, item in enumerate(self.items) if item.key not in self.answered)
 
 
 class Sessions:
@@ -111,6 +124,13 @@ class Sessions:
 
     def __init__(self, config: TestConfig, store: Store, *,
                  max_participants: int = DEFAULT_MAX_PARTICIPANTS):
+        """Serve ``config``'s participants from ``store``.
+
+        Args:
+            config: The test's design.
+            store: Its responses database.
+            max_participants: The most participants the test takes.
+        """
         self.config = config
         self.store = store
         self.max_participants = max_participants
@@ -127,6 +147,8 @@ class Sessions:
         return live
 
     def _load(self, participant: str) -> Live | None:
+        """The participant's session from memory, else from the store (then kept); None for
+        an unknown id."""
         live = self._live.get(participant)
         if live is not None:  # every request and audio fetch: only mark it recently used
             self._live.move_to_end(participant)
@@ -139,14 +161,23 @@ class Sessions:
                                    self.store.fetched(participant)))
 
     def resumed(self, participant, token=None, resume=None) -> Live | None:
-        """The session of a known participant id when ``token`` is its secret token or
-        ``resume`` its resume code, else None (an unknown or malformed id, a wrong or made-up
-        token or code): whether a request to start a session only continues one, and so never
-        creates a participant. Never raises."""
-        pid = str(participant or "").strip()
-        if not PARTICIPANT_ID.match(pid) or not (token or resume):
+        """Find the session a request to start one only continues (so never creates a
+        participant). Never raises.
+
+        Args:
+            participant: The participant id sent.
+            token: The session token sent, if any.
+            resume: The resume code sent, if any.
+
+        Returns:
+            The session of a known participant id when ``token`` is its secret token or
+            ``resume`` its resume code, else None (an unknown or malformed id, a wrong or
+            made-up token or code).
+        """
+        participant_id = str(participant or "").strip()
+        if not PARTICIPANT_ID.match(participant_id) or not (token or resume):
             return None
-        live = self._load(pid)
+        live = self._load(participant_id)
         if live is None:
             return None
         if token and hmac.compare_digest(live.row.token.encode(), str(token).encode()):
@@ -156,29 +187,56 @@ class Sessions:
         return None
 
     def start(self, participant, token=None, resume=None) -> tuple[Live, bool]:
-        """(the participant's session, whether it was created now). A new id gets a session
-        (plan drawn, arrival numbered) and its secret token; a known id gets its session back
-        only with that token (the browser that started it) or the resume code derived from it
-        (another device): an id alone never yields a session, since ids such as Prolific's
-        are not secrets. A token or code given with an unknown id is ignored: a new session is
-        created, as without them (so a caller that limits new sessions must not exempt a
-        request for carrying a token; ``resumed`` tells which requests only continue one)."""
-        pid = clean_participant_id(participant)
-        live = self.resumed(pid, token, resume)
+        """Start a participant's session, or continue theirs.
+
+        A new id gets a session (plan drawn, arrival numbered) and its secret token; a known id
+        gets its session back only with that token (the browser that started it) or the
+        resume code derived from it (another device): an id alone never yields a session,
+        since ids such as Prolific's are not secrets. A token or code given with an unknown id
+        is ignored: a new session is created, as without them (so a caller that limits new
+        sessions must not exempt a request for carrying a token; ``resumed`` tells which
+        requests only continue one).
+
+        Args:
+            participant: The participant id sent.
+            token: The session token sent, if any.
+            resume: The resume code sent, if any.
+
+        Returns:
+            (the participant's session, whether it was created now).
+
+        Raises:
+            Refused: A malformed id (400), a known id without its token or code (409), or a
+                full test (503).
+        """
+        participant_id = clean_participant_id(participant)
+        live = self.resumed(participant_id, token, resume)
         if live is not None:
             return live, False
-        if self._load(pid) is not None:
+        if self._load(participant_id) is not None:
             raise Refused("this participant id has already started the test in another "
                           "browser; to continue here, enter the resume code shown there", 409)
         if self._count >= self.max_participants:
             raise Refused("the test is full: it takes no more participants", 503)
         row = self.store.create_participant(
-            pid, lambda arrival: plan_for(self.config, pid, arrival))
+            participant_id, lambda arrival: plan_for(self.config, participant_id, arrival))
         self._count += 1
         return self._remember(Live(row, tuple(item_from(d) for d in row.plan["items"]),
                                    set())), True
 
     def authenticate(self, participant: str, token: str) -> Live:
+        """Find the session a request's participant id and session token name.
+
+        Args:
+            participant: The ``X-Participant`` header.
+            token: The ``X-Session-Token`` header.
+
+        Returns:
+            The participant's session.
+
+        Raises:
+            Refused: An unknown participant or a wrong token (403).
+        """
         live = self._load(str(participant or "")) if PARTICIPANT_ID.match(
             str(participant or "")) else None
         if live is None or not hmac.compare_digest(live.row.token.encode(),
@@ -188,6 +246,14 @@ class Sessions:
 
     # ---------------------------------------------------------------- state
     def stage(self, live: Live) -> str:
+        """Tell which stage a participant is at.
+
+        Args:
+            live: The participant's session.
+
+        Returns:
+            ``consent``, ``headphone``, ``question``, ``done`` or ``screened_out``.
+        """
         row = live.row
         if row.consented is None:
             return "consent"
@@ -200,7 +266,15 @@ class Sessions:
         return "done" if len(live.answered) >= len(live.items) else "question"
 
     def state(self, live: Live) -> dict:
-        """What the browser needs to show the participant's current page."""
+        """Describe the participant's current page for the browser.
+
+        Args:
+            live: The participant's session.
+
+        Returns:
+            The stage, title and progress, and what the stage shows: the headphone check's
+            audio, the current item (without its answer), or the completion code.
+        """
         stage = self.stage(live)
         out = {"stage": stage, "title": self.config.title,
                "progress": {"done": len(live.answered), "total": len(live.items)}}
@@ -231,17 +305,35 @@ class Sessions:
             live.answered = self.store.answered_items(live.participant)
 
     def consent(self, live: Live) -> None:
+        """Record the participant's consent (once).
+
+        Args:
+            live: The participant's session.
+        """
         if live.row.consented is None:
             live.row = replace(live.row, consented=self.store.set_consented(live.participant))
 
     def headphone(self, live: Live, answers) -> bool:
+        """Score and record the participant's headphone check.
+
+        Args:
+            live: The participant's session.
+            answers: The page's answers: one number 0-2 per trial.
+
+        Returns:
+            Whether the participant passed.
+
+        Raises:
+            Refused: The check is not the current stage or was answered already (409), or
+                the answers are malformed (400).
+        """
         if self.stage(live) != "headphone":
             raise Refused("the headphone check is not the current step", 409)
         key = self.config.headphone_answers
         if (not isinstance(answers, list) or len(answers) != len(key)
                 or not all(_number(a) and 0 <= a < 3 for a in answers)):
             raise Refused(f"headphone answers must be {len(key)} numbers 0-2")
-        passed = sum(a == k for a, k in zip(answers, key)) >= HEADPHONE_PASS
+        passed = sum(given == right for given, right in zip(answers, key)) >= HEADPHONE_PASS
         if not self.store.set_headphone(live.participant, answers, passed):
             self._reload(live)
             raise Refused("the headphone check was answered already", 409)
@@ -249,25 +341,24 @@ class Sessions:
         return passed
 
     def answer(self, live: Live, index, position, played, rt_ms=None) -> None:
-        if self.stage(live) != "question":
-            raise Refused("there is no question to answer now", 409)
-        items = live.items
-        if not _number(index) or not 0 <= index < len(items):
-            raise Refused("no such item in this participant's test", 404)
-        item = items[index]
-        if item.key in live.answered:
-            raise Refused("this item was answered already", 409)
-        if index != live.current():
-            raise Refused("items are answered in order; this is not the current one", 409)
+        """Check and store the participant's answer to their current item.
+
+        Args:
+            live: The participant's session.
+            index: The item's index in their plan, as sent.
+            position: The presented position of the choice made, as sent.
+            played: One ``true`` per sample, as sent: the page played each to its end.
+            rt_ms: The response time in milliseconds, as sent (kept when a plausible number).
+
+        Raises:
+            Refused: No question is current or it was answered already (409), the item is
+                not theirs (404) or not the current one (409), the choice is malformed, or a
+                sample was not played or never fetched (400).
+        """
+        item = self._current_item(live, index)
         if not _number(position) or not 0 <= position < len(item.choices):
             raise Refused(f"choice must be a number 0-{len(item.choices) - 1}")
-        if (not isinstance(played, list) or len(played) != len(item.audio)
-                or not all(p is True for p in played)):
-            raise Refused("every sample must be played to the end before answering")
-        unheard = [LETTERS[i] for i, t in enumerate(item.audio) if t not in live.fetched]
-        if unheard:  # the page says it played them; the server never sent them
-            raise Refused("every sample must be played to the end before answering (sample "
-                          f"{', '.join(unheard)} was never fetched)")
+        _check_heard(live, item, played)
         rt = int(rt_ms) if isinstance(rt_ms, (int, float)) and not isinstance(rt_ms, bool) \
             and 0 <= rt_ms < 1e9 else None
         if item.kind == "catch":
@@ -275,7 +366,7 @@ class Sessions:
         else:
             choice = item.canonical(position)
             correct = choice == item.answer
-        last = len(live.answered) + 1 >= len(items)
+        last = len(live.answered) + 1 >= len(live.items)
         response = ResponseRow(live.participant, item.key, item.kind, item.task, item.system,
                                item.question_id, position, choice, correct, item.order, rt,
                                time.time())
@@ -286,6 +377,30 @@ class Sessions:
         if last:
             live.row = replace(live.row, completed=response.answered)
 
+    def _current_item(self, live: Live, index) -> Item:
+        """The item at ``index`` when it is the participant's current, unanswered item.
+
+        Args:
+            live: The participant's session.
+            index: The item's index, as sent.
+
+        Returns:
+            The item.
+
+        Raises:
+            Refused: No question is current (409), no such item (404), or the item is
+                answered already or not the current one (409).
+        """
+        if self.stage(live) != "question":
+            raise Refused("there is no question to answer now", 409)
+        if not _number(index) or not 0 <= index < len(live.items):
+            raise Refused("no such item in this participant's test", 404)
+        item = live.items[index]
+        if item.key in live.answered:
+            raise Refused("this item was answered already", 409)
+        if index != live.current():
+            raise Refused("items are answered in order; this is not the current one", 409)
+        return item
 
     # ---------------------------------------------------------------- audio
     def served(self, participant: str, key: str, audio: str, nbytes: int, size: int,
@@ -297,7 +412,16 @@ class Sessions:
         ranges sent, not their sum: the same first bytes asked for again and again cover no
         more of the file. Anything that does not match a session, or a file that is not one of
         its items' (``Live.audio_tokens``), is ignored: the audio itself is not secret. So
-        memory is bounded per session: its own items' files, ``MAX_RANGES`` ranges each."""
+        memory is bounded per session: its own items' files, ``MAX_RANGES`` ranges each.
+
+        Args:
+            participant: The participant id the URL carried (``p=``).
+            key: The audio key the URL carried (``s=``).
+            audio: The audio token.
+            nbytes: Bytes sent.
+            size: The file's size in bytes.
+            start: The offset of the first byte sent.
+        """
         if not PARTICIPANT_ID.match(participant or "") or not key:
             return
         live = self._load(participant)
@@ -306,7 +430,7 @@ class Sessions:
         if audio in live.fetched or audio not in live.audio_tokens:
             return
         ranges = add_range(live.partial.get(audio, []), max(0, start), min(start + nbytes, size))
-        if sum(b - a for a, b in ranges) >= FETCHED_SHARE * size:
+        if sum(high - low for low, high in ranges) >= FETCHED_SHARE * size:
             self.store.add_fetched(participant, audio)
             live.fetched.add(audio)
             live.partial.pop(audio, None)
@@ -321,31 +445,50 @@ MAX_RANGES = 32
 
 
 def add_range(ranges: list, start: int, end: int, keep: int = MAX_RANGES) -> list:
-    """``ranges`` (sorted, disjoint, non-adjacent ``[start, end)`` pairs) with ``[start, end)``
-    added, overlapping and adjacent ranges merged into one. At most ``keep`` ranges are kept:
-    beyond that the shortest are forgotten, so memory stays bounded whatever a client asks for
-    (a client scattering tiny ranges loses them; what is counted is never more than was
-    sent)."""
+    """Add a byte range to a set of ranges, merging overlapping and adjacent ones.
+
+    At most ``keep`` ranges are kept: beyond that the shortest are forgotten, so memory stays
+    bounded whatever a client asks for (a client scattering tiny ranges loses them; what is
+    counted is never more than was sent).
+
+    Args:
+        ranges: Sorted, disjoint, non-adjacent ``[start, end)`` pairs.
+        start: The first byte of the range added.
+        end: One past its last byte.
+        keep: The most ranges kept.
+
+    Returns:
+        The new list of ranges (``ranges`` itself when the range added is empty).
+    """
     if end <= start:
         return ranges
-    out = []
-    for a, b in ranges:
-        if b < start or a > end:  # apart (touching ranges merge)
-            out.append((a, b))
+    merged = []
+    for low, high in ranges:
+        if high < start or low > end:  # apart (touching ranges merge)
+            merged.append((low, high))
         else:
-            start, end = min(start, a), max(end, b)
-    out.append((start, end))
-    out.sort()
-    if len(out) > keep:
-        longest = sorted(out, key=lambda r: r[1] - r[0], reverse=True)[:keep]
-        out = sorted(longest)
-    return out
+            start, end = min(start, low), max(end, high)
+    merged.append((start, end))
+    merged.sort()
+    if len(merged) > keep:
+        longest = sorted(merged, key=lambda pair: pair[1] - pair[0], reverse=True)[:keep]
+        merged = sorted(longest)
+    return merged
 
 
 def audio_url(token: str, live: Live | None = None) -> str:
-    """The URL of an audio file as this session's page gets it: the session's participant and
-    audio key make each session's URLs its own (a browser's cache never serves one session's
-    fetch to another) and let the server count what it sent."""
+    """Make the URL of an audio file as this session's page gets it.
+
+    The session's participant and audio key make each session's URLs its own (a browser's
+    cache never serves one session's fetch to another) and let the server count what it sent.
+
+    Args:
+        token: The audio token.
+        live: The session, or None for the bare URL.
+
+    Returns:
+        ``/audio/<token>``, with ``?p=<participant>&s=<audio key>`` for a session.
+    """
     if live is None:
         return f"/audio/{token}"
     return f"/audio/{token}?p={live.participant}&s={live.audio_key}"
@@ -354,3 +497,23 @@ def audio_url(token: str, live: Live | None = None) -> str:
 def _number(value) -> bool:
     """A JSON integer: ``true``/``false`` are not numbers (Python's bool is an int)."""
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_heard(live: Live, item: Item, played) -> None:
+    """Refuse an answer before every sample of ``item`` was played and sent in full.
+
+    Args:
+        live: The participant's session.
+        item: The item answered.
+        played: One ``true`` per sample, as the page sent it.
+
+    Raises:
+        Refused: The page did not report every sample played, or the server never sent one.
+    """
+    if (not isinstance(played, list) or len(played) != len(item.audio)
+            or not all(flag is True for flag in played)):
+        raise Refused("every sample must be played to the end before answering")
+    unheard = [LETTERS[i] for i, token in enumerate(item.audio) if token not in live.fetched]
+    if unheard:  # the page says it played them; the server never sent them
+        raise Refused("every sample must be played to the end before answering (sample "
+                      f"{', '.join(unheard)} was never fetched)")

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from adept_eval.errors import UserError
+from adept_eval.errors import DamagedStore, ForeignStore
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS participants (
@@ -69,6 +69,8 @@ DB_FILE = "responses.sqlite"
 
 @dataclass(frozen=True)
 class ParticipantRow:
+    """A participant as stored: their session token, plan and progress through the stages."""
+
     participant: str
     arrival: int
     token: str
@@ -82,6 +84,8 @@ class ParticipantRow:
 
 @dataclass(frozen=True)
 class ResponseRow:
+    """One stored answer to one item of a participant's plan."""
+
     participant: str
     item: str
     kind: str  # "question" | "catch"
@@ -94,14 +98,6 @@ class ResponseRow:
     presented: tuple[int, ...]
     rt_ms: int | None
     answered: float
-
-
-class DamagedStore(UserError, ValueError):
-    """The responses database cannot be read: one message naming the file."""
-
-
-class ForeignStore(UserError, ValueError):
-    """The file is an SQLite database, but not a responses database: one message naming it."""
 
 
 def _schema_columns() -> dict[str, tuple[str, ...]]:
@@ -117,14 +113,21 @@ def _schema_columns() -> dict[str, tuple[str, ...]]:
         db.close()
 
 
-#: the columns each of the store's tables must have (``fetched`` came later: an older
-#: responses database without it gets it)
+#: the columns each of the store's tables must have (a database without the ``fetched`` table
+#: gets it, as it is created when missing)
 COLUMNS = _schema_columns()
 
 
 def _schema_problem(db: sqlite3.Connection) -> str:
-    """What makes the database ``db`` not a responses database ("" when it is one, or empty):
-    a table of ours missing columns, or tables of others without ours."""
+    """Say what makes a database not a responses database.
+
+    Args:
+        db: An open connection to it.
+
+    Returns:
+        "" when it is one (or empty), else the problem: a table of ours missing columns, or
+        tables of others without ours.
+    """
     tables = {r[0] for r in db.execute(
         "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'")}
     if not tables:
@@ -153,6 +156,16 @@ class Store:
     """
 
     def __init__(self, path: str | Path, *, sync_every: float = 1.0):
+        """Open (or create) the responses database, checking it first.
+
+        Args:
+            path: The SQLite file.
+            sync_every: Seconds between background WAL syncs (0: none).
+
+        Raises:
+            DamagedStore: The file is damaged or not SQLite at all.
+            ForeignStore: The file is another program's SQLite database.
+        """
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.sync_every = sync_every
@@ -200,6 +213,8 @@ class Store:
         self._closed = False
 
     def _connect(self, pragmas: bool = True) -> sqlite3.Connection:
+        """Open a connection in autocommit mode, usable from any thread, with the store's
+        pragmas unless ``pragmas`` is False."""
         db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
         if pragmas:
             self._pragmas(db)
@@ -207,11 +222,13 @@ class Store:
 
     @staticmethod
     def _pragmas(db: sqlite3.Connection) -> None:
+        """Set WAL mode, ``synchronous=NORMAL`` and a 10 s busy timeout on ``db``."""
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute("PRAGMA busy_timeout=10000")
 
     def _read(self, sql: str, args=()) -> list:
+        """Run a query on this thread's own reader connection and return its rows."""
         db = getattr(self._local, "db", None)
         if db is None:
             db = self._local.db = self._connect()
@@ -243,6 +260,7 @@ class Store:
         return result
 
     def _start_syncer(self) -> None:
+        """Start the background syncing thread, once."""
         with self._readers_lock:
             if self._syncer is None:
                 self._syncer = threading.Thread(target=self._sync_loop, name="store-syncer",
@@ -266,6 +284,7 @@ class Store:
         self.syncs += 1
 
     def _sync_loop(self) -> None:
+        """Sync every ``sync_every`` seconds while anything was written, until closed."""
         while not self._stop.wait(self.sync_every):
             if self._written.is_set():
                 self._written.clear()
@@ -275,6 +294,8 @@ class Store:
                     self._written.set()
 
     def close(self) -> None:
+        """Write the buffered fetch records, stop the syncer and close every connection;
+        idempotent."""
         try:
             self.flush()
         except RuntimeError:  # closed already
@@ -294,15 +315,33 @@ class Store:
 
     # -------------------------------------------------------------- participants
     def participant(self, participant: str) -> ParticipantRow | None:
+        """Read one participant.
+
+        Args:
+            participant: The participant id.
+
+        Returns:
+            Their row, or None for an unknown id.
+        """
         rows = self._read("SELECT * FROM participants WHERE participant=?", (participant,))
         return _participant(rows[0]) if rows else None
 
     def create_participant(self, participant: str, make_plan) -> ParticipantRow:
-        """The participant's row, created with ``make_plan(arrival)`` on first arrival (the
-        arrival number is drawn inside the writing transaction, so it is unique and gapless
-        whatever arrives at once)."""
+        """Create a participant on first arrival (or read the one already created).
+
+        The arrival number is drawn inside the writing transaction, so it is unique and
+        gapless whatever arrives at once.
+
+        Args:
+            participant: The participant id.
+            make_plan: ``make_plan(arrival)`` -> the participant's plan (JSON-able).
+
+        Returns:
+            The participant's row.
+        """
 
         def op(db):
+            """Read the participant, or insert them with the next arrival number."""
             row = db.execute("SELECT * FROM participants WHERE participant=?",
                              (participant,)).fetchone()
             if row is not None:
@@ -318,9 +357,17 @@ class Store:
         return self._write(op)
 
     def set_consented(self, participant: str) -> float:
-        """The time consent was (first) recorded."""
+        """Record a participant's consent, once.
+
+        Args:
+            participant: The participant id.
+
+        Returns:
+            The time consent was first recorded.
+        """
 
         def op(db):
+            """Set the consent time unless set, and read it back."""
             db.execute("UPDATE participants SET consented=COALESCE(consented, ?) "
                        "WHERE participant=?", (time.time(), participant))
             return db.execute("SELECT consented FROM participants WHERE participant=?",
@@ -329,32 +376,52 @@ class Store:
         return self._write(op)
 
     def set_headphone(self, participant: str, answers: list[int], passed: bool) -> bool:
-        """Record the headphone check once; False when it had been recorded already."""
+        """Record a participant's headphone check, once.
+
+        Args:
+            participant: The participant id.
+            answers: Their answer to each trial.
+            passed: Whether they passed.
+
+        Returns:
+            True when recorded now, False when it had been recorded already.
+        """
         return self._write(lambda db: db.execute(
             "UPDATE participants SET headphone=?, headphone_passed=? "
             "WHERE participant=? AND headphone_passed IS NULL",
             (json.dumps(answers), int(passed), participant)).rowcount == 1)
 
     def participants(self) -> list[ParticipantRow]:
+        """Read every participant, in arrival order."""
         return [_participant(r) for r in
                 self._read("SELECT * FROM participants ORDER BY arrival")]
 
     # -------------------------------------------------------------- responses
-    def add_response(self, r: ResponseRow, *, completes: bool = False) -> bool:
-        """Store one response; False (and nothing stored) when the item was answered already.
-        With ``completes`` (their last item), the participant is marked complete in the same
-        transaction, so no crash can leave all answers stored but the participant unfinished."""
+    def add_response(self, response: ResponseRow, *, completes: bool = False) -> bool:
+        """Store one response.
+
+        Args:
+            response: The response.
+            completes: It answers the participant's last item: the participant is marked
+                complete in the same transaction, so no crash can leave all answers stored
+                but the participant unfinished.
+
+        Returns:
+            True when stored, False (and nothing stored) when the item was answered already.
+        """
 
         def op(db):
+            """Insert the response unless the item has one; mark completion with it."""
             stored = db.execute(
                 "INSERT INTO responses VALUES (?,?,?,?,?,?,?,?,?,?,?,?) "
                 "ON CONFLICT (participant, item) DO NOTHING",
-                (r.participant, r.item, r.kind, r.task, r.system, r.question_id, r.position,
-                 r.choice, int(r.correct), json.dumps(list(r.presented)), r.rt_ms,
-                 r.answered)).rowcount == 1
+                (response.participant, response.item, response.kind, response.task,
+                 response.system, response.question_id, response.position, response.choice,
+                 int(response.correct), json.dumps(list(response.presented)), response.rt_ms,
+                 response.answered)).rowcount == 1
             if stored and completes:
                 db.execute("UPDATE participants SET completed=COALESCE(completed, ?) "
-                           "WHERE participant=?", (r.answered, r.participant))
+                           "WHERE participant=?", (response.answered, response.participant))
             return stored
 
         return self._write(op)
@@ -363,13 +430,19 @@ class Store:
         """Record that the server sent ``participant`` the whole of audio file ``audio``.
 
         Not a transaction of its own (a participant fetches ~30 files, and a commit for each
-        doubled the writes and slowed every request): the record joins the next write (an
+        would double the writes and slow every request): the record joins the next write (an
         answer) and is written at shutdown. A crash loses only fetches of items not answered
-        yet; the page then fetches those samples again when its answer is refused."""
+        yet; the page then fetches those samples again when its answer is refused.
+
+        Args:
+            participant: The participant id.
+            audio: The audio token.
+        """
         with self._pending_lock:
             self._pending_fetched.append((participant, audio))
 
     def _flush_fetched(self, db) -> None:
+        """Insert the buffered fetch records inside the caller's transaction on ``db``."""
         with self._pending_lock:
             rows, self._pending_fetched = self._pending_fetched, []
         if rows:
@@ -382,22 +455,40 @@ class Store:
             self._write(lambda db: None)
 
     def fetched(self, participant: str) -> set[str]:
+        """List the audio files sent in full to a participant.
+
+        Args:
+            participant: The participant id.
+
+        Returns:
+            Their audio tokens, buffered records included.
+        """
         with self._pending_lock:
-            pending = {a for p, a in self._pending_fetched if p == participant}
+            pending = {audio for who, audio in self._pending_fetched if who == participant}
         return pending | {r[0] for r in self._read("SELECT audio FROM fetched WHERE participant=?",
                                                    (participant,))}
 
     def answered_items(self, participant: str) -> set[str]:
+        """List the items a participant has answered.
+
+        Args:
+            participant: The participant id.
+
+        Returns:
+            The items' keys.
+        """
         return {r[0] for r in self._read("SELECT item FROM responses WHERE participant=?",
                                          (participant,))}
 
     def responses(self) -> list[ResponseRow]:
+        """Read every response, by participant and then in the order answered."""
         rows = self._read("SELECT * FROM responses ORDER BY participant, answered")
-        return [ResponseRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], bool(r[8]),
-                            tuple(json.loads(r[9])), r[10], r[11]) for r in rows]
+        return [ResponseRow(*row[:8], bool(row[8]), tuple(json.loads(row[9])), row[10], row[11])
+                for row in rows]
 
 
 def _participant(row) -> ParticipantRow:
+    """A ``participants`` table row as a ``ParticipantRow`` (its JSON columns decoded)."""
     return ParticipantRow(row[0], row[1], row[2], json.loads(row[3]), row[4], row[5],
                           json.loads(row[6]) if row[6] else None,
                           None if row[7] is None else bool(row[7]), row[8])

@@ -161,18 +161,18 @@ RULES: tuple[Rule, ...] = (
     Rule(r'metric = evaluate\.load\("prosody_transfer"\)', "run"),
     # the listening test: building runs here; serving waits for people until stopped, and
     # status/export/report need responses that participants gave through the served pages:
-    # test_listening_test_server.py runs `adept-eval listening-test run` as a real process and
-    # test_listening_test.py runs status/export/report as written, through the adept-eval
+    # tests/listening_test/test_server.py runs `adept-eval listening-test run` as a real process and
+    # tests/listening_test/test_workflow.py runs status/export/report as written, through the adept-eval
     # executable, after simulated participants took a served test
     Rule(r"^adept-eval listening-test build my_tts/ -o my_test$", "run",
          expect=(r"listening test built",)),
     Rule(r"^pip install \"\.\[listening-test\]\" && adept-eval listening-test run ", "not run",
-         "serves until stopped; test_listening_test_server.py runs `listening-test run` end to "
+         "serves until stopped; tests/listening_test/test_server.py runs `listening-test run` end to "
          "end (participants, SIGINT, export, report)"),
     Rule(r"^adept-eval listening-test serve ", "not run",
-         "serves until stopped; test_listening_test_server.py serves a built test"),
+         "serves until stopped; tests/listening_test/test_server.py serves a built test"),
     Rule(r"^adept-eval listening-test (status|export|report) my_test", "not run",
-         "needs responses given through the served pages: test_listening_test.py runs these "
+         "needs responses given through the served pages: tests/listening_test/test_workflow.py runs these "
          "commands, as written, through the adept-eval executable after simulated participants "
          "took a served test"),
 )

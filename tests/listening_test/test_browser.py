@@ -22,7 +22,7 @@ pytest.importorskip("uvicorn", reason="needs the listening-test extra (uvicorn)"
 selenium = pytest.importorskip("selenium", reason="needs selenium (test extra)")
 
 from adept_eval.listening_test.design import build_test, load_test
-from testing.crowd import AnswerKey, ServerProcess
+from testing.crowd import AnswerKey
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
@@ -51,12 +51,12 @@ def browser(tmp_path):
 
 
 @pytest.fixture
-def served(tmp_path, corpus, systems):
+def served(tmp_path, corpus, systems, serve):
+    """A one-system test, built and served for real: (its folder, its server)."""
     out = tmp_path / "test"
     build_test(corpus, out, {"copy": systems["copy"]}, tasks=TASKS, seed=5,
                completion_code="C0MPL3TE", screenout_code="SCR33N")
-    with ServerProcess(out) as server:
-        yield out, server
+    return out, serve(out)
 
 
 def wait_for(driver, condition, timeout=20.0, what="condition"):

@@ -17,7 +17,8 @@ import sys
 import pytest
 
 from adept_eval.cli import build_parser
-from adept_eval.listening_test.design import DesignError, build_test
+from adept_eval.errors import DesignError
+from adept_eval.listening_test.design import build_test
 
 TASK = "adept_syntactic_phrasing_female"
 

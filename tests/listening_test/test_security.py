@@ -22,7 +22,6 @@ httpx = pytest.importorskip("httpx", reason="needs httpx (test extra)")
 
 from adept_eval.listening_test.design import build_test, load_test
 from adept_eval.listening_test.session import resume_code
-from testing.crowd import ServerProcess
 from adept_eval.corpora.questions import LETTERS
 
 TASKS = ["adept_syntactic_phrasing_female"]
@@ -30,23 +29,16 @@ TASKS = ["adept_syntactic_phrasing_female"]
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, corpus):
+    """The natural recordings of one task: the design this module's ``test_dir`` copies."""
     out = tmp_path_factory.mktemp("sec") / "test"
     build_test(corpus, out, {"natural": None}, tasks=TASKS, seed=3, completion_code="FIN42")
     return out
 
 
 @pytest.fixture
-def test_dir(built, tmp_path):
-    dest = tmp_path / "test"
-    shutil.copytree(built, dest)
-    return dest
-
-
-@pytest.fixture
-def server(test_dir):
-    with ServerProcess(test_dir, args=("--new-sessions-per-minute", "5",
-                                       "--max-participants", "8")) as s:
-        yield s
+def server(test_dir, serve):
+    """The real server on a fresh copy, with tight limits the tests reach."""
+    return serve(test_dir, "--new-sessions-per-minute", "5", "--max-participants", "8")
 
 
 def _session(c, pid, **extra):
@@ -139,9 +131,8 @@ def test_a_made_up_token_or_resume_code_does_not_escape_the_rate_limit(server):
     assert ids == {f"b{i}" for i in range(5)}
 
 
-def test_the_participant_cap_holds_across_addresses(test_dir):
-    with ServerProcess(test_dir, args=("--max-participants", "3")) as s, \
-            httpx.Client(base_url=s.url) as c:
+def test_the_participant_cap_holds_across_addresses(test_dir, serve):
+    with httpx.Client(base_url=serve(test_dir, "--max-participants", "3").url) as c:
         assert [_session(c, f"p{i}").status_code for i in range(5)] == [200, 200, 200, 503, 503]
         assert "full" in _session(c, "p9").json()["error"]
 
@@ -162,10 +153,12 @@ def test_a_slow_body_is_cut_off(server):
     assert took < app_module.READ_DEADLINE + 10
 
 
-def test_csv_export_neutralises_formulas(test_dir):
-    with ServerProcess(test_dir) as s, httpx.Client(base_url=s.url) as c:
+def test_csv_export_neutralises_formulas(test_dir, serve):
+    server = serve(test_dir)
+    with httpx.Client(base_url=server.url) as c:
         for pid in ("-A1", "normal"):
             assert _session(c, pid).status_code == 200
+    server.stop()
     out = test_dir / "export" / "r.csv"
     done = subprocess.run([sys.executable, "-m", "adept_eval.cli", "listening-test", "export",
                            str(test_dir), "-o", str(out), "--all"], capture_output=True,
@@ -296,7 +289,8 @@ def test_served_audio_does_not_tell_systems_or_catch_trials_apart(corpus, system
     assert config.loudness == "as each system produced it"
 
 
-def test_served_audio_headers_do_not_date_systems_or_catch_trials(corpus, systems, tmp_path):
+def test_served_audio_headers_do_not_date_systems_or_catch_trials(corpus, systems, tmp_path,
+                                                                  serve):
     """The build writes one system's files, then the next's, the beeps last: a file's own
     modification time, sent as Last-Modified, told a HEAD request which system a stimulus came
     from and which items are attention checks. Here the three groups' files are dated apart,
@@ -309,7 +303,7 @@ def test_served_audio_headers_do_not_date_systems_or_catch_trials(corpus, system
     for day, tokens in enumerate(groups.values()):
         for token in tokens:
             os.utime(audio / config.files[token], (1.6e9 + day * 86400,) * 2)
-    with ServerProcess(tmp_path / "t") as s, httpx.Client(base_url=s.url) as c:
+    with httpx.Client(base_url=serve(tmp_path / "t").url) as c:
         dates = {}
         for group, tokens in groups.items():
             for token in tokens:

@@ -1,10 +1,10 @@
 """The listening test served for real (uvicorn in a child process): a crowd at once, a crash
-with kill -9, and a real headless Chromium taking the whole test as a participant."""
+with kill -9, the one-command evaluation, the Hub mirror, and the URL printed for every
+address. (A real headless Chromium takes the test in test_browser.py.)"""
 
 from __future__ import annotations
 
 import asyncio
-import shutil
 import sqlite3
 import threading
 from collections import Counter
@@ -17,23 +17,19 @@ pytest.importorskip("uvicorn", reason="needs the listening-test extra (uvicorn)"
 pytest.importorskip("httpx", reason="needs httpx (test extra)")
 
 from adept_eval.listening_test.design import build_test, load_test
-from testing.crowd import CROWD_ARGS, ServerProcess, crowd
+from testing.crowd import CROWD_ARGS, crowd
+
+from .shared import wait_until_serving
 
 TASKS = ["adept_propositional_attitude_female", "adept_syntactic_phrasing_female"]
 
 
 @pytest.fixture(scope="module")
-def natural_test(tmp_path_factory, corpus):
+def built(tmp_path_factory, corpus):
+    """The natural recordings of two tasks: the design this module's ``test_dir`` copies."""
     out = tmp_path_factory.mktemp("lts") / "test"
     build_test(corpus, out, {"natural": None}, tasks=TASKS, seed=11, completion_code="FIN42")
     return out
-
-
-@pytest.fixture
-def test_dir(natural_test, tmp_path):
-    dest = tmp_path / "test"
-    shutil.copytree(natural_test, dest)
-    return dest
 
 
 def stored(test_dir: Path) -> list[tuple[str, str]]:
@@ -79,28 +75,29 @@ def check_nothing_lost(test_dir, outcomes, may_be_stored: set = frozenset()) -> 
     return len(rows)
 
 
-def test_100_participants_at_once_lose_and_duplicate_nothing(test_dir):
-    config = load_test(test_dir)
-    with ServerProcess(test_dir, args=CROWD_ARGS) as server:
-        outcomes = asyncio.run(crowd(server.url, config, 100, fetch_audio=True))
-        # the same answer sent twice at once by a flaky client is stored once
-        import httpx
+def test_100_participants_at_once_lose_and_duplicate_nothing(test_dir, serve):
+    import httpx
 
-        async def double():
-            async with httpx.AsyncClient(base_url=server.url) as c:
-                r = await c.post("/api/session", json={"participant": "twice"})
-                h = {"X-Participant": "twice", "X-Session-Token": r.json()["token"]}
-                await c.post("/api/consent", json={"consent": True}, headers=h)
-                s = (await c.post("/api/headphone", json={"answers": list(
-                    config.headphone_answers)}, headers=h)).json()["state"]
-                for url in s["item"]["audio"]:  # played, as the page does
-                    (await c.get(url)).raise_for_status()
-                body = {"item": s["item"]["index"], "choice": 0,
-                        "played": [True] * len(s["item"]["audio"])}
-                rs = await asyncio.gather(*(c.post("/api/answer", json=body, headers=h)
-                                            for _ in range(8)))
-                return [r.status_code for r in rs]
-        codes = asyncio.run(double())
+    config = load_test(test_dir)
+    server = serve(test_dir, *CROWD_ARGS)
+    outcomes = asyncio.run(crowd(server.url, config, 100, fetch_audio=True))
+
+    async def double():  # the same answer sent twice at once by a flaky client is stored once
+        async with httpx.AsyncClient(base_url=server.url) as c:
+            r = await c.post("/api/session", json={"participant": "twice"})
+            h = {"X-Participant": "twice", "X-Session-Token": r.json()["token"]}
+            await c.post("/api/consent", json={"consent": True}, headers=h)
+            s = (await c.post("/api/headphone", json={"answers": list(
+                config.headphone_answers)}, headers=h)).json()["state"]
+            for url in s["item"]["audio"]:  # played, as the page does
+                (await c.get(url)).raise_for_status()
+            body = {"item": s["item"]["index"], "choice": 0,
+                    "played": [True] * len(s["item"]["audio"])}
+            rs = await asyncio.gather(*(c.post("/api/answer", json=body, headers=h)
+                                        for _ in range(8)))
+            return [r.status_code for r in rs]
+    codes = asyncio.run(double())
+    server.stop()
     assert sorted(codes) == [200] + [409] * 7
     assert all(o.stage == "done" and o.completion_code == "FIN42" for o in outcomes.values())
     n = check_nothing_lost(test_dir, outcomes)
@@ -110,9 +107,9 @@ def test_100_participants_at_once_lose_and_duplicate_nothing(test_dir):
     assert sum(len(o.acknowledged) for o in outcomes.values()) == 100 * per_person
 
 
-def test_kill_9_mid_test_loses_no_acknowledged_response(test_dir):
+def test_kill_9_mid_test_loses_no_acknowledged_response(test_dir, serve):
     config = load_test(test_dir)
-    server = ServerProcess(test_dir, args=CROWD_ARGS).start()
+    server = serve(test_dir, *CROWD_ARGS)
     outcomes: dict = {}
 
     def kill_mid_test():  # once a good number of answers were acknowledged, as in a crash
@@ -136,11 +133,11 @@ def test_kill_9_mid_test_loses_no_acknowledged_response(test_dir):
     assert all(o.stage.startswith("error") for o in outcomes.values() if o.stage != "done")
     pending = in_flight(test_dir, outcomes)
     check_nothing_lost(test_dir, outcomes, pending)  # before the restart: from the file
-    with ServerProcess(test_dir, port=server.port, args=CROWD_ARGS) as again:  # restart; everyone carries on
-        for o in outcomes.values():
-            o.stage = ""
-        asyncio.run(crowd(again.url, config, 40, think=0.0, fetch_audio=False,
-                          outcomes=outcomes))
+    again = serve(test_dir, *CROWD_ARGS, port=server.port)  # restart; everyone carries on
+    for o in outcomes.values():
+        o.stage = ""
+    asyncio.run(crowd(again.url, config, 40, think=0.0, fetch_audio=False, outcomes=outcomes))
+    again.stop()
     assert all(o.stage == "done" for o in outcomes.values())
     assert check_nothing_lost(test_dir, outcomes, pending) == 40 * per_person
 
@@ -154,8 +151,6 @@ def test_one_command_runs_the_whole_human_evaluation(tmp_path, corpus, systems):
     import subprocess
     import sys
 
-    import httpx
-
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -168,7 +163,7 @@ def test_one_command_runs_the_whole_human_evaluation(tmp_path, corpus, systems):
         env={**os.environ, "COLUMNS": "120"})
     try:
         url = f"http://127.0.0.1:{port}"
-        _wait_until_serving(url, tries=600)
+        wait_until_serving(url, tries=600)
         config = load_test(out)
         outcomes = asyncio.run(crowd(url, config, 3, fetch_audio=False))
         assert all(o.completion_code == "ONE" for o in outcomes.values())
@@ -185,7 +180,7 @@ def test_one_command_runs_the_whole_human_evaluation(tmp_path, corpus, systems):
     assert (out / "report" / "report.json").exists() and "syntactic_phrasing_female" in text
 
 
-def test_responses_are_mirrored_to_a_private_hub_dataset(test_dir, tmp_path):
+def test_responses_are_mirrored_to_a_private_hub_dataset(test_dir, tmp_path, serve):
     """`serve --mirror-to`: huggingface_hub's CommitScheduler pushes the responses to a private
     dataset on a loopback Hub, every few seconds here and once more at shutdown."""
     import csv
@@ -197,9 +192,10 @@ def test_responses_are_mirrored_to_a_private_hub_dataset(test_dir, tmp_path):
     with HubServer() as hub:
         env = {"HF_ENDPOINT": hub.url, "HF_HUB_DISABLE_XET": "1", "HF_TOKEN": hub.token,
                "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HOME": str(tmp_path / "hf")}
-        with ServerProcess(test_dir, env=env, args=("--mirror-to", "adept-lab/lt-responses",
-                                                    "--mirror-every", "0.05")) as server:
-            outcomes = asyncio.run(crowd(server.url, config, 3, fetch_audio=False))
+        server = serve(test_dir, "--mirror-to", "adept-lab/lt-responses",
+                       "--mirror-every", "0.05", env=env)
+        outcomes = asyncio.run(crowd(server.url, config, 3, fetch_audio=False))
+        server.stop()  # its last push, at shutdown, holds every answer
         repo = hub.repo("adept-lab/lt-responses")
         assert repo is not None and repo.private
         rows = list(csv.DictReader(io.StringIO(repo.files["responses.csv"].decode())))
@@ -239,7 +235,7 @@ def test_serving_on_every_address_prints_a_url_participants_can_use(test_dir):
         text=True,
         env={**os.environ, "COLUMNS": "400", "PYTHONUNBUFFERED": "1"})
     try:
-        _wait_until_serving(f"http://127.0.0.1:{port}", tries=300)
+        wait_until_serving(f"http://127.0.0.1:{port}", tries=300)
         printed = [proc.stdout.readline(), proc.stdout.readline()]
         urls = [u.replace("<participant id>", "p1") for line in printed
                 for u in re.findall(r"http://\S+?PROLIFIC_PID=<participant id>", line)]
@@ -256,14 +252,3 @@ def test_serving_on_every_address_prints_a_url_participants_can_use(test_dir):
         except subprocess.TimeoutExpired:
             proc.kill()
 
-
-def _wait_until_serving(url: str, tries: int) -> None:
-    """Poll ``url``/healthz until the real server answers (a started process takes a moment)."""
-    import httpx
-
-    for _ in range(tries):
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            threading.Event().wait(0.1)
