@@ -178,7 +178,8 @@ class Corpus:
         charged to a system being evaluated."""
         from tqdm.auto import tqdm
 
-        from adept_eval.signal.audio import AudioError, read_audio, signal_problems
+        from adept_eval.errors import AudioError
+        from adept_eval.signal.audio import read_audio, signal_problems
 
         problems = []
         for r in tqdm(self.recordings, desc="decoding ADEPT", unit="file", disable=not progress):

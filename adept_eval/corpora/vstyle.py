@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from adept_eval.errors import UserError
+from adept_eval.errors import VStyleError
 
 #: the metadata of VStyle's published examples (the project page's 33 instructions per language,
 #: 7 systems each): a sample for trying the pipeline, whose scores are not VStyle results
@@ -57,10 +57,6 @@ def subcategory_weights() -> dict[tuple[str, str], float]:
             else:
                 weights[(cat, sub)] = 0.25 / len(subs)
     return weights
-
-
-class VStyleError(UserError, ValueError):
-    """The VStyle data cannot be found, fetched or read (shown as one message)."""
 
 
 @dataclass(frozen=True)

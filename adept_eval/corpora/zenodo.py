@@ -24,7 +24,7 @@ from pathlib import Path
 import requests
 from tqdm.auto import tqdm
 
-from adept_eval.errors import UserError
+from adept_eval.errors import DownloadError
 
 log = logging.getLogger(__name__)
 
@@ -37,10 +37,6 @@ OFFLINE_HINT = ("Working offline? Point adept-eval at a copy of the corpus: `--c
                 "a mirror with ADEPT_EVAL_ZENODO_URL. To try the pipeline without the corpus: "
                 "`adept-eval make-synthetic /tmp/ADEPT.zip` and "
                 "`export ADEPT_EVAL_CORPUS=/tmp/ADEPT.zip`.")
-
-
-class DownloadError(UserError, RuntimeError):
-    """The file could not be fetched or did not verify; the message says which and why."""
 
 
 @dataclass(frozen=True)

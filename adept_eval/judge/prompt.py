@@ -15,13 +15,9 @@ from functools import cached_property
 from importlib import resources
 from pathlib import Path
 
-from adept_eval.errors import UserError
+from adept_eval.errors import PromptError
 
 PLACEHOLDERS = ("{instruction_type}", "{input_instruction}")
-
-
-class PromptError(UserError, ValueError):
-    """A prompt that cannot be used (shown as one message naming it)."""
 
 
 @dataclass(frozen=True)

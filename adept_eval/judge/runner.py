@@ -34,21 +34,13 @@ from adept_eval.llm.audio import AudioChecks, AudioPolicy, BadInput, inspect, pa
 from adept_eval.llm.backends import DEFAULT_MODELS, Backend, Encoded, Part
 from adept_eval.llm.cache import cache_key
 from adept_eval.llm.client import Connection, LLMClient, RateLimiter, default_cache, run_sync
+from adept_eval.errors import JudgeOptionError
 from adept_eval.options import OptionError, number, yes_no
 from adept_eval.judge.prompt import PromptSet
 from adept_eval.judge.verdict import PARSER_VERSION, parse_verdict
 
-__all__ = ["BadInput", "ItemResult", "JudgeConfig", "JudgeItem", "JudgeOptionError", "JudgeRunner",
+__all__ = ["BadInput", "ItemResult", "JudgeConfig", "JudgeItem", "JudgeRunner",
            "RateLimiter", "judge", "prepare_audio", "run_sync", "summarize"]
-
-
-class JudgeOptionError(OptionError):
-    """A judge setting whose value cannot be used; ``field``, ``value`` and ``problem`` let a
-    caller name the option as its user spelled it (``--metadata judge_concurrency=``)."""
-
-    def __init__(self, field: str, value, problem: str):
-        super().__init__(f"{field}={value!r}: {problem}")
-        self.field, self.value, self.problem = field, value, problem
 
 
 # JudgeConfig field -> (kind, smallest allowed value or None); every other field is text

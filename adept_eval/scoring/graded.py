@@ -35,7 +35,8 @@ from typing import Callable
 import numpy as np
 
 from adept_eval.signal import prosody, speech_presence
-from adept_eval.signal.audio import SILENCE_DBFS, Audio, AudioError, read_audio
+from adept_eval.errors import AudioError
+from adept_eval.signal.audio import SILENCE_DBFS, Audio, read_audio
 from adept_eval.signal.prosody import Features, FeatureStore, VoiceNorm
 from adept_eval.scoring.stats import cluster_t_interval, within
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from adept_eval.errors import UserError
+from adept_eval.errors import AudioError
 
 AUDIO_EXTENSIONS: tuple[str, ...] = (".wav", ".flac", ".mp3", ".ogg", ".opus")
 COMMON_RATES = frozenset({8000, 16000, 22050, 24000, 32000, 44100, 48000})
@@ -29,10 +29,6 @@ CLIP_WARN_FRACTION = 0.001
 CLIP_ERROR_FRACTION = 0.01
 DURATION_RATIO_LIMITS = (1 / 3, 3.0)  # against the reference recording
 MIN_RATE = 8000
-
-
-class AudioError(UserError, ValueError):
-    """Audio that cannot be used; the message names the file and the problem."""
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Content keys of audio files (sha256 of their bytes), remembered across runs.
 
-The feature cache is keyed by a recording's content, so every run used to read and hash all
-of its files again - ADEPT's 195 natural references included, which never change. An index
+The feature cache is keyed by a recording's content; reading and hashing every file on every
+run would redo that work for ADEPT's 195 natural references, which never change. An index
 beside the cache (``content-keys.tsv``) remembers each file's digest together with what
 ``stat`` says about it (size, modification and change times, inode, device), as git's index
 and ccache's direct mode do: a file whose ``stat`` is unchanged is not read again.

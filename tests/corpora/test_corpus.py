@@ -5,7 +5,8 @@ import zipfile
 import pytest
 
 from adept_eval.corpora import spec
-from adept_eval.corpora.corpus import Corpus, CorpusError, expected_stimuli, load_corpus, open_path
+from adept_eval.corpora.corpus import Corpus, expected_stimuli, load_corpus, open_path
+from adept_eval.errors import CorpusError
 
 
 def test_expected_layout_matches_tutorial_counts():

@@ -13,7 +13,8 @@ import pytest
 
 from adept_eval.corpora import spec, zenodo
 from adept_eval.cli import main
-from adept_eval.corpora.corpus import Corpus, CorpusError, PROMPTS_FILE, cache_home, open_path
+from adept_eval.corpora.corpus import Corpus, PROMPTS_FILE, cache_home, open_path
+from adept_eval.errors import CorpusError, DownloadError
 from testing.zenodo_server import ZenodoServer
 
 
@@ -209,7 +210,7 @@ def test_back_off_is_bounded_and_documented(zenodo_server, tmp_path, monkeypatch
     zenodo_server.drop_after = 0
     zenodo_server.drops_left = 1000
     remote = zenodo.describe(spec.ZENODO_RECORD_ID, "ADEPT.zip")
-    with pytest.raises(zenodo.DownloadError, match="6 attempts in a row made no progress"):
+    with pytest.raises(DownloadError, match="6 attempts in a row made no progress"):
         zenodo.download(remote, tmp_path / "ADEPT.zip", progress=False)
     assert waits == [1, 2, 4, 8, 10]  # the module docstring's figures; none after the last try
     assert "1+2+4+8+10 = 25 s" in zenodo.__doc__
