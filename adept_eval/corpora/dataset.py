@@ -13,7 +13,6 @@ import datasets
 import numpy as np
 import pyarrow as pa
 
-from adept_eval.corpora import spec
 from adept_eval.signal.audio import read_audio, read_audio_bytes
 from adept_eval.corpora.corpus import Corpus, load_corpus
 from adept_eval.corpora.questions import build_questions
@@ -77,11 +76,6 @@ def questions_dataset(task: str, corpus: Corpus | None = None) -> datasets.Datas
                                  for s in q.stimuli]
         rows.append(row)
     return _dataset(rows, QUESTION_FEATURES)
-
-
-def all_question_datasets(corpus: Corpus | None = None) -> datasets.DatasetDict:
-    corpus = corpus or load_corpus()
-    return datasets.DatasetDict({t: questions_dataset(t, corpus) for t in spec.TASKS})
 
 
 def decode(cell: dict) -> tuple[np.ndarray, int]:

@@ -144,10 +144,6 @@ class TaskSpec:
         return f"adept_{self.cls.name}_{self.speaker}"
 
     @property
-    def n_recordings(self) -> int:
-        return len(self.cls.subcategories_for(self.speaker)) * 5
-
-    @property
     def n_choices(self) -> int:
         if self.cls.design == "multi":
             return len(self.cls.subcategories_for(self.speaker))

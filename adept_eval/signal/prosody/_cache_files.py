@@ -68,7 +68,16 @@ PROFILE_ARRAYS = ("f0", "energy", "tempo", "length", "pause", "level", "power", 
 
 
 def read_entry(file: Path, unpack):
-    """A cache entry unpacked, or None when it is absent or damaged (then it is rebuilt)."""
+    """A cache entry, unpacked.
+
+    Args:
+        file: The entry's ``.npy`` file.
+        unpack: Turns the array read into the entry; raises ValueError or IndexError for an
+            array that is not one.
+
+    Returns:
+        The entry, or None when it is absent or damaged (then it is rebuilt).
+    """
     if not file.exists():
         return None
     try:
@@ -78,7 +87,12 @@ def read_entry(file: Path, unpack):
 
 
 def write_entry(file: Path, array: np.ndarray) -> None:
-    """Write a cache entry atomically: readers in other processes see all of it or none."""
+    """Write a cache entry atomically: readers in other processes see all of it or none.
+
+    Args:
+        file: The entry's ``.npy`` file (its folder is made).
+        array: The packed entry.
+    """
     file.parent.mkdir(parents=True, exist_ok=True)
     tmp = file.with_name(f"{file.stem}.{os.getpid()}.tmp.npy")
     np.save(tmp, array, allow_pickle=False)

@@ -65,6 +65,8 @@ MISSING_F0_ST = 6.0  # the deviation charged where one side is voiced and the ot
 
 @dataclass(frozen=True)
 class Features:
+    """One utterance's prosodic features, frame by frame, trimmed to its speech."""
+
     f0: np.ndarray  # semitones re 100 Hz, NaN where unvoiced
     energy: np.ndarray  # dB (re full scale), per frame
     mfcc: np.ndarray  # (frames, 12), cepstral-mean-normalised, for alignment only

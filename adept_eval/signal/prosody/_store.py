@@ -194,7 +194,7 @@ class FeatureStore:
     def prefetch(self, paths, workers: int | None = None, progress: bool = True) -> int:
         """Extract the features of every file in ``paths`` that is neither in memory nor on
         disk, on ``workers`` processes (default: ``default_workers()``), so that later ``get``
-        calls are cache hits. Returns how many files were extracted.
+        calls are cache hits.
 
         Each worker runs this same ``get`` on its files, so the features are the ones a single
         process computes, bit for bit (``extract`` is deterministic), and land in the same disk
@@ -205,6 +205,9 @@ class FeatureStore:
             paths: The audio files.
             workers: Processes to use, or None for ``default_workers()``.
             progress: Whether to show a progress bar.
+
+        Returns:
+            How many files were extracted on workers.
         """
         todo, ahead = {}, {}
         for path in paths:
@@ -251,6 +254,9 @@ class FeatureStore:
         Args:
             paths: The audio files, in the order they will be wanted.
             workers: Processes to use, or None for ``background_workers()``.
+
+        Returns:
+            How many files were queued.
         """
         import multiprocessing
 
