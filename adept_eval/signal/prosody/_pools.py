@@ -124,7 +124,8 @@ def one_blas_thread():
     The listener's matrix products are small (a few hundred frames by 257 bins), so a second
     BLAS thread gains nothing, while OpenBLAS's idle threads spin after every product and take
     the core a background extraction runs on: a full evaluation with BLAS left at its default
-    (two threads on two cores) takes 4.85 s and 7.3 s of CPU instead of 3.96 s and 5.1 s. One thread also keeps results independent of the user's thread settings (the
+    (two threads on two cores) takes 4.85 s and 7.3 s of CPU instead of 3.96 s and 5.1 s. One
+    thread also keeps results independent of the user's thread settings (the
     alignments' cost-matrix products differ in their last bits between one and two threads)."""
     with _blas_controller().limit(limits=1, user_api="blas"):
         yield
