@@ -120,8 +120,9 @@ class Corpus:
         problems += [f"{PROMPTS_FILE}: key {k!r} appears more than once" for k in duplicates]
 
         expected = expected_stimuli()
-        wanted_wav = {f"{c}/{s}/{spec.SPEAKERS[sp]}_{i}.wav" for sp, c, s, i in expected}
-        wanted_txt = {p[:-4] + ".txt" for p in wanted_wav}
+        wanted_wav = {f"{cname}/{sub}/{spec.SPEAKERS[speaker]}_{sid}.wav"
+                      for speaker, cname, sub, sid in expected}
+        wanted_txt = {wav[:-4] + ".txt" for wav in wanted_wav}
         present_wav = _relative_files(wav_root)
         present_txt = _relative_files(txt_root)
         problems += [f"missing: {WAV_DIR}/{p}" for p in sorted(wanted_wav - present_wav)]
@@ -152,7 +153,7 @@ class Corpus:
     def _check_prompts(self) -> list[str]:
         problems = []
         for cname in SINGLE_STIMULUS_CLASSES:
-            c = spec.CLASSES[cname]
+            cls = spec.CLASSES[cname]
             block = self.prompts.get(cname)
             if not isinstance(block, dict):
                 problems.append(f"{PROMPTS_FILE}: no entry for class {cname!r}" if block is None
@@ -160,7 +161,7 @@ class Corpus:
                                 f"got {_json_type(block)}")
                 continue
             for speaker in spec.SPEAKERS:
-                for sid in c.sentence_ids():
+                for sid in cls.sentence_ids():
                     key = f"{spec.SPEAKERS[speaker]}_{sid}"
                     options = block.get(key)
                     if not isinstance(options, dict):
@@ -170,7 +171,7 @@ class Corpus:
                                         f"an object, got {_json_type(options)}")
                         continue
                     seen: dict[str, str] = {}
-                    for sub in c.answer_subcategories(speaker):
+                    for sub in cls.answer_subcategories(speaker):
                         value = options.get(sub)
                         where = f"{PROMPTS_FILE}: {cname}/{key}/{sub}"
                         if isinstance(value, (dict, list, bool)):
@@ -268,22 +269,22 @@ class Corpus:
         """sha256 over the prompts file and every recording's bytes and text: the corpus identity
         that travels with results, so scores from different corpus copies are never mixed.
         Remembered per machine while no file changes (``remembered_digest``): hashing the
-        corpus cost ~0.1 s of every run."""
+        corpus would cost ~0.1 s of every run."""
         files = [self.root / PROMPTS_FILE, *(Path(r.audio_path) for r in self.recordings)]
         texts = hashlib.sha256("\0".join(f"{r.stimulus_id}\0{r.text}"
                                           for r in self.recordings).encode()).hexdigest()
         return remembered_digest(f"corpus-sha256-{texts[:16]}", files, self._content_sha256)
 
     def _content_sha256(self) -> str:
-        h = hashlib.sha256()
-        h.update((self.root / PROMPTS_FILE).read_bytes())
-        for r in self.recordings:
-            h.update(r.stimulus_id.encode())
-            h.update(r.text.encode())
-            with open(r.audio_path, "rb") as fh:
+        digest = hashlib.sha256()
+        digest.update((self.root / PROMPTS_FILE).read_bytes())
+        for rec in self.recordings:
+            digest.update(rec.stimulus_id.encode())
+            digest.update(rec.text.encode())
+            with open(rec.audio_path, "rb") as fh:
                 for block in iter(lambda: fh.read(1 << 20), b""):
-                    h.update(block)
-        return h.hexdigest()
+                    digest.update(block)
+        return digest.hexdigest()
 
     @cached_property
     def zenodo_record(self) -> dict | None:

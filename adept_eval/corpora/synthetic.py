@@ -210,12 +210,13 @@ def render(text: str, speaker: str, prosody: Prosody, *, seed: int = 0, rate: in
     vowel_f1 = vowel_rng.choice([300.0, 450.0, 650.0, 750.0], n_syl)
     vowel_f2 = vowel_rng.choice([900.0, 1300.0, 1800.0, 2300.0], n_syl)
     for i in range(n_syl):
-        a, b = int((lead + starts[i]) * rate), int((lead + starts[i] + durs[i]) * rate)
-        seg = np.sin(np.linspace(0, np.pi, max(b - a, 2))) ** 0.7
-        env[a:a + len(seg)] = seg[: max(0, min(len(seg), n - a))]
-        f1[a:b], f2[a:b] = vowel_f1[i], vowel_f2[i]
+        first = int((lead + starts[i]) * rate)
+        stop = int((lead + starts[i] + durs[i]) * rate)
+        seg = np.sin(np.linspace(0, np.pi, max(stop - first, 2))) ** 0.7
+        env[first:first + len(seg)] = seg[: max(0, min(len(seg), n - first))]
+        f1[first:stop], f2[first:stop] = vowel_f1[i], vowel_f2[i]
         if prosody.accent_pos is not None and prosody.accent_size:
-            env[a:b] *= 1 + 0.8 * np.exp(-0.5 * ((centers[i] - prosody.accent_pos) / 0.08) ** 2)
+            env[first:stop] *= 1 + 0.8 * np.exp(-0.5 * ((centers[i] - prosody.accent_pos) / 0.08) ** 2)
     k_max = int(min(40, 4000 // f0.min()))
     hop = 64  # harmonic amplitudes change slowly: compute them at a control rate
     f0_c, f1_c, f2_c = f0[::hop], f1[::hop], f2[::hop]

@@ -327,15 +327,16 @@ def frame_errors(sample_f0: np.ndarray, reference_f0: np.ndarray,
     Raises:
         ValueError: The tracks differ in length.
     """
-    a = np.asarray(sample_f0, dtype=float)
-    b = np.asarray(reference_f0, dtype=float)
-    if a.shape != b.shape:
-        raise ValueError(f"tracks differ in length ({a.shape} vs {b.shape}); align them first")
-    va, vb = ~np.isnan(a), ~np.isnan(b)
-    both = va & vb
-    n, n_both = len(a), int(both.sum())
-    n_voicing = int((va != vb).sum())
-    ratio = semitones_to_hz(a[both]) / semitones_to_hz(b[both])
+    sample = np.asarray(sample_f0, dtype=float)
+    reference = np.asarray(reference_f0, dtype=float)
+    if sample.shape != reference.shape:
+        raise ValueError(f"tracks differ in length ({sample.shape} vs {reference.shape}); "
+                         "align them first")
+    voiced_sample, voiced_reference = ~np.isnan(sample), ~np.isnan(reference)
+    both = voiced_sample & voiced_reference
+    n, n_both = len(sample), int(both.sum())
+    n_voicing = int((voiced_sample != voiced_reference).sum())
+    ratio = semitones_to_hz(sample[both]) / semitones_to_hz(reference[both])
     n_gross = int((np.abs(ratio - 1.0) > threshold).sum())
     gpe = n_gross / n_both if n_both else math.nan
     vde = n_voicing / n if n else math.nan

@@ -162,12 +162,13 @@ def pitch_excursion(f: Features) -> np.ndarray:
     filled = _bridged_pitch(f)
     if filled is None:
         return np.zeros(f.n)
-    voiced, t = ~np.isnan(f.f0), np.arange(f.n)
-    slope, intercept = np.polyfit(t[voiced], f.f0[voiced], 1)
-    w = PITCH_MOVEMENT_HALF_WINDOW
-    windows = np.lib.stride_tricks.sliding_window_view(np.pad(filled, w, mode="edge"), 2 * w + 1)
+    voiced, frames = ~np.isnan(f.f0), np.arange(f.n)
+    slope, intercept = np.polyfit(frames[voiced], f.f0[voiced], 1)
+    half = PITCH_MOVEMENT_HALF_WINDOW
+    windows = np.lib.stride_tricks.sliding_window_view(np.pad(filled, half, mode="edge"),
+                                                       2 * half + 1)
     movement = windows.max(axis=1) - windows.min(axis=1)
-    return np.maximum(np.abs(filled - (slope * t + intercept)), movement)
+    return np.maximum(np.abs(filled - (slope * frames + intercept)), movement)
 
 
 def pause_runs(feats: Features, below_max_db: float = PAUSE_BELOW_MAX_DB,
@@ -194,8 +195,8 @@ def pause_runs(feats: Features, below_max_db: float = PAUSE_BELOW_MAX_DB,
     min_frames = max(1, int(np.ceil(min_pause_s / HOP_S - 1e-9)))
     edges = np.diff(np.concatenate(([0], silent.astype(np.int8), [0])))
     starts, stops = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
-    return [(int(a), int(b)) for a, b in zip(starts, stops)
-            if b - a >= min_frames and a > 0 and b < feats.n]
+    return [(int(start), int(stop)) for start, stop in zip(starts, stops)
+            if stop - start >= min_frames and start > 0 and stop < feats.n]
 
 
 def _speech_and_silences(f: Features) -> tuple[Features, np.ndarray, np.ndarray]:
@@ -215,18 +216,18 @@ def _speech_and_silences(f: Features) -> tuple[Features, np.ndarray, np.ndarray]
     runs = pause_runs(f)
     keep = np.ones(f.n, dtype=bool)
     pause_after = np.zeros(f.n)
-    for a, b in runs:
-        keep[a:b] = False
-        pause_after[a - 1] = (b - a) * HOP_S
+    for start, stop in runs:
+        keep[start:stop] = False
+        pause_after[start - 1] = (stop - start) * HOP_S
     if keep.sum() < 3 or not runs:
         keep, pause_after = np.ones(f.n, dtype=bool), np.zeros(f.n)
     silence_after = pause_after.copy()
-    for a, b in pause_runs(f, min_pause_s=JUNCTURE_SILENCE_S):
-        seconds = (b - a) * HOP_S
-        if keep[a] and seconds < MIN_PAUSE_S:  # not cut out: a short break, partly counted
+    for start, stop in pause_runs(f, min_pause_s=JUNCTURE_SILENCE_S):
+        seconds = (stop - start) * HOP_S
+        if keep[start] and seconds < MIN_PAUSE_S:  # not cut out: a short break, partly counted
             share = (seconds - SHORT_BREAK_FROM_S) / (MIN_PAUSE_S - SHORT_BREAK_FROM_S)
-            pause_after[b] += seconds * float(np.clip(share, 0.0, 1.0))
-            silence_after[(a + b) // 2] += seconds
+            pause_after[stop] += seconds * float(np.clip(share, 0.0, 1.0))
+            silence_after[(start + stop) // 2] += seconds
     if keep.all():
         return f, pause_after, silence_after
     return (Features(f.f0[keep], f.energy[keep], f.mfcc[keep], f.speech[keep], f.noise_floor),
@@ -399,6 +400,6 @@ def _standardised_cepstra(f: Features) -> Features:
     (cepstral mean and variance normalisation; Viikki & Laurila 1998): two voices spread their
     coefficients differently, and without it the frame cost of a cross-voice alignment is
     dominated by whichever coefficients one voice happens to move most."""
-    m = f.mfcc - f.mfcc.mean(axis=0, keepdims=True)
-    sd = m.std(axis=0, keepdims=True)
-    return replace(f, mfcc=m / np.where(sd > 0, sd, 1.0))
+    centred = f.mfcc - f.mfcc.mean(axis=0, keepdims=True)
+    sd = centred.std(axis=0, keepdims=True)
+    return replace(f, mfcc=centred / np.where(sd > 0, sd, 1.0))
