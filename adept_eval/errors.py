@@ -37,6 +37,40 @@ class SettingsError(UserError, ValueError):
     """A --model_args / --metadata key that no component owns, or one holding a secret."""
 
 
+
+# ----------------------------------------------------------------------------- signal, corpora, judge
+class AudioError(UserError, ValueError):
+    """Audio that cannot be used; the message names the file and the problem."""
+
+
+class DownloadError(UserError, RuntimeError):
+    """The file could not be fetched or did not verify; the message says which and why."""
+
+
+class VStyleError(UserError, ValueError):
+    """The VStyle data cannot be found, fetched or read (shown as one message)."""
+
+
+class PromptError(UserError, ValueError):
+    """A judge prompt that cannot be used (shown as one message naming it)."""
+
+
+class JudgeOptionError(UserError, ValueError):
+    """A judge setting whose value cannot be used.
+
+    Its ``field``, ``value`` and ``problem`` let a caller name the option as its user spelled
+    it (``--metadata judge_concurrency=``).
+
+    Args:
+        field: The ``JudgeConfig`` field.
+        value: The value given.
+        problem: What is wrong with it.
+    """
+
+    def __init__(self, field: str, value, problem: str):
+        super().__init__(f"{field}={value!r}: {problem}")
+        self.field, self.value, self.problem = field, value, problem
+
 def user_error_types() -> tuple[type[BaseException], ...]:
     """Exception types whose message is the whole story (no traceback needed)."""
     types: list[type[BaseException]] = [UserError]

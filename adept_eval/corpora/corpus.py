@@ -60,13 +60,17 @@ class Recording:
 
 
 def expected_stimuli() -> list[tuple[str, str, str, str]]:
-    """(speaker, class, subcategory, sentence_id) of all 195 recordings, in canonical order."""
+    """The recordings ADEPT holds, from its specification.
+
+    Returns:
+        (speaker, class, subcategory, sentence_id) of all 195 recordings, in canonical order.
+    """
     out = []
     for speaker in spec.SPEAKERS:
         for cname in spec.CLASS_ORDER:
-            c = spec.CLASSES[cname]
-            for sub in c.subcategories_for(speaker):
-                for sid in c.sentence_ids():
+            cls = spec.CLASSES[cname]
+            for sub in cls.subcategories_for(speaker):
+                for sid in cls.sentence_ids():
                     out.append((speaker, cname, sub, sid))
     return out
 
@@ -75,6 +79,17 @@ class Corpus:
     """A validated, extracted ADEPT folder."""
 
     def __init__(self, root: str | Path, source: str | None = None):
+        """Read and validate the ADEPT layout under ``root``.
+
+        Args:
+            root: The folder holding adept_prompts.json.
+            source: What to name the corpus by in messages (the zip or folder the user gave),
+                or None for ``root``.
+
+        Raises:
+            CorpusError: The layout is incomplete or malformed; the message lists every
+                problem.
+        """
         self.root = Path(root).resolve()
         self.source = source or str(self.root)
         self.prompts: dict[str, dict[str, dict[str, str]]] = {}
@@ -105,8 +120,9 @@ class Corpus:
         problems += [f"{PROMPTS_FILE}: key {k!r} appears more than once" for k in duplicates]
 
         expected = expected_stimuli()
-        wanted_wav = {f"{c}/{s}/{spec.SPEAKERS[sp]}_{i}.wav" for sp, c, s, i in expected}
-        wanted_txt = {p[:-4] + ".txt" for p in wanted_wav}
+        wanted_wav = {f"{cname}/{sub}/{spec.SPEAKERS[speaker]}_{sid}.wav"
+                      for speaker, cname, sub, sid in expected}
+        wanted_txt = {wav[:-4] + ".txt" for wav in wanted_wav}
         present_wav = _relative_files(wav_root)
         present_txt = _relative_files(txt_root)
         problems += [f"missing: {WAV_DIR}/{p}" for p in sorted(wanted_wav - present_wav)]
@@ -137,7 +153,7 @@ class Corpus:
     def _check_prompts(self) -> list[str]:
         problems = []
         for cname in SINGLE_STIMULUS_CLASSES:
-            c = spec.CLASSES[cname]
+            cls = spec.CLASSES[cname]
             block = self.prompts.get(cname)
             if not isinstance(block, dict):
                 problems.append(f"{PROMPTS_FILE}: no entry for class {cname!r}" if block is None
@@ -145,7 +161,7 @@ class Corpus:
                                 f"got {_json_type(block)}")
                 continue
             for speaker in spec.SPEAKERS:
-                for sid in c.sentence_ids():
+                for sid in cls.sentence_ids():
                     key = f"{spec.SPEAKERS[speaker]}_{sid}"
                     options = block.get(key)
                     if not isinstance(options, dict):
@@ -155,7 +171,7 @@ class Corpus:
                                         f"an object, got {_json_type(options)}")
                         continue
                     seen: dict[str, str] = {}
-                    for sub in c.answer_subcategories(speaker):
+                    for sub in cls.answer_subcategories(speaker):
                         value = options.get(sub)
                         where = f"{PROMPTS_FILE}: {cname}/{key}/{sub}"
                         if isinstance(value, (dict, list, bool)):
@@ -173,12 +189,19 @@ class Corpus:
         return problems
 
     def verify_audio(self, progress: bool = False) -> None:
-        """Decode every natural recording once; raise CorpusError listing each one that cannot
-        be decoded or holds no signal, so a corpus fault is found at ``prepare`` and never
-        charged to a system being evaluated."""
+        """Decode every natural recording once, so a corpus fault is found at ``prepare`` and
+        never charged to a system being evaluated.
+
+        Args:
+            progress: Whether to show a progress bar.
+
+        Raises:
+            CorpusError: Listing each recording that cannot be decoded or holds no signal.
+        """
         from tqdm.auto import tqdm
 
-        from adept_eval.signal.audio import AudioError, read_audio, signal_problems
+        from adept_eval.errors import AudioError
+        from adept_eval.signal.audio import read_audio, signal_problems
 
         problems = []
         for r in tqdm(self.recordings, desc="decoding ADEPT", unit="file", disable=not progress):
@@ -199,14 +222,46 @@ class Corpus:
 
     # ------------------------------------------------------------------ access
     def get(self, stimulus_id: str) -> Recording:
+        """The recording of one stimulus.
+
+        Args:
+            stimulus_id: Its ``Recording.stimulus_id``.
+
+        Returns:
+            The recording.
+
+        Raises:
+            KeyError: The corpus has no such stimulus.
+        """
         return self._by_id[stimulus_id]
 
     def find(self, speaker: str, cls: str, subcategory: str, sentence_id: str) -> Recording:
+        """The recording of one speaker, class, subcategory and sentence.
+
+        Args:
+            speaker: "female" or "male".
+            cls: The class.
+            subcategory: The subcategory.
+            sentence_id: The sentence's number, e.g. "0100".
+
+        Returns:
+            The recording.
+
+        Raises:
+            KeyError: The corpus has no such recording.
+        """
         return self._by_id[f"{cls}/{subcategory}/{spec.SPEAKERS[speaker]}_{sentence_id}"]
 
     def answer_options(self, cls: str, key: str) -> dict[str, str]:
-        """adept_prompts.json's options for a single-stimulus sentence, e.g. ("topical_emphasis",
-        "ad00_0100") -> {"beginning": "WHO eats avocado with toast?", ...}."""
+        """adept_prompts.json's options for a single-stimulus sentence.
+
+        Args:
+            cls: The class, e.g. "topical_emphasis".
+            key: The sentence's key, e.g. "ad00_0100".
+
+        Returns:
+            Subcategory -> option text, e.g. {"beginning": "WHO eats avocado with toast?", ...}.
+        """
         return {k: str(v).strip() for k, v in self.prompts[cls][key].items()}
 
     @cached_property
@@ -214,22 +269,22 @@ class Corpus:
         """sha256 over the prompts file and every recording's bytes and text: the corpus identity
         that travels with results, so scores from different corpus copies are never mixed.
         Remembered per machine while no file changes (``remembered_digest``): hashing the
-        corpus cost ~0.1 s of every run."""
+        corpus would cost ~0.1 s of every run."""
         files = [self.root / PROMPTS_FILE, *(Path(r.audio_path) for r in self.recordings)]
         texts = hashlib.sha256("\0".join(f"{r.stimulus_id}\0{r.text}"
                                           for r in self.recordings).encode()).hexdigest()
         return remembered_digest(f"corpus-sha256-{texts[:16]}", files, self._content_sha256)
 
     def _content_sha256(self) -> str:
-        h = hashlib.sha256()
-        h.update((self.root / PROMPTS_FILE).read_bytes())
-        for r in self.recordings:
-            h.update(r.stimulus_id.encode())
-            h.update(r.text.encode())
-            with open(r.audio_path, "rb") as fh:
+        digest = hashlib.sha256()
+        digest.update((self.root / PROMPTS_FILE).read_bytes())
+        for rec in self.recordings:
+            digest.update(rec.stimulus_id.encode())
+            digest.update(rec.text.encode())
+            with open(rec.audio_path, "rb") as fh:
                 for block in iter(lambda: fh.read(1 << 20), b""):
-                    h.update(block)
-        return h.hexdigest()
+                    digest.update(block)
+        return digest.hexdigest()
 
     @cached_property
     def zenodo_record(self) -> dict | None:
@@ -284,7 +339,17 @@ def _relative_files(root: Path) -> set[str]:
 
 # ---------------------------------------------------------------------- zip handling
 def find_root(folder: Path) -> Path:
-    """The folder holding adept_prompts.json: the folder itself or one wrapper level below."""
+    """The folder holding adept_prompts.json: the folder itself or one wrapper level below.
+
+    Args:
+        folder: An extracted ADEPT folder.
+
+    Returns:
+        The ADEPT root.
+
+    Raises:
+        CorpusError: No root, or several, are found.
+    """
     if (folder / PROMPTS_FILE).exists():
         return folder
     candidates = [p.parent for p in folder.glob(f"*/{PROMPTS_FILE}")]
@@ -302,6 +367,17 @@ def safe_extract(zip_path: Path, dest: Path) -> Path:
 
     Extraction goes to a temporary sibling first and is renamed into place, so an interrupted
     extraction never leaves a half-written corpus behind.
+
+    Args:
+        zip_path: The zip.
+        dest: The folder to extract into (replaced when it exists).
+
+    Returns:
+        The ADEPT root inside ``dest``.
+
+    Raises:
+        CorpusError: The zip is unreadable or corrupt, has unsafe members, or holds no single
+            ADEPT root.
     """
     zip_path, dest = Path(zip_path), Path(dest)
     try:
@@ -359,6 +435,7 @@ def _lock(path: Path) -> FileLock:
 
 
 def _extracted_dir_for(zip_path: Path) -> Path:
+    """The cache folder a zip is extracted into, named by the zip's md5."""
     digest = remembered_digest("zip-md5", [zip_path], lambda: zenodo.md5sum(zip_path))
     return cache_home() / "extracted" / digest[:16]
 
@@ -369,11 +446,23 @@ def remembered_digest(kind: str, files: list[Path], compute) -> str:
     is hashed once per machine rather than on every run, and any change to a file hashes it
     again - a file rewritten or replaced in place gets a new change time even when a tool
     restores its size and modification time (an archive extracted over it, ``cp -p``). A
-    cache that cannot be written only means hashing every time."""
+    cache that cannot be written only means hashing every time.
+
+    Args:
+        kind: What the digest is (part of the note's name), e.g. "zip-md5".
+        files: The files it is computed from.
+        compute: Computes the digest.
+
+    Returns:
+        The digest.
+
+    Raises:
+        OSError: A file cannot be ``stat``-ed.
+    """
     signature = hashlib.sha256(kind.encode())
-    for f in files:
-        st = os.stat(f)
-        signature.update(f"{Path(f).resolve()}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}"
+    for file in files:
+        st = os.stat(file)
+        signature.update(f"{Path(file).resolve()}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}"
                          f"\0{st.st_ctime_ns}\n".encode())
     note = cache_home() / "digests" / f"{kind}-{signature.hexdigest()[:32]}"
     try:
@@ -400,9 +489,19 @@ def open_path(path: str | Path, *, progress: bool = False) -> Corpus:
     The extracted copy is the cache's, made from the zip: when it fails validation after it
     passed (a file deleted from it by hand, a disk error), it is extracted again from the zip,
     with a one-line warning naming the folder, rather than reported as a fault of the zip,
-    which is intact (a user's ``ADEPT_EVAL_CORPUS=ADEPT.zip`` had been told its zip was
-    malformed, and ``prepare --refetch`` refuses a zip it did not download). Only a zip that
-    fails afresh is reported, as the zip's own fault."""
+    which is intact (and which ``prepare --refetch`` refuses to replace when it did not
+    download it). Only a zip that fails afresh is reported, as the zip's own fault.
+
+    Args:
+        path: The zip or folder.
+        progress: Whether to show progress while decoding.
+
+    Returns:
+        The corpus.
+
+    Raises:
+        CorpusError: ``path`` does not exist, or the corpus is incomplete or malformed.
+    """
     path = Path(path).expanduser()
     if not path.exists():
         raise CorpusError(f"{path}: no such file or folder")
@@ -445,6 +544,8 @@ def _decoded_once(corpus: Corpus, progress: bool) -> Corpus:
 
 
 def _with_record(corpus: Corpus, zip_path: Path, target: Path) -> Corpus:
+    """``corpus``, with the Zenodo record saved beside the zip copied into its extracted
+    folder (once)."""
     record = zip_path.with_name(RECORD_FILE)
     if record.exists() and not (target / RECORD_FILE).exists():
         shutil.copy(record, target / RECORD_FILE)
@@ -457,8 +558,21 @@ def refetch_corpus(corpus: str | Path | None = None, *, download: bool = True,
     ``adept-eval prepare --refetch`` does when the cached copy was damaged after it was verified
     (a disk error, a file deleted by hand). A zip that is no longer readable is extracted under
     a new name anyway (its digest changed); an intact zip whose extracted copy lost a file keeps
-    its name, so that copy is removed first. Refused for a corpus the user names (``corpus``
-    or ``ADEPT_EVAL_CORPUS``, which ``load_corpus`` would use instead) and without ``download``."""
+    its name, so that copy is removed first.
+
+    Args:
+        corpus: The corpus the user names (refused: ``load_corpus`` would use it instead).
+        download: Whether downloading is allowed (refused without).
+        progress: Whether to show a progress bar.
+
+    Returns:
+        The new zip's path.
+
+    Raises:
+        CorpusError: A corpus is named (``corpus`` or ``ADEPT_EVAL_CORPUS``), or downloading
+            is off.
+        DownloadError: The download fails or does not verify.
+    """
     named = corpus or os.environ.get("ADEPT_EVAL_CORPUS")
     if named:
         zipped = Path(named).expanduser().is_file()
@@ -479,7 +593,18 @@ def refetch_corpus(corpus: str | Path | None = None, *, download: bool = True,
 
 
 def download_corpus(*, force: bool = False, progress: bool = True) -> Path:
-    """Fetch ADEPT.zip from Zenodo into the cache (verified), returning the zip's path."""
+    """Fetch ADEPT.zip from Zenodo into the cache, verified.
+
+    Args:
+        force: Download again even when the cached zip is there.
+        progress: Whether to show a progress bar.
+
+    Returns:
+        The zip's path.
+
+    Raises:
+        DownloadError: The download fails or does not verify.
+    """
     home = cache_home()
     remote = zenodo.describe(spec.ZENODO_RECORD_ID, spec.ZENODO_FILE_KEY)
     dest = home / spec.ZENODO_FILE_KEY
@@ -493,7 +618,21 @@ def download_corpus(*, force: bool = False, progress: bool = True) -> Path:
 
 def load_corpus(corpus: str | Path | None = None, *, download: bool = True,
                 progress: bool = True) -> Corpus:
-    """Find ADEPT as the module docstring describes and return it validated."""
+    """Find ADEPT as the module docstring describes and return it validated.
+
+    Args:
+        corpus: A zip or folder to use, or None for ``ADEPT_EVAL_CORPUS`` or the cache.
+        download: Whether ADEPT may be downloaded when the cache lacks it.
+        progress: Whether to show progress bars.
+
+    Returns:
+        The corpus.
+
+    Raises:
+        CorpusError: The corpus is missing (and may not be downloaded), incomplete or
+            malformed.
+        DownloadError: The download fails or does not verify.
+    """
     explicit = corpus or os.environ.get("ADEPT_EVAL_CORPUS")
     if explicit:
         return open_path(explicit, progress=progress)

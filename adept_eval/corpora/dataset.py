@@ -13,7 +13,6 @@ import datasets
 import numpy as np
 import pyarrow as pa
 
-from adept_eval.corpora import spec
 from adept_eval.signal.audio import read_audio, read_audio_bytes
 from adept_eval.corpora.corpus import Corpus, load_corpus
 from adept_eval.corpora.questions import build_questions
@@ -56,7 +55,14 @@ def _dataset(rows: list[dict], features: datasets.Features) -> datasets.Dataset:
 
 
 def recordings_dataset(corpus: Corpus | None = None) -> datasets.Dataset:
-    """The 195 natural recordings, one row each."""
+    """The 195 natural recordings, one row each.
+
+    Args:
+        corpus: The corpus, or None to ``load_corpus``.
+
+    Returns:
+        The dataset (``RECORDING_FEATURES``).
+    """
     corpus = corpus or load_corpus()
     rows = [{
         "stimulus_id": r.stimulus_id, "speaker": r.speaker, "speaker_id": r.speaker_id,
@@ -67,7 +73,15 @@ def recordings_dataset(corpus: Corpus | None = None) -> datasets.Dataset:
 
 
 def questions_dataset(task: str, corpus: Corpus | None = None) -> datasets.Dataset:
-    """One task's listening-test questions, with the natural recordings as stimulus audio."""
+    """One task's listening-test questions, with the natural recordings as stimulus audio.
+
+    Args:
+        task: The task's name, e.g. "adept_emotion_female".
+        corpus: The corpus, or None to ``load_corpus``.
+
+    Returns:
+        The dataset (``QUESTION_FEATURES``).
+    """
     corpus = corpus or load_corpus()
     rows = []
     for q in build_questions(corpus, task):
@@ -79,13 +93,18 @@ def questions_dataset(task: str, corpus: Corpus | None = None) -> datasets.Datas
     return _dataset(rows, QUESTION_FEATURES)
 
 
-def all_question_datasets(corpus: Corpus | None = None) -> datasets.DatasetDict:
-    corpus = corpus or load_corpus()
-    return datasets.DatasetDict({t: questions_dataset(t, corpus) for t in spec.TASKS})
-
-
 def decode(cell: dict) -> tuple[np.ndarray, int]:
-    """An undecoded Audio cell ({"path", "bytes"}) -> (mono float32 samples, rate)."""
+    """Decode an undecoded Audio cell.
+
+    Args:
+        cell: {"path", "bytes"}: the bytes when there are any, else the file.
+
+    Returns:
+        (mono float32 samples, rate).
+
+    Raises:
+        AudioError: The audio cannot be decoded.
+    """
     if cell.get("bytes"):
         audio = read_audio_bytes(cell["bytes"], str(cell.get("path") or "audio cell"))
     else:

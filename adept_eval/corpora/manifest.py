@@ -43,13 +43,29 @@ class ManifestEntry:
 
 
 def build_manifest(corpus: Corpus) -> list[ManifestEntry]:
+    """The manifest: one entry per natural recording, saying where its sample goes.
+
+    Args:
+        corpus: The corpus.
+
+    Returns:
+        The entries, in the corpus's order.
+    """
     return [ManifestEntry(r.stimulus_id, r.speaker, r.speaker_id, r.cls, r.subcategory,
                           r.sentence_id, r.text, r.audio_path, f"{r.stimulus_id}.wav")
             for r in corpus.recordings]
 
 
 def write_manifest(entries: list[ManifestEntry], out: Path) -> list[Path]:
-    """Write ``out`` as CSV and JSONL (``out`` with either suffix, or a stem); return both paths."""
+    """Write the manifest as CSV and JSONL.
+
+    Args:
+        entries: The manifest's entries.
+        out: The file, with either suffix, or a stem.
+
+    Returns:
+        The CSV and JSONL paths.
+    """
     out = Path(out)
     stem = out.with_suffix("") if out.suffix in (".csv", ".jsonl") else out
     stem.parent.mkdir(parents=True, exist_ok=True)
@@ -66,6 +82,7 @@ def write_manifest(entries: list[ManifestEntry], out: Path) -> list[Path]:
 
 
 def _row(entry: ManifestEntry) -> dict:
+    """One entry as a manifest row, its columns in the manifest's order."""
     row = asdict(entry)
     row["class"] = row.pop("cls")
     return {k: row[k] for k in ("stimulus_id", "speaker", "speaker_id", "class", "subcategory",
@@ -91,6 +108,7 @@ class FolderCheck:
 
     @property
     def problems(self) -> list[Problem]:
+        """Every problem: the samples', then the extra and the ambiguous files'."""
         out = [p for r in self.samples.values() for p in r.problems]
         out += [Problem(x, "warning", "extra", f"{x}: not a stimulus of the manifest")
                 for x in self.extra]
@@ -100,17 +118,25 @@ class FolderCheck:
 
     @property
     def errors(self) -> list[Problem]:
+        """The problems that make a sample unusable."""
         return [p for p in self.problems if p.severity == "error"]
 
     @property
     def warnings(self) -> list[Problem]:
+        """The problems worth a look."""
         return [p for p in self.problems if p.severity == "warning"]
 
     def bad_stimuli(self) -> list[str]:
+        """The stimuli whose sample has an error.
+
+        Returns:
+            Their ids.
+        """
         return [sid for sid, r in self.samples.items() if not r.ok]
 
     @property
     def ok(self) -> bool:
+        """Whether no problem is an error."""
         return not self.errors
 
 
@@ -123,13 +149,31 @@ def _exists(path: Path) -> bool:
 
 
 def sample_path(folder: Path, stimulus_id: str) -> Path | None:
-    """The system's file for one stimulus, in any accepted format, or None."""
+    """The system's file for one stimulus, in any accepted format.
+
+    Args:
+        folder: The system's folder.
+        stimulus_id: The stimulus.
+
+    Returns:
+        The file, or None.
+    """
     return find_audio(Path(folder) / stimulus_id)
 
 
 def check_folder(corpus: Corpus, folder: str | Path, *, stimuli: list[str] | None = None,
                  progress: bool = True) -> FolderCheck:
-    """Check every expected sample (or just ``stimuli``) and list files that match nothing."""
+    """Check every expected sample (or just ``stimuli``) and list files that match nothing.
+
+    Args:
+        corpus: The corpus.
+        folder: The system's folder.
+        stimuli: The stimuli to check, or None for all.
+        progress: Whether to show a progress bar.
+
+    Returns:
+        What was found.
+    """
     folder = Path(folder)
     wanted = stimuli or [r.stimulus_id for r in corpus.recordings]
     result = FolderCheck(str(folder), len(wanted))
@@ -178,8 +222,8 @@ def _layout_hint(folder: Path, extra: list[str], known: set[str]) -> str:
     for which the folder to name instead is given, and a layout of one's own (flat names such
     as ``emotion_fear_ad00_0001.wav``), for which an example of the expected path is."""
     prefixes: dict[str, int] = {}
-    for x in extra:
-        rel = Path(x).relative_to(folder).with_suffix("").as_posix()
+    for file in extra:
+        rel = Path(file).relative_to(folder).with_suffix("").as_posix()
         for sid in known:
             if rel.endswith("/" + sid):
                 prefix = rel[: -len(sid) - 1]
@@ -189,8 +233,8 @@ def _layout_hint(folder: Path, extra: list[str], known: set[str]) -> str:
     head = (f"{folder}: none of the samples is where the manifest puts it, but "
             f"{len(extra)} audio file(s) are elsewhere")
     if prefixes:
-        prefix, n = max(prefixes.items(), key=lambda kv: kv[1])
-        return (f"{head}: {n} follow the manifest's layout inside {folder / prefix}; check "
+        prefix, count = max(prefixes.items(), key=lambda kv: kv[1])
+        return (f"{head}: {count} follow the manifest's layout inside {folder / prefix}; check "
                 f"that folder instead (adept-eval check {folder / prefix}, or path="
                 f"{folder / prefix} for lm_eval's audio-dir)")
     shown = Path(sorted(extra)[0]).relative_to(folder).as_posix()

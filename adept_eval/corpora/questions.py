@@ -46,14 +46,17 @@ class Question:
 
     @property
     def n_choices(self) -> int:
+        """How many choices the question offers."""
         return len(self.choices)
 
     @property
     def answer_letter(self) -> str:
+        """The right answer's letter, as a listener sees it ("A" for the first choice)."""
         return LETTERS[self.answer]
 
 
 def _order(question_id: str, items: list[str]) -> list[str]:
+    """``items`` shuffled by a generator seeded with the question id (the same every run)."""
     seed = int.from_bytes(hashlib.sha256(question_id.encode()).digest()[:8], "big")
     out = list(items)
     random.Random(seed).shuffle(out)
@@ -61,35 +64,55 @@ def _order(question_id: str, items: list[str]) -> list[str]:
 
 
 def build_questions(corpus: Corpus, task_name: str) -> list[Question]:
-    """Every question of one task, in a stable order (sentence, then target subcategory)."""
-    t = spec.task(task_name)
-    c, speaker = t.cls, t.speaker
+    """Every question of one task, in a stable order (sentence, then target subcategory).
+
+    Args:
+        corpus: The corpus.
+        task_name: The task's name, e.g. "adept_emotion_female".
+
+    Returns:
+        The questions.
+
+    Raises:
+        KeyError: No task has that name.
+    """
+    task = spec.task(task_name)
+    cls, speaker = task.cls, task.speaker
     sid_prefix = spec.SPEAKERS[speaker]
     questions: list[Question] = []
-    for sid in c.sentence_ids():
+    for sid in cls.sentence_ids():
         key = f"{sid_prefix}_{sid}"
-        text = corpus.find(speaker, c.name, c.answer_subcategories(speaker)[0], sid).text
-        for target in c.answer_subcategories(speaker):
-            qid = f"{t.name}/{key}/{target}"
-            if c.design == "multi":
-                subs = _order(qid, list(c.subcategories_for(speaker)))
-                stimuli = tuple(f"{c.name}/{s}/{key}" for s in subs)
+        text = corpus.find(speaker, cls.name, cls.answer_subcategories(speaker)[0], sid).text
+        for target in cls.answer_subcategories(speaker):
+            qid = f"{task.name}/{key}/{target}"
+            if cls.design == "multi":
+                subs = _order(qid, list(cls.subcategories_for(speaker)))
+                stimuli = tuple(f"{cls.name}/{sub}/{key}" for sub in subs)
                 choices = tuple(f"Sample {LETTERS[i]}" for i in range(len(subs)))
-                wording = c.question.format(target=c.targets[target])
-                questions.append(Question(qid, t.name, c.name, speaker, "multi", sid, text,
+                wording = cls.question.format(target=cls.targets[target])
+                questions.append(Question(qid, task.name, cls.name, speaker, "multi", sid, text,
                                           wording, stimuli, tuple(subs), choices, tuple(subs),
                                           subs.index(target), target))
             else:
-                options = corpus.answer_options(c.name, key)
-                subs = list(c.answer_subcategories(speaker))
-                choices = tuple(options[s] for s in subs)
-                questions.append(Question(qid, t.name, c.name, speaker, "single", sid, text,
-                                          c.question, (f"{c.name}/{target}/{key}",), (target,),
-                                          choices, tuple(subs), subs.index(target), target))
+                options = corpus.answer_options(cls.name, key)
+                subs = list(cls.answer_subcategories(speaker))
+                choices = tuple(options[sub] for sub in subs)
+                questions.append(Question(qid, task.name, cls.name, speaker, "single", sid, text,
+                                          cls.question, (f"{cls.name}/{target}/{key}",),
+                                          (target,), choices, tuple(subs), subs.index(target),
+                                          target))
     return questions
 
 
 def all_questions(corpus: Corpus) -> dict[str, list[Question]]:
+    """Every task's questions.
+
+    Args:
+        corpus: The corpus.
+
+    Returns:
+        Task name -> its questions, in ``spec.TASKS``' order.
+    """
     return {name: build_questions(corpus, name) for name in spec.TASKS}
 
 
@@ -102,18 +125,47 @@ def blinded_id(real_id: str, salt: str = DEFAULT_BLIND_SALT, prefix: str = "s") 
     """A stable id that reveals nothing of ``real_id`` (class, subcategory, sentence): 12 hex
     digits of HMAC-SHA256(salt, real_id). The same id and salt always give the same result, so
     an exported listening test and its audio files can be rebuilt; 48 bits make collisions among
-    ADEPT's 195 stimuli and 165 questions vanishingly unlikely (checked by ``unblinding``)."""
+    ADEPT's 195 stimuli and 165 questions vanishingly unlikely (checked by ``unblinding``).
+
+    Args:
+        real_id: The stimulus or question id.
+        salt: The HMAC key.
+        prefix: The blinded id's first character ("s" for a stimulus).
+
+    Returns:
+        The blinded id.
+    """
     digest = hmac.new(salt.encode(), real_id.encode(), hashlib.sha256).hexdigest()
     return f"{prefix}{digest[:12]}"
 
 
 def blinded_question_id(question_id: str, salt: str = DEFAULT_BLIND_SALT) -> str:
+    """A question's ``blinded_id``, prefixed "q".
+
+    Args:
+        question_id: The question's id.
+        salt: The HMAC key.
+
+    Returns:
+        The blinded id.
+    """
     return blinded_id(question_id, salt, prefix="q")
 
 
 def unblinding(questions, salt: str = DEFAULT_BLIND_SALT) -> dict[str, str]:
-    """Blinded id -> real id, for every question and stimulus of ``questions``; raises if two
-    real ids ever collided (so a blinded id always names exactly one thing)."""
+    """The key that turns blinded ids back into real ones.
+
+    Args:
+        questions: The questions (their stimuli included).
+        salt: The HMAC key they were blinded with.
+
+    Returns:
+        Blinded id -> real id, for every question and stimulus.
+
+    Raises:
+        ValueError: Two real ids share a blinded one (so a blinded id always names exactly
+            one thing).
+    """
     out: dict[str, str] = {}
     for q in questions:
         pairs = [(blinded_question_id(q.question_id, salt), q.question_id)]

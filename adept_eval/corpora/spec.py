@@ -43,14 +43,34 @@ class ClassSpec:
     has_subcategory_scores: bool = True  # the tutorial scores some classes only as a whole
 
     def subcategories_for(self, speaker: str) -> tuple[str, ...]:
-        """Folders that exist for this speaker (sarcasm is recorded by the male speaker only)."""
-        return tuple(s for s in self.subcategories if speaker == "male" or s not in self.male_only)
+        """Folders that exist for one speaker (sarcasm is recorded by the male speaker only).
+
+        Args:
+            speaker: "female" or "male".
+
+        Returns:
+            The subcategories, in order.
+        """
+        return tuple(sub for sub in self.subcategories
+                     if speaker == "male" or sub not in self.male_only)
 
     def answer_subcategories(self, speaker: str) -> tuple[str, ...]:
-        """Subcategories that are the correct answer of some question (never neutral)."""
-        return tuple(s for s in self.subcategories_for(speaker) if s != NEUTRAL)
+        """Subcategories that are the correct answer of some question (never neutral).
+
+        Args:
+            speaker: "female" or "male".
+
+        Returns:
+            The subcategories, in order.
+        """
+        return tuple(sub for sub in self.subcategories_for(speaker) if sub != NEUTRAL)
 
     def sentence_ids(self) -> tuple[str, ...]:
+        """The class's five sentence ids ("0100" ... "0104").
+
+        Returns:
+            The ids, in order.
+        """
         return tuple(f"{self.id_block + i:04d}" for i in range(5))
 
 
@@ -141,24 +161,24 @@ class TaskSpec:
 
     @property
     def name(self) -> str:
+        """The lm-eval task name, e.g. "adept_emotion_female"."""
         return f"adept_{self.cls.name}_{self.speaker}"
 
     @property
-    def n_recordings(self) -> int:
-        return len(self.cls.subcategories_for(self.speaker)) * 5
-
-    @property
     def n_choices(self) -> int:
+        """How many choices each question offers."""
         if self.cls.design == "multi":
             return len(self.cls.subcategories_for(self.speaker))
         return len(self.cls.answer_subcategories(self.speaker))
 
     @property
     def n_questions(self) -> int:
+        """How many questions the task asks."""
         return len(self.cls.answer_subcategories(self.speaker)) * 5
 
     @property
     def chance(self) -> float:
+        """The accuracy of guessing."""
         return 1.0 / self.n_choices
 
 
@@ -168,7 +188,17 @@ TASKS: dict[str, TaskSpec] = {
 
 
 def task(name: str) -> TaskSpec:
-    """Look a task up by name, with an error that lists the valid ones."""
+    """Look a task up by name.
+
+    Args:
+        name: The task's name.
+
+    Returns:
+        The task.
+
+    Raises:
+        KeyError: No task has that name; the message lists the valid ones.
+    """
     try:
         return TASKS[name]
     except KeyError:

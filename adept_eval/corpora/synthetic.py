@@ -46,14 +46,23 @@ class Prosody:
     tilt: float = 1.0  # harmonic roll-off exponent: lower is brighter
 
     def towards_neutral(self, amount: float) -> "Prosody":
-        """Blend with neutral: 0 keeps this prosody, 1 is neutral (positions are kept)."""
-        n, k = Prosody(), 1.0 - amount
+        """Blend with neutral prosody (positions are kept).
+
+        Args:
+            amount: 0 keeps this prosody, 1 is neutral.
+
+        Returns:
+            The blend.
+        """
+        neutral, kept = Prosody(), 1.0 - amount
         return replace(
             self,
-            f0_shift=self.f0_shift * k, f0_range=n.f0_range + (self.f0_range - 1) * k,
-            gain_db=self.gain_db * k, rate=1 + (self.rate - 1) * k,
-            final=n.final + (self.final - n.final) * k, accent_size=self.accent_size * k,
-            pause_s=self.pause_s * k, jitter=self.jitter * k, tilt=1 + (self.tilt - 1) * k)
+            f0_shift=self.f0_shift * kept,
+            f0_range=neutral.f0_range + (self.f0_range - 1) * kept,
+            gain_db=self.gain_db * kept, rate=1 + (self.rate - 1) * kept,
+            final=neutral.final + (self.final - neutral.final) * kept,
+            accent_size=self.accent_size * kept, pause_s=self.pause_s * kept,
+            jitter=self.jitter * kept, tilt=1 + (self.tilt - 1) * kept)
 
 
 PROFILES: dict[tuple[str, str], Prosody] = {
@@ -89,10 +98,20 @@ _PLACES = ("with toast", "at night", "in spring", "on Mondays", "by the sea")
 
 
 def _seed(*parts: str) -> int:
+    """A 64-bit seed from the sha256 of ``parts``: the same every run and machine."""
     return int.from_bytes(hashlib.sha256("|".join(parts).encode()).digest()[:8], "big")
 
 
 def sentence(cls: str, sentence_id: str) -> str:
+    """The synthetic corpus's text of one sentence.
+
+    Args:
+        cls: The class.
+        sentence_id: The sentence's id, e.g. "0100".
+
+    Returns:
+        The text (subject, verb, object and place for topical emphasis; random words else).
+    """
     i = int(sentence_id) % 100
     if cls == "topical_emphasis":
         return f"{_SUBJECTS[i]} {_VERBS[i]} {_OBJECTS[i]} {_PLACES[i]}."
@@ -102,17 +121,28 @@ def sentence(cls: str, sentence_id: str) -> str:
 
 
 def answer_options(cls: str, sentence_id: str) -> dict[str, str]:
+    """The synthetic corpus's adept_prompts.json options of a single-stimulus sentence.
+
+    Args:
+        cls: The class.
+        sentence_id: The sentence's id.
+
+    Returns:
+        Subcategory -> option text.
+    """
     i = int(sentence_id) % 100
     if cls == "topical_emphasis":
-        s, v, o, p = _SUBJECTS[i], _VERBS[i], _OBJECTS[i], _PLACES[i]
-        return {"beginning": f"WHO {v}s {o} {p}?", "middle": f"{s} {v} WHAT {p}?",
-                "end": f"{s} {v} {o} WHEN or WHERE?"}
+        subject, verb, obj, place = _SUBJECTS[i], _VERBS[i], _OBJECTS[i], _PLACES[i]
+        return {"beginning": f"WHO {verb}s {obj} {place}?",
+                "middle": f"{subject} {verb} WHAT {place}?",
+                "end": f"{subject} {verb} {obj} WHEN or WHERE?"}
     text = sentence(cls, sentence_id).rstrip(".")
     return {"interpretation_1": f"Reading 1 of '{text}' (break or stress early).",
             "interpretation_2": f"Reading 2 of '{text}' (break or stress late)."}
 
 
 def _syllables(text: str) -> int:
+    """Roughly how many syllables ``text`` has (vowel groups; at least 4)."""
     vowels = "aeiouy"
     count, prev = 0, False
     for ch in text.lower():
@@ -127,7 +157,19 @@ def render(text: str, speaker: str, prosody: Prosody, *, seed: int = 0, rate: in
     """Synthesise one utterance of ``text`` with ``prosody`` (float32 mono at ``rate``).
 
     The text fixes the syllable count and vowel sequence (so all renditions of a sentence align);
-    ``seed`` adds small natural variation (F0 wobble, timing, noise)."""
+    ``seed`` adds small natural variation (F0 wobble, timing, noise).
+
+    Args:
+        text: The sentence.
+        speaker: "female" or "male" (the base F0, unless ``base_f0``).
+        prosody: The prosody to render.
+        seed: The random variation's seed.
+        rate: The sampling rate (Hz).
+        base_f0: The voice's base F0 (Hz), or None for the speaker's.
+
+    Returns:
+        The samples.
+    """
     rng = np.random.default_rng(seed)
     vowel_rng = np.random.default_rng(_seed("vowels", text))
     n_syl = _syllables(text)
@@ -168,12 +210,13 @@ def render(text: str, speaker: str, prosody: Prosody, *, seed: int = 0, rate: in
     vowel_f1 = vowel_rng.choice([300.0, 450.0, 650.0, 750.0], n_syl)
     vowel_f2 = vowel_rng.choice([900.0, 1300.0, 1800.0, 2300.0], n_syl)
     for i in range(n_syl):
-        a, b = int((lead + starts[i]) * rate), int((lead + starts[i] + durs[i]) * rate)
-        seg = np.sin(np.linspace(0, np.pi, max(b - a, 2))) ** 0.7
-        env[a:a + len(seg)] = seg[: max(0, min(len(seg), n - a))]
-        f1[a:b], f2[a:b] = vowel_f1[i], vowel_f2[i]
+        first = int((lead + starts[i]) * rate)
+        stop = int((lead + starts[i] + durs[i]) * rate)
+        seg = np.sin(np.linspace(0, np.pi, max(stop - first, 2))) ** 0.7
+        env[first:first + len(seg)] = seg[: max(0, min(len(seg), n - first))]
+        f1[first:stop], f2[first:stop] = vowel_f1[i], vowel_f2[i]
         if prosody.accent_pos is not None and prosody.accent_size:
-            env[a:b] *= 1 + 0.8 * np.exp(-0.5 * ((centers[i] - prosody.accent_pos) / 0.08) ** 2)
+            env[first:stop] *= 1 + 0.8 * np.exp(-0.5 * ((centers[i] - prosody.accent_pos) / 0.08) ** 2)
     k_max = int(min(40, 4000 // f0.min()))
     hop = 64  # harmonic amplitudes change slowly: compute them at a control rate
     f0_c, f1_c, f2_c = f0[::hop], f1[::hop], f2[::hop]
@@ -195,7 +238,16 @@ def render(text: str, speaker: str, prosody: Prosody, *, seed: int = 0, rate: in
 
 
 def build_corpus(out: str | Path, *, rate: int = RATE, wrap: bool = True) -> Path:
-    """Write a complete synthetic ADEPT folder (``out/ADEPT`` when ``wrap``) and return its root."""
+    """Write a complete synthetic ADEPT folder.
+
+    Args:
+        out: Where to write it.
+        rate: The recordings' sampling rate (Hz).
+        wrap: Whether to write it under ``out/ADEPT`` (as Zenodo's zip wraps it).
+
+    Returns:
+        The corpus's root.
+    """
     out = Path(out)
     root = out / "ADEPT" if wrap else out
     prompts: dict[str, dict[str, dict[str, str]]] = {}
@@ -218,10 +270,17 @@ def build_corpus(out: str | Path, *, rate: int = RATE, wrap: bool = True) -> Pat
 
 def check_replaceable(out: str | Path) -> None:
     """Refuse to write a synthetic corpus over anything but nothing, an empty folder or an
-    earlier synthetic corpus (written again, the same recordings and texts). ``make-synthetic ADEPT.zip``
-    run beside the real, downloaded ADEPT.zip replaced it without a word, and run on the real
-    extracted corpus it overwrote its recordings with synthetic ones, leaving a corpus that
-    is neither. Recognised as synthetic as ``identity.is_synthetic`` does: by its sentences."""
+    earlier synthetic corpus (written again, the same recordings and texts): written over the
+    real ADEPT.zip it would replace it without a word, and over the real extracted corpus it
+    would leave a corpus that is neither. A corpus is recognised as synthetic as
+    ``identity.is_synthetic`` does: by its sentences.
+
+    Args:
+        out: The zip or folder about to be written.
+
+    Raises:
+        UserError: ``out`` holds something other than a synthetic corpus.
+    """
     from adept_eval.errors import UserError
 
     out = Path(out)
@@ -244,14 +303,22 @@ def check_replaceable(out: str | Path) -> None:
         parts = path.split("/")
         return len(parts) == 4 and text.strip() == sentence(parts[1], parts[3][:-4].split("_")[-1])
 
-    if not texts or not all(synthetic(p, t) for p, t in texts):
+    if not texts or not all(synthetic(path, text) for path, text in texts):
         raise UserError(f"{out}: already there and not a synthetic corpus (the real ADEPT, or "
                         "other files): make-synthetic writes only to a new path, an empty folder "
                         "or an earlier synthetic corpus; name another")
 
 
 def zip_corpus(root: str | Path, out_zip: str | Path) -> Path:
-    """Zip an ADEPT folder the way Zenodo's ADEPT.zip wraps it (an ``ADEPT/`` folder inside)."""
+    """Zip an ADEPT folder the way Zenodo's ADEPT.zip wraps it (an ``ADEPT/`` folder inside).
+
+    Args:
+        root: The ADEPT folder.
+        out_zip: The zip to write.
+
+    Returns:
+        ``out_zip``.
+    """
     root, out_zip = Path(root), Path(out_zip)
     out_zip.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(out_zip, "w", zipfile.ZIP_DEFLATED) as zf:
@@ -262,7 +329,15 @@ def zip_corpus(root: str | Path, out_zip: str | Path) -> Path:
 
 
 def build_zip(out_zip: str | Path, *, rate: int = RATE) -> Path:
-    """A synthetic ``ADEPT.zip`` laid out like Zenodo's."""
+    """Write a synthetic ``ADEPT.zip`` laid out like Zenodo's.
+
+    Args:
+        out_zip: The zip to write.
+        rate: The recordings' sampling rate (Hz).
+
+    Returns:
+        ``out_zip``.
+    """
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -279,6 +354,17 @@ def build_system(out: str | Path, *, transfer: float = 1.0, transfer_fraction: f
     (a deterministic choice) get that transfer, the rest neutral prosody; ``swap`` exchanges two
     subcategories' prosody; the system's voice sits ``voice_shift`` semitones above ADEPT's and renders at
     ``rate``, so listeners must normalise for the speaker.
+
+    Args:
+        out: The system's folder.
+        transfer: How much of each reference's prosody is reproduced.
+        transfer_fraction: The share of stimuli that get ``transfer``.
+        swap: Two subcategories whose prosody is exchanged, or None.
+        voice_shift: The voice's offset from ADEPT's (semitones).
+        rate: The samples' sampling rate (Hz).
+
+    Returns:
+        ``out``.
     """
     out = Path(out)
     for speaker, cls, sub, sid in expected_stimuli():

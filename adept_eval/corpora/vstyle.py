@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from adept_eval.errors import UserError
+from adept_eval.errors import VStyleError
 
 #: the metadata of VStyle's published examples (the project page's 33 instructions per language,
 #: 7 systems each): a sample for trying the pipeline, whose scores are not VStyle results
@@ -37,7 +37,14 @@ _SUBCATEGORY_ALIASES = {("instruction", "switch"): "variation"}
 
 
 def normalise_ability(ability: str) -> tuple[str, str]:
-    """("Role-Playing/character") -> ("role_play", "character")."""
+    """A record's ability as (category, subcategory) in ``CATEGORIES``' spelling.
+
+    Args:
+        ability: "category/subcategory" as the metadata writes it, e.g. "Role-Playing/character".
+
+    Returns:
+        The pair, e.g. ("role_play", "character").
+    """
     cat, _, sub = str(ability).partition("/")
     cat = cat.strip().lower().replace("-", "_").replace(" ", "_")
     cat = _CATEGORY_ALIASES.get(cat, cat)
@@ -48,7 +55,11 @@ def normalise_ability(ability: str) -> tuple[str, str]:
 def subcategory_weights() -> dict[tuple[str, str], float]:
     """VStyle's overall-score weights: each category 0.25; inside acoustic attributes,
     composite_properties takes half of the category and the six others share the other half;
-    inside the other categories the subcategories share equally."""
+    inside the other categories the subcategories share equally.
+
+    Returns:
+        (category, subcategory) -> weight; the weights sum to 1.
+    """
     weights = {}
     for cat, subs in CATEGORIES.items():
         for sub in subs:
@@ -59,12 +70,11 @@ def subcategory_weights() -> dict[tuple[str, str], float]:
     return weights
 
 
-class VStyleError(UserError, ValueError):
-    """The VStyle data cannot be found, fetched or read (shown as one message)."""
-
-
 @dataclass(frozen=True)
 class Response:
+    """One model's published response to a VStyle instruction, with the Gemini judgement
+    published beside it."""
+
     model_name: str
     audio_path: str
     text: str = ""
@@ -74,6 +84,9 @@ class Response:
 
 @dataclass(frozen=True)
 class Record:
+    """One VStyle instruction: its text, its spoken audio, its ability and the published
+    responses to it."""
+
     record_id: str  # "<category>-<subcategory>-<instruct_id>", the audio file's stem
     instruct_id: str
     text: str
@@ -83,14 +96,17 @@ class Record:
 
     @property
     def category(self) -> str:
+        """The ability's category, normalised (``normalise_ability``)."""
         return normalise_ability(self.ability)[0]
 
     @property
     def subcategory(self) -> str:
+        """The ability's subcategory, normalised (``normalise_ability``)."""
         return normalise_ability(self.ability)[1]
 
 
 def _score(value) -> int | None:
+    """A published judge score as an integer, or None when it is missing or not a number."""
     if value is None or value == "":
         return None
     try:
@@ -100,6 +116,17 @@ def _score(value) -> int | None:
 
 
 def metadata_file(folder: str | Path) -> Path:
+    """The metadata file of a VStyle language folder.
+
+    Args:
+        folder: The language folder.
+
+    Returns:
+        The first of ``METADATA_NAMES`` it holds.
+
+    Raises:
+        VStyleError: It holds none.
+    """
     folder = Path(folder)
     for name in METADATA_NAMES:
         if (folder / name).exists():
@@ -117,7 +144,18 @@ def _resolve(root: Path, relative: str) -> Path:
 
 
 def load_records(folder: str | Path) -> list[Record]:
-    """Parse a VStyle language folder, resolving audio paths."""
+    """Parse a VStyle language folder, resolving audio paths.
+
+    Args:
+        folder: The language folder.
+
+    Returns:
+        Its records, in the metadata's order.
+
+    Raises:
+        VStyleError: The folder has no metadata, or lines of it are malformed (the first 20
+            are listed).
+    """
     path = metadata_file(folder)
     root = path.parent
     records, problems = [], []
@@ -128,10 +166,12 @@ def load_records(folder: str | Path) -> list[Record]:
             row = json.loads(line)
             audio = Path(row["instruct_audio_path"])
             responses = tuple(
-                Response(r.get("model_name", ""), str(_resolve(root, r["response_audio_path"])),
-                         r.get("response_text", "") or "", r.get("gemini_raw", "") or "",
-                         _score(r.get("gemini_score")))
-                for r in row.get("responses", []))
+                Response(response.get("model_name", ""),
+                         str(_resolve(root, response["response_audio_path"])),
+                         response.get("response_text", "") or "",
+                         response.get("gemini_raw", "") or "",
+                         _score(response.get("gemini_score")))
+                for response in row.get("responses", []))
             records.append(Record(audio.stem, str(row["instruct_id"]), row["instruct_text"],
                                   row["ability"], str(_resolve(root, str(audio))), responses))
         except (ValueError, KeyError, TypeError) as exc:
@@ -144,7 +184,19 @@ def load_records(folder: str | Path) -> list[Record]:
 def locate(language: str = "en", folder: str | Path | None = None) -> Path:
     """The folder of one language: ``folder`` or ``$VSTYLE_DIR`` (local copies: either the
     language folder itself or its parent), else a download from the Hub dataset
-    ``zhanjun/VStyle`` into the Hugging Face cache (only that language's files)."""
+    ``zhanjun/VStyle`` into the Hugging Face cache (only that language's files).
+
+    Args:
+        language: One of ``LANGUAGES``.
+        folder: A local copy, or None for ``$VSTYLE_DIR`` or the Hub.
+
+    Returns:
+        The language folder.
+
+    Raises:
+        VStyleError: The language is unknown, the local copy has no metadata for it, or the
+            Hub's copy cannot be fetched or lacks it.
+    """
     if language not in LANGUAGES:
         raise VStyleError(f"VStyle has languages {', '.join(LANGUAGES)}, not {language!r}")
     local = folder or os.environ.get("VSTYLE_DIR")

@@ -24,7 +24,7 @@ from pathlib import Path
 import requests
 from tqdm.auto import tqdm
 
-from adept_eval.errors import UserError
+from adept_eval.errors import DownloadError
 
 log = logging.getLogger(__name__)
 
@@ -39,12 +39,10 @@ OFFLINE_HINT = ("Working offline? Point adept-eval at a copy of the corpus: `--c
                 "`export ADEPT_EVAL_CORPUS=/tmp/ADEPT.zip`.")
 
 
-class DownloadError(UserError, RuntimeError):
-    """The file could not be fetched or did not verify; the message says which and why."""
-
-
 @dataclass(frozen=True)
 class RemoteFile:
+    """One file of a Zenodo record: its name, size, md5 and download link, and the record."""
+
     key: str
     size: int
     md5: str
@@ -53,12 +51,28 @@ class RemoteFile:
 
 
 def zenodo_url() -> str:
+    """The Zenodo to use: ``$ADEPT_EVAL_ZENODO_URL`` (a mirror) or zenodo.org."""
     return os.environ.get("ADEPT_EVAL_ZENODO_URL", DEFAULT_ZENODO_URL).rstrip("/")
 
 
 def describe(record_id: str, key: str, *, base_url: str | None = None,
              session: requests.Session | None = None, timeout: float = 30.0) -> RemoteFile:
-    """Ask the records API for one file's size, checksum and download link."""
+    """Ask the records API for one file's size, checksum and download link.
+
+    Args:
+        record_id: The Zenodo record.
+        key: The file's name in it.
+        base_url: The Zenodo to ask, or None for ``zenodo_url()``.
+        session: The HTTP session, or None for a new one.
+        timeout: Seconds to wait for the answer.
+
+    Returns:
+        The file's description.
+
+    Raises:
+        DownloadError: Zenodo cannot be reached or read, or the record has no usable entry
+            for the file.
+    """
     base = (base_url or zenodo_url()).rstrip("/")
     url = f"{base}/api/records/{record_id}"
     http = session or requests.Session()
@@ -119,11 +133,22 @@ def _root_cause(exc: BaseException) -> str:
 
 
 def md5sum(path: Path) -> str:
-    h = hashlib.md5()
+    """The md5 of a file (hex), read in ``CHUNK`` blocks.
+
+    Args:
+        path: The file.
+
+    Returns:
+        The digest.
+
+    Raises:
+        OSError: The file cannot be read.
+    """
+    digest = hashlib.md5()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(CHUNK), b""):
-            h.update(block)
-    return h.hexdigest()
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def download(remote: RemoteFile, dest: Path, *, retries: int = 5, backoff: float = 1.0,
@@ -135,6 +160,21 @@ def download(remote: RemoteFile, dest: Path, *, retries: int = 5, backoff: float
     added bytes is retried at once; ``retries`` bounds the attempts in a row that add nothing,
     with waits of ``backoff`` x 2**k seconds (capped at MAX_WAIT) between them. A file that
     fails its checksum is deleted, so the next attempt starts clean.
+
+    Args:
+        remote: The file to fetch.
+        dest: Where it goes (a verified file already there is kept).
+        retries: Attempts in a row that add nothing, beyond the first, before giving up.
+        backoff: The first wait between such attempts (seconds).
+        session: The HTTP session, or None for a new one.
+        timeout: Seconds to wait for the server.
+        progress: Whether to show a progress bar.
+
+    Returns:
+        ``dest``.
+
+    Raises:
+        DownloadError: The file fails its checksum, or the attempts make no progress.
     """
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -221,4 +261,10 @@ def _fetch_into(http: requests.Session, remote: RemoteFile, part: Path, have: in
 
 
 def save_record(remote: RemoteFile, path: Path) -> None:
+    """Write the Zenodo record (licence, title, DOI, ...) as JSON, for dataset cards.
+
+    Args:
+        remote: The file whose record is written.
+        path: The JSON file.
+    """
     path.write_text(json.dumps(remote.record, indent=2, ensure_ascii=False), encoding="utf-8")

@@ -23,7 +23,8 @@ from adept_eval.harness import settings
 from adept_eval.scoring import stats
 from adept_eval.options import OptionError
 from adept_eval.judge import JudgeConfig, JudgeItem, judge
-from adept_eval.judge.runner import SERVER_OPTIONS, JudgeOptionError, judge_option_names
+from adept_eval.errors import JudgeOptionError
+from adept_eval.judge.runner import SERVER_OPTIONS, judge_option_names
 from adept_eval.scoring.metric_items import SameRecord, record_of
 from adept_eval.suites import VSTYLE
 from adept_eval.corpora.vstyle import (

@@ -17,11 +17,20 @@ def whole_score(score: float) -> int:
     """A score on the 1-5 scale as the nearest whole score, a half rounded up (4.5 -> 5,
     3.5 -> 4): what exact agreement and kappa compare. Python's ``round`` rounds a half to the
     even number (4.5 -> 4, 3.5 -> 4), so of two items whose raters gave 4 and 5, and 3 and 4, a
-    judge's 4 agreed "exactly" with both, and a 5 with neither."""
+    judge's 4 would agree "exactly" with both, and a 5 with neither.
+
+    Args:
+        score: A score, or a mean of scores, on the 1-5 scale.
+
+    Returns:
+        The whole score.
+    """
     return math.floor(score + 0.5)
 
 
 def _stats(pairs: list[tuple[float, float]]) -> dict:
+    """The agreement figures of (judge, human) score pairs, with their n (nan where a figure
+    cannot be had: no pairs, fewer than 3, or one side constant)."""
     from scipy.stats import kendalltau, spearmanr
     from sklearn.metrics import cohen_kappa_score
 
@@ -32,8 +41,9 @@ def _stats(pairs: list[tuple[float, float]]) -> dict:
                 "exact": math.nan, "within_1": math.nan}
     judge = [p[0] for p in pairs]
     human = [p[1] for p in pairs]
-    out["exact"] = sum(whole_score(j) == whole_score(h) for j, h in pairs) / n
-    out["within_1"] = sum(abs(j - h) <= 1 for j, h in pairs) / n
+    out["exact"] = sum(whole_score(by_judge) == whole_score(by_human)
+                       for by_judge, by_human in pairs) / n
+    out["within_1"] = sum(abs(by_judge - by_human) <= 1 for by_judge, by_human in pairs) / n
     constant = len(set(judge)) < 2 or len(set(human)) < 2
     if constant or n < 3:
         out.update(spearman=math.nan, spearman_p=math.nan, kendall=math.nan, kendall_p=math.nan)
@@ -44,25 +54,40 @@ def _stats(pairs: list[tuple[float, float]]) -> dict:
                    kendall=float(tau.statistic), kendall_p=float(tau.pvalue))
     labels = [1, 2, 3, 4, 5]
     out["qwk"] = math.nan if constant else float(cohen_kappa_score(
-        [whole_score(h) for h in human], [whole_score(j) for j in judge], labels=labels,
+        [whole_score(score) for score in human], [whole_score(score) for score in judge],
+        labels=labels,
         weights="quadratic"))
     return out
 
 
 def agreement(judge_scores: list, human_scores: list, types: list[str] | None = None) -> dict:
-    """Judge vs human scores (same order); ``None``/NaN on either side drops the pair."""
+    """How well a judge's scores agree with human raters', overall and per instruction type.
+
+    Args:
+        judge_scores: The judge's score per item.
+        human_scores: The humans' score per item, in the same order.
+        types: Each item's instruction type, or None for no breakdown.
+
+    Returns:
+        {"overall": figures, "dropped": pairs left out (``None``/NaN on either side)} and,
+        with types, "by_type": figures per type.
+
+    Raises:
+        ValueError: The two lists differ in length.
+    """
     if len(judge_scores) != len(human_scores):
         raise ValueError(f"{len(judge_scores)} judge scores but {len(human_scores)} human scores")
     types = types or [""] * len(judge_scores)
     pairs, by_type, dropped = [], defaultdict(list), 0
-    for j, h, t in zip(judge_scores, human_scores, types):
-        if j is None or h is None or (isinstance(j, float) and math.isnan(j)) or \
-                (isinstance(h, float) and math.isnan(h)):
+    for by_judge, by_human, kind in zip(judge_scores, human_scores, types):
+        if by_judge is None or by_human is None or \
+                (isinstance(by_judge, float) and math.isnan(by_judge)) or \
+                (isinstance(by_human, float) and math.isnan(by_human)):
             dropped += 1
             continue
-        pairs.append((float(j), float(h)))
-        by_type[t].append((float(j), float(h)))
+        pairs.append((float(by_judge), float(by_human)))
+        by_type[kind].append((float(by_judge), float(by_human)))
     out = {"overall": _stats(pairs), "dropped": dropped}
     if any(types):
-        out["by_type"] = {t: _stats(p) for t, p in sorted(by_type.items())}
+        out["by_type"] = {kind: _stats(found) for kind, found in sorted(by_type.items())}
     return out

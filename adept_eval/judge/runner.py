@@ -34,21 +34,13 @@ from adept_eval.llm.audio import AudioChecks, AudioPolicy, BadInput, inspect, pa
 from adept_eval.llm.backends import DEFAULT_MODELS, Backend, Encoded, Part
 from adept_eval.llm.cache import cache_key
 from adept_eval.llm.client import Connection, LLMClient, RateLimiter, default_cache, run_sync
+from adept_eval.errors import JudgeOptionError
 from adept_eval.options import OptionError, number, yes_no
 from adept_eval.judge.prompt import PromptSet
 from adept_eval.judge.verdict import PARSER_VERSION, parse_verdict
 
-__all__ = ["BadInput", "ItemResult", "JudgeConfig", "JudgeItem", "JudgeOptionError", "JudgeRunner",
+__all__ = ["BadInput", "ItemResult", "JudgeConfig", "JudgeItem", "JudgeRunner",
            "RateLimiter", "judge", "prepare_audio", "run_sync", "summarize"]
-
-
-class JudgeOptionError(OptionError):
-    """A judge setting whose value cannot be used; ``field``, ``value`` and ``problem`` let a
-    caller name the option as its user spelled it (``--metadata judge_concurrency=``)."""
-
-    def __init__(self, field: str, value, problem: str):
-        super().__init__(f"{field}={value!r}: {problem}")
-        self.field, self.value, self.problem = field, value, problem
 
 
 # JudgeConfig field -> (kind, smallest allowed value or None); every other field is text
@@ -116,20 +108,46 @@ class JudgeConfig:
 
     @property
     def sampling_temperature(self) -> float:
+        """The temperature sent: the one set, else 0 for one judgement and 1.0 for several."""
         if self.temperature is not None:
             return float(self.temperature)
         return 0.0 if self.judgements == 1 else 1.0
 
     def prompt_set(self) -> PromptSet:
+        """The prompts this configuration names, loaded.
+
+        Returns:
+            The prompt set.
+
+        Raises:
+            PromptError: A prompt cannot be loaded.
+        """
         return PromptSet.build(self.prompt, dict(self.prompts))
 
     def audio_policy(self, backend_formats=None) -> AudioPolicy:
+        """How audio is checked and sent.
+
+        Args:
+            backend_formats: The formats the backend takes as they are, or None for
+                ``AudioPolicy.formats``; none when ``audio_format`` is "wav".
+
+        Returns:
+            The policy.
+        """
         formats = frozenset() if self.audio_format == "wav" else \
             frozenset(backend_formats if backend_formats is not None else AudioPolicy.formats)
         return AudioPolicy(formats=formats, rate=int(self.audio_rate),
                            max_seconds=float(self.max_audio_seconds))
 
     def connection(self, model: str | None = None) -> Connection:
+        """The LLM client's connection settings.
+
+        Args:
+            model: The model to ask, or None for the one configured.
+
+        Returns:
+            The settings.
+        """
         return Connection(self.backend, model if model is not None else self.model,
                           self.base_url, self.api_key_env, float(self.timeout),
                           int(self.max_retries), max(1, int(self.concurrency)),
@@ -138,6 +156,8 @@ class JudgeConfig:
 
 @dataclass(frozen=True)
 class JudgeItem:
+    """One spoken response to judge, with the instruction it answers."""
+
     response: object  # path, Audio, or {"array": ..., "sampling_rate": ...}
     instruction: str  # transcription of the spoken instruction
     instruction_type: str = ""
@@ -147,6 +167,9 @@ class JudgeItem:
 
 @dataclass
 class ItemResult:
+    """One item's outcome: its status, score (the median of its judgements), verdicts and
+    what it cost (requests sent, judgements served from the cache)."""
+
     index: int
     item_id: str
     instruction_type: str
@@ -162,7 +185,12 @@ class ItemResult:
     prompt_sha256: str = ""
 
     def to_json(self) -> dict:
-        """As ``dataclasses.asdict`` without its deep copy (which cost ~0.5 ms per item)."""
+        """The result as JSON-able data: ``dataclasses.asdict`` without its deep copy (which
+        costs ~0.5 ms per item).
+
+        Returns:
+            Field name -> value.
+        """
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["scores"], out["verdicts"] = list(self.scores), list(self.verdicts)
         return out
@@ -181,12 +209,25 @@ class _Ready:
 
 
 def prepare_audio(value, config: JudgeConfig, what: str) -> bytes:
-    """The audio bytes the judge sends for ``value`` (checked; BadInput if unusable)."""
+    """The audio bytes the judge sends for a response or instruction.
+
+    Args:
+        value: A path, Audio, or {"array": ..., "sampling_rate": ...}.
+        config: The judge's configuration (its audio policy).
+        what: What the audio is, for messages ("response").
+
+    Returns:
+        The bytes.
+
+    Raises:
+        BadInput: The audio is missing, unreadable, silent or too long.
+    """
     policy = config.audio_policy()
     return payload(inspect(value, AudioChecks(), policy, what), policy).data
 
 
 def _parse(text: str):
+    """(score, "") of a verdict, or (None, why it is unparseable)."""
     parsed = parse_verdict(text)
     return parsed.score, "" if parsed.ok else f"unparseable verdict ({parsed.problem})"
 
@@ -200,8 +241,21 @@ METRIC_SERVER_OPTIONS = {"who": "speech_judge", "url_option": "base_url",
 
 
 class JudgeRunner:
+    """Judges items with one configuration, through one LLM client and its cache."""
+
     def __init__(self, config: JudgeConfig, backend: Backend | None = None,
                  server_options: dict | None = None):
+        """Set the judge up.
+
+        Args:
+            config: The judge's configuration.
+            backend: The LLM backend, or None for the configured one.
+            server_options: How messages name the server's settings, or None for
+                ``SERVER_OPTIONS``.
+
+        Raises:
+            PromptError: A prompt cannot be loaded.
+        """
         self.config = config
         self.server_options = server_options or SERVER_OPTIONS  # how messages name the server
         self.prompts = config.prompt_set()
@@ -211,30 +265,55 @@ class JudgeRunner:
 
     @staticmethod
     def model_of(config: JudgeConfig) -> str:
-        """The model that judges: the one named, else the backend's default."""
+        """The model that judges: the one named, else the backend's default.
+
+        Args:
+            config: The judge's configuration.
+
+        Returns:
+            The model's name ("" when the backend has no default).
+        """
         return config.model or DEFAULT_MODELS.get(config.backend, "")
 
     @property
     def cache(self):
+        """The client's judgement cache (None when caching is off)."""
         return self.client.cache
 
     def identity(self) -> dict:
-        """The judge's identity: scores from different identities must never be mixed."""
-        c = self.config
-        return {"backend": c.backend, "model": self.model, **self.prompts.identity(),
-                "temperature": c.sampling_temperature, "max_tokens": c.max_tokens,
-                "judgements": c.judgements, "seed": c.seed,
-                "instruction_audio": c.include_instruction_audio,
-                "audio_format": c.audio_format, "audio_rate": c.audio_rate}
+        """The judge's identity: scores from different identities must never be mixed.
+
+        Returns:
+            Backend, model, prompts and sampling and audio settings.
+        """
+        config = self.config
+        return {"backend": config.backend, "model": self.model, **self.prompts.identity(),
+                "temperature": config.sampling_temperature, "max_tokens": config.max_tokens,
+                "judgements": config.judgements, "seed": config.seed,
+                "instruction_audio": config.include_instruction_audio,
+                "audio_format": config.audio_format, "audio_rate": config.audio_rate}
 
     # ------------------------------------------------------------------------- running
     def run(self, items: list[JudgeItem], progress: bool = True) -> list[ItemResult]:
         """Judge all items (blocking); results in input order, exactly one per item. The
         server is checked first: if it does not answer, ``LLMUnavailable`` (one message naming
-        ``judge_base_url`` and the URL) and nothing is judged - not even from the cache."""
+        ``judge_base_url`` and the URL) and nothing is judged - not even from the cache.
+
+        Args:
+            items: The items.
+            progress: Whether to show a progress bar.
+
+        Returns:
+            One result per item, in input order.
+
+        Raises:
+            LLMUnavailable: The server does not answer or refuses the key.
+        """
         return run_sync(self._run(items, progress))
 
     async def _run(self, items: list[JudgeItem], progress: bool) -> list[ItemResult]:
+        """``run``'s work on the event loop: check the server, then prepare and judge every
+        item through the client, closing it afterwards."""
         backend = self.client.backend()
         policy = self.config.audio_policy(backend.audio_formats)
         identity = self.identity()
@@ -274,27 +353,30 @@ class JudgeRunner:
         return _Ready(res, keys, hits, parts)
 
     def _look_up(self, item: JudgeItem, policy: AudioPolicy, server: str, res: ItemResult):
-        c = self.config
+        """(cache keys, cache hits, encoded content or None) of an item's judgements; raises
+        BadInput for an empty transcript or unusable audio."""
+        config = self.config
         instruction = " ".join(str(item.instruction or "").split())
         if not instruction:
             raise BadInput("bad_input", "empty instruction transcript")
         checks = self.client.checks
         response = inspect(item.response, checks, policy, "response")
         instr = None
-        if c.include_instruction_audio:
+        if config.include_instruction_audio:
             if item.instruction_audio is None:
                 raise BadInput("bad_input", "instruction audio requested but not given")
             instr = inspect(item.instruction_audio, checks, policy, "instruction audio")
         prompt = self.prompts.for_type(item.instruction_type)
         res.prompt, res.prompt_sha256 = prompt.source, prompt.sha256
         text = prompt.render(item.instruction_type, instruction)
-        base_key = dict(backend=c.backend, server=server, model=self.model,
+        base_key = dict(backend=config.backend, server=server, model=self.model,
                         parser=PARSER_VERSION, prompt_sha256=prompt.sha256,
                         prompt=text, audio=response.sha256,
                         instruction_audio=instr.sha256 if instr else None,
-                        temperature=c.sampling_temperature, max_tokens=c.max_tokens, seed=c.seed,
+                        temperature=config.sampling_temperature, max_tokens=config.max_tokens,
+                        seed=config.seed,
                         **policy.identity())
-        keys = [cache_key(**base_key, judgement=j) for j in range(max(1, int(c.judgements)))]
+        keys = [cache_key(**base_key, judgement=j) for j in range(max(1, int(config.judgements)))]
         cache = self.client.cache
         hits = [cache.get(k) if cache is not None else None for k in keys]
         parts = None
@@ -303,16 +385,18 @@ class JudgeRunner:
         return keys, hits, parts
 
     async def _judge_item(self, ready: _Ready, identity: dict) -> ItemResult:
-        c = self.config
+        """Ask for (or take from the cache) each judgement of a prepared item; its score is
+        their median, or it fails when any judgement has no score."""
+        config = self.config
         res = ready.result
         if res.status != "ok":
             return res
         problems = []
         for j, (key, hit) in enumerate(zip(ready.keys, ready.hits)):
-            seed = None if c.seed is None else c.seed + j
+            seed = None if config.seed is None else config.seed + j
             reply = await self.client.ask(
-                ready.parts, _parse, key=key, identity=identity, reasks=c.max_reasks, hit=hit,
-                temperature=c.sampling_temperature, max_tokens=c.max_tokens, seed=seed)
+                ready.parts, _parse, key=key, identity=identity, reasks=config.max_reasks, hit=hit,
+                temperature=config.sampling_temperature, max_tokens=config.max_tokens, seed=seed)
             res.requests += reply.requests
             res.verdicts.append(reply.text)
             res.cached += int(reply.cached)
@@ -331,14 +415,22 @@ class JudgeRunner:
 
     @staticmethod
     def _parts(text, response, instr, policy) -> list[Part]:
+        """The request's content: the instruction audio (when sent), the prompt, the response."""
         head = [Part("audio", audio=payload(instr, policy))] if instr else []
         return head + [Part("text", text=text), Part("audio", audio=payload(response, policy))]
 
 
 # ----------------------------------------------------------------------------- summary
 def mean_interval(values: list[float]) -> tuple[float, float]:
-    """95% t-interval of a mean of 1-5 scores (nan with fewer than two values):
-    ``stats.t_interval``, cut to the scale (``stats.within``)."""
+    """The 95% t interval of a mean of 1-5 scores: ``stats.t_interval``, cut to the scale
+    (``stats.within``).
+
+    Args:
+        values: The scores.
+
+    Returns:
+        (low, high); (nan, nan) with fewer than two values.
+    """
     from adept_eval.scoring.stats import t_interval, within
     from adept_eval.judge.verdict import SCORE_RANGE
 
@@ -356,6 +448,16 @@ def _scored(results: list[ItemResult]) -> dict:
 
 
 def summarize(results: list[ItemResult], identity: dict) -> dict:
+    """A judged run's summary: the mean score with its interval and n, per instruction type,
+    the histogram of judgements, failures and costs, and every item.
+
+    Args:
+        results: Every item's result.
+        identity: The judge's identity (``JudgeRunner.identity``).
+
+    Returns:
+        The summary (JSON-able).
+    """
     ok = [r for r in results if r.status == "ok"]
     by_type = defaultdict(list)
     for r in results:
@@ -385,7 +487,22 @@ def judge(items: list[JudgeItem], config: JudgeConfig, *, progress: bool = True,
           backend: Backend | None = None, server_options: dict | None = None) -> dict:
     """Judge items and summarise: the one entry point the metric, tasks and CLI share.
     ``server_options`` names the server's settings in messages as the caller's users spell
-    them (default ``SERVER_OPTIONS``: ``judge_base_url``, ``judge_api_key_env``)."""
+    them (default ``SERVER_OPTIONS``: ``judge_base_url``, ``judge_api_key_env``).
+
+    Args:
+        items: The items.
+        config: The judge's configuration.
+        progress: Whether to show a progress bar.
+        backend: The LLM backend, or None for the configured one.
+        server_options: How messages name the server's settings, or None.
+
+    Returns:
+        ``summarize``'s summary.
+
+    Raises:
+        LLMUnavailable: The server does not answer or refuses the key.
+        PromptError: A prompt cannot be loaded.
+    """
     runner = JudgeRunner(config, backend, server_options)
     try:
         results = runner.run(items, progress=progress)
@@ -394,10 +511,13 @@ def judge(items: list[JudgeItem], config: JudgeConfig, *, progress: bool = True,
         runner.client.close()
 
 
-
 def judge_option_names() -> dict[str, str]:
     """``--metadata`` key -> ``JudgeConfig`` field: ``judge_<field>`` for every field, with the
-    two that read better shortened (``judge_cache``, ``judge_instruction_audio``)."""
+    two that read better shortened (``judge_cache``, ``judge_instruction_audio``).
+
+    Returns:
+        The mapping.
+    """
     names = {f"judge_{f.name}": f.name for f in fields(JudgeConfig)}
     names.update({"judge_cache": "cache_path", "judge_instruction_audio":
                   "include_instruction_audio"})

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
+from adept_eval.errors import AudioError
 from adept_eval.signal.audio import (
     SILENCE_DBFS,
     Audio,
-    AudioError,
     from_array,
     read_audio,
     resample,

@@ -35,7 +35,8 @@ from typing import Callable
 import numpy as np
 
 from adept_eval.signal import prosody, speech_presence
-from adept_eval.signal.audio import SILENCE_DBFS, Audio, AudioError, read_audio
+from adept_eval.errors import AudioError
+from adept_eval.signal.audio import SILENCE_DBFS, Audio, read_audio
 from adept_eval.signal.prosody import Features, FeatureStore, VoiceNorm
 from adept_eval.scoring.stats import cluster_t_interval, within
 
@@ -184,26 +185,52 @@ class StimulusScores:
 
     @property
     def ok(self) -> bool:
+        """Whether the stimulus was scored."""
         return self.status == "ok"
 
     def values(self) -> dict[str, float]:
+        """The figures by name (``METRIC_NAMES``).
+
+        Returns:
+            Name -> value (NaN where undefined).
+        """
         return {name: getattr(self, name) for name in METRIC_NAMES}
 
     def to_dict(self) -> dict:
-        """JSON-ready: NaN becomes None."""
+        """The record as JSON-ready data.
+
+        Returns:
+            Field name -> value, NaN as None.
+        """
         return {k: (None if isinstance(v, float) and math.isnan(v) else v)
                 for k, v in asdict(self).items()}
 
     @classmethod
     def from_dict(cls, data: dict) -> StimulusScores:
         """``to_dict``'s inverse (None is NaN again; keys of another version are ignored), for
-        the records read back from lm-eval's aggregation items and logged samples."""
+        the records read back from lm-eval's aggregation items and logged samples.
+
+        Args:
+            data: A ``to_dict`` result.
+
+        Returns:
+            The record.
+        """
         names = {f.name for f in fields(cls)}
         return cls(**{k: (math.nan if v is None and k in METRIC_BY_NAME else v)
                       for k, v in data.items() if k in names})
 
 
 def failed(id: str, detail: str) -> StimulusScores:
+    """The record of a stimulus that could not be scored.
+
+    Args:
+        id: The stimulus.
+        detail: Why.
+
+    Returns:
+        A failed record (every figure NaN).
+    """
     return StimulusScores(id=id, status="failed", detail=detail)
 
 
@@ -233,27 +260,51 @@ class Alignment:
 
 @dataclass(frozen=True)
 class Pause:
+    """A silent stretch inside an utterance, in frames."""
+
     start: int  # first silent frame
     stop: int  # one past the last
 
 
 # --------------------------------------------------------------------------- building blocks
 def align(sample: Features, reference: Features) -> Alignment:
-    """The listener's alignment: DTW on the MFCCs (``prosody.dtw_path``)."""
+    """The listener's alignment: DTW on the MFCCs (``prosody.dtw_path``).
+
+    Args:
+        sample: The sample's features.
+        reference: The reference's features.
+
+    Returns:
+        The warping path.
+    """
     ia, ib = prosody.dtw_path(sample.mfcc, reference.mfcc, prosody.ALIGN_PENALTY)
     return Alignment(ia, ib)
 
 
 def align_many(pairs: Mapping[str, tuple[Features, Features]]) -> dict[str, Alignment]:
     """``align(sample, reference)`` of each named pair, the same alignments computed together
-    (``prosody.dtw_paths``: a sentence's renditions share the per-row work)."""
+    (``prosody.dtw_paths``: a sentence's renditions share the per-row work).
+
+    Args:
+        pairs: Name -> (sample features, reference features).
+
+    Returns:
+        Name -> warping path.
+    """
     paths = prosody.dtw_paths([(a.mfcc, b.mfcc) for a, b in pairs.values()],
                               prosody.ALIGN_PENALTY)
     return {name: Alignment(ia, ib) for name, (ia, ib) in zip(pairs, paths)}
 
 
 def semitones_to_hz(st: np.ndarray) -> np.ndarray:
-    """``prosody`` keeps F0 as semitones re 100 Hz; gross errors are defined on Hz."""
+    """F0 in Hz: ``prosody`` keeps F0 as semitones re 100 Hz; gross errors are defined on Hz.
+
+    Args:
+        st: F0 in semitones re 100 Hz.
+
+    Returns:
+        F0 in Hz.
+    """
     return 100.0 * np.power(2.0, np.asarray(st, dtype=float) / 12.0)
 
 
@@ -264,16 +315,28 @@ def frame_errors(sample_f0: np.ndarray, reference_f0: np.ndarray,
     Chu & Alwan (2009): with N frames, V the frames voiced in both, G those of V whose F0
     differs from the reference's by more than 20% of it, and U the frames voiced in exactly
     one track: GPE = |G| / |V|, VDE = |U| / N, FFE = (|G| + |U|) / N.
+
+    Args:
+        sample_f0: The sample's F0 per aligned frame.
+        reference_f0: The reference's F0 per aligned frame.
+        threshold: The relative F0 difference above which a frame is a gross error.
+
+    Returns:
+        The errors and the counts they come from (NaN rates without frames).
+
+    Raises:
+        ValueError: The tracks differ in length.
     """
-    a = np.asarray(sample_f0, dtype=float)
-    b = np.asarray(reference_f0, dtype=float)
-    if a.shape != b.shape:
-        raise ValueError(f"tracks differ in length ({a.shape} vs {b.shape}); align them first")
-    va, vb = ~np.isnan(a), ~np.isnan(b)
-    both = va & vb
-    n, n_both = len(a), int(both.sum())
-    n_voicing = int((va != vb).sum())
-    ratio = semitones_to_hz(a[both]) / semitones_to_hz(b[both])
+    sample = np.asarray(sample_f0, dtype=float)
+    reference = np.asarray(reference_f0, dtype=float)
+    if sample.shape != reference.shape:
+        raise ValueError(f"tracks differ in length ({sample.shape} vs {reference.shape}); "
+                         "align them first")
+    voiced_sample, voiced_reference = ~np.isnan(sample), ~np.isnan(reference)
+    both = voiced_sample & voiced_reference
+    n, n_both = len(sample), int(both.sum())
+    n_voicing = int((voiced_sample != voiced_reference).sum())
+    ratio = semitones_to_hz(sample[both]) / semitones_to_hz(reference[both])
     n_gross = int((np.abs(ratio - 1.0) > threshold).sum())
     gpe = n_gross / n_both if n_both else math.nan
     vde = n_voicing / n if n else math.nan
@@ -282,7 +345,15 @@ def frame_errors(sample_f0: np.ndarray, reference_f0: np.ndarray,
 
 
 def pearson(x: np.ndarray, y: np.ndarray) -> float:
-    """Pearson's r; NaN when either side is (nearly) constant or too short to say."""
+    """Pearson's correlation.
+
+    Args:
+        x: One series.
+        y: The other, as long.
+
+    Returns:
+        r; NaN when either side is (nearly) constant or shorter than ``MIN_VOICED``.
+    """
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if len(x) < MIN_VOICED:
         return math.nan
@@ -295,7 +366,16 @@ def pearson(x: np.ndarray, y: np.ndarray) -> float:
 
 def pauses(feats: Features, below_max_db: float = PAUSE_BELOW_MAX_DB,
            min_pause_s: float = MIN_PAUSE_S) -> list[Pause]:
-    """Silent stretches inside the utterance (``prosody.pause_runs``, which says what counts)."""
+    """Silent stretches inside the utterance (``prosody.pause_runs``, which says what counts).
+
+    Args:
+        feats: The utterance's features.
+        below_max_db: How far under the loudest frame a frame is silent.
+        min_pause_s: The shortest pause (seconds).
+
+    Returns:
+        The pauses, in order.
+    """
     return [Pause(a, b) for a, b in prosody.pause_runs(feats, below_max_db, min_pause_s)]
 
 
@@ -306,6 +386,15 @@ def match_pauses(a: list[Pause], b: list[Pause], alignment: Alignment,
     Two pauses pair when some point of the warping path falls in both (each widened by
     ``tolerance_s`` on either side): the alignment puts them at the same place in the
     sentence. Pairs are taken greedily by how many path points they share.
+
+    Args:
+        a: The sample's pauses.
+        b: The reference's pauses.
+        alignment: The warping path between them.
+        tolerance_s: How far (seconds) each pause is widened on either side.
+
+    Returns:
+        The number of pairs.
     """
     if not a or not b:
         return 0
@@ -334,22 +423,47 @@ DistanceFn = Callable[[Features, VoiceNorm, Features, VoiceNorm], float]
 def listener_distance(sample: Features, sample_norm: VoiceNorm, reference: Features,
                       reference_norm: VoiceNorm) -> float:
     """The acoustic listener's pairwise distance, looked up at call time so that the graded
-    score follows whatever ``prosody.distance`` currently is."""
+    score follows whatever ``prosody.distance`` currently is.
+
+    Args:
+        sample: The sample's features.
+        sample_norm: The sample voice's norm.
+        reference: The reference's features.
+        reference_norm: The reference voice's norm.
+
+    Returns:
+        The distance.
+    """
     return float(prosody.distance(sample, sample_norm, reference, reference_norm))
 
 
 def relative_distance(correct: float, wrong: Sequence[float]) -> float:
-    """``correct`` over the mean of ``wrong``: 0 = at the reference, 1 = as far as the wrong
-    ones. NaN when there are no finite wrong distances or they are all 0."""
-    w = np.asarray([x for x in wrong if np.isfinite(x)], dtype=float)
-    if not np.isfinite(correct) or w.size == 0 or w.mean() <= 0:
+    """The distance to the correct reference relative to the wrong ones'.
+
+    Args:
+        correct: The distance to the correct reference.
+        wrong: The distances to the wrong ones.
+
+    Returns:
+        ``correct`` over the mean of the finite ``wrong``: 0 = at the reference, 1 = as far
+        as the wrong ones; NaN when no wrong distance is finite or their mean is not above 0.
+    """
+    finite_wrong = np.asarray([x for x in wrong if np.isfinite(x)], dtype=float)
+    if not np.isfinite(correct) or finite_wrong.size == 0 or finite_wrong.mean() <= 0:
         return math.nan
-    return float(correct / w.mean())
+    return float(correct / finite_wrong.mean())
 
 
 # --------------------------------------------------------------------------- one stimulus
 def unusable(feats: Features) -> str | None:
-    """Why a sample's features cannot be scored (silent, too short), or None."""
+    """Why a sample's features cannot be scored.
+
+    Args:
+        feats: The sample's features.
+
+    Returns:
+        The reason (silent, too short), or None when they can be.
+    """
     if feats.n < 3:
         return f"too little speech to align ({feats.n} frames)"
     if float(np.max(feats.energy)) < SILENCE_DBFS:
@@ -358,6 +472,7 @@ def unusable(feats: Features) -> str | None:
 
 
 def _energy(feats: Features, norm: VoiceNorm) -> np.ndarray:
+    """Frame energy relative to the voice's speech level, floored at -``ENERGY_FLOOR_DB``."""
     return np.maximum(feats.energy - norm.energy, -ENERGY_FLOOR_DB)
 
 
@@ -373,6 +488,21 @@ def score(sample: Features, reference: Features, *, id: str = "",
     listener does). ``others``: references of the other subcategories of the same sentence,
     for ``prosody_distance``. ``alignment`` and ``distances`` (correct reference first, then
     ``others`` in order) reuse work the listener has already done.
+
+    Args:
+        sample: The sample's features.
+        reference: The reference's features.
+        id: The stimulus.
+        sample_norm: The sample voice's norm, or None.
+        reference_norm: The reference voice's norm, or None.
+        others: The other subcategories' references.
+        other_norms: Their norms, or None (each its own).
+        alignment: The sample-reference warping path, or None to align here.
+        distances: The listener's distances, or None to compute them with ``distance``.
+        distance: The pairwise distance.
+
+    Returns:
+        The stimulus's figures (a failed record when either side cannot be scored).
     """
     for who, feats in (("sample", sample), ("reference", reference)):
         problem = unusable(feats)
@@ -406,12 +536,14 @@ def score(sample: Features, reference: Features, *, id: str = "",
     mismatches = float(len(pa) + len(pb) - 2 * matched)
 
     if distances is not None:
-        d = [float(x) for x in distances]
+        found = [float(x) for x in distances]
     else:
-        d = [distance(sample, sample_norm, reference, reference_norm)]
-        norms = other_norms if other_norms is not None else [VoiceNorm.of([o]) for o in others]
-        d += [distance(sample, sample_norm, o, n) for o, n in zip(others, norms)]
-    correct = d[0] if d else math.nan
+        found = [distance(sample, sample_norm, reference, reference_norm)]
+        norms = other_norms if other_norms is not None else [VoiceNorm.of([other])
+                                                              for other in others]
+        found += [distance(sample, sample_norm, other, norm)
+                  for other, norm in zip(others, norms)]
+    correct = found[0] if found else math.nan
 
     return StimulusScores(
         id=id, status="ok",
@@ -421,7 +553,7 @@ def score(sample: Features, reference: Features, *, id: str = "",
         log_duration_ratio=float(np.log(sample.n / reference.n)),
         pause_agreement=float(pause_agreement), pause_mismatches=mismatches,
         listener_distance=float(correct) if np.isfinite(correct) else math.nan,
-        prosody_distance=relative_distance(correct, d[1:]),
+        prosody_distance=relative_distance(correct, found[1:]),
         n_frames=len(path), n_voiced_both=int(both.sum()))
 
 
@@ -440,6 +572,7 @@ class Summary:
     confidence: float = 0.95
 
     def to_dict(self) -> dict:
+        """The summary as JSON-ready data (NaN as None)."""
         return {k: (None if isinstance(v, float) and math.isnan(v) else v)
                 for k, v in asdict(self).items()}
 
@@ -452,40 +585,64 @@ def aggregate(scores: Sequence[StimulusScores], *, clusters: Mapping[str, str] |
     Records with the same non-empty ``id`` count once (several ADEPT questions share one
     stimulus). ``clusters`` maps stimulus id to its cluster (its sentence): the interval is the
     cluster-robust t interval over the clusters (``stats.cluster_t_interval``, G - 1 df), which
-    keeps its level with one task's 5 sentences where the percentile bootstrap of sentences used
-    before did not (it covered 81-88% at a nominal 95%). ``n_resamples`` and ``seed`` are kept
-    for callers; the interval is no longer resampled.
+    keeps its level with one task's 5 sentences where a percentile bootstrap of sentences does
+    not (it covers 81-88% at a nominal 95%).
+
+    Args:
+        scores: The stimuli's records.
+        clusters: Stimulus id -> its cluster, or None (each stimulus its own).
+        confidence: The intervals' level.
+        n_resamples: Accepted for the ``prosody_transfer`` metric's callers; the interval
+            does not resample.
+        seed: Accepted likewise.
+
+    Returns:
+        Figure name -> its summary.
     """
     unique: list[StimulusScores] = []
     seen: set[str] = set()
-    for s in scores:
-        if s.id and s.id in seen:
+    for record in scores:
+        if record.id and record.id in seen:
             continue
-        seen.add(s.id)
-        unique.append(s)
-    ok = [s for s in unique if s.ok]
+        seen.add(record.id)
+        unique.append(record)
+    ok = [record for record in unique if record.ok]
     n_failed = len(unique) - len(ok)
     out = {}
-    for m in METRIC_NAMES:
-        vals = np.array([getattr(s, m) for s in ok], dtype=float)
+    for metric in METRIC_NAMES:
+        vals = np.array([getattr(record, metric) for record in ok], dtype=float)
         keep = ~np.isnan(vals)
-        cl = None
+        cluster_of = None
         if clusters is not None:
-            cl = np.array([clusters.get(s.id, s.id) for s in ok], dtype=object)[keep].astype(str)
+            cluster_of = np.array([clusters.get(record.id, record.id) for record in ok],
+                                  dtype=object)[keep].astype(str)
         # cut to the figure's range: a t interval on a few sentences' degrees of freedom
         # reaches past it (a prosody distance's below 0), where no mean can lie
-        lo, hi = within(*cluster_t_interval(vals[keep], cl, level=confidence),
-                        METRIC_BY_NAME[m].range)
+        lo, hi = within(*cluster_t_interval(vals[keep], cluster_of, level=confidence),
+                        METRIC_BY_NAME[metric].range)
         mean = float(vals[keep].mean()) if keep.any() else math.nan
-        out[m] = Summary(m, mean, lo, hi, int(keep.sum()), n_failed, int((~keep).sum()),
-                         confidence)
+        out[metric] = Summary(metric, mean, lo, hi, int(keep.sum()), n_failed,
+                              int((~keep).sum()), confidence)
     return out
 
 
 # --------------------------------------------------------------------------- sources
 def features_of(source, store: FeatureStore | None = None) -> Features:
-    """Features of a path (through ``store``'s cache when given), an ``Audio``, or a mapping
-    ``{"array": ..., "sampling_rate": ...}`` / ``{"path": ...}``; raises AudioError."""
+    """Features of an audio source.
+
+    Args:
+        source: Features (returned as they are), a path (through ``store``'s cache when
+            given), an ``Audio``, or a mapping ``{"array": ..., "sampling_rate": ...}`` /
+            ``{"path": ...}``.
+        store: The feature store for paths, or None.
+
+    Returns:
+        The features.
+
+    Raises:
+        AudioError: The source is of another kind, or its audio cannot be used.
+        OSError: The file cannot be read.
+    """
     if isinstance(source, Features):
         return source
     if isinstance(source, Audio):
@@ -517,6 +674,21 @@ def score_pairs(samples: Sequence, references: Sequence, *,
     ``voice_norm``: ``"utterance"`` removes each utterance's own median F0 and level;
     ``"corpus"`` removes the median over all samples (one voice) and over all references.
     A sample or reference that cannot be read or is silent gives a failed record.
+
+    Args:
+        samples: The system's samples (any ``features_of`` source).
+        references: Each sample's reference.
+        others: Each item's other candidate references, or None.
+        ids: Each item's id, or None for "0", "1", ...
+        store: The feature store for paths, or None.
+        voice_norm: "utterance" or "corpus".
+        progress: Whether to show a progress bar.
+
+    Returns:
+        One record per item, in order.
+
+    Raises:
+        ValueError: The lists differ in length, or ``voice_norm`` is neither.
     """
     if len(samples) != len(references):
         raise ValueError(f"{len(samples)} samples but {len(references)} references")
@@ -532,12 +704,15 @@ def score_pairs(samples: Sequence, references: Sequence, *,
         except (AudioError, OSError, ValueError) as exc:
             return None, str(exc)
 
-    loaded = [(load(s), load(r), [load(o) for o in (others[i] if others else ())])
-              for i, (s, r) in enumerate(zip(samples, references))]
+    loaded = [(load(sample), load(reference),
+               [load(other) for other in (others[i] if others else ())])
+              for i, (sample, reference) in enumerate(zip(samples, references))]
     sys_norm = ref_norm = None
     if voice_norm == "corpus":
-        usable_s = [s[0] for s, _, _ in loaded if s[0] is not None and not unusable(s[0])]
-        usable_r = [r[0] for _, r, _ in loaded if r[0] is not None and not unusable(r[0])]
+        usable_s = [feats for (feats, _), _, _ in loaded
+                    if feats is not None and not unusable(feats)]
+        usable_r = [feats for _, (feats, _), _ in loaded
+                    if feats is not None and not unusable(feats)]
         sys_norm = VoiceNorm.of(usable_s) if usable_s else None
         ref_norm = VoiceNorm.of(usable_r) if usable_r else None
     out = []
@@ -546,17 +721,19 @@ def score_pairs(samples: Sequence, references: Sequence, *,
         from tqdm.auto import tqdm
 
         iterator = tqdm(iterator, total=len(loaded), desc="prosody_transfer", unit="item")
-    for i, ((s, s_err), (r, r_err), oth) in iterator:
-        if s is None:
-            out.append(failed(ids[i], f"sample: {s_err}"))
+    for i, ((sample, sample_error), (reference, reference_error), loaded_others) in iterator:
+        if sample is None:
+            out.append(failed(ids[i], f"sample: {sample_error}"))
             continue
-        if r is None:
-            out.append(failed(ids[i], f"reference: {r_err}"))
+        if reference is None:
+            out.append(failed(ids[i], f"reference: {reference_error}"))
             continue
-        usable_others = [o for o, _ in oth if o is not None and not unusable(o)]
-        other_norms = [ref_norm or VoiceNorm.of([o]) for o in usable_others]
-        out.append(score(s, r, id=ids[i], sample_norm=sys_norm, reference_norm=ref_norm,
-                         others=usable_others, other_norms=other_norms))
+        usable_others = [other for other, _ in loaded_others
+                         if other is not None and not unusable(other)]
+        other_norms = [ref_norm or VoiceNorm.of([other]) for other in usable_others]
+        out.append(score(sample, reference, id=ids[i], sample_norm=sys_norm,
+                         reference_norm=ref_norm, others=usable_others,
+                         other_norms=other_norms))
     return out
 
 
@@ -568,7 +745,28 @@ def evaluate_pairs(samples: Sequence, references: Sequence, *,
     """The ``prosody_transfer`` metric's result: per-item records and summaries, JSON-ready.
 
     ``cache_dir``: where file features are cached (None: the default feature cache; "": no
-    disk cache)."""
+    disk cache).
+
+    Args:
+        samples: The system's samples (any ``features_of`` source).
+        references: Each sample's reference.
+        others: Each item's other candidate references, or None.
+        ids: Each item's unique id, or None for "0", "1", ...
+        clusters: Each item's cluster (its sentence), or None.
+        voice_norm: "utterance" or "corpus".
+        confidence: The intervals' level.
+        n_resamples: Passed to ``aggregate``.
+        seed: Passed to ``aggregate``.
+        cache_dir: Where file features are cached.
+        progress: Whether to show a progress bar.
+
+    Returns:
+        Each figure's mean and interval, counts, summaries, the metric table and every item.
+
+    Raises:
+        ValueError: The ids are not unique, a list's length does not match, or
+            ``voice_norm`` is neither.
+    """
     ids = [str(i) for i in ids] if ids is not None else [str(i) for i in range(len(samples))]
     if len(set(ids)) != len(ids):
         raise ValueError("ids must be unique (each item is one stimulus)")
@@ -583,14 +781,14 @@ def evaluate_pairs(samples: Sequence, references: Sequence, *,
                         confidence=confidence, n_resamples=n_resamples, seed=seed)
     n_failed = sum(not r.ok for r in records)
     out: dict = {}
-    for name, s in summary.items():
-        d = s.to_dict()
-        out[name] = d["mean"]
-        out[f"{name}_ci95"] = [d["ci_low"], d["ci_high"]]
+    for name, figure in summary.items():
+        plain = figure.to_dict()
+        out[name] = plain["mean"]
+        out[f"{name}_ci95"] = [plain["ci_low"], plain["ci_high"]]
     out.update(n=len(records), n_scored=len(records) - n_failed, n_failed=n_failed,
                failure_rate=n_failed / len(records) if records else None,
                confidence=confidence,
-               summary={name: s.to_dict() for name, s in summary.items()},
+               summary={name: figure.to_dict() for name, figure in summary.items()},
                metrics=metric_table(), items=[r.to_dict() for r in records])
     return out
 
@@ -626,89 +824,119 @@ class AdeptScorer:
     def sentence(self, cls: str, speaker: str, sentence_id: str,
                  samples: Mapping[str, str],
                  distances: np.ndarray | None = None) -> dict[str, StimulusScores]:
-        """``samples``: subcategory -> sample path (missing ones are counted failures).
-        ``distances``: the listener's matrix for this sentence (rows: samples, columns:
-        natural references, both in ``subcategories_for(speaker)`` order), if it has one."""
+        """Every rendition of one sentence scored against the natural recordings.
+
+        Args:
+            cls: The class.
+            speaker: "female" or "male".
+            sentence_id: The sentence's id, e.g. "0100".
+            samples: Subcategory -> sample path (missing ones are counted failures).
+            distances: The listener's matrix for this sentence (rows: samples, columns:
+                natural references, both in ``subcategories_for(speaker)`` order), or None.
+
+        Returns:
+            Subcategory -> its record, in ``subcategories_for(speaker)`` order.
+        """
         from adept_eval.corpora import spec
 
         subs = spec.CLASSES[cls].subcategories_for(speaker)
         key = f"{spec.SPEAKERS[speaker]}_{sentence_id}"
         # by content, as the listener memoises: a sample rewritten in place is scored afresh
         memo_key = (cls, speaker, sentence_id,
-                    tuple(self._content_key(samples.get(s)) for s in subs))
+                    tuple(self._content_key(samples.get(sub)) for sub in subs))
         if memo_key in self._memo:
             return self._memo[memo_key]
-        ids = {s: f"{cls}/{s}/{key}" for s in subs}
-        nat = [self.store.get(self.corpus.get(ids[s]).audio_path) for s in subs]
+        ids = {sub: f"{cls}/{sub}/{key}" for sub in subs}
+        nat = [self.store.get(self.corpus.get(ids[sub]).audio_path) for sub in subs]
         feats: dict[str, Features | None] = {}
         result: dict[str, StimulusScores] = {}
-        for s in subs:
-            path = samples.get(s)
+        for sub in subs:
+            path = samples.get(sub)
             if not path:
-                result[s] = failed(ids[s], "sample not produced")
+                result[sub] = failed(ids[sub], "sample not produced")
                 continue
             try:
-                f = self.store.get(path)
+                sample_feats = self.store.get(path)
             except (AudioError, OSError, ValueError) as exc:
-                result[s] = failed(ids[s], f"sample: {exc}")
+                result[sub] = failed(ids[sub], f"sample: {exc}")
                 continue
             # the listener's rule for "no speech" (a tone, noise, DC): such a sample failed its
             # question, so its graded figures are a counted failure too, never a score
             # shared with the listener, keyed as it keys it: by content
             content = self.store.key(path)
             if content not in self.no_speech:
-                self.no_speech[content] = speech_presence.reason_from_features(f)
-            problem = unusable(f) or self.no_speech[content]
+                self.no_speech[content] = speech_presence.reason_from_features(sample_feats)
+            problem = unusable(sample_feats) or self.no_speech[content]
             if problem:
-                result[s] = failed(ids[s], f"sample: {problem}")
+                result[sub] = failed(ids[sub], f"sample: {problem}")
                 continue
-            feats[s] = f
-        usable_nat = [n for n in nat if not unusable(n)]
+            feats[sub] = sample_feats
+        usable_nat = [natural for natural in nat if not unusable(natural)]
         sys_norm = VoiceNorm.of(list(feats.values())) if feats else None
         nat_norm = VoiceNorm.of(usable_nat) if usable_nat else None
-        alignments = align_many({s: (f, nat[subs.index(s)]) for s, f in feats.items()
-                                 if not unusable(nat[subs.index(s)])})
-        for s, f in feats.items():
-            i = subs.index(s)
+        alignments = align_many({sub: (sample_feats, nat[subs.index(sub)])
+                                 for sub, sample_feats in feats.items()
+                                 if not unusable(nat[subs.index(sub)])})
+        for sub, sample_feats in feats.items():
+            i = subs.index(sub)
             order = [i] + [j for j in range(len(subs)) if j != i]
-            d = None
+            row = None
             if distances is not None:
-                d = [float(distances[i][j]) for j in order]
-            result[s] = score(f, nat[i], id=ids[s], sample_norm=sys_norm,
-                              reference_norm=nat_norm,
-                              others=[nat[j] for j in order[1:]],
-                              other_norms=[nat_norm] * (len(order) - 1),
-                              alignment=alignments.get(s), distances=d)
-        ordered = {s: result[s] for s in subs}
+                row = [float(distances[i][j]) for j in order]
+            result[sub] = score(sample_feats, nat[i], id=ids[sub], sample_norm=sys_norm,
+                                reference_norm=nat_norm,
+                                others=[nat[j] for j in order[1:]],
+                                other_norms=[nat_norm] * (len(order) - 1),
+                                alignment=alignments.get(sub), distances=row)
+        ordered = {sub: result[sub] for sub in subs}
         self._memo[memo_key] = ordered
         return ordered
 
     def stimulus(self, stimulus_id: str, samples: Mapping[str, str]) -> StimulusScores:
         """Scores of one stimulus (``class/subcategory/adXX_NNNN``) given the system's samples
-        keyed by stimulus id (the sentence's other renditions set the voice's level)."""
+        keyed by stimulus id (the sentence's other renditions set the voice's level).
+
+        Args:
+            stimulus_id: The stimulus.
+            samples: Stimulus id -> sample path.
+
+        Returns:
+            Its record.
+        """
         from adept_eval.corpora import spec
 
         cls, sub, key = stimulus_id.split("/")
         spk_id, sentence_id = key.split("_")
         speaker = spec.SPEAKER_BY_ID[spk_id]
-        by_sub = {s: samples.get(f"{cls}/{s}/{key}")
-                  for s in spec.CLASSES[cls].subcategories_for(speaker)}
+        by_sub = {other: samples.get(f"{cls}/{other}/{key}")
+                  for other in spec.CLASSES[cls].subcategories_for(speaker)}
         return self.sentence(cls, speaker, sentence_id,
-                             {s: p for s, p in by_sub.items() if p})[sub]
+                             {other: path for other, path in by_sub.items() if path})[sub]
 
 
 def adept_sentence_clusters(records: Sequence[StimulusScores]) -> dict[str, str]:
     """ADEPT stimulus id (``class/subcategory/adXX_NNNN``) -> its sentence (``class/adXX_NNNN``),
-    for ``aggregate(clusters=...)``: the renditions of one sentence form one cluster."""
+    for ``aggregate(clusters=...)``: the renditions of one sentence form one cluster.
+
+    Args:
+        records: The stimuli's records.
+
+    Returns:
+        Stimulus id -> sentence (an id of another form is its own cluster).
+    """
     out = {}
-    for r in records:
-        parts = r.id.split("/")
-        out[r.id] = f"{parts[0]}/{parts[-1]}" if len(parts) == 3 else r.id
+    for record in records:
+        parts = record.id.split("/")
+        out[record.id] = f"{parts[0]}/{parts[-1]}" if len(parts) == 3 else record.id
     return out
 
 
 def metric_table() -> list[dict]:
-    """``METRICS`` as plain JSON-ready dicts (for cards and results; infinite bounds: None)."""
+    """``METRICS`` as plain JSON-ready dicts, for cards and results.
+
+    Returns:
+        One dict per figure (infinite bounds as None).
+    """
     def plain(name, v):
         if name == "range":
             return [None if math.isinf(x) else x for x in v]

@@ -3,8 +3,8 @@
 lm-eval logs every metric's per-document value with ``--log_samples``. A question's record is
 large (stimuli, answers, the listener's detail), so the headline metric carries it and every
 other metric of the same question carries a ``SameRecord`` pointing at it: one copy per question
-in the logged samples, the whole record in every aggregation. Shared by ``harness`` (ADEPT) and
-``vstyle_harness`` (VStyle), which never import each other.
+in the logged samples, the whole record in every aggregation. Shared by ``harness.adept`` (ADEPT)
+and ``harness.vstyle`` (VStyle), which never import each other.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ class SameRecord:
     __slots__ = ("record", "headline")
 
     def __init__(self, record, headline: str):
+        """Point at ``record``, which the metric named ``headline`` carries in full."""
         self.record, self.headline = record, headline
 
     def __str__(self) -> str:
@@ -25,5 +26,12 @@ class SameRecord:
 
 
 def record_of(item):
-    """The per-question record behind an aggregation item (a dict or a ``SameRecord``)."""
+    """The per-question record behind an aggregation item.
+
+    Args:
+        item: A record (dict) or a ``SameRecord``.
+
+    Returns:
+        The record.
+    """
     return item.record if isinstance(item, SameRecord) else item

@@ -23,32 +23,56 @@ __all__ = ["Recognition", "counts", "recognition", "sentence_of", "trials"]
 
 
 def counts(items, sub: str | None = None) -> tuple[int, int]:
-    """(correct, responses) over the questions (those whose answer is ``sub``, if given)."""
-    k = n = 0
+    """Right answers and responses over questions.
+
+    Args:
+        items: The questions' records (or aggregation items).
+        sub: Count only the questions whose answer is this subcategory; None for all.
+
+    Returns:
+        (correct, responses).
+    """
+    correct = responses = 0
     for rec in map(record_of, items):
         if sub is None or rec["sub"] == sub:
-            k += rec["correct"]
-            n += rec["n"]
-    return k, n
+            correct += rec["correct"]
+            responses += rec["n"]
+    return correct, responses
 
 
 def sentence_of(record) -> str:
     """The sentence a question belongs to, its cluster: ``task/speaker_sentence`` of its id
     (``adept_emotion_female/ad00_0001/fear``, the id ``questions.Question`` gives and every
-    record carries); an id of another form is its own cluster."""
+    record carries); an id of another form is its own cluster.
+
+    Args:
+        record: A question's record.
+
+    Returns:
+        The cluster's name.
+    """
     qid = str(record["question_id"])
     return qid.rsplit("/", 1)[0] if qid.count("/") >= 2 else qid
 
 
 def trials(items) -> list[stats.Trial]:
     """People's responses as trials (participant, question, right?) - the same responses the
-    accuracy counts; none for a machine listener's records."""
-    return [stats.Trial(who, r["question_id"], bool(ok))
-            for r in map(record_of, items) for who, ok in (r.get("responses") or ())]
+    accuracy counts; none for a machine listener's records.
+
+    Args:
+        items: The questions' records (or aggregation items).
+
+    Returns:
+        The trials.
+    """
+    return [stats.Trial(who, rec["question_id"], bool(right))
+            for rec in map(record_of, items) for who, right in (rec.get("responses") or ())]
 
 
 @dataclass(frozen=True)
 class Recognition:
+    """Recognition accuracy's counts, interval and test against chance."""
+
     correct: int
     n: int
     ci_low: float
@@ -57,22 +81,31 @@ class Recognition:
 
     @property
     def accuracy(self) -> float:
+        """correct / n (nan without responses)."""
         return self.correct / self.n if self.n else float("nan")
 
 
 def recognition(items) -> Recognition:
-    """The figures of the questions ``items`` (records, or lm-eval's aggregation items)."""
-    recs = [record_of(it) for it in items]
-    k, n = counts(recs)
+    """Recognition accuracy of questions, with its interval and test against chance.
+
+    Args:
+        items: The questions' records (or lm-eval's aggregation items).
+
+    Returns:
+        The figures (nan interval and p without questions).
+    """
+    recs = [record_of(item) for item in items]
+    correct, responses = counts(recs)
     nan = float("nan")
     if not recs:
         return Recognition(0, 0, nan, nan, nan)
     given = trials(recs)
     if given:  # people: participants x sentences
-        sentences = {r["question_id"]: sentence_of(r) for r in recs}
-        c = stats.two_way_proportion(given, sentences, null=recs[0]["chance"])
-        return Recognition(k, n, c.ci_low, c.ci_high, c.p_value)
-    c = stats.clustered_proportion([r["correct"] for r in recs], [r["n"] for r in recs],
-                                   [sentence_of(r) if "question_id" in r else f"#{i}"
-                                    for i, r in enumerate(recs)], null=recs[0]["chance"])
-    return Recognition(k, n, c.ci_low, c.ci_high, c.p_value)
+        sentences = {rec["question_id"]: sentence_of(rec) for rec in recs}
+        found = stats.two_way_proportion(given, sentences, null=recs[0]["chance"])
+        return Recognition(correct, responses, found.ci_low, found.ci_high, found.p_value)
+    found = stats.clustered_proportion(
+        [rec["correct"] for rec in recs], [rec["n"] for rec in recs],
+        [sentence_of(rec) if "question_id" in rec else f"#{i}" for i, rec in enumerate(recs)],
+        null=recs[0]["chance"])
+    return Recognition(correct, responses, found.ci_low, found.ci_high, found.p_value)

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from adept_eval.errors import UserError
+from adept_eval.errors import AudioError
 
 AUDIO_EXTENSIONS: tuple[str, ...] = (".wav", ".flac", ".mp3", ".ogg", ".opus")
 COMMON_RATES = frozenset({8000, 16000, 22050, 24000, 32000, 44100, 48000})
@@ -29,10 +29,6 @@ CLIP_WARN_FRACTION = 0.001
 CLIP_ERROR_FRACTION = 0.01
 DURATION_RATIO_LIMITS = (1 / 3, 3.0)  # against the reference recording
 MIN_RATE = 8000
-
-
-class AudioError(UserError, ValueError):
-    """Audio that cannot be used; the message names the file and the problem."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +45,7 @@ class Audio:
 
     @property
     def duration(self) -> float:
+        """The length in seconds."""
         return len(self.samples) / float(self.rate)
 
 
@@ -60,6 +57,16 @@ def read_audio(path: str | Path) -> Audio:
     crash), a WAV whose header promises more sample data than the file holds (a truncated copy
     or upload; libsndfile silently plays the part that is there), and samples that are not
     finite numbers (Inf/NaN in a float WAV).
+
+    Args:
+        path: The audio file.
+
+    Returns:
+        Its samples, downmixed to mono.
+
+    Raises:
+        AudioError: The file is missing, unreadable, empty, not decodable, truncated or holds
+            samples that are not finite.
     """
     path = Path(path)
     try:
@@ -91,7 +98,18 @@ def read_audio(path: str | Path) -> Audio:
 
 
 def read_audio_bytes(data: bytes, name: str = "in-memory audio") -> Audio:
-    """Decode encoded audio held in memory (e.g. a Hub dataset's Audio cell) like a file."""
+    """Decode encoded audio held in memory (e.g. a Hub dataset's Audio cell) like a file.
+
+    Args:
+        data: The encoded bytes.
+        name: What to call the audio in messages.
+
+    Returns:
+        Its samples, downmixed to mono.
+
+    Raises:
+        AudioError: The bytes are not decodable or hold samples that are not finite.
+    """
     try:
         samples, rate = sf.read(io.BytesIO(data), dtype="float32", always_2d=True)
     except Exception as exc:
@@ -138,6 +156,13 @@ def wav_data_shortfall(path: Path, size: int) -> tuple[int, int] | None:
     Walks the chunk list (``RIFF`` size ``WAVE``, then id + little-endian size pairs, padded to
     even lengths) up to ``data``. Streaming writers that leave the size at 0 or 0xFFFFFFFF, and
     RF64/RIFX files, are not judged here.
+
+    Args:
+        path: The file (only a ``.wav`` is looked at).
+        size: The file's size in bytes.
+
+    Returns:
+        (announced, present) bytes, or None when nothing is missing or the file is not judged.
     """
     if path.suffix.lower() != ".wav":
         return None
@@ -162,10 +187,24 @@ def wav_data_shortfall(path: Path, size: int) -> tuple[int, int] | None:
 
 
 def from_array(samples: np.ndarray, rate: int) -> Audio:
-    """Wrap an in-memory signal (e.g. from an in-process TTS model) as Audio. Integer PCM of up
-    to 32 bits (int16 from many TTS libraries, int32, uint8) is scaled to [-1, 1] by its type's
-    full scale, as a WAV reader would (passed on as numbers, int16 samples read as 98% clipped);
-    floats, and wider integers (Python ints), are taken as they are."""
+    """Wrap an in-memory signal (e.g. from an in-process TTS model) as Audio.
+
+    Integer PCM of up to 32 bits (int16 from many TTS libraries, int32, uint8) is scaled to
+    [-1, 1] by its type's full scale, as a WAV reader would (passed on as numbers, int16
+    samples would read as 98% clipped); floats, and wider integers (Python ints), are taken as
+    they are.
+
+    Args:
+        samples: (n,), (n, channels) or (channels, n) samples (up to 8 channels).
+        rate: The sampling rate (Hz).
+
+    Returns:
+        The audio, downmixed to mono.
+
+    Raises:
+        AudioError: The array has more than 2 dimensions, the rate is not positive, or a
+            sample is not finite.
+    """
     samples = np.asarray(samples)
     if np.issubdtype(samples.dtype, np.integer) and samples.dtype.itemsize <= 4:
         if np.issubdtype(samples.dtype, np.signedinteger):
@@ -188,15 +227,23 @@ def from_array(samples: np.ndarray, rate: int) -> Audio:
 
 
 def resample(audio: Audio, rate: int) -> Audio:
-    """Resample with a polyphase filter (scipy), keeping everything else."""
+    """Resample with a polyphase filter (scipy), keeping everything else.
+
+    Args:
+        audio: The audio.
+        rate: The sampling rate wanted (Hz).
+
+    Returns:
+        The audio at ``rate`` (``audio`` itself when it is at that rate already).
+    """
     if audio.rate == rate:
         return audio
     from math import gcd
 
     from scipy.signal import resample_poly
 
-    g = gcd(audio.rate, rate)
-    up, down = rate // g, audio.rate // g
+    common = gcd(audio.rate, rate)
+    up, down = rate // common, audio.rate // common
     x = audio.samples
     # resample_poly's own default filter, designed once per rate pair rather than per file
     window = _lowpass(up, down, x.dtype.str) if x.dtype.kind == "f" else ("kaiser", 5.0)
@@ -224,7 +271,18 @@ def zero_phase_filtered(x: np.ndarray, rate: int, cutoff_hz: float | tuple[float
     """``x`` through a Butterworth filter (``kind``: "highpass", "lowpass" or "bandpass",
     ``cutoff_hz`` a pair for a band) run forwards and backwards: nothing moves in time, and the
     attenuation is twice the filter's (in dB). Inputs shorter than the filter's usual edge
-    padding are padded as far as they reach."""
+    padding are padded as far as they reach.
+
+    Args:
+        x: The signal.
+        rate: Its sampling rate (Hz).
+        cutoff_hz: The cutoff, or (low, high) for a band.
+        kind: "highpass", "lowpass" or "bandpass".
+        order: The Butterworth filter's order.
+
+    Returns:
+        The filtered signal (float64; a signal of under 2 samples as it is).
+    """
     from scipy.signal import sosfiltfilt
 
     if len(x) < 2:
@@ -237,18 +295,33 @@ def zero_phase_filtered(x: np.ndarray, rate: int, cutoff_hz: float | tuple[float
 
 @lru_cache(maxsize=16)
 def _butterworth(order: int, cutoff_hz, kind: str, rate: int) -> np.ndarray:
+    """The Butterworth filter's second-order sections, designed once per setting."""
     from scipy.signal import butter
 
     return butter(order, cutoff_hz, btype=kind, fs=rate, output="sos")
 
 
 def write_wav(path: str | Path, audio: Audio) -> None:
+    """Write ``audio`` as a 16-bit PCM WAV file.
+
+    Args:
+        path: The file to write (its folder is made).
+        audio: The audio.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     sf.write(str(path), audio.samples, audio.rate, subtype="PCM_16")
 
 
 def wav_bytes(audio: Audio) -> bytes:
+    """``audio`` encoded as a 16-bit PCM WAV file in memory.
+
+    Args:
+        audio: The audio.
+
+    Returns:
+        The WAV file's bytes.
+    """
     buf = io.BytesIO()
     sf.write(buf, audio.samples, audio.rate, format="WAV", subtype="PCM_16")
     return buf.getvalue()
@@ -259,6 +332,12 @@ def rms_dbfs(samples: np.ndarray) -> float:
 
     The mean (DC offset) is removed first: a constant offset is inaudible, so a file holding
     nothing but DC is silent however large the offset.
+
+    Args:
+        samples: The signal.
+
+    Returns:
+        The level (dBFS); -inf for no samples or no variation.
     """
     if samples.size == 0:
         return float("-inf")
@@ -275,6 +354,13 @@ def signal_problems(audio: Audio) -> list[tuple[str, str]]:
     and every scorer: silence is
     measured after removing DC; a constant offset is reported as such; loud channels that cancel
     when downmixed to mono (anti-phase stereo) are reported as that, not as silence.
+
+    Args:
+        audio: The decoded audio.
+
+    Returns:
+        (kind, message) pairs: kind "empty", "non_finite", "phase" or "silent"; none for a
+        usable signal.
     """
     where = f"{audio.path}: " if audio.path else ""
     if audio.samples.size == 0:
@@ -316,6 +402,9 @@ class Problem:
 
 @dataclass
 class AudioReport:
+    """What ``check_audio`` found in one file: its problems and, when it decodes, its
+    duration, rate and channels."""
+
     path: str
     problems: list[Problem] = field(default_factory=list)
     duration: float | None = None
@@ -324,11 +413,21 @@ class AudioReport:
 
     @property
     def ok(self) -> bool:
+        """Whether no problem is an error."""
         return not any(p.severity == "error" for p in self.problems)
 
 
 def check_audio(path: str | Path, reference_duration: float | None = None) -> AudioReport:
-    """Everything a listening test would trip over in one file, without raising."""
+    """Everything a listening test would trip over in one file, without raising.
+
+    Args:
+        path: The audio file.
+        reference_duration: The natural reference's duration (seconds), or None: a sample far
+            shorter or longer than it is an error.
+
+    Returns:
+        The report.
+    """
     path = Path(path)
     report = AudioReport(str(path))
 
@@ -378,7 +477,14 @@ def missing_audio_message(stem: Path) -> str:
     matched as written) - that file and what to do with it, rather than a bare "missing". The
     name is matched whatever its case (``AD00_0000.wav``) and with an accepted extension written
     twice (``.wav.wav``, as a tool that appends one leaves it); a further dot otherwise makes it
-    another name (``item.10.wav`` is not ``item.1``'s)."""
+    another name (``item.10.wav`` is not ``item.1``'s).
+
+    Args:
+        stem: The path looked for, without extension.
+
+    Returns:
+        The message.
+    """
     tried = f"missing (also tried {', '.join(AUDIO_EXTENSIONS[1:])})"
 
     def named_so(p: Path) -> bool:
@@ -402,8 +508,8 @@ def missing_audio_message(stem: Path) -> str:
 
 def _shell_path(path: Path) -> str:
     """``path`` as written (relative to where the user ran the command when they named a
-    relative folder), quoted for a POSIX shell: a command built from bare file names failed
-    wherever it was run but inside the sample's own folder. A leading ``-`` gets ``./`` so
+    relative folder), quoted for a POSIX shell: a command built from bare file names would fail
+    wherever it is run but inside the sample's own folder. A leading ``-`` gets ``./`` so
     the program does not take the path for an option."""
     text = str(path)
     return shlex.quote(f"./{text}" if text.startswith("-") else text)
@@ -414,6 +520,12 @@ def find_audio(stem: Path) -> Path | None:
 
     A candidate whose folder may not be searched (EACCES) is returned as found, so reading it
     reports "permission denied" for that one file instead of the whole check crashing.
+
+    Args:
+        stem: The path without extension.
+
+    Returns:
+        The file found, or None.
     """
     for ext in AUDIO_EXTENSIONS:
         candidate = stem.parent / (stem.name + ext)  # not with_suffix: ids may contain dots

@@ -1,7 +1,7 @@
 """Content keys of audio files (sha256 of their bytes), remembered across runs.
 
-The feature cache is keyed by a recording's content, so every run used to read and hash all
-of its files again - ADEPT's 195 natural references included, which never change. An index
+The feature cache is keyed by a recording's content; reading and hashing every file on every
+run would redo that work for ADEPT's 195 natural references, which never change. An index
 beside the cache (``content-keys.tsv``) remembers each file's digest together with what
 ``stat`` says about it (size, modification and change times, inode, device), as git's index
 and ccache's direct mode do: a file whose ``stat`` is unchanged is not read again.
@@ -39,14 +39,24 @@ _Stamp = tuple[int, int, int, int, int]  # size, mtime_ns, ctime_ns, inode, devi
 
 def file_digest(path: str | Path) -> str:
     """The sha256 of a file's bytes (hex, first ``DIGEST_CHARS`` characters), read in
-    blocks into one reused buffer (no copy of the whole file in memory)."""
+    blocks into one reused buffer (no copy of the whole file in memory).
+
+    Args:
+        path: The file.
+
+    Returns:
+        The digest.
+
+    Raises:
+        OSError: The file cannot be read.
+    """
     with open(path, "rb") as f:
         if hasattr(hashlib, "file_digest"):  # Python >= 3.11
             return hashlib.file_digest(f, "sha256").hexdigest()[:DIGEST_CHARS]
-        h = hashlib.sha256()
+        digest = hashlib.sha256()
         for block in iter(lambda: f.read(1 << 18), b""):
-            h.update(block)
-        return h.hexdigest()[:DIGEST_CHARS]
+            digest.update(block)
+        return digest.hexdigest()[:DIGEST_CHARS]
 
 
 def _stamp(st: os.stat_result) -> _Stamp:
@@ -63,11 +73,29 @@ class ContentKeys:
     file's ``stat`` matches the one indexed with it, else read, hashed and indexed."""
 
     def __init__(self, directory: str | Path):
+        """Use the index in ``directory`` (read at the first ``digest``).
+
+        Args:
+            directory: The feature cache's folder.
+        """
         self.index = Path(directory) / INDEX_NAME
         self._known: dict[str, tuple[_Stamp, str]] | None = None
         self.hashed = 0  # files read and hashed by this object (the rest came from the index)
 
     def digest(self, path: str | Path, st: os.stat_result | None = None) -> str:
+        """A file's ``file_digest``: from the index when its ``stat`` is the one indexed,
+        else read, hashed and (unless changed within ``RACY_SECONDS``) indexed.
+
+        Args:
+            path: The file.
+            st: Its ``os.stat``, when the caller has it already.
+
+        Returns:
+            The digest.
+
+        Raises:
+            OSError: The file cannot be read or ``stat``-ed.
+        """
         name = os.path.abspath(path)
         st = st or os.stat(name)
         stamp = _stamp(st)
@@ -128,5 +156,12 @@ class ContentKeys:
 
 @lru_cache(maxsize=None)
 def for_directory(directory: str) -> ContentKeys:
-    """The process's one ``ContentKeys`` of the index in ``directory`` (an absolute path)."""
+    """The process's one ``ContentKeys`` of the index in ``directory``.
+
+    Args:
+        directory: The feature cache's folder, an absolute path.
+
+    Returns:
+        Its ``ContentKeys``, made at the first call.
+    """
     return ContentKeys(directory)

@@ -43,7 +43,14 @@ MIN_LEVEL_SPREAD_DB = 3.0  # 10th-90th percentile range of the active frames' le
 
 
 def reason_from_features(feats) -> str | None:
-    """Why ``prosody.Features`` of a sample are not speech, or None if they look like speech."""
+    """Why a sample's features show no speech.
+
+    Args:
+        feats: The sample's ``prosody.Features``.
+
+    Returns:
+        The reason, or None when they look like speech.
+    """
     if feats.n < 5 or float(np.max(feats.energy)) < SILENT_DB:
         return "silent: no audible frame"
     active = feats.speech
@@ -72,13 +79,30 @@ def reason_from_features(feats) -> str | None:
 def timbre_spread(feats) -> float:
     """How much the spectrum's broad shape varies over the active frames: the mean standard
     deviation of the cepstral coefficients c1..c4 (vowels and consonants move it; a tone or
-    buzz, however loud or soft, does not)."""
-    m = feats.mfcc[feats.speech][:, :4]
-    return float(np.mean(m.std(axis=0))) if len(m) > 2 else 0.0
+    buzz, however loud or soft, does not).
+
+    Args:
+        feats: The sample's ``prosody.Features``.
+
+    Returns:
+        The spread (0.0 with fewer than 3 active frames).
+    """
+    cepstra = feats.mfcc[feats.speech][:, :4]
+    return float(np.mean(cepstra.std(axis=0))) if len(cepstra) > 2 else 0.0
 
 
 def no_speech_reason(audio: Audio | str | Path) -> str | None:
-    """None if ``audio`` (an Audio or a file) holds speech, else why it does not."""
+    """Why a sample holds no speech.
+
+    Args:
+        audio: The sample, decoded or as a file.
+
+    Returns:
+        The reason, or None when it holds speech.
+
+    Raises:
+        AudioError: The file cannot be decoded or analysed.
+    """
     from adept_eval.signal.prosody import extract
 
     if not isinstance(audio, Audio):

@@ -1,11 +1,7 @@
 import numpy as np
 
-from adept_eval.corpora.dataset import (
-    all_question_datasets,
-    decode,
-    questions_dataset,
-    recordings_dataset,
-)
+from adept_eval.corpora import spec
+from adept_eval.corpora.dataset import decode, questions_dataset, recordings_dataset
 
 
 def test_recordings_dataset(corpus):
@@ -19,7 +15,7 @@ def test_recordings_dataset(corpus):
 
 
 def test_question_datasets(corpus):
-    dd = all_question_datasets(corpus)
+    dd = {task: questions_dataset(task, corpus) for task in spec.TASKS}
     assert len(dd) == 12
     assert sum(d.num_rows for d in dd.values()) == 165
     ds = questions_dataset("adept_propositional_attitude_male", corpus)

@@ -7,7 +7,8 @@ import pytest
 
 from adept_eval.corpora import spec, zenodo
 from adept_eval.cli import main
-from adept_eval.corpora.corpus import CorpusError, load_corpus, safe_extract
+from adept_eval.corpora.corpus import load_corpus, safe_extract
+from adept_eval.errors import CorpusError, DownloadError
 from testing.zenodo_server import ZenodoServer
 
 
@@ -48,7 +49,7 @@ def test_download_gives_up_after_retries(zenodo_server, tmp_path):
     zenodo_server.drop_after = 0  # every attempt is cut before any byte arrives
     zenodo_server.drops_left = 100
     remote = zenodo.describe(spec.ZENODO_RECORD_ID, "ADEPT.zip")
-    with pytest.raises(zenodo.DownloadError, match="3 attempts in a row made no progress"):
+    with pytest.raises(DownloadError, match="3 attempts in a row made no progress"):
         zenodo.download(remote, tmp_path / "ADEPT.zip", retries=2, backoff=0.01, progress=False)
     assert not (tmp_path / "ADEPT.zip").exists()
 
@@ -63,7 +64,7 @@ def test_wrong_checksum_is_rejected_and_cleaned(zenodo_server, tmp_path, capsys)
 
 
 def test_missing_file_in_record(zenodo_server):
-    with pytest.raises(zenodo.DownloadError, match="has no file 'OTHER.zip'"):
+    with pytest.raises(DownloadError, match="has no file 'OTHER.zip'"):
         zenodo.describe(spec.ZENODO_RECORD_ID, "OTHER.zip")
 
 

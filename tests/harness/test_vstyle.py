@@ -141,7 +141,7 @@ def test_missing_responses_are_failures(examples, replay, tmp_path):
 
 def test_judge_settings_from_metadata(tmp_path):
     from adept_eval.harness import settings
-    from adept_eval.judge.prompt import PromptError
+    from adept_eval.errors import PromptError
     from adept_eval.harness.vstyle import judge_config
 
     # settings is the one place an unknown judge setting is refused (before judge_config)

@@ -220,7 +220,7 @@ def test_an_mp3_holding_junk_is_named_not_decodable(tmp_path):
     tagged = tmp_path / "tagged.mp3"  # an ID3 tag, then junk
     tagged.write_bytes(b"ID3\x03\x00\x00\x00\x00\x00\x05hello" +
                        np.random.default_rng(2).bytes(3000))
-    code = ("import sys\nfrom adept_eval.signal.audio import read_audio, AudioError\n"
+    code = ("import sys\nfrom adept_eval.errors import AudioError\nfrom adept_eval.signal.audio import read_audio\n"
             "for f in sys.argv[1:]:\n"
             "    try:\n        read_audio(f)\n    except AudioError as e:\n        print(e)\n")
     done = subprocess.run([sys.executable, "-c", code, str(junk), str(tagged)],
@@ -250,7 +250,7 @@ def test_real_mp3s_are_still_recognised(tmp_path):
 
 
 def test_judge_options_are_read_as_their_types():
-    from adept_eval.judge.runner import JudgeOptionError
+    from adept_eval.errors import JudgeOptionError
 
     cfg = JudgeConfig(concurrency="8", rpm="30", seed="none", include_instruction_audio="yes")
     assert (cfg.concurrency, cfg.rpm, cfg.seed, cfg.include_instruction_audio) == \

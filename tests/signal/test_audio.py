@@ -10,12 +10,12 @@ import soundfile as sf
 
 from adept_eval.signal.audio import (
     Audio,
-    AudioError,
     check_audio,
     from_array,
     read_audio,
     signal_problems,
 )
+from adept_eval.errors import AudioError
 from faults import console_script, open_up, public_dir, run_as_unprivileged
 
 RATE = 16000

@@ -8,8 +8,8 @@ import time
 import numpy as np
 import pytest
 
-from adept_eval.signal.audio import AudioError
-from adept_eval.signal.prosody import FeatureStore
+from adept_eval.errors import AudioError
+from adept_eval.signal.prosody import FeatureStore, _pools
 
 
 def _same(a, b) -> bool:
@@ -89,7 +89,7 @@ def test_default_workers_leave_two_cores_to_each_extraction(monkeypatch):
     from adept_eval.signal import prosody
 
     for cores, expected in ((1, 1), (2, 1), (3, 1), (4, 2), (8, 4)):
-        monkeypatch.setattr(prosody, "available_cores", lambda c=cores: c)
+        monkeypatch.setattr(_pools, "available_cores", lambda c=cores: c)
         assert prosody.default_workers() == expected, cores
 
 
@@ -131,12 +131,10 @@ def test_a_broken_background_pool_falls_back_to_this_process(corpus, tmp_path):
     import os
     import signal
 
-    from adept_eval.signal import prosody
-
     paths = [r.audio_path for r in corpus.recordings[:6]]
     store = FeatureStore(tmp_path / "f")
     assert store.extract_ahead(paths, workers=3) == len(paths)
-    pool = prosody._POOLS[3]
+    pool = _pools.POOLS[3]
     for pid in list(pool._processes):  # the pool breaks mid-run
         os.kill(pid, signal.SIGKILL)
     single = FeatureStore(tmp_path / "single")
@@ -226,14 +224,14 @@ def test_stopping_the_background_cancels_its_queue(corpus, tmp_path):
     while not any(f.cancelled() for f in store._ahead.values()) and time.monotonic() < deadline:
         time.sleep(0.01)
     assert any(f.cancelled() for f in store._ahead.values())
-    assert 1 not in prosody._POOLS and not prosody._BACKGROUND
+    assert 1 not in _pools.POOLS and not _pools.BACKGROUND
     single = FeatureStore(tmp_path / "single")
     for p in paths:
         assert _same(store.get(p), single.get(p)), p
     assert store.computed == len(paths) and not store._ahead
     # a later run starts a new pool
     again = FeatureStore(tmp_path / "again")
-    assert again.extract_ahead(paths[:3], workers=1) == 3 and 1 in prosody._POOLS
+    assert again.extract_ahead(paths[:3], workers=1) == 3 and 1 in _pools.POOLS
     again.prefetch(paths[:3], progress=False)
     assert again.computed == 3
 
@@ -292,7 +290,6 @@ def test_listening_runs_blas_on_one_thread_here_and_in_workers(use_corpus, syste
     process's own setting is back afterwards."""
     from threadpoolctl import threadpool_limits
 
-    from adept_eval.signal import prosody
     from adept_eval.scoring.listeners.acoustic import AcousticListener
 
     seen = []
@@ -311,7 +308,7 @@ def test_listening_runs_blas_on_one_thread_here_and_in_workers(use_corpus, syste
         listener.graded_scores(samples, [next(k for k in samples
                                               if k.startswith(f"{question.cls}/"))])
         assert _blas_threads() == {2}  # restored
-        worker = prosody._pool(2).submit(_blas_threads).result(timeout=60)
+        worker = _pools.process_pool(2).submit(_blas_threads).result(timeout=60)
     assert [a.status for a in answers] == ["ok", "ok"]
     assert len(seen) == 3 and all(s == {1} for s in seen), seen
     assert worker == {1}

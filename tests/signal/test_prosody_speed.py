@@ -3,7 +3,6 @@ the analysis, and the graded summary computed once per task."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from math import gcd
 
 import numpy as np
@@ -11,6 +10,7 @@ import pytest
 
 from adept_eval.harness import adept as harness
 from adept_eval.signal import prosody
+from adept_eval.signal.prosody import _cache_files, _features, _store
 from adept_eval.signal.audio import Audio, resample
 
 
@@ -102,14 +102,14 @@ def test_dtw_paths_together_are_each_pair_alone():
 
 def test_frames_are_the_indexed_frames():
     x = np.random.default_rng(3).standard_normal(16000 + 123)
-    frames, times = prosody._frames(x)
-    win, hop = len(prosody._WINDOW), int(prosody.HOP_S * prosody.ANALYSIS_RATE)
+    frames, times = _features._frames(x)
+    win, hop = len(_features._WINDOW), int(prosody.HOP_S * prosody.ANALYSIS_RATE)
     idx = np.arange(len(times))[:, None] * hop + np.arange(win)[None, :]
     assert np.array_equal(frames, x[idx])
     assert np.array_equal(np.mean(frames ** 2, axis=1), np.mean(x[idx] ** 2, axis=1))
-    assert np.array_equal(np.fft.rfft(frames * prosody._WINDOW, 512),
-                          np.fft.rfft(x[idx] * prosody._WINDOW, 512))
-    short, _ = prosody._frames(np.ones(10))  # shorter than a window: padded, one frame
+    assert np.array_equal(np.fft.rfft(frames * _features._WINDOW, 512),
+                          np.fft.rfft(x[idx] * _features._WINDOW, 512))
+    short, _ = _features._frames(np.ones(10))  # shorter than a window: padded, one frame
     assert short.shape == (1, win)
 
 
@@ -151,7 +151,7 @@ def test_graded_summary_is_computed_once_per_records_and_never_stale(monkeypatch
 
 def _profile_equal(a: prosody.SentenceProfiles, b: prosody.SentenceProfiles) -> bool:
     same = all(np.array_equal(getattr(a, f), getattr(b, f), equal_nan=True)
-               for f in prosody._PROFILE_ARRAYS)
+               for f in _cache_files.PROFILE_ARRAYS)
     return same and all(np.array_equal(getattr(a.anchor, f), getattr(b.anchor, f), equal_nan=True)
                         for f in ("f0", "energy", "mfcc", "speech")) \
         and a.anchor.noise_floor == b.anchor.noise_floor
@@ -179,7 +179,7 @@ def test_cached_reference_profiles_are_the_built_ones_bit_for_bit(tmp_path):
     from dataclasses import fields
 
     assert {f.name for f in fields(prosody.SentenceProfiles)} \
-        == {"anchor", *prosody._PROFILE_ARRAYS}  # a new field must be cached too
+        == {"anchor", *_cache_files.PROFILE_ARRAYS}  # a new field must be cached too
     paths = _emotion_renditions(tmp_path, seed=3)
     built = prosody.sentence_profiles([prosody.FeatureStore(tmp_path / "f").get(p)
                                        for p in paths])
@@ -203,7 +203,7 @@ def test_cached_reference_spread_is_the_computed_one(tmp_path):
     expected = prosody.reference_spread(natural)
     assert spread == expected
     with pytest.MonkeyPatch.context() as mp:  # from disk: not worked out again
-        mp.setattr(prosody, "reference_spread", None)
+        mp.setattr(_store, "reference_spread", None)
         _, read = prosody.FeatureStore(tmp_path / "f").reference(paths)
     assert read == expected and set(read.scale) == set(prosody.TERMS)
     (entry,) = (tmp_path / "f" / "profiles").glob("*.spread.npy")

@@ -96,7 +96,8 @@ def test_a_silence_counts_at_its_place_on_either_side_of_the_pause_rule():
     silence at its middle. (Method v10 put a kept silence at the frame where speech resumes,
     its own length later than a cut one; on the held-out rotations flite's 80 ms commas then
     landed a word late against references that pause 300 ms.)"""
-    from adept_eval.signal.prosody import HOP_S, Features, _speech_and_silences
+    from adept_eval.signal.prosody import HOP_S, Features
+    from adept_eval.signal.prosody._profiles import _speech_and_silences
 
     energy = np.full(60, -20.0)
     energy[10:14] = -80.0  # 80 ms: kept in the alignment

@@ -21,6 +21,7 @@ import pytest
 import soundfile as sf
 
 from adept_eval.signal import prosody
+from adept_eval.signal.prosody import _comparison
 from adept_eval.corpora import spec, synthetic
 from adept_eval.scoring.listeners.acoustic import AcousticListener
 from adept_eval.corpora.questions import Question
@@ -229,7 +230,7 @@ def test_discriminative_weights_are_larger_where_the_natural_candidates_differ()
     tempo = [[0.0, 0.0, 0.0, 0.0, 0.0, 0.3],
              [0.0, 0.0, 0.0, 0.0, 0.0, -0.3],
              [0.0, 0.0, 0.0, 0.0, 0.0, 0.0]]
-    w = prosody._discriminative_weights(_profiles(f0, energy, tempo))
+    w = _comparison._discriminative_weights(_profiles(f0, energy, tempo))
     # population standard deviations, by hand
     sd_f0 = [0.0, math.sqrt(18 / 3), 0.0, 0.0, 2.0, 0.0]  # frame 4: 2 and -2 voiced only
     sd_energy = [0.0, 0.0, math.sqrt((16 + 4 + 4) / 3), 0.0, 0.0, 0.0]
@@ -268,7 +269,7 @@ def test_an_f0_deviation_where_the_candidates_differ_costs_more_than_where_they_
 ])
 def test_correlation_distance_of_a_flat_profile_is_one_half(a, b):
     """(1 - r) / 2, and 0.5 when either profile is flat (no correlation to speak of)."""
-    assert prosody._correlation_distance(a, b) == 0.5
+    assert _comparison._correlation_distance(a, b) == 0.5
 
 
 def test_correlation_distance_elsewhere_is_one_minus_r_over_two():
@@ -276,9 +277,9 @@ def test_correlation_distance_elsewhere_is_one_minus_r_over_two():
     y = np.array([0.0, 1.0, 1.0, -2.0, 2.0, 1.5])
     dx, dy = x - x.mean(), y - y.mean()
     r = float((dx * dy).sum() / math.sqrt((dx * dx).sum() * (dy * dy).sum()))
-    assert prosody._correlation_distance(x, y) == pytest.approx((1 - r) / 2, abs=1e-12)
-    assert prosody._correlation_distance(x, 5 * x + 1) == pytest.approx(0.0, abs=1e-12)
-    assert prosody._correlation_distance(x, -x) == pytest.approx(1.0, abs=1e-12)
+    assert _comparison._correlation_distance(x, y) == pytest.approx((1 - r) / 2, abs=1e-12)
+    assert _comparison._correlation_distance(x, 5 * x + 1) == pytest.approx(0.0, abs=1e-12)
+    assert _comparison._correlation_distance(x, -x) == pytest.approx(1.0, abs=1e-12)
 
 
 def test_a_flat_salience_profile_is_half_way_from_every_candidate():
