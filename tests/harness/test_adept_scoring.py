@@ -146,7 +146,6 @@ def test_an_unusable_sample_costs_only_its_own_question(use_corpus, systems, tmp
         "path": str(system), "name": "x"}), task)
     bad = system / "marked_tonicity" / "interpretation_1" / "ad00_0500.wav"
     bad.write_bytes(b"")
-    harness.clear_caches()  # a new run: no listener that has heard the intact file
     res = run_lm_eval("audio-dir", [task], model_args={
         "path": str(system), "name": "x", "on_missing": "wrong"})
     records = _records(res, task)

@@ -134,7 +134,8 @@ def test_vstyle_task_copies_are_fitted_alike_and_other_tasks_left_alone():
     from types import SimpleNamespace
 
     from adept_eval.harness import vstyle as vstyle_harness
-    from adept_eval.harness.integration.metric_list import MetricListError, fit
+    from adept_eval.errors import MetricListError
+    from adept_eval.harness.integration.metric_list import fit
 
     names = [m for m in vstyle_harness.metric_names("vstyle_en_empathy") if m != "score_mean"]
     config = SimpleNamespace(task="my_empathy", process_results=vstyle_harness.process_results,

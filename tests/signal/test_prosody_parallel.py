@@ -243,7 +243,8 @@ def test_a_run_that_fails_before_scoring_stops_the_background(use_corpus, tmp_pa
     from types import SimpleNamespace
 
     from adept_eval.harness import adept as harness
-    from adept_eval.models.base import Produced, SpeechSystem, SystemSetupError
+    from adept_eval.errors import SystemSetupError
+    from adept_eval.models.base import Produced, SpeechSystem
 
     calls = []
     monkeypatch.setattr(harness, "samples_produced", lambda *a: calls.append("produced"))
@@ -323,7 +324,8 @@ def test_a_suite_none_of_whose_samples_is_usable_is_refused_beside_a_usable_one(
     instruction failed) because ADEPT's samples were there."""
     from types import SimpleNamespace
 
-    from adept_eval.models.base import Produced, SpeechSystem, SystemSetupError
+    from adept_eval.errors import SystemSetupError
+    from adept_eval.models.base import Produced, SpeechSystem
 
     reference = str(next(iter(use_corpus.recordings)).audio_path)
 

@@ -16,15 +16,11 @@ from __future__ import annotations
 
 import functools
 
-from adept_eval.errors import UserError
+from adept_eval.errors import MetricListError
 from adept_eval.harness.integration.fallback import fell_back, mark, patched
 
 #: the module of a harness' ``process_results`` -> the suite whose metric table it gives
 HARNESSES = {"adept_eval.harness.adept": "adept", "adept_eval.harness.vstyle": "vstyle"}
-
-
-class MetricListError(UserError, ValueError):
-    """A task YAML's metric_list that our harness cannot report, with the file and why."""
 
 
 def patch_task_factory(factory_module) -> None:
