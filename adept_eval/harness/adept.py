@@ -95,7 +95,7 @@ def load_questions(task: str, corpus: str | None = None, listener: str = DEFAULT
     options = {"corpus": corpus, "listener": listener, **metadata}
     # the --metadata entries owned by the chosen listener (an unknown or secret key is an error)
     share = context.once(
-        "settings", ("adept", listener, json.dumps(options, sort_keys=True, default=repr)),
+        "settings", ("adept", listener, settings.routing_key(options)),
         lambda: settings.split(options, suite="adept", listener=listener,
                                model_keys=context.model_keys, model=context.model))
     opened = corpus_at(str(corpus) if corpus else None)
@@ -484,10 +484,16 @@ def order_agreement(items) -> float:
     """Mean share of presentation orders agreeing with the listener's answer, over the
     questions it answered (1.0 for listeners that hear every order the same way; NaN when none
     was answered). A failed question has no answer for orders to agree with: it is counted in
-    ``failed`` and scored wrong in ``acc`` already. Counted here as 0 (as it was), missing files
-    read as position sensitivity: an order-blind listener showed 0.80, and ``adept-eval
-    report`` an ``agree`` column. Its n is the questions answered: the task's questions less
-    ``failed``."""
+    ``failed`` and scored wrong in ``acc`` already, and left out here, so that missing files do
+    not read as position sensitivity. Its n is the questions answered: the task's questions
+    less ``failed``.
+
+    Args:
+        items: lm-eval's aggregation items.
+
+    Returns:
+        The mean agreement, or NaN.
+    """
     answered = [r for r in map(record_of, items) if not r["failed"]]
     return sum(float(r.get("agreement", 0.0)) for r in answered) / len(answered) \
         if answered else float("nan")
@@ -524,7 +530,14 @@ def graded_summary(items) -> dict:
     t interval over sentences (G - 1 df), n and n_failed (empty when no figures were given).
 
     lm-eval asks once per graded metric of a task (five), each time with the same questions'
-    records: the summary (the same every time) is computed once for them."""
+    records: the summary is computed once per run for records of the same content.
+
+    Args:
+        items: lm-eval's aggregation items (question records, or ``SameRecord`` pointers).
+
+    Returns:
+        figure name -> ``graded.Summary``.
+    """
     from adept_eval.scoring import graded
 
     def summary() -> dict:

@@ -23,6 +23,7 @@ written or logged.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from adept_eval.errors import SettingsError
@@ -257,6 +258,21 @@ def owners(metadata: dict, *, suite: str, listener: str | None,
         listener_keys=frozenset(listener_options(listener) if listener is not None else ()),
         model_keys=frozenset(model_keys if model_keys is not None else model_options()),
         model_known=model_keys is not None, judge_keys=frozenset(judge))
+
+
+def routing_key(metadata: dict) -> str:
+    """What the routing of ``metadata`` depends on, as text: every key and value but lm-eval's
+    own task metadata (``config_source`` names each task's YAML), so that the tasks of one run
+    share one routing.
+
+    Args:
+        metadata: lm-eval's merged metadata.
+
+    Returns:
+        The keys and values as JSON, sorted.
+    """
+    return json.dumps({k: v for k, v in (metadata or {}).items() if k not in LM_EVAL_KEYS},
+                      sort_keys=True, default=repr)
 
 
 def split(metadata: dict, *, suite: str, listener: str | None = None,

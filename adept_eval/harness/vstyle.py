@@ -184,7 +184,7 @@ def load_vstyle(category: str, language: str = "en", vstyle_dir: str | None = No
     context = run_context.current()
     options = {"language": language, "vstyle_dir": vstyle_dir, **metadata}
     share = context.once(
-        "settings", ("vstyle", None, json.dumps(options, sort_keys=True, default=repr)),
+        "settings", ("vstyle", None, settings.routing_key(options)),
         lambda: settings.split(options, suite="vstyle", model_keys=context.model_keys,
                                model=context.model))
     cfg = judge_config(share.judge)

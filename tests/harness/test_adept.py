@@ -113,7 +113,7 @@ def test_a_question_one_person_answered_is_in_the_interval_as_in_the_accuracy():
         base = dict(question_id=q.question_id, sub="joy", target="joy", correct_answer="A",
                     chance=0.5, listener="human")
         answer = Answer(tuple(Response(i % 2, participant=p) for p in people))
-        records.append(harness._answered(q, base, answer).to_json())
+        records.append(harness._answered(q, base, answer, per_participant=True).to_json())
     assert recognition.counts(records) == (3, 4)
     given = recognition.trials(records)
     assert len(given) == 4 and sum(t.correct for t in given) == 3
