@@ -31,7 +31,6 @@ from functools import cache
 from adept_eval import identity
 from adept_eval.harness import run_context, settings
 from adept_eval.corpora import spec
-from adept_eval.scoring import stats
 from adept_eval.corpora.questions import LETTERS, Question, build_questions
 from adept_eval.scoring.listeners import Listener
 from adept_eval.scoring.metric_items import SameRecord, record_of
