@@ -72,12 +72,13 @@ class JudgeOptionError(UserError, ValueError):
         self.field, self.value, self.problem = field, value, problem
 
 def user_error_types() -> tuple[type[BaseException], ...]:
-    """Exception types whose message is the whole story (no traceback needed)."""
-    types: list[type[BaseException]] = [UserError]
-    models = sys.modules.get("adept_eval.models.base")
-    if models is not None:  # lm-eval's model layer is heavy: only look if already loaded
-        types.append(models.SystemSetupError)
-    return tuple(types)
+    """The exception types whose message is the whole story, shown without a traceback.
+
+    Returns:
+        ``(UserError,)``: every user error of the package derives from it, the models'
+        ``SystemSetupError`` included.
+    """
+    return (UserError,)
 
 
 def message(exc: BaseException) -> str:
@@ -210,3 +211,24 @@ class BodyTooLarge(Exception):
 
 class BodyTooSlow(Exception):
     """A request body not in within the server's deadline: answered 408, connection closed."""
+
+
+# ----------------------------------------------------------------------------- harness, models, listeners
+class SystemSetupError(UserError, RuntimeError):
+    """A system under test cannot run at all (bad ``--model_args``, an unusable folder, no
+    usable sample): raised before anything is scored."""
+
+
+class ResponsesError(UserError, ValueError):
+    """A human listener's responses file that cannot be scored: the message names the file and
+    lists every problem."""
+
+
+class MetricListError(UserError, ValueError):
+    """A task YAML's ``metric_list`` that the suite's harness cannot report, with the file and
+    why."""
+
+
+class ResultsNotSaved(UserError, OSError):
+    """lm-eval could not write a run's results: the one message, naming the path."""
+

@@ -1,9 +1,9 @@
 """A run's identity, carried as data in every lm-eval results file (``results["adept_eval"]``).
 
-While lm-eval runs, the suites' harnesses ``note`` what scored each task (the listener's or the
-judge's own ``identity()``) and which corpus the questions came from; when ``simple_evaluate``
-returns, the start-up hook calls ``attach`` and lm-eval then writes the identity into
-``results_*.json`` with everything else. ``report``, ``leaderboard`` and ``publish`` read
+While lm-eval runs, the suites' harnesses note in the run's context what scored each task (the
+listener's or the judge's own ``identity()``) and which corpus the questions came from; when
+``simple_evaluate`` returns, the start-up hook calls ``attach`` with those notes and lm-eval then
+writes the identity into ``results_*.json`` with everything else. ``report``, ``leaderboard`` and ``publish`` read
 identity only from there (``RunIdentity.of``): runs are compared only when their corpus, scorer
 and task set match.
 """
@@ -18,22 +18,6 @@ from pathlib import Path
 from adept_eval.suites import SUITES
 
 KEY = "adept_eval"
-
-# task -> {"scorer": {...}, "corpus": {...}} noted during the current run
-_NOTED: dict[str, dict] = {}
-
-
-def note(task: str, *, scorer: dict | None = None, corpus: dict | None = None) -> None:
-    entry = _NOTED.setdefault(task, {})
-    if scorer is not None:
-        entry["scorer"] = scorer
-    if corpus is not None:
-        entry["corpus"] = corpus
-
-
-def reset() -> None:
-    _NOTED.clear()
-
 
 def adept_corpus(corpus) -> dict:
     """sha256 of the ADEPT copy and whether it is adept-eval's synthetic stand-in (recognised
@@ -77,9 +61,22 @@ def scorer_key(scorer: dict | None) -> str:
                           ).hexdigest()[:12]
 
 
-def attach(results: dict, model=None, model_args=None) -> dict:
-    """Add the run's identity to lm-eval's results dict (in place; returns it)."""
+def attach(results: dict, model=None, model_args=None, noted: dict | None = None) -> dict:
+    """Add the run's identity to lm-eval's results dict, in place.
+
+    Args:
+        results: what lm-eval's ``simple_evaluate`` returned.
+        model: the run's ``--model`` (a name or a model object).
+        model_args: the run's ``--model_args``.
+        noted: task -> {"scorer": ..., "corpus": ...}, what the harnesses noted as each task
+            loaded (the run context's ``identities``).
+
+    Returns:
+        ``results``, with the identity under ``KEY`` when any task is a suite's.
+    """
     from adept_eval import __version__
+
+    noted = noted or {}
 
     if not isinstance(results, dict) or "results" not in results:
         return results
@@ -89,9 +86,9 @@ def attach(results: dict, model=None, model_args=None) -> dict:
         tasks = [t for t in results["results"] if t in suite.tasks]
         if not tasks:
             continue
-        scorers = {json.dumps(_NOTED.get(t, {}).get("scorer"), sort_keys=True, default=str)
+        scorers = {json.dumps(noted.get(t, {}).get("scorer"), sort_keys=True, default=str)
                    for t in tasks}
-        corpora = {json.dumps(_NOTED.get(t, {}).get("corpus"), sort_keys=True) for t in tasks}
+        corpora = {json.dumps(noted.get(t, {}).get("corpus"), sort_keys=True) for t in tasks}
         scorer = json.loads(scorers.pop()) if len(scorers) == 1 else \
             {"mixed": sorted(json.loads(s) or {} for s in scorers)}
         corpus = json.loads(corpora.pop()) if len(corpora) == 1 else \

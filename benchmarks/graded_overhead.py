@@ -155,11 +155,11 @@ def evaluate(system: Path, graded: bool):
     from lm_eval import simple_evaluate
     from lm_eval.tasks import TaskManager
 
-    from adept_eval.harness import adept as harness
+    from adept_eval.harness import run_context
     from adept_eval.harness.startup import register
 
     register()
-    harness.clear_caches()
+    run_context.reset()
     args = {"path": str(system), "name": "bench"}
     t, c = time.perf_counter(), time.process_time()
     # one process (workers=1): a background worker's extraction would not show in this

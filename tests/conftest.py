@@ -118,11 +118,11 @@ def systems(_synthetic_material) -> dict[str, Path]:
 
 @pytest.fixture
 def use_corpus(corpus, monkeypatch):
-    """The synthetic corpus as ADEPT_EVAL_CORPUS, with the harness' per-process caches reset."""
+    """The synthetic corpus as ADEPT_EVAL_CORPUS, with no run context left from another test."""
     monkeypatch.setenv("ADEPT_EVAL_CORPUS", str(corpus.root))
-    from adept_eval.harness import adept as harness
+    from adept_eval.harness import run_context
 
-    harness.clear_caches()
+    run_context.reset()
     return corpus
 
 

@@ -1,5 +1,6 @@
-"""The structural seams: settings ownership and secrets, run identity, statistics, suites,
-leaderboard ranking among equals, the newest run, CSV safety, the start-up hook's fallbacks."""
+"""The structural seams: statistics, leaderboard ranking among equals, the newest run, CSV
+safety, the start-up hook's fallbacks, and the package's layering (imports run downwards, no
+cycle, no ``sys.modules`` look-up, a lean acoustic run)."""
 
 import csv
 import json
@@ -10,80 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from adept_eval import secrecy
-from adept_eval.harness import settings
 from adept_eval.corpora import spec
 from adept_eval.scoring import stats
 from adept_eval.results.runs import Run, load_run
 from adept_eval.results.leaderboard import build, write
-from adept_eval.errors import SettingsError
-
-
-# ----------------------------------------------------------------------------- settings
-@pytest.fixture
-def no_model_record(monkeypatch):
-    monkeypatch.setattr(settings.SOURCES, "model_keys", None)
-
-
-def test_cache_dir_in_metadata_reaches_the_acoustic_listener(no_model_record, monkeypatch):
-    # with the model's keys recorded (as the start-up hook does), cache_dir from --metadata is
-    # the listener's, even though openai-speech also declares a cache_dir
-    monkeypatch.setattr(settings.SOURCES, "model_keys", frozenset({"path", "name"}))
-    share = settings.split({"path": "/x", "name": "s", "cache_dir": "/feat", "listener": "acoustic",
-                            "version": 1.0}, suite="adept", listener="acoustic")
-    assert share.listener == {"cache_dir": "/feat"}
-    assert share.model == {"path": "/x", "name": "s"}
-
-
-def test_cache_dir_reaches_the_listener_without_the_hook_record(no_model_record):
-    share = settings.split({"cache_dir": "/feat"}, suite="adept", listener="acoustic")
-    assert share.listener == {"cache_dir": "/feat"}
-
-
-def test_unknown_or_misplaced_keys_are_errors_listing_the_valid_ones(no_model_record):
-    with pytest.raises(SettingsError, match=r"unknown option 'colour'.*listener 'acoustic': cache_dir"):
-        settings.split({"colour": "red"}, suite="adept", listener="acoustic")
-    with pytest.raises(SettingsError, match="option of listener audio-llm.*uses listener 'acoustic'"):
-        settings.split({"llm_model": "m"}, suite="adept", listener="acoustic")
-    with pytest.raises(SettingsError, match="unknown judge setting 'judge_colour'"):
-        settings.split({"judge_colour": "x"}, suite="vstyle")
-    # keys owned by the other suite's components pass through a mixed run
-    assert settings.split({"judge_model": "m"}, suite="adept", listener="acoustic").others
-    assert settings.split({"listener": "human", "responses": "a.csv"}, suite="vstyle").others
-
-
-@pytest.mark.parametrize("options", [
-    {"api_key": "abc"}, {"llm_api_key": "abc"}, {"hf_token": "abc"}, {"password": "x"},
-    {"judge_model": "sk-" + "a" * 30}, {"note": "hf_" + "B" * 30}, {"x": "AIza" + "c" * 35},
-    {"judge_base_url": "https://bob:hunter2pw@judge.example/v1"},  # a password in a URL
-])
-def test_secret_options_are_refused_without_repeating_them(options, no_model_record):
-    with pytest.raises(SettingsError, match="_env") as err:
-        settings.split(options, suite="adept", listener="acoustic")
-    for value in options.values():
-        if len(value) > 5:
-            assert value not in str(err.value)
-
-
-def test_a_server_url_without_a_password_is_not_a_secret(no_model_record):
-    for url in ("http://127.0.0.1:8000/v1", "https://judge.example/v1?x=1"):
-        settings.split({"judge_base_url": url}, suite="vstyle")  # no SettingsError
-
-
-def test_env_named_options_and_counts_are_not_secrets():
-    assert not secrecy.secret_name("judge_api_key_env")
-    assert not secrecy.secret_name("judge_max_tokens")
-    assert secrecy.secret_name("llm_api_key") and secrecy.secret_name("hf_token")
-    # where a secret is kept is what a user should pass instead of the secret: never refused
-    assert not secrecy.secret_name("key_file") and not secrecy.secret_name("token_path")
-    assert secrecy.secret_value("tts --key-file /etc/tts.key --out {output}") is None
-    assert secrecy.secret_value("tts --api-key abcdefgh123 --out {output}")
-
-
-def test_environment_secret_values_are_refused(monkeypatch, no_model_record):
-    monkeypatch.setenv("MY_SERVICE_TOKEN", "tok_1234567890")
-    with pytest.raises(SettingsError, match=r"\$MY_SERVICE_TOKEN"):
-        secrecy.refuse_secrets({"command": "tts --auth tok_1234567890 {output}"})
 
 
 # ----------------------------------------------------------------------------- statistics
@@ -268,47 +199,6 @@ def test_the_startup_hook_stays_cheap():
                             "adept_eval.registry"], loaded
 
 
-# ----------------------------------------------------------------------------- through lm-eval
-def test_metadata_cache_dir_reaches_the_acoustic_listener_in_a_run(use_corpus, tmp_path):
-    from conftest import run_lm_eval
-
-    from adept_eval.harness import adept as harness
-
-    harness.clear_caches()
-    feat = tmp_path / "features"
-    res = run_lm_eval("adept-natural", ["adept_marked_tonicity_female"],
-                      metadata={"cache_dir": str(feat)}, limit=2)
-    assert res["results"]["adept_marked_tonicity_female"]["n,none"] == 2
-    assert feat.is_dir() and any(p.is_file() for p in feat.rglob("*"))
-    ident = res["adept_eval"]["suites"]["adept"]
-    assert ident["corpus"]["synthetic"] is True and ident["complete"] is False
-    assert ident["scorer"]["listener"] == "acoustic"
-    with pytest.raises(SettingsError, match="unknown option 'cache_dri'"):
-        run_lm_eval("adept-natural", ["adept_marked_tonicity_female"],
-                    metadata={"cache_dri": str(feat)}, limit=1)
-
-
-def test_lm_eval_cli_refuses_secret_options_before_logging_them(corpus, tmp_path):
-    import shutil
-    import subprocess
-
-    exe = shutil.which("lm_eval")
-    if exe is None:
-        pytest.skip("lm_eval console script not on PATH")
-    secret = "sk-" + "cliSecretValue" * 2
-    env = {**os.environ, "ADEPT_EVAL_CORPUS": str(corpus.root),
-           "ADEPT_EVAL_HOME": str(tmp_path / "home")}
-    for extra in (["--model_args", f"path={tmp_path},api_key={secret}"],
-                  ["--model_args", f"path={tmp_path}", "--metadata", f"llm_api_key={secret}"]):
-        done = subprocess.run([exe, "--model", "audio-dir", *extra, "--tasks",
-                               "adept_emotion_female", "--output_path", str(tmp_path / "out")],
-                              capture_output=True, text=True, env=env, timeout=300)
-        assert done.returncode == 2, done.stderr[-2000:]
-        assert "refusing secrets" in done.stderr and "_env" in done.stderr
-        assert secret not in done.stdout + done.stderr and "Traceback" not in done.stderr
-        assert not (tmp_path / "out").exists()
-
-
 def _import_edges() -> dict[str, set[str]]:
     """module -> the package's modules it imports (module-level and in-function alike)."""
     import ast
@@ -378,7 +268,7 @@ LAYERS = {
     "adept_eval.llm": 6,
     "adept_eval.scoring": 7,
     "adept_eval.judge": 8, "adept_eval.models": 8,
-    "adept_eval.harness.settings": 9,
+    "adept_eval.harness.settings": 9, "adept_eval.harness.run_context": 9,
     "adept_eval.harness.adept": 10, "adept_eval.harness.vstyle": 10,
     "adept_eval.harness.integration": 11, "adept_eval.harness.startup": 12,
     "adept_eval.results": 13,
@@ -435,7 +325,8 @@ def test_no_lookup_of_the_package_s_own_modules_in_sys_modules():
 
 
 def test_an_acoustic_adept_run_imports_nothing_of_the_judge(use_corpus, tmp_path):
-    """The listener-only path never loads the judge, the LLM client's transport or aiohttp."""
+    """A real ``lm_eval`` acoustic run through its CLI loads nothing of the judge, the LLM
+    client (``adept_eval.llm`` and its submodules) or aiohttp."""
     import subprocess
     import sys
 
@@ -444,8 +335,10 @@ def test_an_acoustic_adept_run_imports_nothing_of_the_judge(use_corpus, tmp_path
             "sys.argv = ['lm_eval', '--model', 'adept-natural', '--tasks', "
             "'adept_emotion_female', '--limit', '2']\n"
             "try:\n    cli_evaluate()\nexcept SystemExit as e:\n    assert not e.code\n"
-            "bad = sorted(m for m in sys.modules if m == 'aiohttp' or "
-            "m.startswith(('adept_eval.judge', 'aiohttp.')))\n"
+            "bad = sorted(m for m in sys.modules if m in ('aiohttp', 'adept_eval.llm', "
+            "'adept_eval.judge') or m.startswith(('adept_eval.judge.', 'adept_eval.llm.', "
+            "'aiohttp.')))\n"
+            "assert 'adept_eval.harness.adept' in sys.modules, 'the run loaded no ADEPT task'\n"
             "print('LOADED', bad)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=600, env={**os.environ, "TQDM_DISABLE": "1"})

@@ -258,7 +258,8 @@ def _scores_table(path: Path, score_key: str = "score") -> dict[str, tuple[float
     from collections import defaultdict
 
     from adept_eval.judge.verdict import SCORE_RANGE
-    from adept_eval.scoring.listeners.human import ResponsesError, decode_text
+    from adept_eval.errors import ResponsesError
+    from adept_eval.scoring.listeners.human import decode_text
 
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file")

@@ -26,13 +26,13 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import asdict, dataclass, fields, replace
-from functools import lru_cache
+from functools import cache
 
 from adept_eval import identity
-from adept_eval.harness import settings
+from adept_eval.harness import run_context, settings
 from adept_eval.corpora import spec
-from adept_eval.scoring import stats
 from adept_eval.corpora.questions import LETTERS, Question, build_questions
+from adept_eval.scoring.listeners import Listener
 from adept_eval.scoring.metric_items import SameRecord, record_of
 from adept_eval.scoring.recognition import counts, recognition
 from adept_eval.suites import ADEPT
@@ -43,49 +43,78 @@ DEFAULT_LISTENER = "acoustic"
 
 
 # ----------------------------------------------------------------------------- documents
-_BY_ROOT: dict = {}  # corpora already opened, by their root folder
+def corpus_at(path: str | None):
+    """The corpus at ``path`` (None: the default), opened once per run; a task's documents name
+    it by its root folder, which finds the same object rather than opening (and hashing) the
+    corpus a second time.
 
+    Args:
+        path: the corpus' location as given (``--metadata corpus=``), or its root folder.
 
-@lru_cache(maxsize=4)
-def _corpus(path: str | None):
-    """The corpus at ``path`` (None: the default), opened once per process; a task's documents
-    name it by its root folder, which finds the same object rather than opening (and hashing)
-    the corpus a second time."""
+    Returns:
+        The ``Corpus``.
+
+    Raises:
+        CorpusError: the corpus is missing, incomplete or malformed.
+    """
     from adept_eval.corpora.corpus import load_corpus
 
-    if path and path in _BY_ROOT:
-        return _BY_ROOT[path]
-    corpus = load_corpus(path or None)
-    _BY_ROOT[str(corpus.root)] = corpus
-    return corpus
+    context = run_context.current()
+    corpus = context.once("corpus", path or "", lambda: load_corpus(path or None))
+    return context.once("corpus", str(corpus.root), lambda: corpus)
 
 
 def load_questions(task: str, corpus: str | None = None, listener: str = DEFAULT_LISTENER,
                    **metadata):
-    """lm-eval ``custom_dataset``: the task's questions as a one-split DatasetDict."""
+    """lm-eval ``custom_dataset``: the task's questions as a one-split DatasetDict.
+
+    The run's share of work - the options routed, the corpus opened and identified, the
+    listener made - is done by the first task of a run and found by the others in the run's
+    context.
+
+    Args:
+        task: the ADEPT task (set by the task's YAML).
+        corpus: ``--metadata corpus=`` (None: the default corpus).
+        listener: ``--metadata listener=``.
+        **metadata: the rest of lm-eval's merged ``--model_args`` and ``--metadata``.
+
+    Returns:
+        ``datasets.DatasetDict`` with one ``test`` split, one row per question.
+
+    Raises:
+        SettingsError: an option nobody owns, a secret, or an unknown listener.
+        CorpusError: the corpus cannot be used.
+    """
     import datasets
 
     from adept_eval import __version__
+    from adept_eval.models.base import observe_samples
 
+    context = run_context.current()
+    options = {"corpus": corpus, "listener": listener, **metadata}
     # the --metadata entries owned by the chosen listener (an unknown or secret key is an error)
-    opts = settings.split({"corpus": corpus, "listener": listener, **metadata}, suite="adept",
-                          listener=listener).listener
-    c = _corpus(str(corpus) if corpus else None)
-    options_json = json.dumps(opts, sort_keys=True)
-    scorer = listener_for(listener, options_json, str(c.root)).identity()
-    corpus_id = identity.adept_corpus(c)
-    identity.note(task, scorer=scorer, corpus=corpus_id)
-    ident = {"corpus_sha256": c.fingerprint, "adept_eval_version": __version__}
+    share = context.once(
+        "settings", ("adept", listener, settings.routing_key(options)),
+        lambda: settings.split(options, suite="adept", listener=listener,
+                               model_keys=context.model_keys, model=context.model))
+    opened = corpus_at(str(corpus) if corpus else None)
+    options_json = json.dumps(share.listener, sort_keys=True)
+    scorer = listener_for(listener, options_json, str(opened.root)).identity()
+    corpus_id = context.once("corpus identity", str(opened.root),
+                             lambda: identity.adept_corpus(opened))
+    context.note_identity(task, scorer=scorer, corpus=corpus_id)
+    observe_samples(SAMPLES_TO_LISTENER)
+    fixed = {"listener": listener, "listener_options": options_json,
+             "corpus_root": str(opened.root),
+             # which corpus and which adept-eval scored this question
+             "corpus_sha256": opened.fingerprint, "adept_eval_version": __version__}
     rows = []
-    for q in build_questions(c, task):
-        row = asdict(q)
+    for question in build_questions(opened, task):
+        row = asdict(question)
         row["class"] = row.pop("cls")
-        row["stimulus_texts"] = [c.get(s).text for s in q.stimuli]
-        row["stimulus_references"] = [c.get(s).audio_path for s in q.stimuli]
-        row["listener"] = listener
-        row["listener_options"] = options_json
-        row["corpus_root"] = str(c.root)
-        row.update(ident)  # which corpus and which adept-eval scored this question
+        row["stimulus_texts"] = [opened.get(s).text for s in question.stimuli]
+        row["stimulus_references"] = [opened.get(s).audio_path for s in question.stimuli]
+        row.update(fixed)
         rows.append(row)
     return datasets.DatasetDict({"test": datasets.Dataset.from_list(rows)})
 
@@ -116,22 +145,23 @@ def doc_to_target(doc: dict) -> str:
 
 
 # ----------------------------------------------------------------------------- scoring
-@lru_cache(maxsize=8)
-def listener_for(name: str, options_json: str, corpus_root: str):
-    """The listener a task's documents name (``listener``, ``listener_options`` as JSON,
-    ``corpus_root``), made once per process: its feature cache and memoised comparisons
-    are shared by every task of a run."""
+def listener_for(name: str, options_json: str, corpus_root: str) -> Listener:
+    """The listener a task's documents name, made once per run: its feature cache and memoised
+    comparisons are shared by every task of the run.
+
+    Args:
+        name: the listener's registered name (the documents' ``listener``).
+        options_json: its options as JSON (``listener_options``).
+        corpus_root: the corpus' root folder (``corpus_root``).
+
+    Returns:
+        The ``Listener``.
+    """
     from adept_eval.scoring.listeners import get_listener
 
-    return get_listener(name, corpus=_corpus(corpus_root), **json.loads(options_json))
-
-
-def clear_caches() -> None:
-    """Forget the corpora and listeners this process has made (a test or benchmark that
-    changes ``ADEPT_EVAL_CORPUS`` or the features on disk between runs needs fresh ones)."""
-    _corpus.cache_clear()
-    _BY_ROOT.clear()
-    listener_for.cache_clear()
+    return run_context.current().once(
+        "listener", (name, options_json, corpus_root),
+        lambda: get_listener(name, corpus=corpus_at(corpus_root), **json.loads(options_json)))
 
 
 @dataclass(frozen=True)
@@ -203,7 +233,6 @@ def score_task(resps, docs) -> list[str]:
         return []
     first = docs[0]
     listener = listener_for(first["listener"], first["listener_options"], first["corpus_root"])
-    needs_audio = getattr(listener, "needs_audio", True)
     questions = [question_of(d) for d in docs]
     records: list[QuestionRecord | None] = [None] * len(docs)
     bases, outputs = [], []
@@ -233,7 +262,7 @@ def score_task(resps, docs) -> list[str]:
         if records[i] is not None:
             continue
         bad = [s for s in q.stimuli if not pool.get(s)]
-        if needs_audio and bad:
+        if listener.needs_audio and bad:
             problems = "; ".join(samples.get(s, {}).get("problem") or f"{s}: not produced"
                                  for s in bad)
             records[i] = QuestionRecord(**bases[i], failed=1, status="failed",
@@ -243,9 +272,9 @@ def score_task(resps, docs) -> list[str]:
         where.append(i)
 
     for i, answer in zip(where, _ask(listener, asked)):
-        records[i] = _answered(questions[i], bases[i], answer)
+        records[i] = _answered(questions[i], bases[i], answer, listener.per_participant)
 
-    if _graded_on(listener):
+    if listener.gives_graded_figures():
         stimuli = [s for q in questions for s in q.stimuli]
         try:
             scores = listener.graded_scores(pool, stimuli)
@@ -260,51 +289,72 @@ def score_task(resps, docs) -> list[str]:
     return [json.dumps(r.to_json(), ensure_ascii=False) for r in records]
 
 
-def samples_produced(requests, produced: dict) -> None:
-    """A run's samples exist (``SpeechSystem.generate_until``, before any task is scored):
-    tell each listener the run uses (``expect``, where it has one) every file it will hear -
-    each question's samples and natural references, in the order lm-eval will score them - so
-    it can start its work on them in the background. Best effort and silent: a run scores the
-    same whether or not this happens."""
-    try:
-        wanted: dict[tuple, dict] = {}
-        for req in requests:
-            doc = getattr(req, "doc", None)
-            if not isinstance(doc, dict) or "listener_options" not in doc:
-                continue
-            files = wanted.setdefault(
-                (doc["listener"], doc["listener_options"], doc["corpus_root"]), {})
-            for sid in doc["stimuli"]:
-                p = produced.get(sid)
-                if p is not None and p.status == "ok" and p.path:
-                    files[str(p.path)] = None
-            files.update(dict.fromkeys(str(r) for r in doc["stimulus_references"] if r))
-        if wanted:
-            # The aggregations' interval needs scipy.stats (~0.5 s to import), and so does a
-            # feature worker (scipy.signal imports it): imported once, here, before a worker
-            # is forked, it is imported once for both.
-            import scipy.stats  # noqa: F401
-        for (name, options, root), files in wanted.items():
-            expect = getattr(listener_for(name, options, root), "expect", None)
-            if expect is not None:
-                expect(list(files))
-    except Exception as exc:  # noqa: BLE001 - only a head start is lost
-        log.debug("could not hand the run's samples to the listener early: %s", exc)
+class SamplesToListener:
+    """The ADEPT harness as a ``models.base.SampleObserver``: a run's samples go to the
+    listener that will hear them as soon as they exist."""
+
+    def samples_produced(self, requests, produced: dict) -> None:
+        """Tell each listener the run uses (``Listener.expect``) every file it will hear - each
+        question's samples and natural references, in the order lm-eval will score them - so
+        it can start its work on them in the background. Best effort and silent: a run scores
+        the same whether or not this happens.
+
+        Args:
+            requests: lm-eval's requests (each with its document as ``doc``).
+            produced: stimulus id -> the ``models.base.Produced`` record of its sample.
+        """
+        try:
+            wanted = _files_by_listener(requests, produced)
+            if wanted:
+                # The aggregations' interval needs scipy.stats (~0.5 s to import), and so does
+                # a feature worker (scipy.signal imports it): imported once, here, before a
+                # worker is forked, it is imported once for both.
+                import scipy.stats  # noqa: F401
+            for (name, options, root), files in wanted.items():
+                listener_for(name, options, root).expect(list(files))
+        except Exception as exc:  # noqa: BLE001 - only a head start is lost
+            log.debug("could not hand the run's samples to the listener early: %s", exc)
+
+    def samples_abandoned(self) -> None:
+        """The run stops before scoring: drop the background work ``samples_produced``
+        started, so the process exits at once."""
+        from adept_eval.signal.prosody import stop_background
+
+        try:
+            stop_background()
+        except Exception as exc:  # noqa: BLE001 - exit then waits for the queue, no more
+            log.debug("could not cancel the background feature extraction: %s", exc)
 
 
-def samples_abandoned() -> None:
-    """The run stops before scoring (``SpeechSystem.generate_until`` raised): drop the
-    background work ``samples_produced`` started, so the process exits at once."""
-    from adept_eval.signal.prosody import stop_background
-
-    try:
-        stop_background()
-    except Exception as exc:  # noqa: BLE001 - exit then waits for the queue, no more
-        log.debug("could not cancel the background feature extraction: %s", exc)
+#: the one observer the harness registers with the models (``models.base.observe_samples``)
+SAMPLES_TO_LISTENER = SamplesToListener()
 
 
-def _graded_on(listener) -> bool:
-    return bool(getattr(listener, "graded", False)) and hasattr(listener, "graded_scores")
+def _files_by_listener(requests, produced: dict) -> dict[tuple, dict]:
+    """The files each listener of the run will hear, in scoring order.
+
+    Args:
+        requests: lm-eval's requests; those whose document is not an ADEPT question are
+            passed over.
+        produced: stimulus id -> ``Produced``.
+
+    Returns:
+        (listener, options as JSON, corpus root) -> {file: None}, an ordered set of the usable
+        samples and natural references of its questions.
+    """
+    wanted: dict[tuple, dict] = {}
+    for request in requests:
+        doc = getattr(request, "doc", None)
+        if not isinstance(doc, dict) or "listener_options" not in doc:
+            continue
+        files = wanted.setdefault(
+            (doc["listener"], doc["listener_options"], doc["corpus_root"]), {})
+        for stimulus in doc["stimuli"]:
+            sample = produced.get(stimulus)
+            if sample is not None and sample.status == "ok" and sample.path:
+                files[str(sample.path)] = None
+        files.update(dict.fromkeys(str(ref) for ref in doc["stimulus_references"] if ref))
+    return wanted
 
 
 def _ask(listener, asked: list) -> list:
@@ -333,7 +383,19 @@ def _ask(listener, asked: list) -> list:
     return out
 
 
-def _answered(q: Question, base: dict, answer) -> QuestionRecord:
+def _answered(q: Question, base: dict, answer, per_participant: bool) -> QuestionRecord:
+    """The record of a question the listener answered.
+
+    Args:
+        q: the question.
+        base: the record's fields known before asking (ids, target, chance, system).
+        answer: the listener's ``Answer``.
+        per_participant: whether the answer holds people's responses, each kept with who
+            gave it (the interval then clusters by participant too).
+
+    Returns:
+        The ``QuestionRecord``.
+    """
     chosen = [r.choice for r in answer.responses]
     sub = q.choice_subcategories[chosen[0]] if len(chosen) == 1 and chosen[0] is not None \
         else None
@@ -343,7 +405,7 @@ def _answered(q: Question, base: dict, answer) -> QuestionRecord:
         answer=tuple(LETTERS[c] if c is not None else None for c in chosen)[:50],
         detail=answer.detail, answer_subcategory=sub,
         responses=tuple((r.participant, int(r.choice == q.answer)) for r in answer.responses
-                        if r.participant))
+                        if per_participant and r.participant))
 
 
 def process_results(doc: dict, results: list[str]) -> dict:
@@ -366,11 +428,20 @@ def _metrics(doc: dict, record: QuestionRecord) -> dict:
     return {name: data if name == ADEPT.headline else same for name in metric_names(doc["task"])}
 
 
-def metric_names(task: str) -> list[str]:
+@cache
+def metric_names(task: str) -> tuple[str, ...]:
     """The task's metrics, headline first (the order lm-eval prints them in): ADEPT's metric
-    table (``suites.ADEPT_METRICS``); every graded figure beyond the few there is in the logged
-    samples and in ``adept-eval report``."""
-    return [m.name for m in ADEPT.task_metrics(task)]
+    table (``suites.ADEPT_METRICS``), read once per task and process (every question's
+    ``process_results`` asks); every graded figure beyond the few there is in the logged
+    samples and in ``adept-eval report``.
+
+    Args:
+        task: an ADEPT task name.
+
+    Returns:
+        The metric names.
+    """
+    return tuple(m.name for m in ADEPT.task_metrics(task))
 
 
 # ----------------------------------------------------------------------------- aggregation
@@ -412,10 +483,16 @@ def order_agreement(items) -> float:
     """Mean share of presentation orders agreeing with the listener's answer, over the
     questions it answered (1.0 for listeners that hear every order the same way; NaN when none
     was answered). A failed question has no answer for orders to agree with: it is counted in
-    ``failed`` and scored wrong in ``acc`` already. Counted here as 0 (as it was), missing files
-    read as position sensitivity: an order-blind listener showed 0.80, and ``adept-eval
-    report`` an ``agree`` column. Its n is the questions answered: the task's questions less
-    ``failed``."""
+    ``failed`` and scored wrong in ``acc`` already, and left out here, so that missing files do
+    not read as position sensitivity. Its n is the questions answered: the task's questions
+    less ``failed``.
+
+    Args:
+        items: lm-eval's aggregation items.
+
+    Returns:
+        The mean agreement, or NaN.
+    """
     answered = [r for r in map(record_of, items) if not r["failed"]]
     return sum(float(r.get("agreement", 0.0)) for r in answered) / len(answered) \
         if answered else float("nan")
@@ -452,22 +529,24 @@ def graded_summary(items) -> dict:
     t interval over sentences (G - 1 df), n and n_failed (empty when no figures were given).
 
     lm-eval asks once per graded metric of a task (five), each time with the same questions'
-    records: the summary (the same every time) is computed once for them."""
+    records: the summary is computed once per run for records of the same content.
+
+    Args:
+        items: lm-eval's aggregation items (question records, or ``SameRecord`` pointers).
+
+    Returns:
+        figure name -> ``graded.Summary``.
+    """
     from adept_eval.scoring import graded
 
-    recs = [record_of(it) for it in items]
-    if _LAST_SUMMARY and _LAST_SUMMARY[0] == recs:  # the same records as the last call
-        return _LAST_SUMMARY[1]
-    records = graded_records(items)
-    out = graded.aggregate(records, clusters=graded.adept_sentence_clusters(records)) \
-        if records else {}
-    # one task's metrics are aggregated one after another: the last records (copies, compared
-    # by content) and their summary are all there is to remember
-    _LAST_SUMMARY[:] = [[dict(r) for r in recs], out]
-    return out
+    def summary() -> dict:
+        records = graded_records(items)
+        return graded.aggregate(records, clusters=graded.adept_sentence_clusters(records)) \
+            if records else {}
 
-
-_LAST_SUMMARY: list = []
+    # the records, by content: the same questions' records give the summary computed for them
+    content = json.dumps([record_of(item) for item in items], sort_keys=True, default=repr)
+    return run_context.current().once("graded summary", content, summary)
 
 
 def _graded_part(field_name: str, figure: str = "prosody_distance"):

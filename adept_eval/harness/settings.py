@@ -3,8 +3,9 @@
 lm-eval hands every task loader one flat dict: ``--model_args`` merged with ``--metadata``. One
 rule decides who owns each key:
 
-- **model**: the keys given in ``--model_args`` (the start-up hook records them when
-  ``simple_evaluate`` starts; without it, any option one of adept-eval's models declares);
+- **model**: the keys given in ``--model_args`` (the start-up hook records them in the run's
+  context when ``simple_evaluate`` starts; without it, any option one of adept-eval's models
+  declares);
 - **run**: the suite's own keys (ADEPT: ``corpus``, ``listener``; VStyle: ``vstyle_dir``, and
   ``language``, which only the task sets: see ``TASK_KEYS``) and lm-eval's ``version``;
 - **listener**: the options the chosen listener declares (its constructor's fields), e.g.
@@ -12,7 +13,9 @@ rule decides who owns each key:
 - **judge**: ``judge_*`` keys (the speech judge's settings).
 
 A key nobody owns, or one owned by a listener the run does not use, is a ``SettingsError`` that
-lists the valid keys. Nothing is silently dropped.
+lists the valid keys. Nothing is silently dropped. Only the chosen listener's options are read
+(so an acoustic run imports nothing of the audio-LLM listener's client); the other listeners are
+looked at only for a key nobody else owns, to name the listener it belongs to.
 
 Secrets never travel as options: ``adept_eval.secrecy`` refuses them before anything is
 written or logged.
@@ -20,10 +23,10 @@ written or logged.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from adept_eval.errors import SettingsError
-from adept_eval.options import parse_model_args
 from adept_eval.secrecy import refuse_secrets
 from adept_eval.suites import SUITES
 
@@ -45,8 +48,16 @@ TASK_KEYS = {
 
 
 def refuse_task_keys(options: dict, where: str) -> None:
-    """Raise ``SettingsError`` for a key the tasks set themselves (``TASK_KEYS``), naming it and
-    how to choose what it would set."""
+    """Refuse a key the tasks set themselves (``TASK_KEYS``), naming it and how to choose what
+    it would set.
+
+    Args:
+        options: the options given (``--model_args`` or ``--metadata``).
+        where: the option's name, for the message.
+
+    Raises:
+        SettingsError: a key of ``TASK_KEYS`` is among ``options``.
+    """
     bad = [f"{key!r} is not a {where} key ({TASK_KEYS[key]})" for key in (options or {})
            if key in TASK_KEYS]
     if bad:
@@ -54,31 +65,13 @@ def refuse_task_keys(options: dict, where: str) -> None:
 
 
 # ----------------------------------------------------------------------------- who owns a key
-@dataclass
-class RunSources:
-    """What the start-up hook saw when ``simple_evaluate`` started (None: not known)."""
-
-    model: str | None = None
-    model_keys: frozenset[str] | None = None
-
-
-#: the current run's sources, set by ``note_run`` and cleared by ``forget_run``
-SOURCES = RunSources()
-
-
-def note_run(model, model_args) -> None:
-    """Called by the start-up hook: which keys of the merged metadata came from --model_args."""
-    SOURCES.model = model if isinstance(model, str) else type(model).__name__
-    SOURCES.model_keys = frozenset(parse_model_args(model_args))
-
-
-def forget_run() -> None:
-    """The run is over: later task loads fall back to every key a model declares."""
-    SOURCES.model_keys = None
-
-
 def model_options() -> set[str]:
-    """Every option one of adept-eval's own models declares (plus lm-eval's generic ones)."""
+    """Every option one of adept-eval's own models declares, plus lm-eval's generic ones: the
+    model's keys when the start-up hook did not record which came from ``--model_args``.
+
+    Returns:
+        The option names.
+    """
     from adept_eval.models.base import LM_EVAL_GENERIC
     from adept_eval.names import MODELS
 
@@ -91,15 +84,42 @@ def model_options() -> set[str]:
     return out
 
 
-def listener_keys() -> dict[str, set[str]]:
-    """listener name -> the ``--metadata`` keys it declares (``corpus`` is the run's)."""
+def listener_options(name: str) -> set[str]:
+    """The ``--metadata`` keys one listener declares (``corpus`` is the run's): imports that
+    listener's module only.
+
+    Args:
+        name: a registered listener's name.
+
+    Returns:
+        The option names.
+    """
     from adept_eval.scoring.listeners import LISTENERS
 
-    return {name: LISTENERS.options(name) - {"corpus"} for name in LISTENERS.names()}
+    return LISTENERS.options(name) - {"corpus"}
+
+
+def listeners_owning(key: str) -> list[str]:
+    """The listeners that declare ``key``, sorted: imports every listener, so it is asked only
+    about a key nothing of the run owns.
+
+    Args:
+        key: an option name.
+
+    Returns:
+        The names of the listeners declaring it.
+    """
+    from adept_eval.scoring.listeners import LISTENERS
+
+    return [name for name in LISTENERS.names() if key in listener_options(name)]
 
 
 def judge_options() -> set[str]:
-    """The ``judge_*`` keys (imports the judge: called only when a run has such a key)."""
+    """The ``judge_*`` keys (imports the judge: asked only when a run has such a key).
+
+    Returns:
+        The option names.
+    """
     from adept_eval.judge.runner import judge_option_names
 
     return set(judge_option_names())
@@ -107,7 +127,7 @@ def judge_options() -> set[str]:
 
 @dataclass(frozen=True)
 class Settings:
-    """One suite's share of the merged options."""
+    """One suite's share of the merged options, by owner."""
 
     run: dict = field(default_factory=dict)
     listener: dict = field(default_factory=dict)
@@ -116,55 +136,176 @@ class Settings:
     others: dict = field(default_factory=dict)  # owned by another suite's components
 
 
-def split(metadata: dict, *, suite: str, listener: str | None = None) -> Settings:
-    """Assign every key of lm-eval's merged metadata to its owner (see the module docstring)."""
-    metadata = dict(metadata or {})
-    refuse_secrets(metadata)
-    listeners = listener_keys()
-    if listener is not None and listener not in listeners:
+@dataclass(frozen=True)
+class Owners:
+    """Who may own a key of one suite's run: the rule of the module docstring, as data.
+
+    Attributes:
+        suite: the suite whose task is loading ("adept", "vstyle").
+        listener: the run's listener (None: the suite has none).
+        listener_keys: the options that listener declares.
+        model_keys: the keys that are the model's.
+        model_known: whether ``model_keys`` is the hook's record of ``--model_args`` (rather
+            than every option a model declares).
+        judge_keys: the judge's options (empty when the run names none).
+    """
+
+    suite: str
+    listener: str | None
+    listener_keys: frozenset[str]
+    model_keys: frozenset[str]
+    model_known: bool
+    judge_keys: frozenset[str]
+
+    @property
+    def own_run(self) -> frozenset[str]:
+        """The suite's own run keys and lm-eval's."""
+        return SUITES[self.suite].run_keys | LM_EVAL_KEYS
+
+    @property
+    def other_run(self) -> frozenset[str]:
+        """The other suites' run keys (passed through a mixed run)."""
+        return frozenset().union(*(s.run_keys for k, s in SUITES.items() if k != self.suite))
+
+    def shares(self, key: str) -> tuple[str, ...]:
+        """The ``Settings`` shares ``key`` goes to.
+
+        Args:
+            key: an option name.
+
+        Returns:
+            The names of the shares ("model", "run", "listener", "judge", "others"); empty when
+            nobody owns the key.
+        """
+        if key in self.model_keys:
+            # without the hook's record, a key both a model and the listener declare goes to both
+            if self.model_known or self.listener is None or key not in self.listener_keys:
+                return ("model",)
+            return ("model", "listener")
+        if key in self.own_run:
+            return ("run",)
+        if self.listener is not None and key in self.listener_keys:
+            return ("listener",)
+        if key.startswith(JUDGE_PREFIX) and key in self.judge_keys:
+            return ("judge",) if self.suite == "vstyle" else ("others",)
+        if key in self.other_run or (self.suite != "adept" and listeners_owning(key)):
+            return ("others",)
+        return ()
+
+    def problem(self, key: str) -> str:
+        """Why nobody owns ``key``, naming the listener that would (for ``SettingsError``).
+
+        Args:
+            key: an option name ``shares`` gave no share.
+
+        Returns:
+            One sentence.
+        """
+        owners = listeners_owning(key)
+        if owners:
+            return (f"{key!r} is an option of listener {' / '.join(owners)}, but this run uses "
+                    f"listener {self.listener!r} (--metadata listener={owners[0]})")
+        if key.startswith(JUDGE_PREFIX):
+            return f"unknown judge setting {key!r}; known: {', '.join(sorted(self.judge_keys))}"
+        return f"unknown option {key!r}"
+
+    def valid(self, model: str | None) -> str:
+        """The valid ``--metadata`` keys of the suite's tasks, for ``SettingsError``.
+
+        Args:
+            model: the run's model name (named when its keys are known).
+
+        Returns:
+            The keys by owner, ``; ``-separated.
+        """
+        valid = [f"run: {', '.join(sorted(SUITES[self.suite].run_keys))}"]
+        if self.listener is not None:
+            valid.append(f"listener {self.listener!r}: "
+                         f"{', '.join(sorted(self.listener_keys)) or '-'}")
+        if self.suite == "vstyle":
+            valid.append(f"judge: {', '.join(sorted(self.judge_keys or judge_options()))}")
+        if self.model_known:
+            valid.append(f"model {model!r}: its --model_args")
+        return "; ".join(valid)
+
+
+def owners(metadata: dict, *, suite: str, listener: str | None,
+           model_keys: frozenset[str] | None) -> Owners:
+    """Who may own the keys of ``metadata`` in one suite's run, reading only what the keys need:
+    the chosen listener's options, the judge's only when a ``judge_*`` key is given.
+
+    Args:
+        metadata: lm-eval's merged metadata.
+        suite: the suite whose task is loading.
+        listener: the run's listener (None: the suite has none).
+        model_keys: the keys that came from ``--model_args`` (None: not known).
+
+    Returns:
+        The ``Owners`` of the run's keys.
+
+    Raises:
+        SettingsError: ``listener`` is no registered listener.
+    """
+    from adept_eval.scoring.listeners import LISTENERS
+
+    if listener is not None and listener not in LISTENERS:
         raise SettingsError(f"unknown listener {listener!r} (--metadata listener=...); "
-                            f"available: {', '.join(sorted(listeners))}")
+                            f"available: {', '.join(LISTENERS.names())}")
     # only a run that names a judge setting loads the judge (and aiohttp with it)
     judge = judge_options() if any(k.startswith(JUDGE_PREFIX) for k in metadata) else set()
-    known_model = SOURCES.model_keys
-    model = set(known_model) if known_model is not None else model_options()
-    own_run = SUITES[suite].run_keys | LM_EVAL_KEYS
-    other_run = set().union(*(s.run_keys for k, s in SUITES.items() if k != suite))
+    return Owners(
+        suite=suite, listener=listener,
+        listener_keys=frozenset(listener_options(listener) if listener is not None else ()),
+        model_keys=frozenset(model_keys if model_keys is not None else model_options()),
+        model_known=model_keys is not None, judge_keys=frozenset(judge))
+
+
+def routing_key(metadata: dict) -> str:
+    """What the routing of ``metadata`` depends on, as text: every key and value but lm-eval's
+    own task metadata (``config_source`` names each task's YAML), so that the tasks of one run
+    share one routing.
+
+    Args:
+        metadata: lm-eval's merged metadata.
+
+    Returns:
+        The keys and values as JSON, sorted.
+    """
+    return json.dumps({k: v for k, v in (metadata or {}).items() if k not in LM_EVAL_KEYS},
+                      sort_keys=True, default=repr)
+
+
+def split(metadata: dict, *, suite: str, listener: str | None = None,
+          model_keys: frozenset[str] | None = None, model: str | None = None) -> Settings:
+    """Assign every key of lm-eval's merged metadata to its owner (see the module docstring).
+
+    Args:
+        metadata: lm-eval's merged ``--model_args`` and ``--metadata``.
+        suite: the suite whose task is loading ("adept", "vstyle").
+        listener: the run's listener (None: the suite has none).
+        model_keys: the keys that came from ``--model_args``, as the start-up hook recorded
+            them (None: not known; any option a model declares is then the model's).
+        model: the run's model name, for the message of a refused key.
+
+    Returns:
+        The suite's ``Settings``.
+
+    Raises:
+        SettingsError: a key holds a secret, nobody owns it, or the listener is unknown; the
+            message lists the valid keys.
+    """
+    metadata = dict(metadata or {})
+    refuse_secrets(metadata)
+    who = owners(metadata, suite=suite, listener=listener, model_keys=model_keys)
     out = Settings()
     problems = []
     for key, value in metadata.items():
-        if key in model:
-            out.model[key] = value
-            # without the hook's record, a key both a model and the listener declare goes to both
-            if known_model is not None or listener is None or key not in listeners[listener]:
-                continue
-        if key in own_run:
-            out.run[key] = value
-        elif listener is not None and key in listeners[listener]:
-            out.listener[key] = value
-        elif key.startswith(JUDGE_PREFIX) and key in judge:
-            (out.judge if suite == "vstyle" else out.others)[key] = value
-        elif key in other_run or (suite != "adept" and any(key in o for o in listeners.values())):
-            out.others[key] = value
-        elif key in model:
-            continue
-        else:
-            owners = sorted(n for n, o in listeners.items() if key in o)
-            if owners:
-                problems.append(f"{key!r} is an option of listener {' / '.join(owners)}, but this "
-                                f"run uses listener {listener!r} (--metadata listener={owners[0]})")
-            elif key.startswith(JUDGE_PREFIX):
-                problems.append(f"unknown judge setting {key!r}; known: {', '.join(sorted(judge))}")
-            else:
-                problems.append(f"unknown option {key!r}")
+        shares = who.shares(key)
+        if not shares:
+            problems.append(who.problem(key))
+        for share in shares:
+            getattr(out, share)[key] = value
     if problems:
-        valid = [f"run: {', '.join(sorted(SUITES[suite].run_keys))}"]
-        if listener is not None:
-            valid.append(f"listener {listener!r}: {', '.join(sorted(listeners[listener])) or '-'}")
-        if suite == "vstyle":
-            valid.append(f"judge: {', '.join(sorted(judge or judge_options()))}")
-        if known_model is not None:
-            valid.append(f"model {SOURCES.model!r}: its --model_args")
-        raise SettingsError("; ".join(problems) + ". Valid --metadata keys for " + suite +
-                            " tasks: " + "; ".join(valid))
+        raise SettingsError("; ".join(problems) + f". Valid --metadata keys for {suite} tasks: "
+                            + who.valid(model))
     return out

@@ -21,8 +21,9 @@ imports lm-eval is untouched, and when lm-eval is imported:
 - after ``evaluate.loading`` loads: the bare names ``speech_judge`` and ``prosody_transfer``
   resolve to our installed evaluate modules (see ``integration.registration``);
 - after ``lm_eval.evaluator`` loads: ``simple_evaluate`` refuses secret-looking options before
-  lm-eval logs them, records which keys came from ``--model_args`` (``settings``), and adds the
-  run's identity (``identity``) to the results lm-eval then writes;
+  lm-eval logs them, begins the run's context (``run_context``: which keys came from
+  ``--model_args``, the work done once per run), and adds the run's identity (``identity``) to
+  the results lm-eval then writes;
 - after ``lm_eval.api.group`` loads: group figures of adept-eval's suites are pooled over what
   was actually scored (responses, judged answers), not over documents;
 - after ``lm_eval.utils`` / ``lm_eval.loggers.utils`` / ``lm_eval.api.task`` load: the printed

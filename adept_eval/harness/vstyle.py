@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from dataclasses import asdict, dataclass, fields
-from functools import lru_cache
+from dataclasses import asdict, dataclass
+from functools import cache
 from pathlib import Path
 
 from adept_eval import identity
-from adept_eval.harness import settings
+from adept_eval.harness import run_context, settings
 from adept_eval.scoring import stats
 from adept_eval.options import OptionError
 from adept_eval.judge import JudgeConfig, JudgeItem, judge
@@ -129,22 +129,24 @@ def judge_config(judge_share: dict) -> dict:
     return {k: getattr(config, k) if k != "prompts" else v for k, v in cfg.items()}
 
 
-_CHECKED: set = set()  # judge servers that answered in this process (one check per server)
-
-
 def check_judge_server(cfg: dict) -> None:
-    """Stop before any work if the judge's server does not answer (``LLMUnavailable``, one
-    message naming judge_base_url and the URL): otherwise every answer would be produced, then
-    fail to be judged."""
+    """Stop before any work if the judge's server does not answer: otherwise every answer would
+    be produced, then fail to be judged. Each server is asked once per run.
+
+    Args:
+        cfg: the judge settings (``judge_config``).
+
+    Raises:
+        LLMUnavailable: the server does not answer (one message naming judge_base_url and the
+            URL).
+    """
     from adept_eval.judge.runner import JudgeRunner
     from adept_eval.llm import check_server
 
     config = _config_from({"judge": json.dumps(cfg)})
     connection = config.connection(JudgeRunner.model_of(config))
-    if connection in _CHECKED:
-        return
-    check_server(connection, **SERVER_OPTIONS)
-    _CHECKED.add(connection)
+    run_context.current().once("judge server", connection,
+                               lambda: check_server(connection, **SERVER_OPTIONS))
 
 
 def _config_from(doc: dict) -> JudgeConfig:
@@ -154,27 +156,53 @@ def _config_from(doc: dict) -> JudgeConfig:
     return JudgeConfig(**raw)
 
 
-@lru_cache(maxsize=4)
-def _records(language: str, folder: str | None):
-    return load_records(locate(language, folder))
-
-
 def load_vstyle(category: str, language: str = "en", vstyle_dir: str | None = None, **metadata):
-    """lm-eval ``custom_dataset``: one VStyle category's instructions as a one-split DatasetDict."""
+    """lm-eval ``custom_dataset``: one VStyle category's instructions as a one-split DatasetDict.
+
+    The run's share of work - the options routed, the judge settings read and its server
+    asked, the records read and identified - is done by the first task of a run and found by
+    the others in the run's context.
+
+    Args:
+        category: the VStyle category (set by the task's YAML).
+        language: "en" or "zh" (set by the task's YAML).
+        vstyle_dir: ``--metadata vstyle_dir=`` (None: the default folder).
+        **metadata: the rest of lm-eval's merged ``--model_args`` and ``--metadata``.
+
+    Returns:
+        ``datasets.DatasetDict`` with one ``test`` split, one row per instruction.
+
+    Raises:
+        ValueError: an unknown category, or one without records.
+        SettingsError: an option nobody owns, or a secret.
+        OptionError: a judge setting that cannot be used.
+        LLMUnavailable: the judge's server does not answer.
+    """
     import datasets
 
     if category not in CATEGORIES:
         raise ValueError(f"unknown VStyle category {category!r}; known: {', '.join(CATEGORIES)}")
-    share = settings.split({"language": language, "vstyle_dir": vstyle_dir, **metadata},
-                           suite="vstyle")
+    context = run_context.current()
+    options = {"language": language, "vstyle_dir": vstyle_dir, **metadata}
+    share = context.once(
+        "settings", ("vstyle", None, settings.routing_key(options)),
+        lambda: settings.split(options, suite="vstyle", model_keys=context.model_keys,
+                               model=context.model))
     cfg = judge_config(share.judge)
-    folder = locate(language, str(vstyle_dir) if vstyle_dir else None)
+    given_dir = str(vstyle_dir) if vstyle_dir else None
+    folder = locate(language, given_dir)
     check_judge_server(cfg)
-    identity.note(f"vstyle_{language}_{category}", scorer=judge_identity(cfg),
-                  corpus=identity.vstyle_corpus(folder, language))
+    context.note_identity(
+        f"vstyle_{language}_{category}",
+        scorer=context.once("judge identity", json.dumps(cfg, sort_keys=True),
+                            lambda: judge_identity(cfg)),
+        corpus=context.once("vstyle corpus", (str(folder), language),
+                            lambda: identity.vstyle_corpus(folder, language)))
     weights = subcategory_weights()
     rows = []
-    for rec in _records(language, str(vstyle_dir) if vstyle_dir else None):
+    records = context.once("vstyle records", (language, given_dir),
+                           lambda: load_records(locate(language, given_dir)))
+    for rec in records:
         if rec.category != category:
             continue
         rows.append({
@@ -286,10 +314,18 @@ def process_results(doc: dict, results: list[str]) -> dict:
             for name in metric_names(f"vstyle_{doc['language']}_{doc['category']}")}
 
 
-def metric_names(task: str) -> list[str]:
+@cache
+def metric_names(task: str) -> tuple[str, ...]:
     """The task's metrics, headline first (the order lm-eval prints them in): VStyle's metric
-    table (``suites.VSTYLE_METRICS``)."""
-    return [m.name for m in VSTYLE.task_metrics(task)]
+    table (``suites.VSTYLE_METRICS``), read once per task and process.
+
+    Args:
+        task: a VStyle task name.
+
+    Returns:
+        The metric names.
+    """
+    return tuple(m.name for m in VSTYLE.task_metrics(task))
 
 
 # ----------------------------------------------------------------------------- aggregation

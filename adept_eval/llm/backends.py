@@ -251,7 +251,6 @@ class OpenAICompatible(Backend):
         # only, not to a local server that OPENAI_BASE_URL names
         target = base_url or os.environ.get("OPENAI_BASE_URL") or None
         self._key = resolve_key(target, api_key_env, tuple(service_envs), tuple(service_hosts))
-        self.sends_key = self._key is not None
         root = str(target or OPENAI_URL).rstrip("/")
         self._url = root + "/chat/completions"
         self._models_url = root + "/models"

@@ -161,5 +161,3 @@ class ReplyCache:
         if self._error is not None:
             raise RuntimeError(f"writing the cache {self.path} failed: {self._error}")
 
-
-JudgementCache = ReplyCache  # the name it had when only the judge used it

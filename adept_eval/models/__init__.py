@@ -6,8 +6,7 @@ to lm-eval at interpreter start-up, when importing this package (and lm-eval's m
 it) would cost a second. A new model is a ``SpeechSystem`` subclass here plus one entry there.
 """
 
-from adept_eval.models.base import Produced, SpeechSystem, Stimulus, SystemSetupError
+from adept_eval.models.base import Produced, SpeechSystem, Stimulus
 from adept_eval.models.synthesizing import InProcessTTS, SynthesizingSystem
 
-__all__ = ["InProcessTTS", "Produced", "SpeechSystem", "Stimulus", "SynthesizingSystem",
-           "SystemSetupError"]
+__all__ = ["InProcessTTS", "Produced", "SpeechSystem", "Stimulus", "SynthesizingSystem"]

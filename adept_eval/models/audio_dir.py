@@ -19,7 +19,8 @@ from pathlib import Path
 
 from adept_eval.signal.audio import find_audio, missing_audio_message
 from adept_eval.options import text
-from adept_eval.models.base import Produced, SpeechSystem, Stimulus, SystemSetupError
+from adept_eval.errors import SystemSetupError
+from adept_eval.models.base import Produced, SpeechSystem, Stimulus
 
 
 class AudioDirSystem(SpeechSystem):

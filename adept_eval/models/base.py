@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from lm_eval.api.model import LM
 from tqdm.auto import tqdm
 
+from adept_eval.errors import SystemSetupError
 from adept_eval.signal.audio import check_audio
 from adept_eval.options import yes_no
 from adept_eval.suites import suite_of
@@ -54,8 +55,37 @@ class Produced:
                 "problem": self.problem, **({"sha256": self.sha256} if self.sha256 else {})}
 
 
-class SystemSetupError(RuntimeError):
-    """A system cannot run at all (bad arguments, unusable folder); raised before scoring."""
+class SampleObserver(Protocol):
+    """What a higher layer registers (``observe_samples``) to hear of a run's samples as soon as
+    they exist, before lm-eval scores them: the ADEPT harness hands them to its listener then,
+    so the listener can start its work in the background."""
+
+    def samples_produced(self, requests, produced: dict[str, Produced]) -> None:
+        """Every sample of the run exists and passed or failed its check.
+
+        Args:
+            requests: lm-eval's requests, in the order lm-eval will score them (each has the
+                document it came from as ``doc``).
+            produced: stimulus id -> the ``Produced`` record of its sample.
+        """
+
+    def samples_abandoned(self) -> None:
+        """The run stops before scoring: drop whatever ``samples_produced`` started."""
+
+
+#: the observers told of every run's samples, in the order they registered
+SAMPLE_OBSERVERS: list[SampleObserver] = []
+
+
+def observe_samples(observer: SampleObserver) -> None:
+    """Register ``observer`` to hear of every run's samples (once: registering it again does
+    nothing).
+
+    Args:
+        observer: an object with the ``SampleObserver`` methods.
+    """
+    if not any(known is observer for known in SAMPLE_OBSERVERS):
+        SAMPLE_OBSERVERS.append(observer)
 
 
 class SpeechSystem(LM):
@@ -117,20 +147,16 @@ class SpeechSystem(LM):
         # refused before anything else is done with them: no digest read, no analysis started
         self._refuse_unusable(requests, produced)
         produced = with_digests(produced)
-        # the listener may start on them in the background: only the samples that passed the
-        # check (a refused file - a header claiming 1 Hz, say - is never analysed: it is
-        # scored as failed, and its analysis could cost minutes and gigabytes). adept-eval
-        # documents come from the harness, so it is loaded whenever there is something to hand
-        # over (looked up, not imported: the harness imports the settings, which import this
-        # module)
-        harness = sys.modules.get("adept_eval.harness.adept")
-        if harness is not None:
-            harness.samples_produced(requests, produced)
+        # the observers (the ADEPT harness: its listener) may start on the samples in the
+        # background; a refused file is marked failed, so none of them analyses it
+        observers = tuple(SAMPLE_OBSERVERS)
+        for observer in observers:
+            observer.samples_produced(requests, produced)
         try:
             return self._answers(requests, produced)
         except BaseException:
-            if harness is not None:
-                harness.samples_abandoned()
+            for observer in observers:
+                observer.samples_abandoned()
             raise
 
     def _refuse_unusable(self, requests, produced: dict[str, Produced]) -> None:

@@ -43,7 +43,8 @@ from adept_eval.llm import (
 from adept_eval.llm.audio import sniff_format
 from adept_eval.llm.backends import public_url
 from adept_eval.options import number, yes_no
-from adept_eval.models.base import Produced, SpeechSystem, Stimulus, SystemSetupError
+from adept_eval.errors import SystemSetupError
+from adept_eval.models.base import Produced, SpeechSystem, Stimulus
 
 
 class OpenAISpeechSystem(SpeechSystem):

@@ -29,12 +29,12 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
+from adept_eval.errors import SystemSetupError
 from adept_eval.signal.audio import Audio, from_array, read_audio, write_wav
 from adept_eval.models.base import (
     Produced,
     SpeechSystem,
     Stimulus,
-    SystemSetupError,
     first_reasons,
     sample_problem,
 )
@@ -50,7 +50,6 @@ class SynthesizingSystem(SpeechSystem):
 
     def __init__(self, name: str | None = None, cache_dir: str | None = None, **kwargs):
         from adept_eval.options import text
-        from adept_eval.models.base import SystemSetupError
 
         super().__init__(name=name, **kwargs)
         cache_dir = text(cache_dir, "cache_dir", "--model_args", optional=True)

@@ -27,7 +27,8 @@ from pathlib import Path
 
 from adept_eval.options import number
 from adept_eval.secrecy import redact_words
-from adept_eval.models.base import Stimulus, SystemSetupError
+from adept_eval.errors import SystemSetupError
+from adept_eval.models.base import Stimulus
 from adept_eval.models.synthesizing import SynthesizingSystem
 
 _FILLED = {"text", "reference", "output"}

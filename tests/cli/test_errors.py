@@ -348,7 +348,7 @@ def test_a_save_that_fails_after_scoring_is_fatal_and_leaves_no_half_file(tmp_pa
     own tracker raises, naming the file, instead of logging a warning and returning."""
     from lm_eval.loggers.evaluation_tracker import EvaluationTracker
 
-    from adept_eval.harness.integration.results import ResultsNotSaved
+    from adept_eval.errors import ResultsNotSaved
     from adept_eval.harness.startup import register
 
     register()

@@ -158,7 +158,7 @@ def test_unusable_samples_print_their_first_reasons(use_corpus, tmp_path, caplog
 
             return sf.read(reference_audio)
 
-    from adept_eval.models.base import SystemSetupError
+    from adept_eval.errors import SystemSetupError
 
     # every synthesis failed: the run stops with one message giving the first reasons (there is
     # nothing to score), rather than scoring every question wrong
@@ -177,7 +177,7 @@ def test_in_process_tts_says_what_to_return(use_corpus, tmp_path):
         def synthesize(self, text, reference_audio):
             return "not audio"
 
-    from adept_eval.models.base import SystemSetupError
+    from adept_eval.errors import SystemSetupError
 
     with pytest.raises(SystemSetupError, match=r"must return an adept_eval\.signal\.audio\.Audio or "
                                                r"\(samples, rate\)"):

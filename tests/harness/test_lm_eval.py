@@ -12,7 +12,7 @@ import pytest
 import soundfile as sf
 
 from adept_eval.corpora import spec
-from adept_eval.models.base import SystemSetupError
+from adept_eval.errors import SystemSetupError
 from adept_eval.models.synthesizing import FAILURES_SHOWN
 from conftest import run_lm_eval
 
@@ -54,7 +54,6 @@ def test_audio_dir_ranks_systems(use_corpus, systems):
 
 
 def test_audio_dir_missing_samples_fail_before_scoring(use_corpus, systems, tmp_path):
-    from adept_eval.models import SystemSetupError
 
     folder = tmp_path / "sys"
     shutil.copytree(systems["copy"], folder)
@@ -284,7 +283,8 @@ def test_human_listener_scores_responses_file(use_corpus, tmp_path):
 
 
 def test_human_listener_rejects_bad_rows(use_corpus, tmp_path):
-    from adept_eval.scoring.listeners.human import HumanListener, ResponsesError
+    from adept_eval.errors import ResponsesError
+    from adept_eval.scoring.listeners.human import HumanListener
 
     bad = tmp_path / "r.csv"
     bad.write_text("participant,question_id,answer\n"
@@ -406,7 +406,6 @@ def test_a_mistyped_tts_command_placeholder_is_refused_before_the_first_call(tmp
     """A mistyped placeholder reached the synthesiser as the literal text "{txt}", for every
     stimulus, and the run scored. (In process: the lm_eval path of a SystemSetupError is the
     test above's.)"""
-    from adept_eval.models.base import SystemSetupError
     from adept_eval.models.tts_command import TTSCommandSystem
 
     with pytest.raises(SystemSetupError) as info:
@@ -426,7 +425,6 @@ def test_an_unknown_model_args_key_is_named_with_the_keys_there_are(corpus, syst
     from faults import console_script
 
     from adept_eval.models.audio_dir import AudioDirSystem
-    from adept_eval.models.base import SystemSetupError
 
     done = subprocess.run([console_script("lm_eval"), "--model", "audio-dir", "--model_args",
                            f"dir={systems['copy']}", "--tasks", "adept_emotion_female"],

@@ -22,7 +22,6 @@ def _limited(data: dict, limit: int) -> dict:
 
 def test_a_limited_run_records_itself_as_partial():
     results = _limited(_results("x", {t: 1.0 for t in spec.TASKS}, identity=False), 3)
-    identity.reset()
     suite = identity.attach(results, "adept-natural")["adept_eval"]["suites"]["adept"]
     assert len(suite["tasks"]) == 12 and suite["complete"] is False
     assert suite["limited"] == {"documents": 36, "of": 165}

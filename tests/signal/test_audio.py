@@ -313,7 +313,8 @@ def test_the_prosody_analysis_refuses_more_than_one_utterance():
 def test_samples_that_fail_the_check_are_not_handed_to_the_listener(use_corpus, systems, tmp_path,
                                                                     monkeypatch):
     """A refused sample is scored as failed and never analysed: the listener's head start
-    (``harness.samples_produced``) gets only the samples that passed the audio check."""
+    (``harness.SamplesToListener.samples_produced``) gets only the samples that passed the
+    audio check."""
     from adept_eval.harness import adept as harness
     from conftest import run_lm_eval
 
@@ -323,13 +324,13 @@ def test_samples_that_fail_the_check_are_not_handed_to_the_listener(use_corpus, 
     bad = system / "marked_tonicity" / "interpretation_2" / "ad00_0501.wav"
     sf.write(bad, np.random.default_rng(0).normal(0, 0.1, 96).astype(np.float32), 24)
     handed = {}
-    real = harness.samples_produced
+    real = harness.SamplesToListener.samples_produced
 
-    def spy(requests, produced):
+    def spy(self, requests, produced):
         handed.update(produced)
-        return real(requests, produced)
+        return real(self, requests, produced)
 
-    monkeypatch.setattr(harness, "samples_produced", spy)
+    monkeypatch.setattr(harness.SamplesToListener, "samples_produced", spy)
     res = run_lm_eval("audio-dir", [task], model_args={
         "path": str(system), "name": "x", "on_missing": "wrong"})
     assert res["results"][task]["failed,none"] == 1

@@ -162,8 +162,9 @@ def test_no_background_without_fork(corpus, tmp_path, monkeypatch):
 
 def test_run_hands_every_file_to_the_listener_in_scoring_order(use_corpus, systems, tmp_path,
                                                               monkeypatch):
-    """``harness.samples_produced``: each question's samples then its references, in request
-    order, once each, to the listener the documents name; junk requests are ignored."""
+    """``harness.SAMPLES_TO_LISTENER.samples_produced``: each question's samples then its
+    references, in request order, once each, to the listener the documents name; junk
+    requests are ignored."""
     from types import SimpleNamespace
 
     from adept_eval.harness import adept as harness
@@ -180,13 +181,13 @@ def test_run_hands_every_file_to_the_listener_in_scoring_order(use_corpus, syste
     produced[first] = Produced(first, None, "failed", "missing")
     requests = [SimpleNamespace(doc="not a doc"), SimpleNamespace()] + \
         [SimpleNamespace(doc=d) for d in docs]
-    harness.samples_produced(requests, produced)
+    harness.SAMPLES_TO_LISTENER.samples_produced(requests, produced)
     expected = {}
     for d in docs:
         expected.update(dict.fromkeys(f"/sys/{s}.wav" for s in d["stimuli"] if s != first))
         expected.update(dict.fromkeys(d["stimulus_references"]))
     assert seen == [list(expected)]
-    harness.samples_produced(None, produced)  # never raises
+    harness.SAMPLES_TO_LISTENER.samples_produced(None, produced)  # never raises
 
 
 def test_listener_results_identical_with_background_extraction(use_corpus, systems, tmp_path):
@@ -241,11 +242,14 @@ def test_a_run_that_fails_before_scoring_stops_the_background(use_corpus, tmp_pa
     from types import SimpleNamespace
 
     from adept_eval.harness import adept as harness
-    from adept_eval.models.base import Produced, SpeechSystem, SystemSetupError
+    from adept_eval.errors import SystemSetupError
+    from adept_eval.models.base import Produced, SpeechSystem
 
     calls = []
-    monkeypatch.setattr(harness, "samples_produced", lambda *a: calls.append("produced"))
-    monkeypatch.setattr(harness, "samples_abandoned", lambda: calls.append("abandoned"))
+    monkeypatch.setattr(harness.SamplesToListener, "samples_produced",
+                        lambda self, *a: calls.append("produced"))
+    monkeypatch.setattr(harness.SamplesToListener, "samples_abandoned",
+                        lambda self: calls.append("abandoned"))
     test = harness.load_questions("adept_topical_emphasis_female", str(use_corpus.root))["test"]
     docs = [dict(test[0]), dict(test[1])]
     requests = [SimpleNamespace(doc=d) for d in docs]
@@ -320,7 +324,8 @@ def test_a_suite_none_of_whose_samples_is_usable_is_refused_beside_a_usable_one(
     instruction failed) because ADEPT's samples were there."""
     from types import SimpleNamespace
 
-    from adept_eval.models.base import Produced, SpeechSystem, SystemSetupError
+    from adept_eval.errors import SystemSetupError
+    from adept_eval.models.base import Produced, SpeechSystem
 
     reference = str(next(iter(use_corpus.recordings)).audio_path)
 

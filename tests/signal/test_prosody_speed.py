@@ -144,7 +144,9 @@ def test_graded_summary_is_computed_once_per_records_and_never_stale(monkeypatch
     c = harness.graded_summary(second)
     assert len(calls) == 3 and c["prosody_distance"].mean != b["prosody_distance"].mean
     # and every figure is the one computed afresh
-    monkeypatch.setattr(harness, "_LAST_SUMMARY", [])
+    from adept_eval.harness import run_context
+
+    run_context.reset()
     fresh = harness.graded_summary(first)
     assert {k: repr(v) for k, v in fresh.items()} == {k: repr(v) for k, v in a.items()}
 

@@ -11,8 +11,8 @@ What runs depend on:
   for a run of only ours;
 - ``metric_list``: a task of ours reports the metrics its YAML lists; a list it cannot report
   is refused naming the YAML (lm-eval 0.4.13's ``TaskFactory``);
-- ``run``: ``simple_evaluate`` refuses secret options, notes the model's keys, attaches the
-  run's identity;
+- ``run``: ``simple_evaluate`` refuses secret options, begins and ends the run's context
+  (``harness.run_context``), attaches the run's identity;
 - ``results``: results named after the system; secrets never written; the Hub card of a
   results-only push skipped;
 - ``arguments``: ``key=value`` arguments with braces; malformed JSON not echoed; a deliberate

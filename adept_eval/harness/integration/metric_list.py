@@ -3,9 +3,8 @@ copy of one of our tasks (``--include_path``) may leave metrics out.
 
 The harnesses give a question every metric of their suite's table (``harness.process_results``:
 the record under the headline, a ``metric_items.SameRecord`` under the others), and lm-eval
-averages any value no entry of the YAML aggregates (its ``mean``): a copy with one metric taken
-out stopped at aggregation with ``TypeError: unsupported operand type(s) for +: 'int' and
-'SameRecord'``, after every sample was made and scored. Now the task's ``process_results`` keeps
+averages any value no entry of the YAML aggregates (its ``mean``), which for a ``SameRecord`` is
+a ``TypeError`` after every sample is made and scored. So the task's ``process_results`` keeps
 only the metrics its YAML lists, and a YAML no run could report from is refused when the task is
 built, before anything runs, in one message naming the file: one that drops the headline (its
 record is what every other metric, ``--log_samples``, ``report`` and ``compare`` read) or names a
@@ -16,15 +15,11 @@ from __future__ import annotations
 
 import functools
 
-from adept_eval.errors import UserError
+from adept_eval.errors import MetricListError
 from adept_eval.harness.integration.fallback import fell_back, mark, patched
 
 #: the module of a harness' ``process_results`` -> the suite whose metric table it gives
 HARNESSES = {"adept_eval.harness.adept": "adept", "adept_eval.harness.vstyle": "vstyle"}
-
-
-class MetricListError(UserError, ValueError):
-    """A task YAML's metric_list that our harness cannot report, with the file and why."""
 
 
 def patch_task_factory(factory_module) -> None:

@@ -8,7 +8,7 @@ import os
 from contextlib import contextmanager
 from pathlib import Path
 
-from adept_eval.errors import UserError
+from adept_eval.errors import ResultsNotSaved
 from adept_eval.harness.integration.fallback import fell_back, mark, patched
 
 
@@ -113,10 +113,6 @@ def _patch_saving(tracker) -> None:
         tracker.save_results_samples = mark(save_results_samples)
 
 
-class ResultsNotSaved(UserError, OSError):
-    """lm-eval could not write a run's results: the one message, naming the path."""
-
-
 def check_output_path(output_path) -> None:
     """Before anything is scored: ``--output_path`` must be a folder that can be written (or
     not exist yet under one that can), or a ``.json`` file name in such a folder - found only
@@ -147,10 +143,17 @@ def _folder(self) -> Path:
 @contextmanager
 def _reasons(self):
     """What lm-eval logs when its save fails (``repr`` of the exception it caught), gathered by
-    standing in for its module's logger during the call."""
-    import sys
+    standing in for its module's logger during the call.
 
-    module = sys.modules.get(type(self).__module__)
+    Args:
+        self: lm-eval's ``EvaluationTracker`` (its defining module holds ``eval_logger``).
+
+    Yields:
+        The list the failure reasons are appended to while the call runs.
+    """
+    import inspect
+
+    module = inspect.getmodule(type(self))
     logger = getattr(module, "eval_logger", None)
     reasons: list[str] = []
     if logger is None:

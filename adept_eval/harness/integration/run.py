@@ -1,20 +1,26 @@
 """``simple_evaluate`` for a run of our models or tasks: secret options, and keys the tasks set
-themselves, refused before lm-eval logs or passes them, the keys that came from
-``--model_args`` noted (``settings`` assigns every other key), and the run's identity
-(``adept_eval.identity``) attached to the results lm-eval writes."""
+themselves, refused before lm-eval logs or passes them; the run's context
+(``harness.run_context``) begun with the keys that came from ``--model_args`` (``settings``
+assigns every other key) and ended when the run returns; and the run's identity
+(``adept_eval.identity``), noted in that context as its tasks load, attached to the results
+lm-eval writes."""
 
 from __future__ import annotations
 
 import functools
 
-from adept_eval.errors import OptionError
+from adept_eval.errors import OptionError, SettingsError
 from adept_eval.harness.integration.fallback import fell_back, mark, ours, patched
 from adept_eval.harness.integration.task_index import REQUESTED
 
 
 def patch_evaluator(evaluator_module) -> None:
-    """Wraps ``lm_eval.evaluator.simple_evaluate(model, model_args, tasks, ...)`` (written
-    against lm-eval 0.4.13's signature; positional or keyword arguments alike)."""
+    """Wrap ``lm_eval.evaluator.simple_evaluate(model, model_args, tasks, ...)`` (written
+    against lm-eval 0.4.13's signature; positional or keyword arguments alike).
+
+    Args:
+        evaluator_module: ``lm_eval.evaluator``, patched in place.
+    """
     original = evaluator_module.simple_evaluate
     if patched(original):
         return
@@ -22,9 +28,7 @@ def patch_evaluator(evaluator_module) -> None:
     @functools.wraps(original)
     def simple_evaluate(*args, **kwargs):
         from adept_eval import identity
-        from adept_eval.harness import settings
-        from adept_eval.options import parse_model_args
-        from adept_eval.secrecy import refuse_secrets
+        from adept_eval.harness import run_context
 
         model, model_args = kwargs.get("model", args[0] if args else None), \
             kwargs.get("model_args", args[1] if len(args) > 1 else None)
@@ -32,37 +36,77 @@ def patch_evaluator(evaluator_module) -> None:
         try:
             is_ours = ours(model, kwargs.get("tasks"))
             if is_ours:
-                refuse_options(original, args, kwargs)
-                refuse_secrets(parse_model_args(model_args), "--model_args")
-                refuse_secrets(dict(kwargs.get("metadata") or {}), "--metadata")
-                # before lm-eval's task loader call would be a TypeError (settings.TASK_KEYS)
-                settings.refuse_task_keys(parse_model_args(model_args), "--model_args")
-                settings.refuse_task_keys(dict(kwargs.get("metadata") or {}), "--metadata")
-                settings.note_run(model, model_args)
-                identity.reset()
-        except (settings.SettingsError, OptionError):
+                refuse_run_options(original, args, kwargs, model_args)
+        except (SettingsError, OptionError):
             raise
         except Exception as exc:
             fell_back("settings", exc)
         requested = REQUESTED.set(kwargs.get("tasks", args[2] if len(args) > 2 else None)
                                   if kwargs.get("task_manager") is None else None)
+        run = run_context.begin(*model_record(model, model_args)) if is_ours else None
         try:
             results = original(*args, **kwargs)
-            if is_ours:
-                try:
-                    identity.attach(results, model, model_args)
-                except Exception as exc:
-                    fell_back("run identity", exc)
-            return results
         finally:
             REQUESTED.reset(requested)
-            if is_ours:
-                try:
-                    settings.forget_run()
-                except Exception:
-                    pass
+            context = run_context.end(run) if run is not None else None
+        if context is not None:
+            try:
+                identity.attach(results, model, model_args, context.identities)
+            except Exception as exc:
+                fell_back("run identity", exc)
+        return results
 
     evaluator_module.simple_evaluate = mark(simple_evaluate)
+
+
+def refuse_run_options(original, args, kwargs, model_args) -> None:
+    """Refuse, before lm-eval logs or passes them, the options a run of ours cannot take:
+    lm-eval options that would give wrong results (``REFUSED``), secrets in ``--model_args``
+    or ``--metadata``, and keys the tasks set themselves (``settings.TASK_KEYS``: lm-eval's
+    task loader call would be a TypeError).
+
+    Args:
+        original: lm-eval's own ``simple_evaluate`` (its signature binds the arguments).
+        args: the positional arguments of the call.
+        kwargs: the keyword arguments of the call.
+        model_args: the call's ``model_args`` (a ``key=value`` string or a dict).
+
+    Raises:
+        OptionError: an option of ``REFUSED`` is set.
+        SettingsError: a secret or a task's own key is among the options.
+    """
+    from adept_eval.harness import settings
+    from adept_eval.options import parse_model_args
+    from adept_eval.secrecy import refuse_secrets
+
+    refuse_options(original, args, kwargs)
+    given_model_args = parse_model_args(model_args)
+    metadata = dict(kwargs.get("metadata") or {})
+    refuse_secrets(given_model_args, "--model_args")
+    refuse_secrets(metadata, "--metadata")
+    settings.refuse_task_keys(given_model_args, "--model_args")
+    settings.refuse_task_keys(metadata, "--metadata")
+
+
+def model_record(model, model_args) -> tuple[str, frozenset[str] | None]:
+    """What the run's context records of its model: its name and the keys ``--model_args``
+    gave (None when they cannot be read: every key a model declares is then the model's).
+
+    Args:
+        model: the ``--model`` (a registered name or a model object).
+        model_args: the ``--model_args`` (a ``key=value`` string or a dict).
+
+    Returns:
+        (model name, the ``--model_args`` keys).
+    """
+    from adept_eval.options import parse_model_args
+
+    name = model if isinstance(model, str) else type(model).__name__
+    try:
+        return name, frozenset(parse_model_args(model_args))
+    except Exception as exc:
+        fell_back("settings", exc)
+        return name, None
 
 
 #: lm-eval options a run of ours refuses, and why (lm-eval 0.4.13's ``simple_evaluate`` keywords)
@@ -92,12 +136,20 @@ REFUSED = {
 def refuse_options(original, args, kwargs) -> None:
     """Refuse, before anything is built, an lm-eval option whose effect on a run of ours would
     be wrong results or a traceback (``REFUSED``): the two caches replay what an earlier run
-    recorded, keyed on less than what decides our answers (lm-eval 0.4.13 replayed another
-    system's missing sample, or graded figures asked off, without a word), and the chat
-    template and integrity check ended in lm-eval's NotImplementedError / FileNotFoundError,
-    and a system instruction or generation settings were ignored without a word yet written
-    into the results' config as if they had shaped the run.
-    ``cache_requests`` refused only when it reads or writes the cache (deleting it is fine)."""
+    recorded, keyed on less than what decides our answers; the chat template and the integrity
+    check end in lm-eval's NotImplementedError / FileNotFoundError; a system instruction or
+    generation settings change nothing yet would be written into the results' config as if
+    they had shaped the run. ``cache_requests`` is refused only when it reads or writes the
+    cache (deleting it is fine).
+
+    Args:
+        original: lm-eval's own ``simple_evaluate`` (its signature binds the arguments).
+        args: the positional arguments of the call.
+        kwargs: the keyword arguments of the call.
+
+    Raises:
+        OptionError: naming the option and why.
+    """
     import inspect
 
     given = inspect.signature(original).bind_partial(*args, **kwargs).arguments

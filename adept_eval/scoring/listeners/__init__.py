@@ -3,11 +3,17 @@
 A registry of interchangeable listeners, chosen per run with ``--metadata listener=NAME`` (extra
 ``--metadata`` keys are passed to the listener's constructor). Every listener returns an
 ``Answer``: the responses it gave (one for a machine listener, one per participant for humans).
+
+``Listener`` states what a listener provides, and the harness reads only that: whether it hears
+the system's samples (``needs_audio``), whether its answers hold one response per participant
+(``per_participant``), whether it gives graded figures (``gives_graded_figures`` and
+``graded_scores``), and whether it can start on a run's files early (``expect``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from adept_eval.corpora.questions import Question
 from adept_eval.registry import Registry
@@ -15,6 +21,8 @@ from adept_eval.registry import Registry
 
 @dataclass(frozen=True)
 class Response:
+    """One response to a question: the choice made, and by whom when people answered."""
+
     choice: int | None  # index into question.choices; None when no valid answer was given
     participant: str = ""
     detail: str = ""
@@ -31,29 +39,102 @@ class Answer:
     agreement: float = 1.0  # share of presentation orders that gave this answer
 
     def correct(self, question: Question) -> int:
+        """The responses naming the question's right answer.
+
+        Args:
+            question: the question answered.
+
+        Returns:
+            How many of ``responses`` chose ``question.answer``.
+        """
         return sum(1 for r in self.responses if r.choice == question.answer)
 
 
 @dataclass
 class Listener:
-    """Base class: ``answer`` a question given the system's audio for each of its stimuli."""
+    """Base class: ``answer`` a question given the system's audio for each of its stimuli.
+
+    A subclass states what it provides by overriding the class attributes and methods below;
+    the defaults describe a machine listener that hears the samples, answers once per
+    question and gives no graded figures.
+    """
 
     name: str = field(init=False, default="")
 
+    #: whether it hears the system's samples: a question whose samples are unusable then fails
+    #: without being asked (people who answered elsewhere need none)
+    needs_audio: ClassVar[bool] = True
+    #: whether an answer holds one response per participant (a listening test's people)
+    #: rather than the listener's one
+    per_participant: ClassVar[bool] = False
+
     def identity(self) -> dict:
-        """What distinguishes this listener's scores from another's (recorded in results)."""
+        """What distinguishes this listener's scores from another's (recorded in results).
+
+        Returns:
+            A JSON-able dict naming the listener and whatever changes its answers.
+        """
         return {"listener": self.name}
 
     def answer(self, question: Question, samples: dict[str, str]) -> Answer:
-        """``samples``: stimulus id -> the system's file, for at least the question's stimuli
-        (the harness gives every sample of the task; a sample the system reported failed is
-        there with None, so it is neither heard nor looked for elsewhere)."""
+        """Answer one question.
+
+        Args:
+            question: the question.
+            samples: stimulus id -> the system's file, for at least the question's stimuli
+                (the harness gives every sample of the task; a sample the system reported
+                failed is there with None, so it is neither heard nor looked for elsewhere).
+
+        Returns:
+            The listener's ``Answer``.
+        """
         raise NotImplementedError
 
     def answer_many(self, asked: list[tuple[Question, dict[str, str]]]) -> list[Answer]:
-        """Answer many questions (one Answer each, in order). Listeners that wait on a server
-        override this to ask concurrently; the default asks one at a time."""
+        """Answer many questions. Listeners that wait on a server override this to ask
+        concurrently; the default asks one at a time.
+
+        Args:
+            asked: (question, samples) pairs, as ``answer`` takes them.
+
+        Returns:
+            One ``Answer`` per pair, in order.
+        """
         return [self.answer(q, samples) for q, samples in asked]
+
+    def gives_graded_figures(self) -> bool:
+        """Whether ``graded_scores`` gives the graded prosody-transfer figures (it may depend
+        on the listener's options).
+
+        Returns:
+            False for the base class.
+        """
+        return False
+
+    def graded_scores(self, samples: dict[str, str], stimuli) -> dict:
+        """The graded figures of each stimulus, for a listener whose
+        ``gives_graded_figures()`` is true.
+
+        Args:
+            samples: stimulus id -> the system's file (None: refused), as ``answer`` takes it.
+            stimuli: the stimulus ids to score.
+
+        Returns:
+            stimulus id -> ``graded.StimulusScores``.
+        """
+        raise NotImplementedError(f"listener {self.name!r} gives no graded figures")
+
+    def expect(self, paths: list[str]) -> int:
+        """Learn the files a run will ask about, before it asks, so the work on them can start
+        in the background. The default does nothing.
+
+        Args:
+            paths: the files, in the order the run will score them.
+
+        Returns:
+            How many files work was started on.
+        """
+        return 0
 
 
 #: every listener, lazily: a module is imported only when its listener is used (or its options
@@ -74,8 +155,21 @@ def register_listener(name: str):
 
 
 def available() -> list[str]:
+    """The registered listeners' names, sorted (imports none of them)."""
     return LISTENERS.names()
 
 
 def get_listener(name: str, **options) -> Listener:
+    """A listener made with ``options``.
+
+    Args:
+        name: a registered listener's name.
+        **options: its constructor's keyword options (``corpus`` and its ``--metadata`` keys).
+
+    Returns:
+        The ``Listener``.
+
+    Raises:
+        ValueError: no listener has that name.
+    """
     return LISTENERS.create(name, **options)

@@ -368,8 +368,14 @@ class AcousticListener(Listener):
         """The run's files (its samples and their natural references, in the order they will
         be scored) exist: extract their features in the background beside this process
         (``FeatureStore.extract_ahead``), so that scoring waits only for the files of the task
-        it is on. ``workers=1`` keeps every extraction in this process. Returns how many
-        files were queued."""
+        it is on. ``workers=1`` keeps every extraction in this process.
+
+        Args:
+            paths: the files, in scoring order.
+
+        Returns:
+            How many files were queued.
+        """
         return 0 if self.workers == 1 else self.store.extract_ahead(paths, self.workers)
 
     def _prefetch(self, asked: list[tuple[Question, dict[str, str]]]) -> None:
@@ -407,9 +413,25 @@ class AcousticListener(Listener):
             return np.full((len(subs), len(subs)), np.nan)
         return self._compare(cls, speaker, sentence_id, subs, tuple(paths)).total(TERM_WEIGHTS)
 
+    def gives_graded_figures(self) -> bool:
+        """Whether the graded figures are asked for (``--metadata graded``, on by default).
+
+        Returns:
+            The ``graded`` option.
+        """
+        return bool(self.graded)
+
     def graded_scores(self, samples: dict[str, str], stimuli) -> dict:
-        """``graded.StimulusScores`` of each stimulus id in ``stimuli``, given the system's
-        samples keyed by stimulus id (a sentence's other renditions set the voice's level)."""
+        """The graded figures of the stimuli, on the features and comparisons the answers
+        already made (a sentence's other renditions set the voice's level).
+
+        Args:
+            samples: stimulus id -> the system's file (None: refused).
+            stimuli: the stimulus ids to score.
+
+        Returns:
+            stimulus id -> ``graded.StimulusScores``.
+        """
         with one_blas_thread():
             return self._graded_scores(samples, stimuli)
 

@@ -38,11 +38,12 @@ import os
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import ClassVar
 from pathlib import Path
 
 
 from adept_eval.corpora.corpus import Corpus, load_corpus
-from adept_eval.errors import UserError
+from adept_eval.errors import ResponsesError
 from adept_eval.corpora.questions import (
     DEFAULT_BLIND_SALT,
     LETTERS,
@@ -56,10 +57,6 @@ log = logging.getLogger(__name__)
 
 REQUIRED = ("participant", "question_id", "answer")
 BLINDED = re.compile(r"^[qs][0-9a-f]{12}$")  # questions.blinded_id's form
-
-
-class ResponsesError(UserError, ValueError):
-    """The responses file is unusable; the message names the file and the rows."""
 
 
 def decode_text(path: Path) -> tuple[str, str]:
@@ -223,7 +220,11 @@ def choice_index(question: Question, answer: str) -> int | None:
 @register_listener("human")
 @dataclass
 class HumanListener(Listener):
-    needs_audio = False  # the listening test was run elsewhere; only its answers are scored
+    """People's answers to the questions, read from a listening test's responses file (the
+    test ran elsewhere: no sample is heard here)."""
+
+    needs_audio: ClassVar[bool] = False
+    per_participant: ClassVar[bool] = True
     responses: str = ""
     #: the environment variable holding the salt given to ``adept-eval questions --salt``
     #: (empty: blinded ids use the public default salt)

@@ -1,14 +1,23 @@
 """Human responses files as they arrive from real platforms and spreadsheets: every encoding a
-user is likely to save, every malformed row reported with the file and line, before any audio."""
+user is likely to save, every malformed row reported with the file and line, before any audio;
+and runs of people, recognised by the listener's kind (not its label, which also names the
+responses file and counts): ranked together, and given no binomial interval without their
+logged samples (people's responses are not independent trials)."""
 
 import json
+import math
 import sys
 
 import pytest
 
-from adept_eval.scoring.listeners.human import HumanListener, ResponsesError
+from adept_eval.cli import main
+from adept_eval.corpora import spec
 from adept_eval.corpora.questions import build_questions
+from adept_eval.errors import ResponsesError
+from adept_eval.results.leaderboard import build, heading, sections
+from adept_eval.scoring.listeners.human import HumanListener
 from conftest import run_lm_eval
+from test_structure import _results, _run
 
 TASK = "adept_topical_emphasis_female"
 
@@ -263,3 +272,47 @@ def test_a_file_answering_some_questions_says_how_many(corpus, tmp_path):
     full = tmp_path / "full.csv"
     full.write_text(_csv(qs, participants=("p1",)))
     assert HumanListener(responses=str(full), corpus=corpus).coverage_warning(qs) is None
+
+
+# ----------------------------------------------------------------------------- runs of people
+def _people(system: str, acc: float, participants: int, responses_file: str) -> dict:
+    data = _results(system, {t: acc for t in spec.TASKS}, listener="human")
+    data["adept_eval"]["suites"]["adept"]["scorer"] = {
+        "listener": "human", "participants": participants, "responses": 165 * participants,
+        "responses_file": responses_file}
+    for t, r in data["results"].items():
+        r["n,none"] = spec.TASKS[t].n_questions * participants
+    return data
+
+
+def test_people_runs_of_two_systems_share_one_ranked_section(tmp_path):
+    runs = [_run(tmp_path, "sys-a", "2026-01-01T00-00-00", _people("sys-a", 0.8, 8, "ans-a.csv")),
+            _run(tmp_path, "sys-b", "2026-01-01T00-00-01", _people("sys-b", 0.6, 10, "ans-b.csv")),
+            _run(tmp_path, "machine", "2026-01-01T00-00-02",
+                 _results("machine", {t: 0.7 for t in spec.TASKS}))]
+    assert all(r.people for r in runs[:2]) and not runs[2].people
+    rows = {r.system: r for r in build(runs)}
+    ranked, apart = sections(list(rows.values()), "adept")
+    assert not apart
+    people = next(m for m in ranked if {r.system for r in m} == {"sys-a", "sys-b"})
+    assert [r.adept_rank for r in people] == [1, 2]
+    assert "`human (participants may differ between runs)`" in heading(people, "adept")
+    # no logged samples: people's responses are not independent trials, so no interval, and
+    # no two-proportion test over them (it would pretend they were): the pair counts as tied
+    for r in people:
+        assert r.adept_ci_low is None or math.isnan(r.adept_ci_low)
+        assert r.adept_rank_range == "1-2" and "not tested (people's runs" in r.adept_tie_method
+    # a machine listener's results alone: the exact interval at the largest design effect its
+    # sentences can have (60 sentences of 165 questions), wider than over the questions
+    machine = rows["machine"]
+    assert machine.adept_rank == 1 and 0.5 < machine.adept_ci_low < 0.7 < machine.adept_ci_high
+
+
+def test_report_gives_people_without_samples_no_binomial_interval(tmp_path, capsys,
+                                                                   monkeypatch):
+    monkeypatch.setenv("COLUMNS", "300")
+    run = _run(tmp_path, "sys-a", "2026-01-01T00-00-00", _people("sys-a", 0.8, 8, "ans-a.csv"))
+    assert main(["report", str(run.results_path)]) == 0
+    out = capsys.readouterr().out
+    pooled = next(line for line in out.splitlines() if line.strip().startswith("adept "))
+    assert pooled.split()[-1] == "---", pooled
