@@ -37,6 +37,17 @@ class SettingsError(UserError, ValueError):
     """A --model_args / --metadata key that no component owns, or one holding a secret."""
 
 
+# --------------------------------------------------------------------------- results and the CLI
+class PublishError(RuntimeError):
+    """A run that cannot be read, ranked or published (a missing or damaged results file, a run
+    without its identity, a Hub refusal): the message names the file, option or repo."""
+
+
+class CompareError(UserError, ValueError):
+    """Runs that cannot be compared (different corpora, scorers or task sets, one run named
+    twice, samples not logged): the message names the runs and the field that differs."""
+
+
 def user_error_types() -> tuple[type[BaseException], ...]:
     """Exception types whose message is the whole story (no traceback needed)."""
     types: list[type[BaseException]] = [UserError]

@@ -253,7 +253,8 @@ def lm_eval_run(source: Path, name: str | None = None) -> tuple["Run", str]:
     several systems on its own would change the test's design (each task rotates over every
     system, so each system gets fewer participants) behind the user's back. Among runs of one
     system the newest is taken, and the note says which and among how many."""
-    from adept_eval.results.runs import PublishError, find_runs, load_run
+    from adept_eval.errors import PublishError
+    from adept_eval.results.runs import find_runs, load_run
 
     source = Path(source)
     label = f"system {name!r}: " if name else ""
@@ -308,7 +309,8 @@ def _run_files(corpus: Corpus, name: str, run: "Run", stimuli: list[str]) -> dic
     """The audio an lm-eval run of any system logged (``--output_path`` with ``--log_samples``),
     checked like a samples folder."""
     from adept_eval.signal.audio import check_audio
-    from adept_eval.results.runs import PublishError, audio_files
+    from adept_eval.errors import PublishError
+    from adept_eval.results.runs import audio_files
 
     folder = run.results_path
     try:

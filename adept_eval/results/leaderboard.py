@@ -23,14 +23,9 @@ import pyarrow.parquet as pq
 
 from adept_eval.corpora import spec, vstyle
 from adept_eval.scoring import stats
-from adept_eval.results.runs import (
-    PublishError,
-    Run,
-    find_runs,
-    hub_api,
-    require_token,
-    with_retries,
-)
+from adept_eval.errors import PublishError
+from adept_eval.results.formatting import number
+from adept_eval.results.runs import Run, find_runs
 from adept_eval.results.runs import samples_mismatch as _samples_mismatch
 from adept_eval.identity import answered
 from adept_eval.results.report import csv_safe, pooled_recognition, sentence_design_effect
@@ -279,7 +274,8 @@ TIE_LEVEL = 0.05
 def _pair_p(a: Row, b: Row, suite: str, attr: str) -> tuple[float, str]:
     """The p-value of a difference between two rows of a section, paired on their runs' logged
     samples when both have them, else from their recorded figures (unpaired)."""
-    from adept_eval.results.compare import CompareError, tie_test
+    from adept_eval.errors import CompareError
+    from adept_eval.results.compare import tie_test
     from adept_eval.suites import SUITES
 
     figure = "vstyle" if suite == "vstyle" else \
@@ -389,10 +385,6 @@ def sections(rows: list[Row], suite: str) -> tuple[list[list[Row]], list[Row]]:
     return ranked, sorted(apart, key=lambda r: r.system)
 
 
-def _fmt(x, spec_="{:.3f}") -> str:
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else spec_.format(x)
-
-
 def markdown(rows: list[Row]) -> str:
     out = ["# Leaderboard", "",
            "Rows are ranked only against rows with the same corpus, the same scorer and a "
@@ -419,26 +411,26 @@ def markdown(rows: list[Row]) -> str:
                 "---:|" * len(classes)]
         for r in members:
             out.append(f"| {r.adept_rank} | {r.adept_rank_range} | {r.system} | "
-                       f"{_fmt(r.adept_acc)} | "
-                       f"{_fmt(r.adept_ci_low, '{:.2f}')}-{_fmt(r.adept_ci_high, '{:.2f}')} | "
-                       f"{_fmt(r.adept_chance, '{:.2f}')} | {r.adept_n} | {r.adept_failed} | "
-                       f"{_fmt(r.adept_prosody_distance)} | "
-                       f"{_fmt(r.adept_prosody_distance_ci_low, '{:.2f}')}-"
-                       f"{_fmt(r.adept_prosody_distance_ci_high, '{:.2f}')} | "
-                       f"{_fmt(r.adept_graded_n, '{}')} | {r.date or '-'} | " +
-                       " | ".join(_fmt(r.classes.get(c)) for c in classes) + " |")
+                       f"{number(r.adept_acc)} | "
+                       f"{number(r.adept_ci_low, '{:.2f}')}-{number(r.adept_ci_high, '{:.2f}')} | "
+                       f"{number(r.adept_chance, '{:.2f}')} | {r.adept_n} | {r.adept_failed} | "
+                       f"{number(r.adept_prosody_distance)} | "
+                       f"{number(r.adept_prosody_distance_ci_low, '{:.2f}')}-"
+                       f"{number(r.adept_prosody_distance_ci_high, '{:.2f}')} | "
+                       f"{number(r.adept_graded_n, '{}')} | {r.date or '-'} | " +
+                       " | ".join(number(r.classes.get(c)) for c in classes) + " |")
         tasks = [t for t in spec.TASKS if any(t in r.tasks for r in members)]
         out += ["", "Per task (accuracy; questions per task as in the ADEPT tutorial):", "",
                 "| system | " + " | ".join(t.removeprefix("adept_") for t in tasks) + " |",
                 "|---|" + "---:|" * len(tasks)]
-        out += [f"| {r.system} | " + " | ".join(_fmt(r.tasks.get(t)) for t in tasks) + " |"
+        out += [f"| {r.system} | " + " | ".join(number(r.tasks.get(t)) for t in tasks) + " |"
                 for r in members]
         out.append("")
     if apart:
         out += ["## ADEPT runs not ranked", "",
                 "| system | listener | accuracy | n | tasks | corpus | why not ranked |",
                 "|---|---|---:|---:|---:|---|---|"]
-        out += [f"| {r.system} | {r.listener} | {_fmt(r.adept_acc)} | {r.adept_n} | "
+        out += [f"| {r.system} | {r.listener} | {number(r.adept_acc)} | {r.adept_n} | "
                 f"{r.adept_tasks} | {(r.adept_corpus or '-')[:12]}"
                 f"{' (synthetic)' if r.adept_synthetic else ''} | {r.adept_unranked} |"
                 for r in apart]
@@ -455,14 +447,14 @@ def markdown(rows: list[Row]) -> str:
                 "|---:|---:|---|---:|---:|---:|" + "---:|" * len(cats)]
         for r in members:
             out.append(f"| {r.vstyle_rank} | {r.vstyle_rank_range} | {r.system} | "
-                       f"{_fmt(r.vstyle_score, '{:.2f}')} | "
-                       f"{r.vstyle_n} | {_fmt(r.vstyle_failure_rate, '{:.1%}')} | " +
-                       " | ".join(_fmt(r.vstyle_categories.get(c), '{:.2f}') for c in cats) + " |")
+                       f"{number(r.vstyle_score, '{:.2f}')} | "
+                       f"{r.vstyle_n} | {number(r.vstyle_failure_rate, '{:.1%}')} | " +
+                       " | ".join(number(r.vstyle_categories.get(c), '{:.2f}') for c in cats) + " |")
         out.append("")
     if apart:
         out += ["## VStyle runs not ranked", "", "| system | judge | overall | n | why not ranked |",
                 "|---|---|---:|---:|---|"]
-        out += [f"| {r.system} | {r.judge} | {_fmt(r.vstyle_score, '{:.2f}')} | {r.vstyle_n} | "
+        out += [f"| {r.system} | {r.judge} | {number(r.vstyle_score, '{:.2f}')} | {r.vstyle_n} | "
                 f"{r.vstyle_unranked} |" for r in apart]
         out.append("")
     return "\n".join(out)
@@ -590,6 +582,8 @@ def from_hub(repo_id: str, workdir: Path) -> list[Run]:
 
     from huggingface_hub import snapshot_download
 
+    from adept_eval.results.publish import with_retries
+
     local = with_retries(lambda: snapshot_download(
         repo_id, repo_type="dataset", allow_patterns=["runs/**/results.json"],
         local_dir=workdir, endpoint=os.environ.get("HF_ENDPOINT") or None),
@@ -602,6 +596,8 @@ def from_hub(repo_id: str, workdir: Path) -> list[Run]:
 
 
 def push(out: Path, repo_id: str, rows: list[Row], *, private: bool = False) -> None:
+    from adept_eval.results.publish import hub_api, with_retries
+
     api = hub_api()
     card = ["---", "tags:", "- adept-eval", "- leaderboard", "configs:", "- config_name: default",
             "  data_files:", "  - split: train", "    path: leaderboard.parquet", "---", "",
@@ -636,6 +632,8 @@ def leaderboard(sources: list[str], out: str | Path, *, hub_repo: str | None = N
         raise PublishError(f"-o {out}: a file, not a folder; -o names the folder to write "
                            "leaderboard.md, .csv, .parquet and .png into (e.g. -o leaderboard/)")
     if push_repo:  # before any download or network call
+        from adept_eval.results.publish import require_token
+
         require_token(f"pushing the leaderboard to {push_repo}")
     runs = find_runs(sources) if sources else []  # each source holds runs; each run once
     if hub_repo:

@@ -68,7 +68,8 @@ def test_a_limited_run_is_refused_for_a_model_card_before_any_network_call(tmp_p
 
     import pytest
 
-    from adept_eval.results.runs import PublishError, write_model_results
+    from adept_eval.errors import PublishError
+    from adept_eval.results.publish import write_model_results
 
     with socket.socket() as s:  # a loopback port nothing listens on
         s.bind(("127.0.0.1", 0))

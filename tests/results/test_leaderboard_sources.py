@@ -11,7 +11,8 @@ import pytest
 
 from adept_eval.corpora import spec
 from adept_eval.cli import main
-from adept_eval.results.runs import PublishError, find_runs
+from adept_eval.errors import PublishError
+from adept_eval.results.runs import find_runs
 from adept_eval.results.leaderboard import leaderboard
 from test_structure import _results, _run
 
