@@ -21,6 +21,15 @@ def add_parser(sub, common) -> None:
 
 
 def run(args) -> int:
+    """Check a system's samples folder against the manifest and list every problem.
+
+    Args:
+        args: the parsed command line (the corpus options, ``folder``, ``strict``, ``all``).
+
+    Returns:
+        0 when the samples are usable; 1 with errors (or warnings under ``--strict``), no
+        audio or a layout the manifest does not describe; 2 when the folder is not one.
+    """
     from adept_eval.corpora.manifest import check_folder
 
     folder = Path(args.folder)

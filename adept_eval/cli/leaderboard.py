@@ -35,6 +35,18 @@ def _print_tie_method(method: str | None, systems: int) -> None:
 
 
 def run(args) -> int:
+    """Build the leaderboard, write its files and print one table per section.
+
+    Args:
+        args: the parsed command line (``sources``, ``from_hub``, ``output``, ``push``,
+            ``sort``).
+
+    Returns:
+        0.
+
+    Raises:
+        PublishError: no runs, a source without one, a damaged results file, or a Hub refusal.
+    """
     from adept_eval.results.leaderboard import heading, leaderboard, sections
 
     rows, paths = leaderboard(args.sources, args.output, hub_repo=args.from_hub,

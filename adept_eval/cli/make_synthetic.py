@@ -18,6 +18,17 @@ def add_parser(sub, common) -> None:
 
 
 def run(args) -> int:
+    """Write a synthetic stand-in ADEPT (a folder, or a .zip) for trying the pipeline.
+
+    Args:
+        args: the parsed command line (``output``).
+
+    Returns:
+        0.
+
+    Raises:
+        UserError: ``output`` exists and is not an earlier synthetic corpus.
+    """
     from adept_eval.corpora.synthetic import build_corpus, build_zip, check_replaceable
 
     out = Path(args.output)

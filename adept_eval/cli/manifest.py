@@ -19,6 +19,17 @@ def add_parser(sub, common) -> None:
 
 
 def run(args) -> int:
+    """Write the stimuli a system must synthesise (CSV and JSONL) and say where to put them.
+
+    Args:
+        args: the parsed command line (the corpus options and ``output``).
+
+    Returns:
+        0.
+
+    Raises:
+        CorpusError: the corpus is missing, incomplete or malformed.
+    """
     from adept_eval.corpora.manifest import build_manifest, write_manifest
 
     corpus = load_corpus_of(args)

@@ -21,6 +21,18 @@ def add_parser(sub, common) -> None:
 
 
 def run(args) -> int:
+    """Fetch (or refetch) and verify ADEPT, and print its tasks: stimuli, questions, choices
+    and chance each, and the corpus's source and fingerprint.
+
+    Args:
+        args: the parsed command line (the corpus options and ``refetch``).
+
+    Returns:
+        0.
+
+    Raises:
+        CorpusError: the corpus is missing, incomplete or malformed.
+    """
     from adept_eval.identity import is_synthetic
 
     if args.refetch:

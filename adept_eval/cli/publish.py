@@ -29,6 +29,18 @@ def add_parser(sub, common) -> None:
 
 
 def run(args) -> int:
+    """Publish one run and print where it went and what became of the model repo's card.
+
+    Args:
+        args: the parsed command line (``results``, ``run``, ``repo`` and the publishing
+            options).
+
+    Returns:
+        0.
+
+    Raises:
+        PublishError: the run cannot be read or published, or the Hub refuses it.
+    """
     from adept_eval.results.publish import publish
 
     report = publish(args.results, args.repo, samples=not args.no_details, audio=args.audio,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from adept_eval.errors import PublishError
 from adept_eval.identity import RunIdentity, SuiteIdentity, label
-from adept_eval.suites import suite_of, tasks_by_suite
+from adept_eval.suites import SUITES, Suite, suite_of, tasks_by_suite
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +70,14 @@ class Run:
                 and t in suite_of(t).tasks]
 
     def suite(self, name: str) -> SuiteIdentity | None:
+        """What the run recorded of one suite (its scorer, corpus, tasks), or None.
+
+        Args:
+            name: the suite's name (``suites.SUITES``).
+
+        Returns:
+            The suite's recorded identity; None when the run records none or did not run it.
+        """
         ident = self.identity
         return ident.suites.get(name) if ident is not None else None
 
@@ -80,18 +88,29 @@ class Run:
         s = self.suite(suite)
         return label(s.scorer) if s is not None else "unrecorded"
 
+    def _scored_by(self, kind: str) -> Suite | None:
+        """The suite the run scored with a component of ``kind`` (``Suite.scorer``), if any."""
+        return next((s for s in SUITES.values() if s.scorer == kind
+                     and tasks_by_suite(self.results.get("results", {})).get(s.name)), None)
+
     def listener(self) -> str | None:
-        return self.scorer("adept")
+        """The label of the listener that scored the run's questions (None: none were run)."""
+        suite = self._scored_by("listener")
+        return self.scorer(suite.name) if suite is not None else None
 
     @property
     def people(self) -> bool:
-        """Whether people answered the run's ADEPT questions (the ``human`` listener), read from
-        the recorded scorer's kind: its label also names the responses file and counts."""
-        s = self.suite("adept")
-        return s is not None and s.people
+        """Whether people answered the run's listening-test questions (the ``human``
+        listener), read from the recorded scorer's kind: its label also names the responses
+        file and counts."""
+        suite = self._scored_by("listener")
+        recorded = self.suite(suite.name) if suite is not None else None
+        return recorded is not None and recorded.people
 
     def judge(self) -> str | None:
-        return self.scorer("vstyle")
+        """The label of the judge that scored the run's answers (None: none were run)."""
+        suite = self._scored_by("judge")
+        return self.scorer(suite.name) if suite is not None else None
 
 
 #: lm-eval 0.4.13's run stamp, ``datetime.now().isoformat()`` with ``-`` for ``:``
