@@ -29,17 +29,23 @@ def missing(value) -> bool:
     return value is None or value == "N/A" or (isinstance(value, float) and math.isnan(value))
 
 
-def number(value, fmt: str = "{:.3f}") -> str:
+def number(value, fmt: str = "{:.3f}", nan: str | None = MISSING) -> str:
     """A figure in ``fmt``, or ``-`` when it is missing (``missing``).
 
     Args:
         value: the figure.
         fmt: a ``str.format`` pattern with one field, e.g. ``"{:.2f}"`` or ``"{:+.3f}"``.
+        nan: what a NaN reads as; None writes it as ``fmt`` does (``nan``), as the
+            leaderboard's console tables show a score that is not a number.
 
     Returns:
         The text for a table cell.
     """
-    return MISSING if missing(value) else fmt.format(value)
+    if value is None:
+        return MISSING
+    if nan is not None and missing(value):
+        return nan
+    return fmt.format(value)
 
 
 def interval(low, high, fmt: str = "{:.2f}", between: str = "-") -> str:

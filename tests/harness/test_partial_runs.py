@@ -44,9 +44,9 @@ def test_leaderboard_does_not_rank_a_limited_run_beside_complete_ones(tmp_path):
                  _limited(_results("limited", full), 3))]
     assert runs[2].identity.suites["adept"].complete is False
     rows = {r.system: r for r in build(runs)}
-    assert rows["complete"].adept_rank == 1 and rows["worse"].adept_rank == 2
-    assert rows["limited"].adept_rank is None
-    assert rows["limited"].adept_unranked == "partial: run with --limit (36 of 165 questions)"
+    assert rows["complete"].figure("adept", "rank") == 1 and rows["worse"].figure("adept", "rank") == 2
+    assert rows["limited"].figure("adept", "rank") is None
+    assert rows["limited"].figure("adept", "unranked") == "partial: run with --limit (36 of 165 questions)"
 
 
 def test_report_says_a_limited_run_is_partial(tmp_path, capsys, monkeypatch):

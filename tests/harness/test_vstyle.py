@@ -109,10 +109,10 @@ def test_replayed_examples_reproduce_each_systems_recorded_mean(examples, replay
             assert "Final score" in sample["filtered_resps"][0]
     # the leaderboard ranks the seven systems by VStyle's overall score, one judge identity
     rows = build(runs)
-    assert len({r.judge for r in rows}) == 1 and sorted(r.vstyle_rank for r in rows) == list(range(1, 8))
-    ranked = sorted(rows, key=lambda r: r.vstyle_rank)
-    assert [r.vstyle_score for r in ranked] == sorted((r.vstyle_score for r in rows), reverse=True)
-    assert all(r.vstyle_n == 33 and r.vstyle_failure_rate == 0 for r in rows)
+    assert len({r.scorers["vstyle"] for r in rows}) == 1 and sorted(r.figure("vstyle", "rank") for r in rows) == list(range(1, 8))
+    ranked = sorted(rows, key=lambda r: r.figure("vstyle", "rank"))
+    assert [r.figure("vstyle", "score") for r in ranked] == sorted((r.figure("vstyle", "score") for r in rows), reverse=True)
+    assert all(r.figure("vstyle", "n") == 33 and r.figure("vstyle", "failure_rate") == 0 for r in rows)
 
 
 def test_missing_responses_are_failures(examples, replay, tmp_path):

@@ -18,6 +18,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+import adept_eval.results.leaderboard as leaderboard_module
+
 from adept_eval.cli import main
 from adept_eval.corpora import spec
 from adept_eval.corpora.vstyle import CATEGORIES
@@ -25,6 +27,7 @@ from adept_eval.errors import PublishError
 from adept_eval.results.leaderboard import leaderboard
 from adept_eval.results.runs import find_runs
 from adept_eval.scoring import stats
+from adept_eval.suites import SUITES, Metric, Suite
 from test_structure import _results
 from test_structure import _run as _results_run
 from testing.hub_server import HubServer
@@ -153,7 +156,7 @@ def test_rank_ranges_without_samples_say_how_they_were_decided(full_runs):
             f.unlink()
     _run([_exe("adept-eval"), "leaderboard", str(bare), "-o", str(tmp / "lb-bare")], env, tmp)
     rows = {r["system"]: r for r in csv.DictReader(open(tmp / "lb-bare" / "leaderboard.csv"))}
-    from adept_eval.results.leaderboard import UNPAIRED_ACCURACY
+    from adept_eval.results.suite_boards import UNPAIRED_ACCURACY
 
     # bounded by the sentences' clustering (the runs' results give the tasks' question counts)
     assert all(UNPAIRED_ACCURACY in r["adept_tie_method"] for r in rows.values())
@@ -162,16 +165,17 @@ def test_rank_ranges_without_samples_say_how_they_were_decided(full_runs):
 
 
 def test_tie_brackets_by_hand():
-    from adept_eval.results.leaderboard import Row, tie_brackets
+    from adept_eval.results.board import Row
+    from adept_eval.results.leaderboard import tie_brackets
 
     rows = [Row(s, "r") for s in "abcd"]  # in the chart's order
     ties = {"a": {"b"}, "b": {"a", "c"}, "c": {"b"}, "d": set()}
     for r in rows:
-        r._tied = ties[r.system]
-    assert tie_brackets(rows) == [(0, 1), (1, 2)]
-    rows[0]._tied = {"b", "c"}
-    rows[2]._tied = {"a", "b"}
-    assert tie_brackets(rows) == [(0, 2)]  # (1, 2) lies inside (0, 2)
+        r.standing("adept").tied = ties[r.system]
+    assert tie_brackets(rows, "adept") == [(0, 1), (1, 2)]
+    rows[0].standing("adept").tied = {"b", "c"}
+    rows[2].standing("adept").tied = {"a", "b"}
+    assert tie_brackets(rows, "adept") == [(0, 2)]  # (1, 2) lies inside (0, 2)
 
 
 def test_publishing_a_run_changes_no_later_leaderboard(full_runs, tmp_path):
@@ -266,7 +270,7 @@ def test_a_vstyle_section_on_its_published_sample_says_so(tmp_path):
     assert not apart and {r.system for r in members} == {"a", "b"}
     assert heading(members, "vstyle").endswith(
         "VStyle's published sample (the project page's examples), not VStyle results")
-    assert all(r.vstyle_sample for r in rows)
+    assert all(r.figure("vstyle", "sample") for r in rows)
 
 
 # ---------------------------------------------------------------- the sources named
@@ -360,3 +364,56 @@ def test_a_short_system_name_does_not_fold_the_system_header(tmp_path, capsys):
     assert code == 0
     header = next(line for line in out.splitlines() if " acc " in line)
     assert " system " in header, out
+
+
+# ------------------------------------------------------------------- driven by the suite tables
+def test_no_suite_is_named_in_the_leaderboard_code():
+    """The leaderboard iterates ``SUITES`` and asks each suite's board: no suite's name, title
+    or task prefix appears in its code (the package's own name, adept_eval, is not a suite)."""
+    code = Path(leaderboard_module.__file__).read_text(encoding="utf-8")
+    without_package = code.replace("adept_eval", "").replace("adept-eval", "")
+    names = {word for suite in SUITES.values() for word in (suite.name, suite.title)}
+    found = sorted({name for name in names if name.lower() in without_package.lower()})
+    assert not found, f"leaderboard.py names the suites {found}"
+
+
+def _toy_suite() -> Suite:
+    """A third, made-up suite: two tasks scored 0-10 by a judge, higher better."""
+    return Suite(
+        name="toy", title="Toy", tasks=("toy_a", "toy_b"), groups={"toy": ("toy_a", "toy_b")},
+        headline="score", filter_key="none", n_metric="n", failed_metric="failed",
+        scorer="judge", complete_sets=(("toy_a", "toy_b"),), run_keys=frozenset(),
+        metrics=(Metric("score", "mean", True),
+                 Metric("n", "n", True, count=True, shown="count"),
+                 Metric("failed", "failed", False, count=True, shown="count")),
+        subcategories=lambda task: (), scale=(0.0, 10.0))
+
+
+def _toy_run(folder: Path, system: str, score: float) -> None:
+    tasks = ["toy_a", "toy_b"]
+    data = {"results": {t: {"score,none": score, "n,none": 20, "failed,none": 1} for t in tasks},
+            "configs": {t: {} for t in tasks}, "date": 1.7e9, "model_name": system,
+            "adept_eval": {"system": system, "version": "test", "suites": {"toy": {
+                "tasks": tasks, "complete": True, "scorer": {"backend": "x", "model": "toy-judge"},
+                "corpus": {"sha256": "ef" * 32}}}}}
+    (folder / system).mkdir(parents=True)
+    (folder / system / "results_2026-01-01T00-00-00.json").write_text(json.dumps(data))
+
+
+def test_a_new_suite_is_listed_with_no_edit_in_the_leaderboard(tmp_path, monkeypatch, capsys):
+    """A suite added to ``SUITES`` alone is ranked, written (its own CSV columns, a scorer
+    column of its own beside VStyle's judge) and printed by ``adept-eval leaderboard``."""
+    monkeypatch.setitem(SUITES, "toy", _toy_suite())
+    runs = tmp_path / "runs"
+    _toy_run(runs, "low", 4.0)
+    _toy_run(runs, "high", 7.5)
+    assert main(["leaderboard", str(runs), "-o", str(tmp_path / "board")]) == 0
+    printed = capsys.readouterr().out
+    assert "Toy, scored by `" in printed and "high" in printed and "low" in printed
+    rows = {r["system"]: r for r in csv.DictReader(open(tmp_path / "board" / "leaderboard.csv"))}
+    assert (rows["high"]["toy_rank"], rows["low"]["toy_rank"]) == ("1", "2")
+    assert rows["high"]["toy_score"] == "7.5" and rows["high"]["toy_n"] == "40"
+    assert rows["high"]["toy_failed"] == "2" and rows["high"]["toy_judge"]
+    assert "judge" in rows["high"] and rows["high"]["judge"] == ""
+    board = (tmp_path / "board" / "leaderboard.md").read_text()
+    assert "## Toy, scored by" in board
