@@ -7,6 +7,7 @@ from rich.table import Table
 
 from adept_eval.cli.common import SYNTHETIC_NOTE, console, print_table
 from adept_eval.results.formatting import lit
+from adept_eval.suites import VSTYLE
 
 
 def add_parser(sub, common) -> None:
@@ -51,11 +52,33 @@ def _completeness(s) -> str:
     return "complete" if s.complete else "partial"
 
 
+def _judged_table(run, tasks: list[str]) -> Table:
+    """The run's VStyle tasks: judge score, its interval, n judged and failed.
+
+    Args:
+        run: the run.
+        tasks: its VStyle tasks with a score.
+
+    Returns:
+        The table.
+    """
+    key = VSTYLE.key
+    table = Table(title=lit(f"{run.system}: VStyle, judge {run.judge()}"), box=box.SIMPLE_HEAD)
+    for col in ("task", "score", "95% CI", "n", "failed"):
+        table.add_column(col, justify="left" if col == "task" else "right")
+    for task in tasks:
+        result = run.results["results"][task]
+        ci = (f"{result[key('score_ci_low')]:.2f}-{result[key('score_ci_high')]:.2f}"
+              if key("score_ci_low") in result else "-")
+        table.add_row(task, f"{result[key('score')]:.2f}", ci, str(result.get(key("n"), "-")),
+                      str(result.get(key("n_failed"), "-")))
+    return table
+
+
 def run(args) -> int:
     """lm-eval results as adept-eval tables: n, intervals, tests against chance, pooled groups."""
     from adept_eval.results.runs import load_run, samples_mismatch
     from adept_eval.results.report import adept_table, group_table
-    from adept_eval.suites import VSTYLE
 
     run = load_run(args.results, args.run)
     if run.chosen:
@@ -84,19 +107,9 @@ def run(args) -> int:
             if not run.samples:
                 console.print("[yellow]the figures pooled over tasks need the run's logged "
                               "samples (lm_eval --log_samples)[/yellow]")
-    vs = [t for t in res if t in VSTYLE.tasks and "score,speech_judge" in res[t]]
-    if vs:
-        table = Table(title=lit(f"{run.system}: VStyle, judge {run.judge()}"),
-                      box=box.SIMPLE_HEAD)
-        for col in ("task", "score", "95% CI", "n", "failed"):
-            table.add_column(col, justify="left" if col == "task" else "right")
-        for t in vs:
-            r = res[t]
-            ci = (f"{r['score_ci_low,speech_judge']:.2f}-{r['score_ci_high,speech_judge']:.2f}"
-                  if "score_ci_low,speech_judge" in r else "-")
-            table.add_row(t, f"{r['score,speech_judge']:.2f}", ci,
-                          str(r.get("n,speech_judge", "-")), str(r.get("n_failed,speech_judge", "-")))
-        console.print(table)
+    judged = [t for t in res if t in VSTYLE.tasks and VSTYLE.key("score") in res[t]]
+    if judged:
+        console.print(_judged_table(run, judged))
     for line in _identity_lines(run):
         console.print(line)
     console.print(f"from {lit(run.results_path)}")

@@ -348,7 +348,18 @@ def write(rows: list[Row], out: Path) -> list[Path]:
 
 
 def from_hub(repo_id: str, workdir: Path) -> list[Run]:
-    """Every run in a results dataset published by ``adept-eval publish``."""
+    """Every run in a results dataset published by ``adept-eval publish``.
+
+    Args:
+        repo_id: the results dataset.
+        workdir: where its results files are downloaded.
+
+    Returns:
+        The runs (their results only: details are not downloaded).
+
+    Raises:
+        PublishError: the download fails, or the dataset holds no run.
+    """
     import os
 
     from huggingface_hub import snapshot_download
@@ -367,6 +378,17 @@ def from_hub(repo_id: str, workdir: Path) -> list[Run]:
 
 
 def push(out: Path, repo_id: str, rows: list[Row], *, private: bool = False) -> None:
+    """Push the written leaderboard with a dataset card to a Hub dataset.
+
+    Args:
+        out: the folder ``write`` wrote into (the card is written there too).
+        repo_id: the dataset.
+        rows: the rows (the card shows their Markdown).
+        private: create the dataset private.
+
+    Raises:
+        PublishError: a secret value in the files, or the Hub refuses the push.
+    """
     from adept_eval.results.publish import hub_api, with_retries
 
     api = hub_api()
@@ -395,6 +417,23 @@ def push(out: Path, repo_id: str, rows: list[Row], *, private: bool = False) -> 
 def leaderboard(sources: list[str], out: str | Path, *, hub_repo: str | None = None,
                 push_repo: str | None = None,
                 sort: str = "accuracy") -> tuple[list[Row], list[Path]]:
+    """Build the leaderboard of runs in local folders or files and/or a Hub results dataset,
+    write it, and push it when asked.
+
+    Args:
+        sources: folders (searched recursively) or results files.
+        out: the folder to write into.
+        hub_repo: a results dataset to read runs from (``--from-hub``).
+        push_repo: a dataset to push the leaderboard to (``--push``).
+        sort: a ``--sort`` choice (see ``build``).
+
+    Returns:
+        The rows and the files written.
+
+    Raises:
+        PublishError: nothing named, ``out`` a file, no token to push with, a source without
+            a run, a damaged results file, or a Hub refusal.
+    """
     out = Path(out)
     if not sources and not hub_repo:  # not "no runs found in -": nothing was named to look in
         raise PublishError("no runs given: name the lm-eval --output_path folders or "

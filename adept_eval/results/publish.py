@@ -10,23 +10,24 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import re
 import shutil
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from adept_eval.corpora import spec, vstyle
+from adept_eval.corpora import vstyle
 from adept_eval.errors import PublishError
 from adept_eval.identity import answered, limited
+from adept_eval.results.formatting import missing
 from adept_eval.results.runs import Run, audio_files, changed_audio, load_run, logged_samples
 from adept_eval.secrecy import find_secrets
-from adept_eval.suites import SUITES
+from adept_eval.suites import ADEPT, SUITES, VSTYLE
 
 log = logging.getLogger(__name__)
 
@@ -334,6 +335,77 @@ def refuse_partial_scores(run: Run, model_repo: str) -> None:
                 "them labelled partial")
 
 
+@dataclass(frozen=True)
+class ModelScore:
+    """One task's score as a model card states it: the Hub dataset it is a result on, its
+    value and metric, and the notes beside it (scorer, n, interval)."""
+
+    dataset: str
+    value: float
+    metric: str
+    notes: str
+
+
+#: why a task's score is not written to a model card (counted, then said in one hint)
+NO_BENCHMARK_DATASET, SYNTHETIC_CORPUS, PUBLISHED_SAMPLE = "no-dataset", "synthetic", "sample"
+
+
+def model_score(run: Run, task: str, benchmark_dataset: str | None) -> ModelScore | str | None:
+    """A task's score for the system's model card.
+
+    ADEPT has no canonical Hub copy: its scores are written only with ``benchmark_dataset``
+    (the copy ``scripts/publish_corpus.py`` makes), never from the synthetic stand-in corpus;
+    VStyle's are results on its Hub dataset, never from its published sample.
+
+    Args:
+        run: the run.
+        task: one of its tasks.
+        benchmark_dataset: the Hub copy of ADEPT its scores are of (``--benchmark-dataset``).
+
+    Returns:
+        The score; a reason it is skipped (``NO_BENCHMARK_DATASET``, ``SYNTHETIC_CORPUS``,
+        ``PUBLISHED_SAMPLE``); None when the task has no score to write.
+    """
+    result = run.results["results"][task]
+    if task in ADEPT.tasks and ADEPT.key("acc") in result:
+        recorded = run.suite(ADEPT.name)
+        if recorded is not None and recorded.synthetic:
+            return SYNTHETIC_CORPUS
+        if not benchmark_dataset:
+            return NO_BENCHMARK_DATASET
+        return ModelScore(benchmark_dataset, result[ADEPT.key("acc")], "accuracy",
+                          f"recognition accuracy, listener {run.listener()}, n="
+                          f"{result.get(ADEPT.key('n'))}, 95% CI "
+                          f"{result.get(ADEPT.key('acc_ci_low')):.3f}-"
+                          f"{result.get(ADEPT.key('acc_ci_high')):.3f}")
+    if task in VSTYLE.tasks and VSTYLE.key("score") in result:
+        recorded = run.suite(VSTYLE.name)
+        if recorded is not None and recorded.sample:
+            return PUBLISHED_SAMPLE
+        return ModelScore(vstyle.HUB_REPO, result[VSTYLE.key("score")], "speech_judge_score",
+                          f"speech-judge score 1-5, judge {run.judge()}, "
+                          f"n={result.get(VSTYLE.key('n'))}")
+    return None
+
+
+def _skipped_hint(skips: Counter) -> str:
+    """What the model card was not given, and why, from the counts of ``model_score``'s
+    reasons (empty when nothing was skipped)."""
+    hint = ""
+    if skips[NO_BENCHMARK_DATASET]:
+        hint += (f"; {skips[NO_BENCHMARK_DATASET]} ADEPT scores skipped: pass "
+                 "--benchmark-dataset with the Hub copy of ADEPT they refer to "
+                 "(scripts/publish_corpus.py makes one)")
+    if skips[SYNTHETIC_CORPUS]:
+        hint += (f"; {skips[SYNTHETIC_CORPUS]} ADEPT scores skipped: the run used the synthetic "
+                 "stand-in corpus, whose scores are not ADEPT results")
+    if skips[PUBLISHED_SAMPLE]:
+        hint += (f"; {skips[PUBLISHED_SAMPLE]} VStyle scores skipped: the run used VStyle's "
+                 f"published sample ({vstyle.SAMPLE_METADATA}, the project page's examples), "
+                 f"whose scores are not results on {vstyle.HUB_REPO}")
+    return hint
+
+
 def write_model_results(run: Run, model_repo: str, *, results_repo: str, path_in_repo: str,
                         benchmark_dataset: str | None,
                         allow_partial: bool = False) -> tuple[bool, str]:
@@ -364,57 +436,31 @@ def write_model_results(run: Run, model_repo: str, *, results_repo: str, path_in
     if model_repo.split("/")[0] not in owners:
         return False, (f"{model_repo} belongs to {model_repo.split('/')[0]}, not to "
                        f"{', '.join(sorted(o for o in owners if o))}: its card was left alone")
-    source = f"{(_endpoint() or 'https://huggingface.co').rstrip('/')}/datasets/{results_repo}/tree/main/{path_in_repo}"
-    entries, index, skipped, skipped_synthetic, skipped_sample, partial = [], [], 0, 0, 0, 0
-    res = run.results["results"]
-    listener, judge = run.listener(), run.judge()
+    source = (f"{(_endpoint() or 'https://huggingface.co').rstrip('/')}/datasets/"
+              f"{results_repo}/tree/main/{path_in_repo}")
+    entries, index, partial = [], [], 0
+    skips: Counter[str] = Counter()
     for task in run.task_names():
-        r = res[task]
-        if task in spec.TASKS and "acc,none" in r:
-            if run.suite("adept") is not None and run.suite("adept").synthetic:
-                skipped_synthetic += 1
-                continue
-            if not benchmark_dataset:  # ADEPT has no canonical Hub copy: name yours
-                skipped += 1
-                continue
-            dataset = benchmark_dataset
-            value, notes = r["acc,none"], (f"recognition accuracy, listener {listener}, n="
-                                           f"{r.get('n,none')}, 95% CI {r.get('acc_ci_low,none'):.3f}"
-                                           f"-{r.get('acc_ci_high,none'):.3f}")
-            metric = "accuracy"
-        elif task in SUITES["vstyle"].tasks and "score,speech_judge" in r:
-            if run.suite("vstyle") is not None and run.suite("vstyle").sample:
-                skipped_sample += 1
-                continue
-            dataset = vstyle.HUB_REPO
-            value, notes = r["score,speech_judge"], (f"speech-judge score 1-5, judge {judge}, "
-                                                     f"n={r.get('n,speech_judge')}")
-            metric = "speech_judge_score"
-        else:
+        score = model_score(run, task, benchmark_dataset)
+        if isinstance(score, str):
+            skips[score] += 1
             continue
-        if value is None or (isinstance(value, float) and math.isnan(value)):
+        if score is None or missing(score.value):
             continue
         part = limited(run.results, [task])
         flag = f"partial: run with lm-eval --limit, {answered(part)}" if part else None
         partial += part is not None
-        entries.append(EvalResultEntry(dataset_id=dataset, task_id=task, value=round(value, 4),
-                                       source_url=source, source_name="adept-eval",
-                                       notes=f"{flag}; {notes}" if flag else notes))
-        index.append(EvalResult(task_type="text-to-speech", dataset_type=dataset,
-                                dataset_name=dataset.split("/")[-1], dataset_config=task,
-                                task_name=task,
-                                metric_type=metric, metric_value=round(value, 4),
-                                metric_name=f"{metric} ({flag})" if flag else None,
+        entries.append(EvalResultEntry(dataset_id=score.dataset, task_id=task,
+                                       value=round(score.value, 4), source_url=source,
+                                       source_name="adept-eval",
+                                       notes=f"{flag}; {score.notes}" if flag else score.notes))
+        index.append(EvalResult(task_type="text-to-speech", dataset_type=score.dataset,
+                                dataset_name=score.dataset.split("/")[-1], dataset_config=task,
+                                task_name=task, metric_type=score.metric,
+                                metric_value=round(score.value, 4),
+                                metric_name=f"{score.metric} ({flag})" if flag else None,
                                 source_name="adept-eval", source_url=source))
-    hint = (f"; {skipped} ADEPT scores skipped: pass --benchmark-dataset with the Hub copy of "
-            "ADEPT they refer to (scripts/publish_corpus.py makes one)") if skipped else ""
-    if skipped_synthetic:
-        hint += (f"; {skipped_synthetic} ADEPT scores skipped: the run used the synthetic "
-                 "stand-in corpus, whose scores are not ADEPT results")
-    if skipped_sample:
-        hint += (f"; {skipped_sample} VStyle scores skipped: the run used VStyle's published "
-                 f"sample ({vstyle.SAMPLE_METADATA}, the project page's examples), whose scores "
-                 f"are not results on {vstyle.HUB_REPO}")
+    hint = _skipped_hint(skips)
     if not entries:
         return False, "no scores written" + (hint or ": no ADEPT or VStyle scores in the run")
     content = yaml.safe_dump(eval_result_entries_to_yaml(entries), sort_keys=False).encode()
