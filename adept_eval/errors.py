@@ -71,6 +71,18 @@ class JudgeOptionError(UserError, ValueError):
         super().__init__(f"{field}={value!r}: {problem}")
         self.field, self.value, self.problem = field, value, problem
 
+
+# --------------------------------------------------------------------------- results and the CLI
+class PublishError(RuntimeError):
+    """A run that cannot be read, ranked or published (a missing or damaged results file, a run
+    without its identity, a Hub refusal): the message names the file, option or repo."""
+
+
+class CompareError(UserError, ValueError):
+    """Runs that cannot be compared (different corpora, scorers or task sets, one run named
+    twice, samples not logged): the message names the runs and the field that differs."""
+
+
 def user_error_types() -> tuple[type[BaseException], ...]:
     """The exception types whose message is the whole story, shown without a traceback.
 

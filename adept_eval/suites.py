@@ -16,7 +16,7 @@ pooling and table display, and ``report`` all read it, so a metric changes in on
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from adept_eval.corpora import spec, vstyle
 
@@ -69,6 +69,9 @@ class Suite:
     subcategories: Callable[[str], tuple[str, ...]]  # leaf task -> subcategories scored apart
     higher_is_better: bool = True
     scale: tuple[float, float] = (0.0, 1.0)
+    # the leaderboard's ``--sort`` choices ranking the suite: name -> (metric, higher is
+    # better), the first its default; none: ranked by the headline
+    sorts: dict[str, tuple[str, bool]] = field(default_factory=dict)
 
     def owns(self, task: str) -> bool:
         return task in self.tasks or task in self.groups
@@ -189,7 +192,8 @@ ADEPT = Suite(
     name="adept", title="ADEPT", tasks=tuple(spec.TASKS), groups=_adept_groups(),
     headline="acc", filter_key="none", n_metric="n", failed_metric="failed", scorer="listener",
     complete_sets=(tuple(spec.TASKS),), run_keys=frozenset({"corpus", "listener"}),
-    metrics=ADEPT_METRICS, subcategories=_adept_subcategories)
+    metrics=ADEPT_METRICS, subcategories=_adept_subcategories,
+    sorts={"accuracy": ("acc", True), "prosody_distance": ("prosody_distance", False)})
 
 VSTYLE = Suite(
     name="vstyle", title="VStyle", tasks=tuple(t for g in _vstyle_groups().values() for t in g),
@@ -200,6 +204,11 @@ VSTYLE = Suite(
     subcategories=_vstyle_subcategories, scale=(1.0, 5.0))
 
 SUITES: dict[str, Suite] = {s.name: s for s in (ADEPT, VSTYLE)}
+
+
+def sort_choices() -> list[str]:
+    """Every suite's leaderboard ``--sort`` choices, in ``SUITES``' order."""
+    return [name for suite in SUITES.values() for name in suite.sorts]
 
 
 def suite_of(task: str) -> Suite | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 
 from adept_eval import __version__
-from adept_eval.results.runs import publish_metric_space
+from adept_eval.results.publish import publish_metric_space
 from adept_eval.harness.startup import prosody_transfer_path
 
 APP = '''import evaluate

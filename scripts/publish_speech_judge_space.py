@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-from adept_eval.results.runs import publish_metric_space
+from adept_eval.results.publish import publish_metric_space
 from adept_eval.harness.startup import speech_judge_path
 
 APP = '''import os

@@ -114,13 +114,15 @@ def test_only_complete_runs_on_one_corpus_and_scorer_are_ranked_and_ties_share_a
                  _results("synth", {t: 0.9 for t in spec.TASKS}, sha="b" * 64, synthetic=True)),
             _run(tmp_path, "old", "2026-01-01T00-00-05", _results("old", full, identity=False))]
     rows = {r.system: r for r in build(runs)}
-    assert rows["a"].adept_rank == rows["b"].adept_rank == 1 and rows["c"].adept_rank == 3
-    assert rows["partial"].adept_rank is None and "partial" in rows["partial"].adept_unranked
-    assert rows["old"].adept_rank is None and "identity" in rows["old"].adept_unranked
+    rank = {name: row.figure("adept", "rank") for name, row in rows.items()}
+    why = {name: row.figure("adept", "unranked") for name, row in rows.items()}
+    assert rank["a"] == rank["b"] == 1 and rank["c"] == 3
+    assert rank["partial"] is None and "partial" in why["partial"]
+    assert rank["old"] is None and "identity" in why["old"]
     # another corpus: ranked only among its own, and marked synthetic
-    assert rows["synth"].adept_rank == 1 and rows["synth"].adept_synthetic
+    assert rows["synth"].figure("adept", "rank") == 1 and rows["synth"].figure("adept", "synthetic")
     assert rows["synth"].group("adept") != rows["a"].group("adept")
-    assert rows["a"].adept_chance == pytest.approx(
+    assert rows["a"].figure("adept", "chance") == pytest.approx(
         sum(t.chance * t.n_questions for t in spec.TASKS.values()) /
         sum(t.n_questions for t in spec.TASKS.values()))
     paths = write(list(rows.values()), tmp_path / "lb")

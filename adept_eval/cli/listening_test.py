@@ -14,6 +14,7 @@ from rich.table import Table
 
 from adept_eval.corpora import spec
 from adept_eval.options import arg_type
+from adept_eval.results.formatting import number, p_value
 
 console = Console(soft_wrap=True)
 EXTRA_HINT = "the listening test needs its extra: pip install 'adept-eval[listening-test]'"
@@ -404,19 +405,16 @@ def cmd_export(args):
     return 0
 
 
-def _fmt(x, f="{:.3f}"):
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f.format(x)
-
-
-def _p(p):
-    return "-" if p is None or math.isnan(p) else (f"<{1e-3:g}" if p < 1e-3 else f"{p:.3f}")
+def _p(p) -> str:
+    """A p-value as the listening test's report writes it: three decimals, floored at 0.001."""
+    return p_value(p, floor=1e-3, floor_text="<0.001", fmt="{:.3f}")
 
 
 def _kappa(system: str, agreement: dict) -> str:
     """A system's Fleiss' kappa with what it rests on: questions rated by two or more people."""
     if not agreement.get("questions"):
         return f"{system}: - (no question rated twice)"
-    return (f"{system}: {_fmt(agreement['kappa'], '{:.2f}')} ({agreement['questions']} questions, "
+    return (f"{system}: {number(agreement['kappa'], '{:.2f}')} ({agreement['questions']} questions, "
             f"{agreement['mean_raters']:.1f} raters each on average)")
 
 
@@ -447,7 +445,7 @@ def _report(test, out, include_incomplete):
         for r in rows:
             st = r.stats
             table.add_row(r.system, r.subcategory or "(all)", str(st.n), str(st.correct),
-                          _fmt(st.acc), f"{_fmt(st.ci_low, '{:.2f}')}-{_fmt(st.ci_high, '{:.2f}')}",
+                          number(st.acc), f"{number(st.ci_low, '{:.2f}')}-{number(st.ci_high, '{:.2f}')}",
                           _p(st.p_value), str(r.participants), str(st.clusters),
                           end_section=not r.subcategory)
         console.print(table)
@@ -457,7 +455,7 @@ def _report(test, out, include_incomplete):
     for s in sorted(a.screening.values(), key=lambda s: s.arrival):
         people.add_row(s.participant, s.screening, {True: "pass", False: "fail", None: "-"}
                        [s.headphone_passed], f"{s.catch_correct}/{s.catch_total}",
-                       f"{s.answered}/{s.items}", f"{s.correct}/{s.questions} = {_fmt(s.accuracy)}")
+                       f"{s.answered}/{s.items}", f"{s.correct}/{s.questions} = {number(s.accuracy)}")
     console.print(people)
     out = Path(out) if out else Path(test) / "report"
     out.mkdir(parents=True, exist_ok=True)

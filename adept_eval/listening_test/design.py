@@ -342,7 +342,8 @@ def lm_eval_run(source: Path, name: str | None = None) -> tuple["Run", str]:
     Raises:
         DesignError: The source cannot be read, or holds runs of several systems.
     """
-    from adept_eval.results.runs import PublishError, find_runs, load_run
+    from adept_eval.errors import PublishError
+    from adept_eval.results.runs import find_runs, load_run
 
     source = Path(source)
     label = f"system {name!r}: " if name else ""
@@ -417,7 +418,8 @@ def _run_files(corpus: Corpus, name: str, run: "Run", stimuli: list[str]) -> dic
         DesignError: The run's audio cannot be listed, or a sample is missing or unusable.
     """
     from adept_eval.signal.audio import check_audio
-    from adept_eval.results.runs import PublishError, audio_files
+    from adept_eval.errors import PublishError
+    from adept_eval.results.runs import audio_files
 
     folder = run.results_path
     try:

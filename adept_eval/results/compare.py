@@ -40,18 +40,14 @@ import math
 from dataclasses import dataclass, field
 from itertools import combinations
 
-from adept_eval.corpora import spec
 from adept_eval.scoring import stats
-from adept_eval.errors import UserError
+from adept_eval.errors import CompareError
+from adept_eval.results.formatting import interval, missing, number, p_value
 from adept_eval.results.runs import Run, load_run, logged_samples, samples_mismatch
 from adept_eval.suites import SUITES
 
 SEED = 0
 LEVEL = 0.05
-
-
-class CompareError(UserError, ValueError):
-    """Runs that cannot be compared, with the reason."""
 
 
 @dataclass(frozen=True)
@@ -562,12 +558,12 @@ def _adept_table(adept: dict, a: str, b: str, listener: str, holm: str) -> list:
     rows += [(f"    {k.removeprefix('adept_')}", v) for k, v in adept["tasks"].items()]
     for label, cell in rows:
         n = f"{cell['n_a']}/{cell['n_b']}" if human else str(cell["n"])
-        t.add_row(label, n, _num(cell["acc_a"]), _num(cell["acc_b"]),
+        t.add_row(label, n, number(cell["acc_a"]), number(cell["acc_b"]),
                   _signed(cell["acc_difference"]), _ci(cell), _p(cell), verdict(cell, "A", "B"))
     d = adept["prosody_distance"]
     if d["n"] or not human:
-        t.add_row("prosody_distance (lower better)", str(d["n"]), _num(d.get("mean_a")),
-                  _num(d.get("mean_b")),
+        t.add_row("prosody_distance (lower better)", str(d["n"]), number(d.get("mean_a")),
+                  number(d.get("mean_b")),
                   _signed(d["difference"]), _ci(d), _p(d), verdict(d, "A", "B", True))
     pooled = adept["pooled"]
     if human:
@@ -636,7 +632,7 @@ def _vstyle_tables(vstyle: dict, a: str, b: str, judge: str, holm: str) -> list:
         rows += [(f"  {c}", v) for c, v in cells["categories"].items()]
         for label, cell in rows:
             t.add_row(label, str(cell["n"]), f"{cell['failed_a']}/{cell['failed_b']}",
-                      _num(cell["score_a"], "{:.2f}"), _num(cell["score_b"], "{:.2f}"),
+                      number(cell["score_a"], "{:.2f}"), number(cell["score_b"], "{:.2f}"),
                       _signed(cell["score_difference"], "{:+.2f}"), _ci(cell, "{:+.2f}"),
                       _p(cell), verdict(cell, "A", "B"))
         o = cells["overall"]
@@ -650,28 +646,22 @@ def _vstyle_tables(vstyle: dict, a: str, b: str, judge: str, holm: str) -> list:
     return out
 
 
-def _num(x, spec_="{:.3f}") -> str:
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else spec_.format(x)
+def _signed(x, fmt="{:+.3f}") -> str:
+    """A difference with its sign, ``-`` when missing."""
+    return number(x, fmt)
 
 
-def _signed(x, spec_="{:+.3f}") -> str:
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else spec_.format(x)
+def _ci(cell: dict, fmt="{:+.3f}") -> str:
+    """A cell's interval as ``low..high`` (the ends carry signs), ``-`` when an end is missing."""
+    low, high = cell["ci_low"], cell["ci_high"]
+    return "-" if missing(low) or missing(high) else interval(low, high, fmt, between="..")
 
 
-def _ci(cell, spec_="{:+.3f}") -> str:
-    lo, hi = cell["ci_low"], cell["ci_high"]
-    if lo is None or hi is None or math.isnan(lo) or math.isnan(hi):
-        return "-"
-    return f"{spec_.format(lo)}..{spec_.format(hi)}"
+def _p(cell: dict) -> str:
+    """A cell's p-value, Holm-adjusted when it was."""
+    return p_value(cell.get("p_adjusted", cell["p_value"]))
 
 
-def _p(cell) -> str:
-    p = cell.get("p_adjusted", cell["p_value"])
-    if p is None or math.isnan(p):
-        return "-"
-    return "<1e-4" if p < 1e-4 else f"{p:.2g}"
-
-
-__all__ = ["CompareError", "JudgedItem", "QuestionOutcome", "check_comparable", "check_distinct",
+__all__ = ["JudgedItem", "QuestionOutcome", "check_comparable", "check_distinct",
            "compare", "compare_pair", "compare_vstyle_pair", "judged_items", "outcomes", "render",
            "table", "tie_test", "to_json", "verdict"]

@@ -12,6 +12,7 @@ from rich import box
 from rich.table import Table
 
 from adept_eval.corpora import spec
+from adept_eval.results.formatting import number, p_value
 from adept_eval.scoring import stats
 from adept_eval.suites import ADEPT
 
@@ -26,26 +27,14 @@ def csv_safe(value):
     return value
 
 
-def _f(x, fmt="{:.3f}") -> str:
-    if x is None or x == "N/A" or (isinstance(x, float) and math.isnan(x)):
-        return "-"
-    return fmt.format(x)
-
-
 def _figure(r: dict, metric: str, fmt: str = "{:.3f}") -> str:
     """A task's figure from its results: an integer for a count metric."""
     m = ADEPT.metric(metric)
-    return _f(r.get(ADEPT.key(metric)), "{:.0f}" if m is not None and m.count else fmt)
+    return number(r.get(ADEPT.key(metric)), "{:.0f}" if m is not None and m.count else fmt)
 
 
 def _better(metric: str) -> str:
     return "higher" if ADEPT.metric(metric).higher_is_better else "lower"
-
-
-def _p(p) -> str:
-    if p is None or (isinstance(p, float) and math.isnan(p)):
-        return "-"
-    return "<1e-4" if p < 1e-4 else f"{p:.2g}"
 
 
 def adept_table(results: dict, title: str = "ADEPT") -> Table:
@@ -61,7 +50,7 @@ def adept_table(results: dict, title: str = "ADEPT") -> Table:
         r = results[name]
         row = [name.removeprefix("adept_"), _figure(r, "n"), _figure(r, "acc"),
                f"{_figure(r, 'acc_ci_low', '{:.2f}')}-{_figure(r, 'acc_ci_high', '{:.2f}')}",
-               _figure(r, "chance", "{:.2f}"), _p(r.get(ADEPT.key("p_chance"))),
+               _figure(r, "chance", "{:.2f}"), p_value(r.get(ADEPT.key("p_chance"))),
                _figure(r, "failed")]
         if agree:
             row.append(_figure(r, "order_agreement", "{:.2f}"))
@@ -116,9 +105,9 @@ def subcategory_table(samples: dict) -> Table | None:
             if not r.n:
                 table.add_row(task.removeprefix("adept_"), sub, "0", "-", "-", "-")
                 continue
-            table.add_row(task.removeprefix("adept_"), sub, str(r.n), _f(r.accuracy),
-                          f"{_f(r.ci_low, '{:.2f}')}-{_f(r.ci_high, '{:.2f}')}",
-                          _p(r.p_chance))
+            table.add_row(task.removeprefix("adept_"), sub, str(r.n), number(r.accuracy),
+                          f"{number(r.ci_low, '{:.2f}')}-{number(r.ci_high, '{:.2f}')}",
+                          p_value(r.p_chance))
             rows += 1
     return table if rows else None
 
@@ -190,7 +179,7 @@ def group_table(results: dict, samples: dict | None = None, people: bool = False
         if n == 0:
             continue
         table.add_row(name, str(len(present)), str(n), f"{k / n:.3f}",
-                      f"{_f(low, '{:.2f}')}-{_f(high, '{:.2f}')}")
+                      f"{number(low, '{:.2f}')}-{number(high, '{:.2f}')}")
         rows += 1
     return table if rows else None
 
@@ -238,7 +227,7 @@ def graded_table(results: dict, samples: dict | None = None) -> Table | None:
         if s is None:
             continue
         better = {True: "higher", False: "lower", None: "near 0"}[m.higher_is_better]
-        table.add_row(m.name, "all", _f(s.mean), f"{_f(s.ci_low)}-{_f(s.ci_high)}",
+        table.add_row(m.name, "all", number(s.mean), f"{number(s.ci_low)}-{number(s.ci_high)}",
                       str(s.n), str(s.n_failed), str(s.n_undefined), better)
         rows += 1
     for name in spec.TASKS:

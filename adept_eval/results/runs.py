@@ -1,134 +1,25 @@
-"""Results on the Hugging Face Hub: publish a run, write a model's eval results, build a leaderboard.
+"""Reading lm-eval runs: results files, their logged samples and the audio they scored.
 
-Tokens come only from the environment (``HF_TOKEN`` or a ``hf auth login``), and every file is
-scanned for the values of secret-looking environment variables before it is uploaded. Uploads
-are retried on 429/5xx and connection errors; a push that still fails leaves every local file as
-it was and says where the prepared upload is, so rerunning retries it.
+A run is read only from what it recorded: its results JSON (and ``results["adept_eval"]``, its
+identity, see ``adept_eval.identity``) and the ``samples_<task>_<stamp>.jsonl`` files beside it.
+Nothing here publishes: pushing runs to the Hub is ``adept_eval.results.publish``.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import math
-import os
 import re
-import shutil
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
-from adept_eval.corpora import spec, vstyle
-from adept_eval.secrecy import find_secrets
-from adept_eval.identity import RunIdentity, SuiteIdentity, answered, label, limited
-from adept_eval.suites import SUITES, suite_of, tasks_by_suite
+from adept_eval.errors import PublishError
+from adept_eval.identity import RunIdentity, SuiteIdentity, label
+from adept_eval.suites import SUITES, Suite, suite_of, tasks_by_suite
 
 log = logging.getLogger(__name__)
 
-class PublishError(RuntimeError):
-    pass
 
-
-def _endpoint() -> str | None:
-    return os.environ.get("HF_ENDPOINT") or None
-
-
-def require_token(what: str) -> None:
-    """Refuse, before any network call, a push that has no Hugging Face token to push with.
-
-    The token is looked up the way huggingface_hub's own calls will look it up
-    (``huggingface_hub.get_token``: ``HF_TOKEN``, then the token file that ``hf auth login``
-    writes), so this never refuses a push the client could make. The token itself is never
-    part of a message."""
-    from huggingface_hub import get_token
-
-    if not get_token():
-        raise _no_token(what)
-
-
-def _no_token(what: str) -> PublishError:
-    """The one message for a call that has no token to send, however it was found missing:
-    before the call (``require_token``) or by huggingface_hub during it (``with_retries``)."""
-    return PublishError(f"{what}: no Hugging Face token - set HF_TOKEN or log in with "
-                        "`hf auth login` (the hf CLI), then run the same command again")
-
-
-def hub_api():
-    from huggingface_hub import HfApi
-
-    return HfApi(endpoint=_endpoint())
-
-
-def _transient(exc: BaseException) -> bool:
-    """Whether a failed Hub call may succeed if simply made again: the Hub busy or failing
-    (429, 5xx) or the network in the way (a connection refused, reset or dropped, a timeout),
-    also when huggingface_hub reports it as another error raised from it (``snapshot_download``
-    raises "cannot find the requested files" from the connection error). Anything else - no
-    token, a token the Hub refuses (401, 403), any other 4xx, a local error - fails the same
-    way every time: retrying only delays the message by the back-off."""
-    from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
-
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, HfHubHTTPError):
-            status = getattr(exc.response, "status_code", None)
-            return status is None or status == 429 or status >= 500
-        if isinstance(exc, OfflineModeIsEnabled):  # HF_HUB_OFFLINE: no call will be made
-            return False
-        if isinstance(exc, (ConnectionError, TimeoutError)):
-            return True
-        # the HTTP clients' own transport errors (requests: huggingface_hub < 1; httpx/httpx2
-        # after), by name, so that no client is imported that the installed hub does not use
-        for cls in type(exc).__mro__:
-            if (cls.__module__.split(".")[0], cls.__name__) in _TRANSPORT_ERRORS:
-                return True
-        exc = exc.__cause__ or exc.__context__
-    return False
-
-
-#: (top-level module, class) of the HTTP clients' errors for a failed connection or a timeout
-_TRANSPORT_ERRORS = frozenset({("requests", "ConnectionError"), ("requests", "Timeout"),
-                               ("httpx", "TransportError"), ("httpx2", "TransportError")})
-
-
-def with_retries(action, what: str, attempts: int = 4, backoff: float = 1.0):
-    """Run a Hub call, retrying what may pass on a second try (``_transient``: 429, 5xx,
-    connection errors, timeouts) with exponential back-off. Everything else fails at once, in
-    one message: no token, or one the Hub refuses (401/403), says so; any other Hub refusal
-    is a PublishError with the Hub's answer; another error is left to propagate."""
-    from huggingface_hub.errors import HfHubHTTPError, LocalTokenNotFoundError
-
-    for attempt in range(attempts):
-        try:
-            return action()
-        except LocalTokenNotFoundError:
-            raise _no_token(what) from None
-        except Exception as exc:
-            if not _transient(exc):
-                if not isinstance(exc, HfHubHTTPError):
-                    raise
-                status = getattr(exc.response, "status_code", None)
-                if status in (401, 403):
-                    said = getattr(exc, "server_message", None) or ""
-                    raise PublishError(
-                        f"{what}: the Hugging Face Hub refused the token (HTTP {status}"
-                        f"{': ' + said if said else ''}): it is not valid, or may not write "
-                        "there - set HF_TOKEN to a valid token with write access, or log in "
-                        "with `hf auth login`, then run the same command again") from None
-                raise PublishError(f"{what}: {exc}") from None
-            error = exc
-        if attempt + 1 < attempts:
-            wait = backoff * 2 ** attempt
-            log.warning("%s failed (%s); retrying in %.0f s", what, error, wait)
-            time.sleep(wait)
-    raise PublishError(f"{what} failed after {attempts} attempts: {error}")
-
-
-# ----------------------------------------------------------------------------- runs
 @dataclass
 class Run:
     """One lm-eval run: its results JSON and, when logged, its per-sample files. Its identity
@@ -179,6 +70,14 @@ class Run:
                 and t in suite_of(t).tasks]
 
     def suite(self, name: str) -> SuiteIdentity | None:
+        """What the run recorded of one suite (its scorer, corpus, tasks), or None.
+
+        Args:
+            name: the suite's name (``suites.SUITES``).
+
+        Returns:
+            The suite's recorded identity; None when the run records none or did not run it.
+        """
         ident = self.identity
         return ident.suites.get(name) if ident is not None else None
 
@@ -189,29 +88,29 @@ class Run:
         s = self.suite(suite)
         return label(s.scorer) if s is not None else "unrecorded"
 
+    def _scored_by(self, kind: str) -> Suite | None:
+        """The suite the run scored with a component of ``kind`` (``Suite.scorer``), if any."""
+        return next((s for s in SUITES.values() if s.scorer == kind
+                     and tasks_by_suite(self.results.get("results", {})).get(s.name)), None)
+
     def listener(self) -> str | None:
-        return self.scorer("adept")
+        """The label of the listener that scored the run's questions (None: none were run)."""
+        suite = self._scored_by("listener")
+        return self.scorer(suite.name) if suite is not None else None
 
     @property
     def people(self) -> bool:
-        """Whether people answered the run's ADEPT questions (the ``human`` listener), read from
-        the recorded scorer's kind: its label also names the responses file and counts."""
-        s = self.suite("adept")
-        return s is not None and s.people
+        """Whether people answered the run's listening-test questions (the ``human``
+        listener), read from the recorded scorer's kind: its label also names the responses
+        file and counts."""
+        suite = self._scored_by("listener")
+        recorded = self.suite(suite.name) if suite is not None else None
+        return recorded is not None and recorded.people
 
     def judge(self) -> str | None:
-        return self.scorer("vstyle")
-
-    def check_publishable(self) -> None:
-        """Refuse runs whose identity is missing or mixes scorers or corpora."""
-        ident = self.identity
-        if ident is None:
-            raise PublishError(f"{self.results_path}: the run records no adept-eval identity "
-                               "(made before adept-eval recorded it); run it again")
-        for name, s in ident.suites.items():
-            if s.mixed:
-                raise PublishError(f"{self.results_path}: {name} tasks scored by different "
-                                   "scorers or on different corpora; publish them as separate runs")
+        """The label of the judge that scored the run's answers (None: none were run)."""
+        suite = self._scored_by("judge")
+        return self.scorer(suite.name) if suite is not None else None
 
 
 #: lm-eval 0.4.13's run stamp, ``datetime.now().isoformat()`` with ``-`` for ``:``
@@ -435,32 +334,6 @@ def find_runs(paths: list[str | Path]) -> list[Run]:
     return runs
 
 
-def _details_table(samples_file: Path) -> pa.Table:
-    """Per-question (ADEPT) or per-instruction (VStyle) details of one task, flat columns."""
-    rows = []
-    for _, s in logged_samples(samples_file):
-        doc = s.get("doc", {})
-        rec = next((s[su.headline] for su in SUITES.values() if isinstance(s.get(su.headline),
-                                                                          (dict, list))), None)
-        rec = rec[0] if isinstance(rec, list) else rec
-        rec = rec if isinstance(rec, dict) else {}
-        row = {"doc_id": s.get("doc_id")}
-        for key in ("question_id", "record_id", "task", "class", "category", "speaker",
-                    "subcategory", "target", "text", "question", "instruction_type"):
-            if key in doc:
-                row[key] = doc[key]
-        if "stimuli" in doc:
-            row["stimuli"] = json.dumps(doc["stimuli"])
-            row["choices"] = json.dumps(doc.get("choices", []), ensure_ascii=False)
-        for key in ("correct_answer", "answer", "correct", "n", "failed", "status", "detail",
-                    "listener", "system", "agreement", "score", "prompt", "prompt_sha256"):
-            if key in rec:
-                value = rec[key]
-                row[key] = json.dumps(value) if isinstance(value, (list, dict)) else value
-        rows.append(row)
-    columns = sorted({k for r in rows for k in r})
-    return pa.Table.from_pylist([{c: r.get(c) for c in columns} for r in rows])
-
 
 def audio_files(run: Run) -> dict[str, Path]:
     """stimulus id -> the system's audio file, from the logged model outputs.
@@ -509,352 +382,3 @@ def changed_audio(run: Run, files: dict[str, Path]) -> list[str]:
                 if isinstance(item.get("sha256"), str)}
     return sorted(str(path) for sid, path in files.items()
                   if sid in recorded and path.is_file() and file_digest(path) != recorded[sid])
-
-
-@dataclass
-class PublishReport:
-    repo_id: str
-    path_in_repo: str
-    staged: Path
-    files: int
-    model_repo: str | None = None
-    model_repo_written: bool = False
-    note: str = ""
-    chosen: str = ""
-
-
-def stage_run(run: Run, staging: Path, *, samples: bool = True, audio: bool = False) -> Path:
-    """Lay the upload out locally: results.json, details/<task>.parquet, audio/..."""
-    target = staging / _safe(run.system) / run.timestamp
-    if target.exists():
-        shutil.rmtree(target)
-    target.mkdir(parents=True)
-    shutil.copy(run.results_path, target / "results.json")
-    if samples:
-        for task, path in run.samples.items():
-            (target / "details").mkdir(exist_ok=True)
-            pq.write_table(_details_table(path), target / "details" / f"{task}.parquet")
-    if audio:
-        # every scored sample, as scored, or none: a file deleted since the run, left out
-        # without a word, made the uploaded audio a silent subset of what the results were
-        # computed from; a file re-synthesised since, uploaded beside results it did not earn
-        files = audio_files(run)
-        missing = sorted(str(p) for p in files.values() if not p.is_file())
-        changed = [] if missing else changed_audio(run, files)
-        if missing or changed:
-            shutil.rmtree(target)
-            bad = missing or changed
-            shown = ", ".join(bad[:10]) + (f" and {len(bad) - 10} more" if len(bad) > 10 else "")
-            raise PublishError(
-                f"{run.results_path}: --audio: {len(missing)} of the run's {len(files)} audio "
-                f"files are missing: {shown}. Restore them (paths relative to the folder lm_eval "
-                "ran in: run publish from there), or publish without --audio" if missing else
-                f"{run.results_path}: --audio: {len(changed)} of the run's {len(files)} audio "
-                f"files have changed since the run scored them: {shown}. Publish the audio "
-                "with the run that scored it (evaluate again, then publish that run), or "
-                "publish without --audio")
-        for sid, path in files.items():
-            dest = target / "audio" / f"{sid}{path.suffix}"
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(path, dest)
-    return target
-
-
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "system"
-
-
-def publish(results: str | Path, repo_id: str, *, samples: bool = True, audio: bool = False,
-            model_repo: str | None = None, benchmark_dataset: str | None = None,
-            private: bool = False, staging: str | Path | None = None,
-            run_id: str | None = None, allow_partial: bool = False) -> PublishReport:
-    """Push one run to a results dataset and, when the user owns it, onto the model repo.
-
-    A run made with lm-eval's ``--limit`` is refused for the model repo before anything is
-    pushed (``refuse_partial_scores``), unless ``allow_partial``: the whole command fails
-    rather than leave the run half published. So are repo ids the Hub would refuse
-    (``check_repo_id``): a bad ``--model-repo`` found only after the dataset was pushed left
-    the run half published, with a misleading "belongs to someone else" note and exit 0."""
-    check_repo_id(repo_id, "--repo")
-    if model_repo is not None:
-        check_repo_id(model_repo, "--model-repo", owner=True)
-    require_token(f"publishing to {repo_id}")
-    run = load_run(results, run_id)
-    run.check_publishable()
-    if model_repo and not allow_partial:
-        refuse_partial_scores(run, model_repo)
-    staging = Path(staging) if staging else run.results_path.parent / "hub_upload"
-    staged = stage_run(run, staging, samples=samples, audio=audio)
-    leaks = find_secrets(staged)
-    if leaks:
-        raise PublishError("refusing to upload: secret values found in " + "; ".join(leaks))
-    api = hub_api()
-    path_in_repo = f"runs/{_safe(run.system)}/{run.timestamp}"
-    try:
-        with_retries(lambda: api.create_repo(repo_id, repo_type="dataset", private=private,
-                                             exist_ok=True), f"creating {repo_id}")
-        with_retries(lambda: api.upload_folder(
-            repo_id=repo_id, repo_type="dataset", folder_path=staged, path_in_repo=path_in_repo,
-            commit_message=f"adept-eval: {run.system} ({run.timestamp})"), f"uploading to {repo_id}")
-        card = _results_card(repo_id, api)
-        with_retries(lambda: api.upload_file(path_or_fileobj=card.encode(), path_in_repo="README.md",
-                                             repo_id=repo_id, repo_type="dataset",
-                                             commit_message="adept-eval: update card"),
-                     f"updating the card of {repo_id}")
-    except PublishError as exc:
-        raise PublishError(f"{exc}\nNothing local was changed; the prepared upload is at "
-                           f"{staged}; run the same command again to retry.") from None
-    report = PublishReport(repo_id, path_in_repo, staged, sum(1 for p in staged.rglob("*")
-                                                              if p.is_file()), chosen=run.chosen)
-    if model_repo:
-        report.model_repo = model_repo
-        report.model_repo_written, report.note = write_model_results(
-            run, model_repo, results_repo=repo_id, path_in_repo=path_in_repo,
-            benchmark_dataset=benchmark_dataset, allow_partial=True)  # checked above, before any push
-    return report
-
-
-def check_repo_id(repo_id: str, option: str, *, owner: bool = False) -> None:
-    """A ``PublishError`` naming ``option`` unless ``repo_id`` is an id the Hub accepts
-    (huggingface_hub's own rule), with an owner (``owner/name``) when ``owner``: the model repo's
-    owner decides whether its card is written. Checked before any network call."""
-    from huggingface_hub.utils import HFValidationError, validate_repo_id
-
-    try:
-        validate_repo_id(repo_id)
-        ok = not owner or "/" in repo_id
-    except HFValidationError:
-        ok = False
-    if not ok:
-        raise PublishError(f"{option} {repo_id!r}: not a Hugging Face repo id; expected "
-                           f"{'owner/name' if owner else 'owner/name or name'} (letters, digits, "
-                           "'-', '_' and '.', at most 96 characters)")
-
-
-def _results_card(repo_id: str, api) -> str:
-    files = api.list_repo_files(repo_id, repo_type="dataset")
-    runs = sorted({"/".join(f.split("/")[1:3]) for f in files if f.startswith("runs/")
-                   and f.endswith("results.json")})
-    lines = ["---", "tags:", "- adept-eval", "- evaluation", "---", "",
-             f"# {repo_id.split('/')[-1]}: adept-eval results", "",
-             "Evaluation runs published by [adept-eval](https://pypi.org/project/adept-eval/): "
-             "prosody transfer on ADEPT and spoken dialogue on VStyle. Each run folder holds "
-             "lm-eval's `results.json`, per-question `details/<task>.parquet` and, optionally, the "
-             "system's `audio/`.", "", "| system | run |", "|---|---|"]
-    lines += [f"| {r.split('/')[0]} | {r.split('/')[1]} |" for r in runs]
-    lines += ["", "Build a leaderboard from it: `adept-eval leaderboard --from-hub "
-              f"{repo_id} -o leaderboard/`.", ""]
-    return "\n".join(lines)
-
-
-def refuse_partial_scores(run: Run, model_repo: str) -> None:
-    """Refuse to write the scores of a run made with lm-eval's ``--limit`` onto a model repo.
-
-    A model-index entry, and an ``.eval_results`` entry (which the benchmark dataset's Hub
-    leaderboard lists), reads as the model's result on the whole task; a run that answered only
-    some of its questions is no such result - adept-eval's own leaderboard lists it apart,
-    never ranked. A run short of some tasks is not refused: each task it ran is whole; nor
-    one on the synthetic stand-in corpus, whose scores never reach a card. The message names
-    the run and how much it answered; ``--allow-partial`` (``allow_partial``) writes the
-    scores anyway, each labelled partial."""
-    ident = run.identity
-    for s in (ident.suites.values() if ident is not None else ()):
-        if s.limited and not s.synthetic:
-            raise PublishError(
-                f"{run.system} ({run.results_path}) is a partial run: made with lm-eval's "
-                f"--limit, it answered {answered(s.limited)} of its {len(s.tasks)} "
-                f"{SUITES[s.suite].title} tasks, so its scores are not written to "
-                f"{model_repo} as the model's results; run every question (lm_eval without "
-                "--limit), publish without --model-repo, or pass --allow-partial to write "
-                "them labelled partial")
-
-
-def write_model_results(run: Run, model_repo: str, *, results_repo: str, path_in_repo: str,
-                        benchmark_dataset: str | None,
-                        allow_partial: bool = False) -> tuple[bool, str]:
-    """Scores onto the system's model repo: ``.eval_results/*.yaml`` and the card's model-index.
-
-    Only when the token's user (or one of their organisations) owns the repo. A run made with
-    ``--limit`` only when ``allow_partial``; then each score of a task it cut short says so in
-    the entry's notes and the model-index metric's name (with that task's questions answered),
-    where a reader of the card or of the benchmark's leaderboard sees the value.
-
-    Each task's score is its own model-index entry, whose dataset config is the task's name:
-    huggingface_hub groups model-index results by task type, dataset, config, split and
-    revision - not by task name - so without a config per task every score would land in one
-    entry under the first task's name, and a reader of the card could not tell the tasks apart.
-    The Hub copy of ADEPT (``scripts/publish_corpus.py``) has exactly these configs, one per
-    task; VStyle's Hub dataset has none per category, so there the config names the lm-eval
-    task the score is of. The ``.eval_results`` entry of the same score carries the same task
-    (``task_id``), dataset and value. Publishing again replaces the scores adept-eval wrote
-    before for the same tasks (``replace_model_index_scores``)."""
-    import yaml
-    from huggingface_hub import EvalResult, EvalResultEntry, eval_result_entries_to_yaml
-
-    if not allow_partial:
-        refuse_partial_scores(run, model_repo)
-    api = hub_api()
-    who = with_retries(lambda: api.whoami(), "who am I")
-    owners = {who.get("name")} | {o.get("name") for o in who.get("orgs", [])}
-    if model_repo.split("/")[0] not in owners:
-        return False, (f"{model_repo} belongs to {model_repo.split('/')[0]}, not to "
-                       f"{', '.join(sorted(o for o in owners if o))}: its card was left alone")
-    source = f"{(_endpoint() or 'https://huggingface.co').rstrip('/')}/datasets/{results_repo}/tree/main/{path_in_repo}"
-    entries, index, skipped, skipped_synthetic, skipped_sample, partial = [], [], 0, 0, 0, 0
-    res = run.results["results"]
-    listener, judge = run.listener(), run.judge()
-    for task in run.task_names():
-        r = res[task]
-        if task in spec.TASKS and "acc,none" in r:
-            if run.suite("adept") is not None and run.suite("adept").synthetic:
-                skipped_synthetic += 1
-                continue
-            if not benchmark_dataset:  # ADEPT has no canonical Hub copy: name yours
-                skipped += 1
-                continue
-            dataset = benchmark_dataset
-            value, notes = r["acc,none"], (f"recognition accuracy, listener {listener}, n="
-                                           f"{r.get('n,none')}, 95% CI {r.get('acc_ci_low,none'):.3f}"
-                                           f"-{r.get('acc_ci_high,none'):.3f}")
-            metric = "accuracy"
-        elif task in SUITES["vstyle"].tasks and "score,speech_judge" in r:
-            if run.suite("vstyle") is not None and run.suite("vstyle").sample:
-                skipped_sample += 1
-                continue
-            dataset = vstyle.HUB_REPO
-            value, notes = r["score,speech_judge"], (f"speech-judge score 1-5, judge {judge}, "
-                                                     f"n={r.get('n,speech_judge')}")
-            metric = "speech_judge_score"
-        else:
-            continue
-        if value is None or (isinstance(value, float) and math.isnan(value)):
-            continue
-        part = limited(run.results, [task])
-        flag = f"partial: run with lm-eval --limit, {answered(part)}" if part else None
-        partial += part is not None
-        entries.append(EvalResultEntry(dataset_id=dataset, task_id=task, value=round(value, 4),
-                                       source_url=source, source_name="adept-eval",
-                                       notes=f"{flag}; {notes}" if flag else notes))
-        index.append(EvalResult(task_type="text-to-speech", dataset_type=dataset,
-                                dataset_name=dataset.split("/")[-1], dataset_config=task,
-                                task_name=task,
-                                metric_type=metric, metric_value=round(value, 4),
-                                metric_name=f"{metric} ({flag})" if flag else None,
-                                source_name="adept-eval", source_url=source))
-    hint = (f"; {skipped} ADEPT scores skipped: pass --benchmark-dataset with the Hub copy of "
-            "ADEPT they refer to (scripts/publish_corpus.py makes one)") if skipped else ""
-    if skipped_synthetic:
-        hint += (f"; {skipped_synthetic} ADEPT scores skipped: the run used the synthetic "
-                 "stand-in corpus, whose scores are not ADEPT results")
-    if skipped_sample:
-        hint += (f"; {skipped_sample} VStyle scores skipped: the run used VStyle's published "
-                 f"sample ({vstyle.SAMPLE_METADATA}, the project page's examples), whose scores "
-                 f"are not results on {vstyle.HUB_REPO}")
-    if not entries:
-        return False, "no scores written" + (hint or ": no ADEPT or VStyle scores in the run")
-    content = yaml.safe_dump(eval_result_entries_to_yaml(entries), sort_keys=False).encode()
-    with_retries(lambda: api.upload_file(path_or_fileobj=content, repo_id=model_repo,
-                                         path_in_repo=f".eval_results/adept-eval-{_safe(run.system)}.yaml",
-                                         commit_message="adept-eval: evaluation results"),
-                 f"writing eval results to {model_repo}")
-    with_retries(lambda: replace_model_index_scores(model_repo, run.system, index),
-                 f"updating the card of {model_repo}")
-    labelled = (f", {partial} of them labelled partial (run with --limit: "
-                f"{answered(limited(run.results, run.task_names()))})") if partial else ""
-    return True, f"wrote {len(entries)} scores to {model_repo}{labelled}{hint}"
-
-
-def same_score(result) -> tuple | None:
-    """What makes two model-index results one score for ``replace_model_index_scores``: the
-    dataset config and the metric, of a result adept-eval wrote (its source is adept-eval);
-    None for anyone else's.
-
-    The config is the lm-eval task (one per task, see ``write_model_results``), so with the
-    metric it names the score a reader of the card takes for one result. What a re-publish
-    changes is left out: the source URL (the run's folder in the results dataset: a newer run,
-    or the same one fixed, is another folder), the metric's name (it says a score is partial:
-    a full run replaces a partial one) and the dataset (``--benchmark-dataset``, corrected or
-    renamed, is still the same task's score). Only adept-eval's own results have a key: a score
-    another tool wrote, even of the same task and metric, is its claim, not ours to remove."""
-    if result.source_name != "adept-eval":
-        return None
-    return result.dataset_config, result.metric_type
-
-
-def replace_model_index_scores(model_repo: str, model_name: str, results: list) -> None:
-    """Write ``results`` (huggingface_hub ``EvalResult``s) into the card's model-index in one
-    commit, replacing every result adept-eval wrote before for the same score (``same_score``)
-    and keeping all other results and the rest of the card as they were.
-
-    Not ``metadata_update``: it replaces a result only when every field but the value is equal,
-    source URL and metric name included, so re-publishing (a run fixed, a newer run of the same
-    model) added its scores beside the old ones and the card showed two values for one task.
-    Duplicates left by that are removed with the rest of the old scores. A repo without a card
-    gets huggingface_hub's default one, as ``metadata_update`` gives it. One limit stays, both
-    ways the card is written: huggingface_hub writes the results of one task type, dataset,
-    config, split and revision as one entry with one source, the first's, so another tool's
-    text-to-speech score of the same dataset and task would be read back as having ours (or
-    ours as having its); another tool's score of any other kind or dataset is not affected."""
-    from huggingface_hub import ModelCard, ModelCardData
-    from huggingface_hub.errors import EntryNotFoundError
-
-    try:
-        card = ModelCard.load(model_repo)
-    except EntryNotFoundError:
-        card = ModelCard.from_template(ModelCardData())
-    new = {same_score(r) for r in results}
-    kept = [r for r in card.data.eval_results or []
-            if same_score(r) is None or same_score(r) not in new]
-    if not card.data.eval_results:  # the model-index has one name: a card's own is kept
-        card.data.model_name = model_name
-    card.data.eval_results = kept + list(results)
-    card.push_to_hub(model_repo, commit_message="adept-eval: evaluation results in the model-index")
-
-
-def publish_metric_space(argv: list[str] | None, *, name: str, module: Path, app: str,
-                         card: str, description: str) -> int:
-    """Build an evaluate-metric Space (module, Gradio ``app.py``, requirements, card) and push it.
-
-    The command-line face of ``scripts/publish_*_space.py``: both metrics publish the same way
-    (evaluate's module layout: the metric file under its own name beside ``app.py``), only the
-    module, the app and the card differ.
-    """
-    import argparse
-    import tempfile
-
-    from adept_eval import __version__
-
-    parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--repo", required=True, help=f"Space id, e.g. my-org/{name}")
-    parser.add_argument("--local-dir", help="build here (default: a temporary folder)")
-    parser.add_argument("--no-push", action="store_true")
-    args = parser.parse_args(argv)
-    folder = Path(args.local_dir or tempfile.mkdtemp(prefix=f"{name}-space-"))
-    folder.mkdir(parents=True, exist_ok=True)
-    shutil.copy(module, folder / f"{name}.py")
-    (folder / "app.py").write_text(app, encoding="utf-8")
-    (folder / "requirements.txt").write_text(f"adept-eval>={__version__}\n", encoding="utf-8")
-    (folder / "README.md").write_text(card.replace(f'evaluate.load("{name}")',
-                                                   f'evaluate.load("{args.repo}")'),
-                                      encoding="utf-8")
-    print(f"Space files in {folder}")
-    if not args.no_push:
-        push_space(folder, args.repo, f"{name} metric")
-        print(f"published: evaluate.load({args.repo!r})")
-    return 0
-
-
-def push_space(folder: Path, repo: str, message: str) -> None:
-    """Upload a built evaluate-metric Space (a Gradio app), refusing secret values in its files."""
-    leaks = find_secrets(folder)
-    if leaks:
-        raise SystemExit("refusing to upload: secret values in " + "; ".join(leaks))
-    try:
-        require_token(f"publishing the Space {repo}")
-    except PublishError as exc:
-        raise SystemExit(str(exc)) from None
-    api = hub_api()
-    with_retries(lambda: api.create_repo(repo, repo_type="space", space_sdk="gradio",
-                                         exist_ok=True), f"creating {repo}")
-    with_retries(lambda: api.upload_folder(repo_id=repo, repo_type="space", folder_path=folder,
-                                           commit_message=message), f"uploading {repo}")

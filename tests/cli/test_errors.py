@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from adept_eval import cli
+from adept_eval.cli import make_synthetic
 from adept_eval.cli import main
 from faults import console_script, ctrl_c_as_at_a_terminal
 
@@ -50,7 +50,7 @@ def test_a_bug_is_still_one_message(monkeypatch, capsys):
     def broken(args):
         raise KeyError("surprise")
 
-    monkeypatch.setattr(cli, "cmd_make_synthetic", broken)
+    monkeypatch.setattr(make_synthetic, "run", broken)
     assert main(["make-synthetic", "x"]) == 3
     err = capsys.readouterr().err
     assert "unexpected KeyError" in err and "--debug" in err and "Traceback" not in err

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from adept_eval.cli import _key_values, main
+from adept_eval.cli import main
+from adept_eval.cli.common import key_values
 from conftest import run_lm_eval
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -187,11 +188,11 @@ def test_in_process_tts_says_what_to_return(use_corpus, tmp_path):
 
 # ----------------------------------------------------------------------------- ceiling
 def test_key_values_take_lm_eval_forms():
-    assert _key_values(["a=1,b=[0,1],c=x"]) == {"a": 1, "b": [0, 1], "c": "x"}
-    assert _key_values(["a=1", "c=http://h:8000/v1"]) == {"a": 1, "c": "http://h:8000/v1"}
-    assert _key_values(['{"a": 2, "b": "y"}']) == {"a": 2, "b": "y"}
+    assert key_values(["a=1,b=[0,1],c=x"]) == {"a": 1, "b": [0, 1], "c": "x"}
+    assert key_values(["a=1", "c=http://h:8000/v1"]) == {"a": 1, "c": "http://h:8000/v1"}
+    assert key_values(['{"a": 2, "b": "y"}']) == {"a": 2, "b": "y"}
     with pytest.raises(ValueError, match="key=value"):
-        _key_values(["novalue"])
+        key_values(["novalue"])
 
 
 def test_ceiling_accepts_metadata_and_comma_tasks(use_corpus, capsys):

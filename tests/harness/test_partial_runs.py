@@ -43,9 +43,9 @@ def test_leaderboard_does_not_rank_a_limited_run_beside_complete_ones(tmp_path):
                  _limited(_results("limited", full), 3))]
     assert runs[2].identity.suites["adept"].complete is False
     rows = {r.system: r for r in build(runs)}
-    assert rows["complete"].adept_rank == 1 and rows["worse"].adept_rank == 2
-    assert rows["limited"].adept_rank is None
-    assert rows["limited"].adept_unranked == "partial: run with --limit (36 of 165 questions)"
+    assert rows["complete"].figure("adept", "rank") == 1 and rows["worse"].figure("adept", "rank") == 2
+    assert rows["limited"].figure("adept", "rank") is None
+    assert rows["limited"].figure("adept", "unranked") == "partial: run with --limit (36 of 165 questions)"
 
 
 def test_report_says_a_limited_run_is_partial(tmp_path, capsys, monkeypatch):
@@ -67,7 +67,8 @@ def test_a_limited_run_is_refused_for_a_model_card_before_any_network_call(tmp_p
 
     import pytest
 
-    from adept_eval.results.runs import PublishError, write_model_results
+    from adept_eval.errors import PublishError
+    from adept_eval.results.publish import write_model_results
 
     with socket.socket() as s:  # a loopback port nothing listens on
         s.bind(("127.0.0.1", 0))

@@ -114,10 +114,13 @@ def test_replayed_examples_reproduce_each_systems_recorded_mean(examples, replay
             assert "Final score" in sample["filtered_resps"][0]
     # the leaderboard ranks the seven systems by VStyle's overall score, one judge identity
     rows = build(runs)
-    assert len({r.judge for r in rows}) == 1 and sorted(r.vstyle_rank for r in rows) == list(range(1, 8))
-    ranked = sorted(rows, key=lambda r: r.vstyle_rank)
-    assert [r.vstyle_score for r in ranked] == sorted((r.vstyle_score for r in rows), reverse=True)
-    assert all(r.vstyle_n == 33 and r.vstyle_failure_rate == 0 for r in rows)
+    figure = lambda r, name: r.figure("vstyle", name)  # noqa: E731
+    assert len({r.scorers["vstyle"] for r in rows}) == 1
+    assert sorted(figure(r, "rank") for r in rows) == list(range(1, 8))
+    ranked = sorted(rows, key=lambda r: figure(r, "rank"))
+    assert [figure(r, "score") for r in ranked] == sorted((figure(r, "score") for r in rows),
+                                                          reverse=True)
+    assert all(figure(r, "n") == 33 and figure(r, "failure_rate") == 0 for r in rows)
 
 
 def test_missing_responses_are_failures(examples, replay, tmp_path):

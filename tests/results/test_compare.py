@@ -1,18 +1,31 @@
-"""Paired comparisons: the statistics against hand-computed cases and null simulations, and
-`adept-eval compare` on real runs through the shell."""
+"""Paired comparisons (``adept_eval.results.compare``): the statistics against cases with a
+known answer (p-values worked out here by hand: sign patterns counted, binomial tails, Holm's
+steps, never by the function under test) and null simulations, and `adept-eval compare`
+through the shell on runs made through `lm_eval`: machine listeners, the human listener (two
+systems heard by different participants) and VStyle (the published examples' systems, judged
+by a loopback judge replaying the recorded verdicts)."""
 
 from __future__ import annotations
 
+import csv
+import hashlib
 import json
+import math
 import os
 import shutil
 import subprocess
 import sys
+from collections import defaultdict
+from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy import stats as sps
 
+from adept_eval.results import compare
+from adept_eval.results.compare import QuestionOutcome
 from adept_eval.scoring import stats
+from conftest import shared_or_skip
 
 
 # ----------------------------------------------------------------------------- hand-computed
@@ -715,3 +728,571 @@ def test_compare_refuses_runs_that_record_no_identity(runs):
     assert line == (f"error: {next(bare['copy'].glob('results_*.json'))}: the run records no "
                     "adept-eval identity (made before adept-eval recorded it), so whether its "
                     "corpus and scorer are the other runs' cannot be told; run it again"), line
+
+
+# ============================================================ cases with a known answer
+TASK, CLS = "adept_emotion_female", "emotion"
+TASK2, CLS2 = "adept_topical_emphasis_female", "topical_emphasis"
+
+
+def _q(qid, sentence, correct, task=TASK, cls=CLS, distances=None):
+    return QuestionOutcome(question_id=qid, task=task, cls=cls, sentence=sentence,
+                           correct=float(correct), failed=0, listener="acoustic",
+                           distances=distances or {})
+
+
+def _outcomes(pattern, task=TASK, cls=CLS, prefix="q"):
+    """Outcomes of one task: ``pattern`` lists, per sentence, its questions' 0/1 outcomes."""
+    out = {}
+    for s, row in enumerate(pattern):
+        for i, ok in enumerate(row):
+            qid = f"{prefix}{s}_{i}"
+            out[qid] = _q(qid, f"spk_{s:04d}", ok, task, cls)
+    return out
+
+
+# ----------------------------------------------------------------------------- per-task test
+def test_per_task_cell_is_the_sentence_sign_flip_like_the_pooled_one():
+    # 4 sentences of 3 questions; A right on all 12, B on the first of each sentence only:
+    # 8 discordant questions, all for A. An exact McNemar test over the questions (used here
+    # before) gave 2 * (1/2)^8 = 2/256, "A better", though the 12 questions are 4 sentences'
+    # worth. The sentence sign-flip test sees 4 sentences of +2: 2 of 16 sign patterns reach
+    # |8|, p = 1/8, in the task's row as in the class and pooled ones
+    a = _outcomes([[1, 1, 1]] * 4)
+    b = _outcomes([[1, 0, 0]] * 4)
+    out = compare.compare_pair(a, b)
+    task = out["tasks"][TASK]
+    assert task["acc_difference"] == pytest.approx(8 / 12)
+    assert sps.binomtest(8, 8, 0.5).pvalue == pytest.approx(2 / 256)  # McNemar's, not used
+    for cell in (task, out["pooled"], out["classes"][CLS]):
+        assert cell["p_value"] == pytest.approx(1 / 8)
+        assert "sign-flip" in cell["method"] and "McNemar" not in cell["method"]
+        assert cell["n"] == 12 and cell["sentences"] == 4
+    assert compare.verdict(task, "A", "B") == "no detectable difference"
+    # the 4 sentences' differences are all 2/3: no spread, so the t interval over them (as the
+    # percentile bootstrap before it) is the point; 4 sentences cannot tell more
+    assert (task["ci_low"], task["ci_high"]) == pytest.approx((2 / 3, 2 / 3))
+
+
+def _task_null(rng, sentences=5, questions=3, sd=3.0):
+    """One task's outcomes for two exchangeable systems: a sentence effect shared by both and a
+    system x sentence effect (sd ``sd``, logit scale), the same for a sentence's questions."""
+    shared = rng.normal(0.5, 1.0, sentences)
+    p_a = 1 / (1 + np.exp(-(shared + rng.normal(0.0, sd, sentences))))
+    p_b = 1 / (1 + np.exp(-(shared + rng.normal(0.0, sd, sentences))))
+    pattern_a = (rng.random((sentences, questions)) < p_a[:, None]).astype(int).tolist()
+    pattern_b = (rng.random((sentences, questions)) < p_b[:, None]).astype(int).tolist()
+    return _outcomes(pattern_a), _outcomes(pattern_b)
+
+
+def test_per_task_cell_holds_its_level_with_a_system_by_sentence_effect():
+    # ADEPT's size: 5 sentences x 3 questions. The exact McNemar test over the 15 questions
+    # rejected ~10% of these true nulls at 5% (7.9% with sd 2); the sentence test cannot
+    # reject at all with 5 sentences (its smallest p is 2/32)
+    rng = np.random.default_rng(5)
+    runs = 1000
+    rejected = 0
+    for _ in range(runs):
+        a, b = _task_null(rng)
+        rejected += compare.compare_pair(a, b)["tasks"][TASK]["p_value"] < 0.05
+    assert rejected / runs <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / runs), rejected
+
+
+def test_compare_footer_says_the_per_task_test_and_its_five_sentence_limit():
+    a = _outcomes([[1, 1, 1]] * 5)
+    b = _outcomes([[0, 0, 0]] * 5)
+    result = {"pairs": [{"a": "A", "b": "B", "adept": compare.compare_pair(a, b)}],
+              "listener": "acoustic"}
+    lines = [x for x in compare.render(result) if isinstance(x, str)]
+    note = " ".join(lines)
+    assert "sign-flip test in every row, each task's too" in note
+    assert "cluster-robust t over sentences" in note
+    assert "5 sentences: 2/32 = 0.0625" in note
+    assert "no single task can reach p < 0.05, whatever the difference" in note
+    assert "(nor can the class emotion)" in note  # one task: its class has 5 sentences too
+    assert "not evidence that A and B are equal" in note
+    assert "McNemar" not in note and "resample" not in note
+
+
+def test_per_task_sign_flip_ignores_concordant_sentences_and_counts_both_directions():
+    # 6 sentences of 2: per sentence A-only, B-only, both right or both wrong.
+    a = _outcomes([[1, 1], [1, 0], [1, 1], [1, 0], [0, 0], [1, 1]])
+    b = _outcomes([[0, 0], [0, 0], [1, 0], [1, 1], [0, 0], [1, 1]])
+    # sentence sums of a - b: 2, 1, 1, -1, 0, 0
+    out = compare.compare_pair(a, b)
+    # sign flips of (2, 1, 1, -1) (the zero sentences flip to themselves, doubling every
+    # count): |sum| >= 3 when the 2's sign is shared by at least two of the three ones,
+    # 4 of 8 patterns for each sign of the 2
+    totals = [2, 1, 1, -1]
+    reach = sum(abs(sum(t * (1 - 2 * ((m >> i) & 1)) for i, t in enumerate(totals))) >= 3
+                for m in range(16))
+    assert reach == 8
+    assert out["pooled"]["p_value"] == pytest.approx(8 / 16)
+    assert out["tasks"][TASK]["p_value"] == pytest.approx(8 / 16)
+
+
+# ----------------------------------------------------------------------------- prosody distance
+def test_prosody_distance_difference_is_clustered_by_sentence():
+    # 3 sentences, each rendered in 2 subcategories (stimulus ids <cls>/<sub>/<spk>_<sentence>),
+    # A 0.1 further from the references on every stimulus. By sentence: 3 clusters of +0.2,
+    # 2 of 8 sign patterns reach |0.6|, p = 1/4 (by stimulus it would be 2/64)
+    a, b = {}, {}
+    for s in range(3):
+        ids = [f"{CLS}/{sub}/spk_{s:04d}" for sub in ("happy", "sad")]
+        qid = f"q{s}"
+        a[qid] = _q(qid, f"spk_{s:04d}", 1, distances={i: 0.5 for i in ids})
+        b[qid] = _q(qid, f"spk_{s:04d}", 1, distances={i: 0.4 for i in ids})
+    d = compare.compare_pair(a, b)["prosody_distance"]
+    assert d["difference"] == pytest.approx(0.1)
+    assert d["n"] == 6 and d["sentences"] == 3
+    assert d["p_value"] == pytest.approx(1 / 4)
+
+
+def test_prosody_distance_undefined_on_either_side_is_left_out():
+    a, b = {}, {}
+    for s in range(4):
+        ids = [f"{CLS}/{sub}/spk_{s:04d}" for sub in ("happy", "sad")]
+        a[f"q{s}"] = _q(f"q{s}", f"spk_{s:04d}", 1,
+                        distances={ids[0]: 0.3, ids[1]: math.nan if s == 0 else 0.3})
+        b[f"q{s}"] = _q(f"q{s}", f"spk_{s:04d}", 1, distances={ids[0]: 0.5, ids[1]: 0.5})
+    d = compare.compare_pair(a, b)["prosody_distance"]
+    # 7 stimuli in 4 sentences, each sentence's sum negative: p = 2/16
+    assert d["n"] == 7 and d["sentences"] == 4
+    assert d["difference"] == pytest.approx(-0.2)
+    assert d["p_value"] == pytest.approx(2 / 16)
+
+
+# ----------------------------------------------------------------------------- Holm families
+def _three_systems():
+    """Three systems on two tasks (two classes), every question its own sentence: per-task
+    sign-flip p-values known by hand."""
+    def system(first, second):
+        return {**_outcomes(first, TASK, CLS, "e"), **_outcomes(second, TASK2, CLS2, "t")}
+
+    return {
+        # task 1: 8 sentences of one question; task 2: 6 sentences of one question
+        "A": system([[1]] * 8, [[1]] * 6),
+        "B": system([[0]] * 8, [[1]] * 3 + [[0]] * 3),
+        "C": system([[1]] * 6 + [[0]] * 2, [[0]] * 6),
+    }
+
+
+def test_holm_adjusts_every_family_over_the_pairs():
+    runs = _three_systems()
+    pairs = [{"a": x, "b": y, "adept": compare.compare_pair(runs[x], runs[y])}
+             for x, y in (("A", "B"), ("A", "C"), ("B", "C"))]
+    # per-task sentence sign flips, one question a sentence: 2 * P(X <= min) of a fair coin
+    # over the sentences that differ (the others flip to themselves):
+    #   task 1: A-B 8:0 -> 2/256; A-C 2:0 -> 2/4; B-C 0:6 -> 2/64
+    #   task 2: A-B 3:0 -> 2/8; A-C 6:0 -> 2/64; B-C 3:0 -> 2/8
+    raw1 = [2 / 256, 2 / 4, 2 / 64]
+    raw2 = [2 / 8, 2 / 64, 2 / 8]
+    for cell, p in zip((pr["adept"]["tasks"][TASK] for pr in pairs), raw1):
+        assert cell["p_value"] == pytest.approx(p)
+    compare._holm(pairs)
+    # Holm over the three pairs, family by family (task 1: 2/256*3, 2/64*2, 1/2*1)
+    adj1 = [3 * 2 / 256, max(2 * 2 / 64, 2 / 4), 2 * 2 / 64]
+    # task 2: 2/64*3 = 0.094, then 2/8*2 = 0.5, running max 0.5 for both of the 2/8
+    adj2 = [2 * 2 / 8, 3 * 2 / 64, 2 * 2 / 8]
+    assert [pr["adept"]["tasks"][TASK]["p_adjusted"] for pr in pairs] == pytest.approx(adj1)
+    assert [pr["adept"]["tasks"][TASK2]["p_adjusted"] for pr in pairs] == pytest.approx(adj2)
+    # the classes (here one task each, so the same sign flips) form their own families
+    assert [pr["adept"]["classes"][CLS]["p_adjusted"] for pr in pairs] == pytest.approx(adj1)
+    assert [pr["adept"]["classes"][CLS2]["p_adjusted"] for pr in pairs] == pytest.approx(adj2)
+    # and the pooled cell its own: raw sign-flip p over 14 single-question sentences
+    for pr in pairs:
+        assert "p_adjusted" in pr["adept"]["pooled"]
+        assert "p_adjusted" in pr["adept"]["prosody_distance"]
+
+
+def test_holm_families_by_hand():
+    # p-values placed by hand in every family the docstring lists: each family adjusted over
+    # the pairs on its own, a cell missing from one pair leaving that family smaller
+    nan = float("nan")
+
+    def cell(p):
+        return {"p_value": p}
+
+    pairs = [
+        {"adept": {"pooled": cell(0.2), "prosody_distance": cell(0.01),
+                   "classes": {"x": cell(0.01), "y": cell(0.01)},
+                   "tasks": {"t": cell(0.02)}},
+         "vstyle": {"en": {"overall": cell(0.03), "categories": {"c": cell(0.04)}}}},
+        {"adept": {"pooled": cell(0.01), "prosody_distance": cell(nan),
+                   "classes": {"x": cell(0.04), "y": cell(0.02)},
+                   "tasks": {"t": cell(0.5)}},
+         "vstyle": {"en": {"overall": cell(0.01), "categories": {"c": cell(0.3)}}}},
+        {"adept": {"pooled": cell(0.04), "prosody_distance": cell(0.04),
+                   "classes": {"x": cell(0.03)},
+                   "tasks": {"t": cell(nan)}},
+         "vstyle": {"en": {"overall": cell(0.02), "categories": {}}}},
+    ]
+    compare._holm(pairs)
+
+    def got(*path):
+        out = []
+        for p in pairs:
+            node = p
+            for key in path:
+                node = node.get(key, {}) if isinstance(node, dict) else {}
+            out.append(node.get("p_adjusted") if node else None)
+        return out
+
+    # pooled 0.2, 0.01, 0.04 (m=3): 0.03, 0.08, max(0.08, 0.2) = 0.2
+    assert got("adept", "pooled") == pytest.approx([0.2, 0.03, 0.08])
+    # distance 0.01, nan, 0.04 (m=2): 0.02, nan, 0.04
+    d = got("adept", "prosody_distance")
+    assert d[0] == pytest.approx(0.02) and math.isnan(d[1]) and d[2] == pytest.approx(0.04)
+    # class x 0.01, 0.04, 0.03 (m=3): 0.03, 0.06, 0.06; class y only in two pairs: 0.02, 0.02
+    assert got("adept", "classes", "x") == pytest.approx([0.03, 0.06, 0.06])
+    assert got("adept", "classes", "y")[:2] == pytest.approx([0.02, 0.02])
+    # task t 0.02, 0.5, nan (m=2): 0.04, 0.5
+    t = got("adept", "tasks", "t")
+    assert t[:2] == pytest.approx([0.04, 0.5]) and math.isnan(t[2])
+    # VStyle overall 0.03, 0.01, 0.02 (m=3): 0.03, 0.04, max(0.03, 0.04) -> 0.04, 0.04
+    assert got("vstyle", "en", "overall") == pytest.approx([0.04, 0.03, 0.04])
+    # category c in two pairs: 0.04 * 2, 0.3
+    assert got("vstyle", "en", "categories", "c")[:2] == pytest.approx([0.08, 0.3])
+
+
+# ============================================================ people and VStyle, through the shell
+TASKS = ["adept_emotion_female", "adept_topical_emphasis_male"]
+
+
+def _shell(args, env, cwd):
+    return subprocess.run(args, capture_output=True, text=True, env={**env, "COLUMNS": "200"},
+                          cwd=cwd, timeout=900)
+
+
+def _lm_eval_command(*args):
+    return [shutil.which("lm_eval") or "lm_eval", *args]
+
+
+def _compare_command(*args):
+    return [shutil.which("adept-eval") or "adept-eval", "compare", *map(str, args)]
+
+
+# ----------------------------------------------------------------------------- people
+@pytest.fixture(scope="module")
+def human_runs(tmp_path_factory, synthetic_root, systems):
+    """Two systems, each heard by its own 10 participants: A's listeners recognise about 85% of
+    the questions, B's about 45%; plus a third system heard by the same people as A (same
+    skill), scored from another file."""
+    from adept_eval.corpora.corpus import Corpus
+    from adept_eval.corpora.questions import LETTERS, build_questions
+
+    tmp = tmp_path_factory.mktemp("human")
+    env = {**os.environ, "ADEPT_EVAL_CORPUS": str(synthetic_root),
+           "ADEPT_EVAL_HOME": str(tmp / "home"), "TQDM_DISABLE": "1"}
+    corpus = Corpus(synthetic_root)
+    questions = [q for t in TASKS for q in build_questions(corpus, t)]
+    rng = np.random.default_rng(2024)
+    counts = {}
+    for name, prefix, skill in (("A", "a", 0.85), ("B", "b", 0.45), ("C", "a", 0.85)):
+        rows, right = [], 0
+        for i in range(10):
+            p_right = float(np.clip(skill + rng.normal(0, 0.08), 0.05, 0.98))
+            for q in questions:
+                ok = rng.random() < p_right
+                right += ok
+                letter = q.answer_letter if ok else LETTERS[(q.answer + 1) % q.n_choices]
+                rows.append({"participant": f"{prefix}{i:02d}", "task": q.task,
+                             "question_id": q.question_id, "answer": letter})
+        path = tmp / f"answers-{name}.csv"
+        with open(path, "w", newline="", encoding="utf-8") as fh:
+            writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+        counts[name] = (right, len(rows))
+        done = _shell(_lm_eval_command("--model", "audio-dir", "--model_args",
+                             f"path={systems['copy']},name=people-{name}", "--tasks",
+                             ",".join(TASKS), "--output_path", str(tmp / "out"), "--log_samples",
+                             "--metadata", "listener=human", f"responses={path}"), env, tmp)
+        assert done.returncode == 0, done.stderr[-3000:]
+    return tmp, env, counts, len(questions)
+
+
+def test_compare_human_runs_through_the_shell(human_runs):
+    tmp, env, counts, n_questions = human_runs
+    out = tmp / "out"
+    done = _shell(_compare_command(out / "people-A", out / "people-B", "--json", tmp / "people.json"),
+                env, tmp)
+    assert done.returncode == 0, done.stderr
+    assert "clustered by participant within each system" in done.stdout
+    assert "A better" in done.stdout and "Traceback" not in done.stderr
+    data = json.loads((tmp / "people.json").read_text())
+    pooled = data["adept"]["pooled"]
+    # independently, from the answer files: the difference of the two accuracies
+    (ka, na), (kb, nb) = counts["A"], counts["B"]
+    assert pooled["acc_difference"] == pytest.approx(ka / na - kb / nb)
+    assert (pooled["n_a"], pooled["n_b"]) == (na, nb) == (10 * n_questions, 10 * n_questions)
+    assert (pooled["participants_a"], pooled["participants_b"]) == (10, 10)
+    assert pooled["questions"] == n_questions and pooled["p_value"] < 0.01
+    assert pooled["ci_low"] <= pooled["acc_difference"] <= pooled["ci_high"]
+    assert pooled["ci_low"] > 0.2  # 0.85 vs 0.45 with 10 people each
+    assert data["adept"]["listener"] == "human"
+    assert set(data["adept"]["tasks"]) == set(TASKS)
+    # the two-way cluster-robust variance with its t reference: df = min(20 participants - 2
+    # strata, sentences - 1), the interval d -+ t * se, and p < 0.05 iff 0 lies outside it
+    assert "Cameron-Gelbach-Miller" in pooled["method"]
+    assert pooled["df"] == min(20 - 2, pooled["sentences"] - 1)
+    half = __import__("adept_eval.scoring.stats").scoring.stats.t_quantile(0.95, pooled["df"]) * pooled["se"]
+    assert pooled["ci_high"] == pytest.approx(min(1.0, pooled["acc_difference"] + half))
+    assert f"t interval and test ({pooled['df']} df pooled)" in " ".join(done.stdout.split())
+    for cell in data["adept"]["tasks"].values():  # each task: its own sentences
+        assert (cell["p_value"] < 0.05) == (cell["ci_low"] > 0 or cell["ci_high"] < 0)
+    assert "prosody_distance (lower better)" not in done.stdout  # people give no distance
+
+
+def test_compare_human_runs_same_skill_no_detectable_difference(human_runs):
+    """A and C: listeners of the same skill (the same ten people, other answers)."""
+    tmp, env, counts, _ = human_runs
+    out = tmp / "out"
+    done = _shell(_compare_command(out / "people-A", out / "people-C", "--json", tmp / "same.json"),
+                env, tmp)
+    assert done.returncode == 0, done.stderr
+    pooled = json.loads((tmp / "same.json").read_text())["adept"]["pooled"]
+    (ka, na), (kc, nc) = counts["A"], counts["C"]
+    assert pooled["acc_difference"] == pytest.approx(ka / na - kc / nc)
+    assert pooled["ci_low"] < 0 < pooled["ci_high"] or pooled["p_value"] >= 0.05
+    assert pooled["participants_a"] == pooled["participants_b"] == 10
+
+
+def test_compare_says_whether_the_same_people_answered_both_runs(human_runs):
+    """The title says who answered, from the participant ids the runs' records carry: A and B
+    were heard by different people, A and C by the same ten. It called every pair "other
+    participants per system", the same ten people included."""
+    tmp, env, _, _ = human_runs
+    out = tmp / "out"
+    titles = {}
+    for other, expected in (("B", {"relation": "different", "a": 10, "b": 10, "both": 0}),
+                            ("C", {"relation": "same", "a": 10, "b": 10, "both": 10})):
+        done = _shell(_compare_command(out / "people-A", out / f"people-{other}", "--json",
+                             tmp / f"who-{other}.json"), env, tmp)
+        assert done.returncode == 0, done.stderr
+        data = json.loads((tmp / f"who-{other}.json").read_text())
+        assert data["adept"]["participants"] == expected
+        titles[other] = next(line for line in done.stdout.splitlines() if "ADEPT," in line)
+    assert titles["B"].endswith(
+        "ADEPT, human listener (different participants per run: 10 (A), 10 (B))"), titles
+    assert titles["C"].endswith("ADEPT, human listener (the same 10 participants in both runs)")
+
+
+def test_participants_of_two_runs_overlap_or_are_unknown():
+    from adept_eval.results.compare import QuestionOutcome, participants, participants_label
+
+    def run(*who):
+        return {"q1": QuestionOutcome("q1", "t", "emotion", "s1", 1.0, 0, "human",
+                                      responses=tuple((w, 1) for w in who))}
+
+    p = participants(run("p1", "p2", "p3"), run("p3", "p4"), ["q1"])
+    assert p == {"relation": "overlapping", "a": 3, "b": 2, "both": 1}
+    assert participants_label(p) == "1 participant in both runs, of 3 (A) and 2 (B)"
+    p = participants(run("p1"), run(), ["q1"])
+    assert p["relation"] == "unknown" and participants_label(p) == "participants not recorded"
+
+
+@pytest.fixture(scope="module")
+def machine_run(human_runs, systems):
+    tmp, env, _, _ = human_runs
+    done = _shell(_lm_eval_command("--model", "audio-dir", "--model_args",
+                         f"path={systems['copy']},name=machine", "--tasks", ",".join(TASKS),
+                         "--output_path", str(tmp / "out"), "--log_samples"), env, tmp)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return tmp / "out" / "machine"
+
+
+def test_compare_refuses_a_human_run_against_a_machine_run(human_runs, machine_run):
+    tmp, env, _, _ = human_runs
+    done = _shell(_compare_command(tmp / "out" / "people-A", machine_run), env, tmp)
+    assert done.returncode == 2 and "scorer (listener identity)" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+# ----------------------------------------------------------------------------- VStyle
+def _published_weight(category: str, sub: str) -> float:
+    """VStyle's weighting as ../shared/README.md describes it (not taken from the code)."""
+    from adept_eval.corpora.vstyle import CATEGORIES
+
+    if category == "acoustic_attributes":
+        return 0.25 / 2 if sub == "composite_properties" else 0.25 / 2 / 6
+    return 0.25 / len(CATEGORIES[category])
+
+
+def _overall(by_ability: dict) -> float:
+    """Each category's weighted mean of subcategory means, the categories averaged."""
+    cats = defaultdict(dict)
+    for (cat, sub), values in by_ability.items():
+        cats[cat][sub] = values
+    scores = []
+    for cat, subs in cats.items():
+        w = {s: _published_weight(cat, s) for s in subs}
+        scores.append(sum(w[s] * np.mean(v) for s, v in subs.items()) / sum(w.values()))
+    return float(np.mean(scores))
+
+
+@pytest.fixture(scope="module")
+def vstyle_runs(tmp_path_factory):
+    from adept_eval.judge import JudgeConfig
+    from adept_eval.judge.runner import prepare_audio
+    from adept_eval.corpora.vstyle import load_records
+    from testing.judge_server import JudgeServer
+
+    folder = shared_or_skip("data", "vstyle_examples", "en")
+    records = load_records(folder)
+    tmp = tmp_path_factory.mktemp("vstyle")
+    env = {**os.environ, "ADEPT_EVAL_HOME": str(tmp / "home"), "TQDM_DISABLE": "1"}
+    cfg = JudgeConfig()
+    replay = {hashlib.sha256(prepare_audio(r.audio_path, cfg, "r")).hexdigest(): r.judge_raw
+              for rec in records for r in rec.responses}
+    wanted = {"gpt-4o-audio-preview-2025-06-03": "gpt4o", "Qwen2.5-Omni": "qwen"}
+    suffix = {}
+    for rec in records:
+        for r in rec.responses:
+            if r.model_name in wanted:
+                suffix[wanted[r.model_name]] = Path(r.audio_path).stem[len(rec.record_id):]
+    # qwen's answers to six instructions are missing: failed judgements, counted, not scored
+    partial = tmp / "qwen-partial"
+    partial.mkdir()
+    dropped = set()
+    for rec in records:
+        for r in rec.responses:
+            if r.model_name == "Qwen2.5-Omni":
+                if len(dropped) < 6 and rec.category in ("instruction", "role_play"):
+                    dropped.add(rec.record_id)
+                    continue
+                shutil.copy(r.audio_path, partial / Path(r.audio_path).name)
+    with JudgeServer() as server:
+        server.replay = replay
+        for name, path in (("gpt4o", folder / "wav"), ("qwen", partial)):
+            done = _shell(_lm_eval_command(
+                "--model", "audio-dir", "--model_args",
+                f"path={path},pattern={{id}}{suffix[name]},name={name},on_missing=wrong",
+                "--tasks", "vstyle_en", "--output_path", str(tmp / "out"), "--log_samples",
+                "--metadata", f"vstyle_dir={folder}", f"judge_base_url={server.url}",
+                "judge_model=replay-judge", "judge_cache="), env, tmp)
+            assert done.returncode == 0, done.stderr[-3000:]
+    return tmp, env, records, dropped
+
+
+def test_compare_vstyle_runs_through_the_shell(vstyle_runs):
+    tmp, env, records, dropped = vstyle_runs
+    done = _shell(_compare_command(tmp / "out" / "gpt4o", tmp / "out" / "qwen", "--json",
+                         tmp / "vstyle.json"), env, tmp)
+    assert done.returncode == 0, done.stderr
+    data = json.loads((tmp / "vstyle.json").read_text())
+    assert "adept" not in data
+    cells = data["vstyle"]["en"]
+    overall = cells["overall"]
+    # failures counted per system and left out of the pairing
+    assert (overall["failed_a"], overall["failed_b"], overall["left_out"]) == (0, 6, 6)
+    assert overall["n"] == len(records) - 6 and overall["instructions"] == len(records)
+    assert "failed judgements (never scored): A 0, B 6, 6 instructions left out" in done.stdout
+    # independently, from the recorded verdicts: VStyle's overall of each system over the
+    # instructions both were judged on
+    from adept_eval.corpora.vstyle import normalise_ability
+
+    scores = {"gpt-4o-audio-preview-2025-06-03": defaultdict(list),
+              "Qwen2.5-Omni": defaultdict(list)}
+    for rec in records:
+        if rec.record_id in dropped:
+            continue
+        for r in rec.responses:
+            if r.model_name in scores:
+                scores[r.model_name][normalise_ability(rec.ability)].append(r.judge_score)
+    a = _overall(scores["gpt-4o-audio-preview-2025-06-03"])
+    b = _overall(scores["Qwen2.5-Omni"])
+    assert overall["score_a"] == pytest.approx(a) and overall["score_b"] == pytest.approx(b)
+    assert overall["score_difference"] == pytest.approx(a - b)
+    assert overall["ci_low"] <= a - b <= overall["ci_high"]
+    assert set(cells["categories"]) == {"acoustic_attributes", "instruction", "role_play",
+                                        "empathy"}
+    inst = cells["categories"]["instruction"]
+    assert inst["failed_b"] + cells["categories"]["role_play"]["failed_b"] == 6
+    # GPT-4o audio is far ahead of Qwen2.5-Omni in VStyle's published table (4.05 vs 2.46)
+    assert overall["score_difference"] > 0.5 and overall["p_value"] < 0.05
+    assert "A better" in done.stdout
+
+
+# ----------------------------------------------------------------------------- planning
+def _plan(*args):
+    return [shutil.which("adept-eval") or "adept-eval", "listening-test", "plan", *map(str, args)]
+
+
+def _power_rows(stdout: str) -> list[tuple[int, int, float]]:
+    """(participants per system on each task, participants in all, power) per printed row."""
+    import re
+
+    return [(int(m.group(1)), int(m.group(2)), float(m.group(3)))
+            for m in re.finditer(r"^\s*(\d+)\s+(\d+)\s+\d+\s+([01]\.\d{3})\s+0\.\d{3}\s+\d+\s*$",
+                                 stdout, re.M)]
+
+
+def test_plan_through_the_shell_with_defaults(tmp_path):
+    env = {**os.environ, "ADEPT_EVAL_HOME": str(tmp_path / "home")}
+    done = _shell(_plan("--difference", "0.10", "--simulations", "400", "--questions", "60"),
+                env, tmp_path)
+    assert done.returncode == 0, done.stderr
+    rows = _power_rows(done.stdout)
+    assert len(rows) >= 3, done.stdout
+    assert all(total == 2 * n for n, total, _ in rows)  # two systems: each task, n in each
+    recommended = int(__import__("re").search(r"recommended: (\d+) participants per system",
+                                              done.stdout).group(1))
+    power = {n: p for n, _, p in rows}
+    # the recommendation is the smallest number shown that reaches the power asked for
+    assert power[recommended] >= 0.8
+    assert all(p < 0.8 for n, _, p in rows if n < recommended)
+    assert f"({2 * recommended} participants in all)" in done.stdout
+    assert "conservative defaults" in done.stdout and "tutorial's 30 participants" in done.stdout
+    assert "60 questions per participant in 12 tasks" in done.stdout
+    assert "each participant hears both compared systems on some tasks" in done.stdout
+
+
+def test_plan_simulates_the_tests_rotation(tmp_path):
+    """The same 60 questions as one task (each participant hears one system) and in 12 tasks
+    rotated over the systems (each hears both): rotation gives more power at 30 per system;
+    with three systems the test needs three times the participants per system in all."""
+    env = {**os.environ, "ADEPT_EVAL_HOME": str(tmp_path / "home")}
+    common = ("--difference", "0.10", "--simulations", "400", "--questions", "60")
+    one = _shell(_plan(*common, "--tasks", "1"), env, tmp_path)
+    rotated = _shell(_plan(*common), env, tmp_path)
+    assert one.returncode == rotated.returncode == 0, one.stderr + rotated.stderr
+    assert "each participant hears one system (one task)" in one.stdout
+    at30 = [{n: p for n, _, p in _power_rows(d.stdout)}[30] for d in (one, rotated)]
+    assert at30[1] > at30[0] + 0.2, (at30, one.stdout, rotated.stdout)
+    three = _shell(_plan(*common, "--systems", "3"), env, tmp_path)
+    assert three.returncode == 0, three.stderr
+    assert all(total == 3 * n for n, total, _ in _power_rows(three.stdout)), three.stdout
+    assert "3 systems in the test" in three.stdout
+    bad = _shell(_plan(*common, "--systems", "1"), env, tmp_path)
+    assert bad.returncode == 2 and "--systems" in bad.stderr and "Traceback" not in bad.stderr
+    # --help says which design is simulated
+    helped = _shell(_plan("--help"), env, tmp_path)
+    assert "rotating over tasks and participants" in " ".join(helped.stdout.split())
+
+
+def test_plan_with_a_pilot_run_of_people(human_runs):
+    tmp, env, counts, n_questions = human_runs
+    done = _shell(_plan("--difference", "0.10", "--pilot", tmp / "out" / "people-A",
+                      "--simulations", "300"), env, tmp)
+    assert done.returncode == 0, done.stderr
+    right, n = counts["A"]
+    assert f"baseline accuracy {right / n:.3f}" in done.stdout
+    assert f"10 participants, {n_questions} questions, {n} answers" in done.stdout
+    assert f"{n_questions} questions per participant in 2 tasks" in done.stdout  # the pilot's
+
+
+def test_plan_refuses_bad_options_naming_them(tmp_path, human_runs, machine_run):
+    env = {**os.environ, "ADEPT_EVAL_HOME": str(tmp_path / "home")}
+    for args, named in ((("--difference", "1.5"), "--difference"),
+                        (("--difference", "0.1", "--power", "2"), "--power"),
+                        (("--difference", "0.1", "--simulations", "5"), "--simulations"),
+                        (("--difference", "0.1", "--pilot", tmp_path / "none"), "--pilot"),
+                        (("--difference", "0.6", "--accuracy", "0.5"), "--difference")):
+        done = _shell(_plan(*args), env, tmp_path)
+        assert done.returncode == 2 and named in done.stderr, (args, done.stderr)
+        assert "Traceback" not in done.stderr
+    # a machine-listener run is no pilot: it has no participants
+    tmp, env2, _, _ = human_runs
+    done = _shell(_plan("--difference", "0.1", "--pilot", machine_run), env2, tmp)
+    assert done.returncode == 2 and "human listener" in done.stderr

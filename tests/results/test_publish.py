@@ -351,13 +351,15 @@ def test_a_missing_or_refused_token_fails_at_once_for_python_callers(hub, runs):
     env["HF_HOME"] = str(tmp / "python-not-logged-in")
     code = textwrap.dedent("""
         import json, logging, os, sys
-        from adept_eval.results.runs import PublishError, load_run, write_model_results
+        from adept_eval.errors import PublishError
+        from adept_eval.results.publish import write_model_results
+        from adept_eval.results.runs import load_run
 
         retries = []
         class Retries(logging.Handler):
             def emit(self, record):
                 retries.append(record.getMessage())
-        logging.getLogger("adept_eval.results.runs").addHandler(Retries())
+        logging.getLogger("adept_eval.results.publish").addHandler(Retries())
         run = load_run(sys.argv[1])
         out = []
         for token in (None, "hf_refused_token_0123456789abcdef"):
@@ -761,7 +763,8 @@ def test_scores_on_vstyles_published_sample_never_reach_a_model_card(hub, tmp_pa
     (run / "results_2026-01-01T00-00-00.json").write_text(json.dumps(data))
     script = textwrap.dedent(f"""
         from huggingface_hub import HfApi
-        from adept_eval.results.runs import load_run, write_model_results
+        from adept_eval.results.publish import write_model_results
+        from adept_eval.results.runs import load_run
         HfApi().create_repo("alice/kimi-sample")
         written, note = write_model_results(load_run({str(run)!r}), "alice/kimi-sample",
                                             results_repo="alice/r", path_in_repo="runs/k",

@@ -28,12 +28,14 @@ def test_leaderboard_sorts_by_prosody_distance_lower_first(tmp_path):
                  _with_graded(_results("close", full(0.7)), 0.3, failed=0)),
             _run(tmp_path, "none", "2026-01-01T00-00-02", _results("none", full(0.8)))]
     by_acc = {r.system: r for r in build(runs)}
-    assert [by_acc[s].adept_rank for s in ("acc-best", "none", "close")] == [1, 2, 3]
-    by_pd = {r.system: r for r in build(runs, sort="prosody_distance")}
-    assert by_pd["close"].adept_rank == 1 and by_pd["acc-best"].adept_rank == 2
-    assert by_pd["none"].adept_rank is None and "graded" in by_pd["none"].adept_unranked
-    assert by_pd["close"].adept_prosody_distance == pytest.approx(0.3)
-    assert by_pd["close"].adept_graded_n == 120 and by_pd["close"].adept_graded_failed == 0
+    assert [by_acc[s].figure("adept", "rank") for s in ("acc-best", "none", "close")] == [1, 2, 3]
+    rows = build(runs, sort="prosody_distance")
+    by_pd = {r.system: r for r in rows}
+    pd = {r.system: (lambda name, r=r: r.figure("adept", name)) for r in rows}
+    assert pd["close"]("rank") == 1 and pd["acc-best"]("rank") == 2
+    assert pd["none"]("rank") is None and "graded" in pd["none"]("unranked")
+    assert pd["close"]("prosody_distance") == pytest.approx(0.3)
+    assert pd["close"]("graded_n") == 120 and pd["close"]("graded_failed") == 0
     write(list(by_pd.values()), tmp_path / "lb")
     assert "prosody distance" in (tmp_path / "lb" / "leaderboard.md").read_text()
     with pytest.raises(ValueError):
@@ -42,9 +44,9 @@ def test_leaderboard_sorts_by_prosody_distance_lower_first(tmp_path):
     # stimuli, each +-0.1, so the pooled se is sqrt(12 (10/120)^2 (0.2/3.92)^2) - and 0.3
     # against 0.8 is a difference, not a tie (no interval was recorded, every pair tied)
     se = math.sqrt(12 * (10 / 120) ** 2 * (0.2 / 3.92) ** 2)
-    assert by_pd["close"].adept_prosody_distance_ci_low == pytest.approx(0.3 - 1.96 * se)
-    assert by_pd["close"].adept_prosody_distance_ci_high == pytest.approx(0.3 + 1.96 * se)
-    assert by_pd["close"].adept_rank_range == "1" and by_pd["acc-best"].adept_rank_range == "2"
+    assert pd["close"]("prosody_distance_ci_low") == pytest.approx(0.3 - 1.96 * se)
+    assert pd["close"]("prosody_distance_ci_high") == pytest.approx(0.3 + 1.96 * se)
+    assert pd["close"]("rank_range") == "1" and pd["acc-best"]("rank_range") == "2"
 
 
 def test_a_run_whose_distance_left_out_failed_stimuli_is_not_ranked_by_it(tmp_path):
@@ -58,13 +60,14 @@ def test_a_run_whose_distance_left_out_failed_stimuli_is_not_ranked_by_it(tmp_pa
             _run(tmp_path, "holes", "2026-01-01T00-00-01",
                  _with_graded(_results("holes", full(0.6)), 0.1, failed=1))]
     by_pd = {r.system: r for r in build(runs, sort="prosody_distance")}
-    assert by_pd["whole"].adept_rank == 1 and by_pd["holes"].adept_rank is None
-    assert by_pd["holes"].adept_graded_failed == 12
-    assert by_pd["holes"].adept_unranked == (
+    assert by_pd["whole"].figure("adept", "rank") == 1
+    assert by_pd["holes"].figure("adept", "rank") is None
+    assert by_pd["holes"].figure("adept", "graded_failed") == 12
+    assert by_pd["holes"].figure("adept", "unranked") == (
         "prosody distance over 120 stimuli: 12 failed (missing or unusable samples) and were "
         "left out; ranked by prosody_distance only with none failed")
     by_acc = {r.system: r for r in build(runs)}
-    assert (by_acc["whole"].adept_rank, by_acc["holes"].adept_rank) == (1, 2)
+    assert [by_acc[s].figure("adept", "rank") for s in ("whole", "holes")] == [1, 2]
 
 
 def _stimulus(sid, pd, status="ok"):

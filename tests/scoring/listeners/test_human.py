@@ -295,17 +295,19 @@ def test_people_runs_of_two_systems_share_one_ranked_section(tmp_path):
     ranked, apart = sections(list(rows.values()), "adept")
     assert not apart
     people = next(m for m in ranked if {r.system for r in m} == {"sys-a", "sys-b"})
-    assert [r.adept_rank for r in people] == [1, 2]
+    assert [r.figure("adept", "rank") for r in people] == [1, 2]
     assert "`human (participants may differ between runs)`" in heading(people, "adept")
     # no logged samples: people's responses are not independent trials, so no interval, and
     # no two-proportion test over them (it would pretend they were): the pair counts as tied
     for r in people:
-        assert r.adept_ci_low is None or math.isnan(r.adept_ci_low)
-        assert r.adept_rank_range == "1-2" and "not tested (people's runs" in r.adept_tie_method
+        assert r.figure("adept", "ci_low") is None or math.isnan(r.figure("adept", "ci_low"))
+        assert r.figure("adept", "rank_range") == "1-2"
+        assert "not tested (people's runs" in r.figure("adept", "tie_method")
     # a machine listener's results alone: the exact interval at the largest design effect its
     # sentences can have (60 sentences of 165 questions), wider than over the questions
     machine = rows["machine"]
-    assert machine.adept_rank == 1 and 0.5 < machine.adept_ci_low < 0.7 < machine.adept_ci_high
+    assert machine.figure("adept", "rank") == 1
+    assert 0.5 < machine.figure("adept", "ci_low") < 0.7 < machine.figure("adept", "ci_high")
 
 
 def test_report_gives_people_without_samples_no_binomial_interval(tmp_path, capsys,
