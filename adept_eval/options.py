@@ -9,16 +9,12 @@ would otherwise switch the check off without a word.
 
 from __future__ import annotations
 
-from adept_eval.errors import UserError
+from adept_eval.errors import OptionError
 
-__all__ = ["OptionError", "YES", "NO", "number", "text", "yes_no", "parse_model_args"]
+__all__ = ["YES", "NO", "number", "text", "yes_no", "parse_model_args"]
 
 YES = frozenset({"1", "true", "yes", "on"})
 NO = frozenset({"0", "false", "no", "off"})
-
-
-class OptionError(UserError, ValueError):
-    """An option value that cannot be read (shown as one message naming the option)."""
 
 
 def yes_no(value, name: str, where: str = "") -> bool:

@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from adept_eval.options import OptionError, parse_model_args, yes_no
+from adept_eval.options import parse_model_args, yes_no
+from adept_eval.errors import OptionError
 from adept_eval.registry import Registry
 
 
@@ -80,7 +81,8 @@ def test_listeners_backends_and_models_use_the_registry_without_importing_early(
             "print('ok')\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.stdout.strip() == "ok", done.stderr[-2000:]
-    from adept_eval.llm.backends import BACKENDS, BackendSetupError, get_backend
+    from adept_eval.llm.backends import BACKENDS, get_backend
+    from adept_eval.errors import BackendSetupError
 
     assert BACKENDS.names() == ["gemini", "openai"]
     with pytest.raises(BackendSetupError, match="unknown LLM backend 'nope'"):

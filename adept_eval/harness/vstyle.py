@@ -21,7 +21,7 @@ from pathlib import Path
 from adept_eval import identity
 from adept_eval.harness import run_context, settings
 from adept_eval.scoring import stats
-from adept_eval.options import OptionError
+from adept_eval.errors import OptionError
 from adept_eval.judge import JudgeConfig, JudgeItem, judge
 from adept_eval.errors import JudgeOptionError
 from adept_eval.judge.runner import SERVER_OPTIONS, judge_option_names

@@ -30,12 +30,14 @@ from dataclasses import dataclass, field, fields
 import aiohttp  # noqa: F401  imported with the judge, not at its first request (see below)
 import numpy as np
 
-from adept_eval.llm.audio import AudioChecks, AudioPolicy, BadInput, inspect, payload
+from adept_eval.llm.audio import AudioChecks, AudioPolicy, inspect, payload
+from adept_eval.errors import BadInput
 from adept_eval.llm.backends import DEFAULT_MODELS, Backend, Encoded, Part
 from adept_eval.llm.cache import cache_key
 from adept_eval.llm.client import Connection, LLMClient, RateLimiter, default_cache, run_sync
 from adept_eval.errors import JudgeOptionError
-from adept_eval.options import OptionError, number, yes_no
+from adept_eval.options import number, yes_no
+from adept_eval.errors import OptionError
 from adept_eval.judge.prompt import PromptSet
 from adept_eval.judge.verdict import PARSER_VERSION, parse_verdict
 

@@ -11,18 +11,9 @@ The speech judge (``adept_eval.judge``), the audio-LLM listener and the ``openai
 are built on it; a new backend is one ``@register_backend`` factory.
 """
 
-from adept_eval.llm.audio import (
-    AudioChecks,
-    AudioPayload,
-    AudioPolicy,
-    BadInput,
-    Source,
-    inspect,
-    payload,
-)
+from adept_eval.llm.audio import AudioChecks, AudioPayload, AudioPolicy, Source, inspect, payload
 from adept_eval.llm.backends import (
     Backend,
-    BackendError,
     Encoded,
     Part,
     count_requests,
@@ -33,7 +24,6 @@ from adept_eval.llm.cache import ReplyCache, cache_key
 from adept_eval.llm.client import (
     Connection,
     LLMClient,
-    LLMUnavailable,
     RateLimiter,
     Reply,
     check_server,
@@ -41,7 +31,7 @@ from adept_eval.llm.client import (
     run_sync,
 )
 
-__all__ = ["AudioChecks", "AudioPayload", "AudioPolicy", "BadInput", "Backend", "BackendError",
-           "Connection", "Encoded", "LLMClient", "LLMUnavailable", "Part", "RateLimiter", "Reply",
+__all__ = ["AudioChecks", "AudioPayload", "AudioPolicy", "Backend",
+           "Connection", "Encoded", "LLMClient", "Part", "RateLimiter", "Reply",
            "ReplyCache", "Source", "cache_key", "check_server", "count_requests",
            "default_cache", "get_backend", "inspect", "payload", "register_backend", "run_sync"]

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from adept_eval.errors import AudioError
+from adept_eval.errors import AudioError, BadInput
 from adept_eval.signal.audio import (
     SILENCE_DBFS,
     Audio,
@@ -36,14 +36,6 @@ from adept_eval.signal.audio import (
 CHECK_VERSION = "3"  # bump when what ``problem_of`` tests changes: old outcomes are then ignored
 ORIGINAL_FORMATS = frozenset({"wav", "mp3"})  # what OpenAI-style ``input_audio`` takes
 HEAD_SECONDS = 1  # how much of a file ``AudioChecks.sounds_early`` decodes
-
-
-class BadInput(ValueError):
-    """Audio (or a transcript) an item cannot be judged with; ``status`` says how it counts."""
-
-    def __init__(self, status: str, message: str):
-        super().__init__(message)
-        self.status = status
 
 
 @dataclass(frozen=True)

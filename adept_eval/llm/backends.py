@@ -41,7 +41,7 @@ from urllib.parse import urlparse
 
 import pybase64
 
-from adept_eval.errors import UserError
+from adept_eval.errors import BackendError, BackendSetupError, MissingKey
 from adept_eval.registry import Registry
 from adept_eval.llm.audio import ORIGINAL_FORMATS, AudioPayload
 
@@ -62,26 +62,6 @@ class Encoded:
     sent as often as needed - k judgements, re-asks - without touching the audio again."""
 
     data: bytes
-
-
-class BackendSetupError(UserError, ValueError):
-    """A backend option or key the user must fix (shown as one message, never a traceback)."""
-
-
-class MissingKey(BackendSetupError):
-    """The environment variable named for a key is not set (or holds no usable key:
-    ``problem``); ``variable`` is its name, so a caller can say which of its options named it
-    (``judge_api_key_env``, ...)."""
-
-    def __init__(self, variable: str, option: str = "api_key_env",
-                 problem: str = "that environment variable is not set"):
-        self.variable, self.problem = variable, problem
-        super().__init__(f"{option}={variable}: {problem}")
-
-
-class BackendError(RuntimeError):
-    """The endpoint gave no usable answer (after the client's own retries); the message says
-    why (e.g. "APIConnectionError: Connection error.", "AuthenticationError (HTTP 401)")."""
 
 
 def public_url(url: str) -> str:

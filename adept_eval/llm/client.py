@@ -24,17 +24,10 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from adept_eval.errors import UserError
+from adept_eval.errors import LLMUnavailable, UserError
 from adept_eval.llm.audio import AudioChecks
-from adept_eval.llm.backends import (
-    Backend,
-    BackendError,
-    MissingKey,
-    Part,
-    count_requests,
-    get_backend,
-    public_url,
-)
+from adept_eval.llm.backends import Backend, Part, count_requests, get_backend, public_url
+from adept_eval.errors import BackendError, MissingKey
 from adept_eval.llm.cache import ReplyCache
 
 
@@ -131,11 +124,6 @@ class Connection:
         return get_backend(self.backend, model=self.model, base_url=self.base_url,
                            api_key_env=self.api_key_env, timeout=self.timeout,
                            max_retries=self.max_retries, concurrency=self.concurrency)
-
-
-class LLMUnavailable(UserError, RuntimeError):
-    """The server of an audio LLM does not answer, or refuses us: the run stops before any
-    work, with one message naming the option that sets the server and its URL."""
 
 
 def check_server(connection: Connection, *, who: str, url_option: str,

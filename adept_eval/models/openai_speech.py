@@ -29,8 +29,6 @@ from pathlib import Path
 
 from adept_eval.llm import (
     AudioPolicy,
-    BackendError,
-    BadInput,
     Connection,
     LLMClient,
     Part,
@@ -40,6 +38,7 @@ from adept_eval.llm import (
     payload,
     run_sync,
 )
+from adept_eval.errors import BackendError, BadInput
 from adept_eval.llm.audio import sniff_format
 from adept_eval.llm.backends import public_url
 from adept_eval.options import number, yes_no

@@ -139,7 +139,7 @@ def test_a_dead_server_is_named_by_the_metrics_own_options():
     """``compute(base_url=<dead>)`` said "speech judge: judge_base_url=... does not answer (...
     is judge_base_url right, does it need judge_api_key_env=NAME?)": lm-eval's option names,
     which an evaluate user never typed. The metric's message names base_url and api_key_env."""
-    from adept_eval.llm.client import LLMUnavailable
+    from adept_eval.errors import LLMUnavailable
     from adept_eval.metrics.speech_judge import SpeechJudge
 
     with pytest.raises(LLMUnavailable) as info:

@@ -15,8 +15,8 @@ import pytest
 import soundfile as sf
 
 from adept_eval.judge import JudgeConfig, JudgeItem, judge
-from adept_eval.llm import LLMUnavailable
-from adept_eval.options import OptionError
+from adept_eval.errors import LLMUnavailable
+from adept_eval.errors import OptionError
 from testing.judge_server import JudgeServer
 from conftest import shared_or_skip
 

@@ -15,7 +15,7 @@ from adept_eval.signal.audio import (
     read_audio,
     signal_problems,
 )
-from adept_eval.errors import AudioError
+from adept_eval.errors import AudioError, BadInput
 from faults import console_script, open_up, public_dir, run_as_unprivileged
 
 RATE = 16000
@@ -102,7 +102,8 @@ def test_signal_problems_refuses_non_finite_samples_in_a_hand_built_audio():
 def test_llm_judge_audio_check_is_signal_problems(tmp_path):
     """The audio-LLM check says what audio.py says: anti-phase stereo is cancelling channels and
     pure DC a constant offset (not a bare "silent"), for files and in-memory audio alike."""
-    from adept_eval.llm.audio import AudioChecks, AudioPolicy, BadInput, inspect
+    from adept_eval.llm.audio import AudioChecks, AudioPolicy, inspect
+    from adept_eval.errors import BadInput
 
     x = _speech_like()
     phase, dc = tmp_path / "phase.wav", tmp_path / "dc.wav"
@@ -243,7 +244,7 @@ def test_the_llm_check_stops_decoding_once_the_file_is_proven_not_silent(tmp_pat
                                     llm_audio.AudioPolicy())
             refused = False
             assert src.duration == pytest.approx(len(files[name]) / RATE)
-        except llm_audio.BadInput:
+        except BadInput:
             refused = True
         assert refused == full[name], name
     assert "speech-then-silence.wav" not in decoded_whole

@@ -84,23 +84,23 @@ def refuse_flags(args) -> None:
     ``--log_samples``/``--predict_only`` without ``--output_path`` (its ValueError),
     ``--wandb_args`` without wandb installed (an UnboundLocalError inside its W&B logger), and
     ``--hf_hub_log_args push_...=True`` without ``HF_TOKEN`` (its ValueError). For a run of our
-    models or tasks each is one message naming the flag (``errors.OptionError``), before
+    models or tasks each is one message naming the flag (``errors.UnsupportedOptionError``), before
     anything is built. Flags read from a ``--config`` file are left to lm-eval."""
     from adept_eval.harness.integration.fallback import ours
 
     if not ours(getattr(args, "model", None), getattr(args, "tasks", None)):
         return
-    from adept_eval.errors import OptionError
+    from adept_eval.errors import UnsupportedOptionError
 
     for flag in ("log_samples", "predict_only"):
         if getattr(args, flag, False) and not getattr(args, "output_path", None):
-            raise OptionError(f"--{flag} needs --output_path: the folder the results and each "
+            raise UnsupportedOptionError(f"--{flag} needs --output_path: the folder the results and each "
                               "question's record are written to")
     if getattr(args, "wandb_args", None):
         import importlib.util
 
         if importlib.util.find_spec("wandb") is None:
-            raise OptionError("--wandb_args: wandb is not installed (pip install wandb); "
+            raise UnsupportedOptionError("--wandb_args: wandb is not installed (pip install wandb); "
                               "leave the flag out to run without it")
     hub = getattr(args, "hf_hub_log_args", None) or {}
     if isinstance(hub, str):
@@ -112,5 +112,5 @@ def refuse_flags(args) -> None:
     pushed = [k for k in ("push_results_to_hub", "push_samples_to_hub")
               if str(hub.get(k, "")).lower() == "true"]
     if pushed and not hub.get("token") and not os.environ.get("HF_TOKEN"):
-        raise OptionError(f"--hf_hub_log_args {pushed[0]}=True: lm-eval pushes with the token in "
+        raise UnsupportedOptionError(f"--hf_hub_log_args {pushed[0]}=True: lm-eval pushes with the token in "
                           "the HF_TOKEN environment variable, which is not set")

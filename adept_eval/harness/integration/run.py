@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 
-from adept_eval.errors import OptionError, SettingsError
+from adept_eval.errors import UnsupportedOptionError, SettingsError
 from adept_eval.harness.integration.fallback import fell_back, mark, ours, patched
 from adept_eval.harness.integration.task_index import REQUESTED
 
@@ -37,7 +37,7 @@ def patch_evaluator(evaluator_module) -> None:
             is_ours = ours(model, kwargs.get("tasks"))
             if is_ours:
                 refuse_run_options(original, args, kwargs, model_args)
-        except (SettingsError, OptionError):
+        except (SettingsError, UnsupportedOptionError):
             raise
         except Exception as exc:
             fell_back("settings", exc)
@@ -72,7 +72,7 @@ def refuse_run_options(original, args, kwargs, model_args) -> None:
         model_args: the call's ``model_args`` (a ``key=value`` string or a dict).
 
     Raises:
-        OptionError: an option of ``REFUSED`` is set.
+        UnsupportedOptionError: an option of ``REFUSED`` is set.
         SettingsError: a secret or a task's own key is among the options.
     """
     from adept_eval.harness import settings
@@ -148,7 +148,7 @@ def refuse_options(original, args, kwargs) -> None:
         kwargs: the keyword arguments of the call.
 
     Raises:
-        OptionError: naming the option and why.
+        UnsupportedOptionError: naming the option and why.
     """
     import inspect
 
@@ -157,4 +157,4 @@ def refuse_options(original, args, kwargs) -> None:
         value = given.get(option)
         if option == "use_cache" and value is None or option != "use_cache" and not value:
             continue
-        raise OptionError(f"--{option}: not for adept-eval's models and tasks: {why}")
+        raise UnsupportedOptionError(f"--{option}: not for adept-eval's models and tasks: {why}")

@@ -56,7 +56,8 @@ import numpy as np
 from adept_eval.corpora import spec
 from adept_eval.signal.audio import find_audio
 from adept_eval.corpora.corpus import Corpus, load_corpus
-from adept_eval.options import OptionError, number, yes_no
+from adept_eval.options import number, yes_no
+from adept_eval.errors import OptionError
 from adept_eval.signal.prosody import (
     TERMS,
     FeatureStore,

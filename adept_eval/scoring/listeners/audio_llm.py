@@ -32,10 +32,8 @@ from dataclasses import dataclass, field
 from adept_eval.corpora.corpus import Corpus, load_corpus
 from adept_eval.llm import (
     AudioPolicy,
-    BadInput,
     Connection,
     LLMClient,
-    LLMUnavailable,
     Part,
     cache_key,
     check_server,
@@ -44,6 +42,7 @@ from adept_eval.llm import (
     payload,
     run_sync,
 )
+from adept_eval.errors import BadInput, LLMUnavailable
 from adept_eval.options import number, yes_no
 from adept_eval.corpora.questions import LETTERS, Question
 from adept_eval.scoring.listeners import Answer, Listener, Response, register_listener
