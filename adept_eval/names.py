@@ -1,9 +1,8 @@
 """The names every layer of the lm-eval glue shares, and nothing else: adept-eval's models (a
 ``Registry`` of lazy ``"module:attr"`` targets), where its task YAMLs and evaluate modules are.
 
-Standard library only, and the bottom of the glue's layers (``names`` <- ``suites`` <-
-``settings`` <- the two harnesses <- ``integration`` <- ``lm_eval_plugin``): the start-up hook
-imports it at every interpreter start-up, so it must stay this small.
+Standard library only, on the package's lowest layers (docs/contributing.md): the start-up hook
+(``harness.startup``) imports it at every interpreter start-up, so it must stay this small.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ _SECRET_WORDS = {"key", "apikey", "token", "secret", "password", "passwd", "pass
 _SECRET_ENDINGS = ("token", "apikey", "password", "passwd", "secret")
 #: a password written into a URL (``https://user:password@host``): refused in options (it is a
 #: credential like the others below), and a file holding one is never uploaded
-#: (``hub.find_secrets``)
+#: (``find_secrets``)
 _URL_CREDENTIALS = r"[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@\"']+:[^/\s@\"']+@"
 URL_CREDENTIALS = re.compile(_URL_CREDENTIALS.encode())
 _SECRET_VALUE = re.compile(
@@ -67,7 +67,7 @@ def placeholder(word: str) -> bool:
 def redact_words(words: list[str], keep=placeholder) -> tuple[list[str], list[str]]:
     """The one rule for secrets inside a command line or URL, shared by the option check
     (``secret_value``: refused before lm-eval logs it), ``tts_command.redact_command`` (the
-    template recorded with each sample) and ``hub.find_secrets`` (files refused for upload),
+    template recorded with each sample) and ``find_secrets`` (files refused for upload),
     so what one lets through the others do too.
 
     ``words`` are a command's arguments. Secret: the value after an option named like a secret

@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run one command. A user's mistake (bad file, option, corpus, network) is one message
     naming the file or option and exit status 2; ``--debug`` shows the traceback instead. An
     unexpected failure (a bug) is one message and exit status 3, asking for ``--debug``."""
-    from adept_eval.errors import USER_ERROR_STATUS, message, user_error_types
+    from adept_eval.errors import USER_ERROR_STATUS, UserError, message
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:
             err_console.print("[red]interrupted[/red]", highlight=False)
             return 130
-        except (*user_error_types(), OSError, ValueError, RuntimeError) as exc:
+        except (UserError, OSError, ValueError, RuntimeError) as exc:
             err_console.print(f"[red]error:[/red] {escape(message(exc))}", highlight=False)
             return USER_ERROR_STATUS
         except Exception as exc:  # a bug: still no traceback unless asked for
