@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from adept_eval.errors import OptionError, SettingsError
+from adept_eval.errors import SettingsError, UnsupportedOptionError
 from adept_eval.harness import run_context
 from adept_eval.harness.integration.run import patch_evaluator
 
@@ -65,8 +65,8 @@ def test_a_run_of_others_is_left_alone():
 
 
 @pytest.mark.parametrize("kwargs, error, says", [
-    ({"use_cache": "/tmp/cache"}, OptionError, "--use_cache: not for adept-eval's"),
-    ({"cache_requests": True}, OptionError, "--cache_requests: not for adept-eval's"),
+    ({"use_cache": "/tmp/cache"}, UnsupportedOptionError, "--use_cache: not for adept-eval's"),
+    ({"cache_requests": True}, UnsupportedOptionError, "--cache_requests: not for adept-eval's"),
     ({"model_args": "api_key=abc"}, SettingsError, "_env"),
     ({"metadata": {"task": "adept_emotion_male"}}, SettingsError, "'task' is not a --metadata"),
 ])
