@@ -431,3 +431,64 @@ def test_people_acc_interval_and_p_chance_cluster_by_participant_and_sentence(pe
         rejected += r.p_chance < 0.05
     assert covered / runs >= 0.95 - 2 * se, covered / runs
     assert rejected / runs <= 0.05 + 2 * se, rejected / runs
+
+
+# ----------------------------------------------------------------------------- the basics
+def test_stats_one_home():
+    from adept_eval.harness import adept as harness
+
+    assert not hasattr(harness, "exact_interval")  # the alias is gone: stats is the one home
+    lo, hi = stats.clopper_pearson(0, 20)
+    assert lo == 0 and 0.15 < hi < 0.18
+    assert stats.pooled_mean([(2.0, 3), (4.0, 1), (float("nan"), 0)]) == (2.5, 4)
+    assert stats.competition_ranks([0.9, 1.0, 1.0, 0.5]) == [3, 1, 1, 4]
+    lo, hi = stats.t_interval([1.0, 2.0, 3.0])
+    assert lo < 2 < hi
+
+
+def test_judge_mean_interval_is_the_t_interval():
+    from adept_eval.judge.runner import mean_interval
+
+    scores = [4.0, 5.0, 3.0, 4.0, 2.0, 5.0]
+    low, high = stats.t_interval(scores)
+    assert high > 5  # cut to the judge's 1-5 scale
+    assert mean_interval(scores) == (low, 5.0)
+    assert mean_interval([3.0, 3.5, 4.0]) == stats.t_interval([3.0, 3.5, 4.0])
+    assert all(math.isnan(x) for x in mean_interval([3.0]))
+
+
+def test_binomial_tests_one_and_two_sided():
+    from scipy.stats import binomtest
+
+    assert stats.binomial_p(9, 12, 1 / 3, alternative="greater") == \
+        binomtest(9, 12, 1 / 3, alternative="greater").pvalue
+    assert stats.binomial_p(9, 12, 1 / 3) == binomtest(9, 12, 1 / 3).pvalue
+    assert math.isnan(stats.binomial_p(0, 0, 0.5))
+
+
+def test_below_chance_p_is_the_poisson_binomial_lower_tail():
+    from scipy.stats import binom
+
+    # equal chance levels: the binomial lower tail
+    assert stats.below_chance_p(2, [0.25] * 20) == pytest.approx(binom.cdf(2, 20, 0.25))
+    # mixed levels: P(0 right) is the product of the misses, P(<=2 of 2) is 1
+    assert stats.below_chance_p(0, [0.5, 0.25]) == pytest.approx(0.5 * 0.75)
+    assert stats.below_chance_p(2, [0.5, 0.25]) == pytest.approx(1.0)
+    assert stats.below_chance_p(0, []) == 1.0
+
+
+def test_bootstrap_interval_resamples_whole_clusters():
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(0.0, 1.0, 60)
+    lo, hi = stats.bootstrap_interval(x, seed=1)
+    assert lo < x.mean() < hi
+    assert stats.bootstrap_interval(x, seed=1) == (lo, hi)  # seeded: reruns print the same
+    # six clusters of identical values: the information is six values, not sixty
+    clustered = np.repeat(rng.normal(0.0, 1.0, 6), 10)
+    iid = stats.bootstrap_interval(clustered, seed=1)
+    by_cluster = stats.bootstrap_interval(clustered, np.repeat(np.arange(6), 10), seed=1)
+    assert by_cluster[1] - by_cluster[0] > 2 * (iid[1] - iid[0])
+    assert all(math.isnan(v) for v in stats.bootstrap_interval([1.0]))
+    assert all(math.isnan(v) for v in stats.bootstrap_interval([1.0, 2.0], ["a", "a"]))
