@@ -65,20 +65,30 @@ def placeholder(word: str) -> bool:
 
 
 def redact_words(words: list[str], keep=placeholder) -> tuple[list[str], list[str]]:
-    """The one rule for secrets inside a command line or URL, shared by the option check
-    (``secret_value``: refused before lm-eval logs it), ``tts_command.redact_command`` (the
-    template recorded with each sample) and ``find_secrets`` (files refused for upload),
-    so what one lets through the others do too.
+    """Replace the secrets in a command line or URL by ``<redacted>``.
 
-    ``words`` are a command's arguments. Secret: the value after an option named like a secret
-    (``--api-key X``, ``--token=X``, ``password=X``; named as ``secret_name`` decides, so
-    ``--api-key-env NAME`` and ``--max-tokens 5`` are not), a URL query parameter so named
-    (``?token=X``, ``&api_key=X``), the word after ``Bearer``, a credential-shaped string
-    (``sk-...``, ``hf_...``, ``user:pass@`` in a URL) and the value of a secret-named
-    environment variable. A value ``keep`` accepts (a template's placeholder), one starting
-    with ``-`` (the next option, so the first was a flag) and ``<redacted>`` itself are not
-    secrets. Returns the words with each secret
-    replaced by ``<redacted>`` and, per secret, what held it (never the secret)."""
+    This is the one rule for secrets, shared by the option check (``secret_value``: refused
+    before lm-eval logs it), ``tts_command.redact_command`` (the template recorded with each
+    sample) and ``find_secrets`` (files refused for upload), so what one lets through the
+    others do too.
+
+    Secret: the value after an option named like a secret (``--api-key X``, ``--token=X``,
+    ``password=X``; named as ``secret_name`` decides, so ``--api-key-env NAME`` and
+    ``--max-tokens 5`` are not), a URL query parameter so named (``?token=X``, ``&api_key=X``),
+    the word after ``Bearer``, a credential-shaped string (``sk-...``, ``hf_...``,
+    ``user:pass@`` in a URL) and the value of a secret-named environment variable. A value
+    ``keep`` accepts (a template's placeholder), one starting with ``-`` (the next option, so
+    the first was a flag) and ``<redacted>`` itself are not secrets.
+
+    Args:
+        words: a command's arguments.
+        keep: a function telling whether a value is no secret (default: a template's
+            ``{placeholder}``).
+
+    Returns:
+        The words with each secret replaced by ``<redacted>``, and, per secret, what held it
+        (never the secret itself).
+    """
     env = sorted(environment_secrets().items(), key=lambda kv: len(kv[1]), reverse=True)
     out: list[str] = []
     found: list[str] = []
@@ -86,36 +96,70 @@ def redact_words(words: list[str], keep=placeholder) -> tuple[list[str], list[st
     for word in words:
         if after is not None:
             option, after = after, None
-            if word and not word.startswith("-") and not keep(word) and word != REDACTED:
+            if word and not word.startswith("-") and _secret_candidate(word, keep):
                 out.append(REDACTED)
                 found.append(next((f"the value of ${var}" for var, secret in env
                                    if secret in word), f"the value of {option}"))
                 continue
-        if word.lower() == "bearer":  # "Bearer TOKEN" given as two words
-            after = word
-        name, eq, value = word.partition("=")
-        if _OPTION_NAME.fullmatch(name) and secret_name(name.lstrip("-")):
-            if not eq and name.startswith("-"):
-                after = name
-            elif eq and value and not keep(value) and value != REDACTED:
-                word = f"{name}={REDACTED}"
-                found.append(f"the value of {name}")
-
-        def query(m):
-            if not secret_name(m.group(1)) or m.group(2) == REDACTED:
-                return m.group(0)
-            found.append(f"the URL parameter {m.group(1)}=")
-            return f"{m.group(1)}={REDACTED}"
-
-        word = _QUERY_PARAMETER.sub(query, word)
-        for var, secret in env:
-            if secret in word:
-                word = word.replace(secret, REDACTED)
-                found.append(f"the value of ${var}")
-        for m in _SECRET_VALUE.finditer(word):
-            found.append(f"a credential ({m.group(1)[:4]}...)")
-        out.append(_SECRET_VALUE.sub(REDACTED, word))
+        word, after = _redact_option(word, keep, found)
+        word = _redact_query(word, found)
+        word = _redact_environment(word, env, found)
+        out.append(_redact_credentials(word, found))
     return out, found
+
+
+def _secret_candidate(value: str, keep) -> bool:
+    """Whether ``value``, held by a secret-named option, is a secret: not a value ``keep``
+    accepts and not ``<redacted>`` already."""
+    return not keep(value) and value != REDACTED
+
+
+def _redact_option(word: str, keep, found: list[str]) -> tuple[str, str | None]:
+    """Redact the value of a secret-named ``name=value`` word, noting it in ``found``.
+
+    Returns:
+        The word, redacted if it holds a secret, and the option whose value the next word is
+        (``Bearer``, or a secret-named ``--option`` given without ``=``), else None.
+    """
+    after = word if word.lower() == "bearer" else None  # "Bearer TOKEN" given as two words
+    name, eq, value = word.partition("=")
+    if _OPTION_NAME.fullmatch(name) and secret_name(name.lstrip("-")):
+        if not eq and name.startswith("-"):
+            after = name
+        elif eq and value and _secret_candidate(value, keep):
+            word = f"{name}={REDACTED}"
+            found.append(f"the value of {name}")
+    return word, after
+
+
+def _redact_query(word: str, found: list[str]) -> str:
+    """``word`` with the value of each secret-named URL query parameter redacted, each noted
+    in ``found``."""
+    def query(match):
+        if not secret_name(match.group(1)) or match.group(2) == REDACTED:
+            return match.group(0)
+        found.append(f"the URL parameter {match.group(1)}=")
+        return f"{match.group(1)}={REDACTED}"
+
+    return _QUERY_PARAMETER.sub(query, word)
+
+
+def _redact_environment(word: str, env: list[tuple[str, str]], found: list[str]) -> str:
+    """``word`` with each secret environment value in ``env`` (longest first) redacted, each
+    noted in ``found``."""
+    for var, secret in env:
+        if secret in word:
+            word = word.replace(secret, REDACTED)
+            found.append(f"the value of ${var}")
+    return word
+
+
+def _redact_credentials(word: str, found: list[str]) -> str:
+    """``word`` with each credential-shaped string redacted, each noted in ``found`` by its
+    first four characters."""
+    for match in _SECRET_VALUE.finditer(word):
+        found.append(f"a credential ({match.group(1)[:4]}...)")
+    return _SECRET_VALUE.sub(REDACTED, word)
 
 
 def command_words(text: str) -> list[str]:
