@@ -84,26 +84,39 @@ def attach(results: dict, model=None, model_args=None, noted: dict | None = None
     suites = {}
     for name, suite in SUITES.items():
         tasks = [t for t in results["results"] if t in suite.tasks]
-        if not tasks:
-            continue
-        scorers = {json.dumps(noted.get(t, {}).get("scorer"), sort_keys=True, default=str)
-                   for t in tasks}
-        corpora = {json.dumps(noted.get(t, {}).get("corpus"), sort_keys=True) for t in tasks}
-        scorer = json.loads(scorers.pop()) if len(scorers) == 1 else \
-            {"mixed": sorted(json.loads(s) or {} for s in scorers)}
-        corpus = json.loads(corpora.pop()) if len(corpora) == 1 else \
-            {"mixed": sorted(json.loads(c) or {} for c in corpora)}
-        part = limited(results, tasks)
-        suites[name] = {"tasks": sorted(tasks), "complete": suite.complete(tasks) and not part,
-                        "scorer": scorer, "corpus": corpus}
-        if part:  # for readers of the file (a Hub card, a person); RunIdentity.of reads
-            # lm-eval's own record again, so that results written before this key count too
-            suites[name]["limited"] = {"documents": part[0], "of": part[1]}
+        if tasks:
+            suites[name] = _suite_record(suite, tasks, results, noted)
     if suites:
         results[KEY] = {"version": __version__, "system": system,
                         "model": model if isinstance(model, str) else type(model).__name__,
                         "suites": suites}
     return results
+
+
+def _suite_record(suite, tasks: list[str], results: dict, noted: dict) -> dict:
+    """The identity of one suite's ``tasks`` in a run: its tasks, whether the run is complete,
+    and the scorer and corpus the tasks were noted with (``{"mixed": [...]}`` when they
+    differ)."""
+    scorer = _one_or_mixed([json.dumps(noted.get(t, {}).get("scorer"), sort_keys=True,
+                                       default=str) for t in tasks])
+    corpus = _one_or_mixed([json.dumps(noted.get(t, {}).get("corpus"), sort_keys=True)
+                            for t in tasks])
+    part = limited(results, tasks)
+    record = {"tasks": sorted(tasks), "complete": suite.complete(tasks) and not part,
+              "scorer": scorer, "corpus": corpus}
+    if part:  # for readers of the file (a Hub card, a person); RunIdentity.of reads
+        # lm-eval's own record again, so that a file without this key is read the same way
+        record["limited"] = {"documents": part[0], "of": part[1]}
+    return record
+
+
+def _one_or_mixed(encoded: list[str]):
+    """The one value the JSON texts ``encoded`` hold, or ``{"mixed": [...]}`` (each decoded,
+    None read as ``{}``, sorted) when they hold several."""
+    distinct = set(encoded)
+    if len(distinct) == 1:
+        return json.loads(distinct.pop())
+    return {"mixed": sorted(json.loads(text) or {} for text in distinct)}
 
 
 def limited(results: dict, tasks) -> tuple[int, int] | None:
@@ -195,9 +208,17 @@ class RunIdentity:
 
     @classmethod
     def of(cls, results: dict) -> RunIdentity | None:
-        """The identity recorded in a results file (None for runs made before it was). A run
-        made with ``--limit`` is partial whatever its file says: lm-eval's ``n-samples`` record
-        decides (results written before adept-eval looked at it called such runs complete)."""
+        """Read the identity recorded in a results file.
+
+        A run made with ``--limit`` is partial whatever its file says: lm-eval's ``n-samples``
+        record decides, so a file whose ``complete`` flag ignores ``--limit`` is read right.
+
+        Args:
+            results: a results file's contents, as lm-eval writes them.
+
+        Returns:
+            The run's identity, or None when the file records none.
+        """
         data = results.get(KEY) if isinstance(results, dict) else None
         if not isinstance(data, dict):
             return None
