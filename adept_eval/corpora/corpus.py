@@ -99,56 +99,76 @@ class Corpus:
 
     # ------------------------------------------------------------------ parsing
     def _load(self) -> None:
-        problems: list[str] = []
+        """Read the prompts and the recordings, checking the whole layout.
+
+        Raises:
+            CorpusError: when a top-level file or folder is missing, the prompts are
+                unreadable, or anything else is wrong; the message lists every problem.
+        """
         prompts_path = self.root / PROMPTS_FILE
         wav_root, txt_root = self.root / WAV_DIR, self.root / TXT_DIR
-        for needed in (prompts_path, wav_root, txt_root):
-            if not needed.exists():
-                problems.append(f"missing: {needed}")
+        problems = [f"missing: {needed}" for needed in (prompts_path, wav_root, txt_root)
+                    if not needed.exists()]
         if problems:
             raise CorpusError(self._message(problems))
+        problems += self._read_prompts(prompts_path)
+
+        expected = expected_stimuli()
+        present_wav = _relative_files(wav_root)
+        present_txt = _relative_files(txt_root)
+        problems += _file_set_problems(expected, present_wav, present_txt)
+        for speaker, cname, sub, sid in expected:
+            rel = f"{cname}/{sub}/{spec.SPEAKERS[speaker]}_{sid}"
+            if f"{rel}.wav" in present_wav and f"{rel}.txt" in present_txt:
+                problems += self._read_recording(speaker, cname, sub, sid, rel)
+        problems += self._check_prompts()
+        if problems:
+            raise CorpusError(self._message(problems))
+
+    def _read_prompts(self, prompts_path: Path) -> list[str]:
+        """Read the prompts file into ``self.prompts`` (``{}`` when it is no JSON object).
+
+        Returns:
+            The problems found: not an object, keys given more than once.
+
+        Raises:
+            CorpusError: when the file cannot be read or is not JSON.
+        """
         duplicates: list[str] = []
         try:
             self.prompts = json.loads(prompts_path.read_text(encoding="utf-8"),
                                       object_pairs_hook=_pairs_noting_duplicates(duplicates))
         except (OSError, ValueError) as exc:
             raise CorpusError(self._message([f"unreadable: {prompts_path} ({exc})"])) from None
+        problems = []
         if not isinstance(self.prompts, dict):
             problems.append(f"{PROMPTS_FILE}: should be a JSON object of classes, got "
                             f"{_json_type(self.prompts)}")
             self.prompts = {}
         problems += [f"{PROMPTS_FILE}: key {k!r} appears more than once" for k in duplicates]
+        return problems
 
-        expected = expected_stimuli()
-        wanted_wav = {f"{cname}/{sub}/{spec.SPEAKERS[speaker]}_{sid}.wav"
-                      for speaker, cname, sub, sid in expected}
-        wanted_txt = {wav[:-4] + ".txt" for wav in wanted_wav}
-        present_wav = _relative_files(wav_root)
-        present_txt = _relative_files(txt_root)
-        problems += [f"missing: {WAV_DIR}/{p}" for p in sorted(wanted_wav - present_wav)]
-        problems += [f"missing: {TXT_DIR}/{p}" for p in sorted(wanted_txt - present_txt)]
-        problems += [f"unexpected: {WAV_DIR}/{p}" for p in sorted(present_wav - wanted_wav)]
-        problems += [f"unexpected: {TXT_DIR}/{p}" for p in sorted(present_txt - wanted_txt)]
+    def _read_recording(self, speaker, cname: str, sub: str, sid: str, rel: str) -> list[str]:
+        """Read one recording's transcript and add the recording to ``self.recordings``.
 
-        for speaker, cname, sub, sid in expected:
-            rel = f"{cname}/{sub}/{spec.SPEAKERS[speaker]}_{sid}"
-            wav, txt = wav_root / f"{rel}.wav", txt_root / f"{rel}.txt"
-            if f"{rel}.wav" not in present_wav or f"{rel}.txt" not in present_txt:
-                continue
-            try:
-                if wav.stat().st_size == 0:
-                    problems.append(f"empty: {WAV_DIR}/{rel}.wav")
-                text = " ".join(txt.read_text(encoding="utf-8").split())
-            except (OSError, UnicodeDecodeError) as exc:
-                problems.append(f"unreadable: {TXT_DIR}/{rel}.txt ({exc})")
-                continue
-            if not text:
-                problems.append(f"empty: {TXT_DIR}/{rel}.txt")
-            self.recordings.append(Recording(speaker, spec.SPEAKERS[speaker], cname, sub, sid,
-                                             text, str(wav)))
-        problems += self._check_prompts()
-        if problems:
-            raise CorpusError(self._message(problems))
+        Returns:
+            The problems found: an empty audio file or transcript, an unreadable transcript
+            (the recording is then left out).
+        """
+        problems = []
+        wav, txt = self.root / WAV_DIR / f"{rel}.wav", self.root / TXT_DIR / f"{rel}.txt"
+        try:
+            if wav.stat().st_size == 0:
+                problems.append(f"empty: {WAV_DIR}/{rel}.wav")
+            text = " ".join(txt.read_text(encoding="utf-8").split())
+        except (OSError, UnicodeDecodeError) as exc:
+            problems.append(f"unreadable: {TXT_DIR}/{rel}.txt ({exc})")
+            return problems
+        if not text:
+            problems.append(f"empty: {TXT_DIR}/{rel}.txt")
+        self.recordings.append(Recording(speaker, spec.SPEAKERS[speaker], cname, sub, sid,
+                                         text, str(wav)))
+        return problems
 
     def _check_prompts(self) -> list[str]:
         problems = []
@@ -323,6 +343,18 @@ def _pairs_noting_duplicates(found: list[str]):
             out[k] = v
         return out
     return hook
+
+
+def _file_set_problems(expected, present_wav: set[str], present_txt: set[str]) -> list[str]:
+    """The audio and transcript files missing for the ``expected`` stimuli, then those present
+    that no stimulus expects, one problem each."""
+    wanted_wav = {f"{cname}/{sub}/{spec.SPEAKERS[speaker]}_{sid}.wav"
+                  for speaker, cname, sub, sid in expected}
+    wanted_txt = {wav[:-4] + ".txt" for wav in wanted_wav}
+    return ([f"missing: {WAV_DIR}/{p}" for p in sorted(wanted_wav - present_wav)]
+            + [f"missing: {TXT_DIR}/{p}" for p in sorted(wanted_txt - present_txt)]
+            + [f"unexpected: {WAV_DIR}/{p}" for p in sorted(present_wav - wanted_wav)]
+            + [f"unexpected: {TXT_DIR}/{p}" for p in sorted(present_txt - wanted_txt)])
 
 
 def _relative_files(root: Path) -> set[str]:
