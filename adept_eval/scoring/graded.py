@@ -690,51 +690,70 @@ def score_pairs(samples: Sequence, references: Sequence, *,
     Raises:
         ValueError: The lists differ in length, or ``voice_norm`` is neither.
     """
+    _check_pair_lists(samples, references, others, voice_norm)
+    ids = list(ids) if ids is not None else [str(i) for i in range(len(samples))]
+    loaded = [(_load_features(sample, store), _load_features(reference, store),
+               [_load_features(other, store) for other in (others[i] if others else ())])
+              for i, (sample, reference) in enumerate(zip(samples, references))]
+    sys_norm, ref_norm = _corpus_norms(loaded) if voice_norm == "corpus" else (None, None)
+    iterator = enumerate(loaded)
+    if progress:
+        from tqdm.auto import tqdm
+
+        iterator = tqdm(iterator, total=len(loaded), desc="prosody_transfer", unit="item")
+    return [_score_loaded(ids[i], item, sys_norm, ref_norm) for i, item in iterator]
+
+
+def _check_pair_lists(samples: Sequence, references: Sequence,
+                      others: Sequence[Sequence] | None, voice_norm: str) -> None:
+    """Check ``score_pairs``' arguments.
+
+    Raises:
+        ValueError: The lists differ in length, or ``voice_norm`` is neither "utterance" nor
+            "corpus".
+    """
     if len(samples) != len(references):
         raise ValueError(f"{len(samples)} samples but {len(references)} references")
     if others is not None and len(others) != len(samples):
         raise ValueError("others must have one list of references per sample")
     if voice_norm not in ("utterance", "corpus"):
         raise ValueError(f"voice_norm must be 'utterance' or 'corpus', not {voice_norm!r}")
-    ids = list(ids) if ids is not None else [str(i) for i in range(len(samples))]
 
-    def load(src):
-        try:
-            return features_of(src, store), None
-        except (AudioError, OSError, ValueError) as exc:
-            return None, str(exc)
 
-    loaded = [(load(sample), load(reference),
-               [load(other) for other in (others[i] if others else ())])
-              for i, (sample, reference) in enumerate(zip(samples, references))]
-    sys_norm = ref_norm = None
-    if voice_norm == "corpus":
-        usable_s = [feats for (feats, _), _, _ in loaded
-                    if feats is not None and not unusable(feats)]
-        usable_r = [feats for _, (feats, _), _ in loaded
-                    if feats is not None and not unusable(feats)]
-        sys_norm = VoiceNorm.of(usable_s) if usable_s else None
-        ref_norm = VoiceNorm.of(usable_r) if usable_r else None
-    out = []
-    iterator = enumerate(loaded)
-    if progress:
-        from tqdm.auto import tqdm
+def _load_features(source, store: FeatureStore | None) -> tuple[Features | None, str | None]:
+    """``source``'s features and None, or None and why they cannot be read (a failed record,
+    not an exception, so one bad file does not stop the others)."""
+    try:
+        return features_of(source, store), None
+    except (AudioError, OSError, ValueError) as exc:
+        return None, str(exc)
 
-        iterator = tqdm(iterator, total=len(loaded), desc="prosody_transfer", unit="item")
-    for i, ((sample, sample_error), (reference, reference_error), loaded_others) in iterator:
-        if sample is None:
-            out.append(failed(ids[i], f"sample: {sample_error}"))
-            continue
-        if reference is None:
-            out.append(failed(ids[i], f"reference: {reference_error}"))
-            continue
-        usable_others = [other for other, _ in loaded_others
-                         if other is not None and not unusable(other)]
-        other_norms = [ref_norm or VoiceNorm.of([other]) for other in usable_others]
-        out.append(score(sample, reference, id=ids[i], sample_norm=sys_norm,
-                         reference_norm=ref_norm, others=usable_others,
-                         other_norms=other_norms))
-    return out
+
+def _corpus_norms(loaded: list) -> tuple[VoiceNorm | None, VoiceNorm | None]:
+    """The voice norms over all usable samples and over all usable references of ``loaded``
+    (``score_pairs``' items), each None when there is none."""
+    usable_samples = [feats for (feats, _), _, _ in loaded
+                      if feats is not None and not unusable(feats)]
+    usable_references = [feats for _, (feats, _), _ in loaded
+                         if feats is not None and not unusable(feats)]
+    return (VoiceNorm.of(usable_samples) if usable_samples else None,
+            VoiceNorm.of(usable_references) if usable_references else None)
+
+
+def _score_loaded(item_id: str, item: tuple, sys_norm: VoiceNorm | None,
+                  ref_norm: VoiceNorm | None) -> StimulusScores:
+    """Score one loaded item of ``score_pairs`` (sample, reference, other references, each as
+    features and error), or a failed record when the sample or reference cannot be read."""
+    (sample, sample_error), (reference, reference_error), loaded_others = item
+    if sample is None:
+        return failed(item_id, f"sample: {sample_error}")
+    if reference is None:
+        return failed(item_id, f"reference: {reference_error}")
+    usable_others = [other for other, _ in loaded_others
+                     if other is not None and not unusable(other)]
+    other_norms = [ref_norm or VoiceNorm.of([other]) for other in usable_others]
+    return score(sample, reference, id=item_id, sample_norm=sys_norm, reference_norm=ref_norm,
+                 others=usable_others, other_norms=other_norms)
 
 
 def evaluate_pairs(samples: Sequence, references: Sequence, *,
@@ -848,35 +867,50 @@ class AdeptScorer:
             return self._memo[memo_key]
         ids = {sub: f"{cls}/{sub}/{key}" for sub in subs}
         nat = [self.store.get(self.corpus.get(ids[sub]).audio_path) for sub in subs]
-        feats: dict[str, Features | None] = {}
+        feats: dict[str, Features] = {}
         result: dict[str, StimulusScores] = {}
         for sub in subs:
-            path = samples.get(sub)
-            if not path:
-                result[sub] = failed(ids[sub], "sample not produced")
-                continue
-            try:
-                sample_feats = self.store.get(path)
-            except (AudioError, OSError, ValueError) as exc:
-                result[sub] = failed(ids[sub], f"sample: {exc}")
-                continue
-            # the listener's rule for "no speech" (a tone, noise, DC): such a sample failed its
-            # question, so its graded figures are a counted failure too, never a score
-            # shared with the listener, keyed as it keys it: by content
-            content = self.store.key(path)
-            if content not in self.no_speech:
-                self.no_speech[content] = speech_presence.reason_from_features(sample_feats)
-            problem = unusable(sample_feats) or self.no_speech[content]
-            if problem:
-                result[sub] = failed(ids[sub], f"sample: {problem}")
-                continue
-            feats[sub] = sample_feats
-        usable_nat = [natural for natural in nat if not unusable(natural)]
-        sys_norm = VoiceNorm.of(list(feats.values())) if feats else None
-        nat_norm = VoiceNorm.of(usable_nat) if usable_nat else None
-        alignments = align_many({sub: (sample_feats, nat[subs.index(sub)])
-                                 for sub, sample_feats in feats.items()
-                                 if not unusable(nat[subs.index(sub)])})
+            loaded = self._sample_features(ids[sub], samples.get(sub))
+            if isinstance(loaded, StimulusScores):
+                result[sub] = loaded
+            else:
+                feats[sub] = loaded
+        result.update(self._score_renditions(subs, ids, feats, nat, distances))
+        ordered = {sub: result[sub] for sub in subs}
+        self._memo[memo_key] = ordered
+        return ordered
+
+    def _sample_features(self, stimulus_id: str, path: str | None) -> Features | StimulusScores:
+        """One sample's features, or its failed record when it was not produced, cannot be
+        read, or holds no usable speech.
+
+        "No speech" (a tone, noise, DC) is the listener's rule: such a sample failed its
+        question, so its graded figures are a counted failure too, never a score. The verdict
+        is shared with the listener through ``no_speech``, keyed as it keys it: by content.
+        """
+        if not path:
+            return failed(stimulus_id, "sample not produced")
+        try:
+            sample_feats = self.store.get(path)
+        except (AudioError, OSError, ValueError) as exc:
+            return failed(stimulus_id, f"sample: {exc}")
+        content = self.store.key(path)
+        if content not in self.no_speech:
+            self.no_speech[content] = speech_presence.reason_from_features(sample_feats)
+        problem = unusable(sample_feats) or self.no_speech[content]
+        if problem:
+            return failed(stimulus_id, f"sample: {problem}")
+        return sample_feats
+
+    @staticmethod
+    def _score_renditions(subs: list[str], ids: dict[str, str], feats: dict[str, Features],
+                          nat: list[Features],
+                          distances: np.ndarray | None) -> dict[str, StimulusScores]:
+        """Score each readable rendition ``feats`` of one sentence against its natural
+        recording in ``nat`` (in ``subs`` order), the others being the remaining natural
+        recordings."""
+        sys_norm, nat_norm, alignments = _sentence_alignment(subs, feats, nat)
+        result = {}
         for sub, sample_feats in feats.items():
             i = subs.index(sub)
             order = [i] + [j for j in range(len(subs)) if j != i]
@@ -888,9 +922,7 @@ class AdeptScorer:
                                 others=[nat[j] for j in order[1:]],
                                 other_norms=[nat_norm] * (len(order) - 1),
                                 alignment=alignments.get(sub), distances=row)
-        ordered = {sub: result[sub] for sub in subs}
-        self._memo[memo_key] = ordered
-        return ordered
+        return result
 
     def stimulus(self, stimulus_id: str, samples: Mapping[str, str]) -> StimulusScores:
         """Scores of one stimulus (``class/subcategory/adXX_NNNN``) given the system's samples
@@ -912,6 +944,23 @@ class AdeptScorer:
                   for other in spec.CLASSES[cls].subcategories_for(speaker)}
         return self.sentence(cls, speaker, sentence_id,
                              {other: path for other, path in by_sub.items() if path})[sub]
+
+
+def _sentence_alignment(subs: list[str], feats: dict[str, Features], nat: list[Features]):
+    """The voice norms of one sentence's renditions and of its natural recordings, and each
+    rendition's alignment with its own natural recording (none for an unusable recording).
+
+    Returns:
+        The renditions' norm (None without renditions), the natural recordings' norm (None
+        when none is usable), and subcategory -> alignment.
+    """
+    usable_nat = [natural for natural in nat if not unusable(natural)]
+    sys_norm = VoiceNorm.of(list(feats.values())) if feats else None
+    nat_norm = VoiceNorm.of(usable_nat) if usable_nat else None
+    alignments = align_many({sub: (sample_feats, nat[subs.index(sub)])
+                             for sub, sample_feats in feats.items()
+                             if not unusable(nat[subs.index(sub)])})
+    return sys_norm, nat_norm, alignments
 
 
 def adept_sentence_clusters(records: Sequence[StimulusScores]) -> dict[str, str]:

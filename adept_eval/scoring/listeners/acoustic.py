@@ -140,6 +140,23 @@ def one_each(post: np.ndarray) -> np.ndarray:
     return np.divide(out, total, out=np.full_like(out, 1.0 / n), where=total > 0)
 
 
+def _stimulus_scores(question: Question, subs: tuple[str, ...], post: np.ndarray,
+                     sentence_relative: bool) -> tuple[np.ndarray, list[int]]:
+    """The score of each answer choice from the posterior ``post`` (rows: renditions,
+    columns: candidates ``subs``), and the rows it read.
+
+    A multi-stimulus question scores each stimulus as the target, one rendition per
+    candidate (``one_each``); a single-stimulus question reads its own rendition's row (row 0
+    when the sample was compared alone).
+    """
+    if question.design == "multi":
+        target = subs.index(question.target)
+        by_stimulus = [subs.index(s) for s in question.stimulus_subcategories]
+        return one_each(post)[by_stimulus, target], by_stimulus
+    row = subs.index(question.target) if sentence_relative else 0
+    return post[row], [row]
+
+
 @register_listener("acoustic")
 @dataclass
 class AcousticListener(Listener):
@@ -288,52 +305,41 @@ class AcousticListener(Listener):
 
     # ------------------------------------------------------------------ answering
     def answer(self, question: Question, samples: dict[str, str]) -> Answer:
-        cls = spec.CLASSES[question.cls]
-        key = f"{spec.SPEAKERS[question.speaker]}_{question.sentence_id}"
-        if question.design == "multi":
-            subs = cls.subcategories_for(question.speaker)
-            paths = tuple(samples[f"{question.cls}/{s}/{key}"] for s in subs)
-            candidates = subs
-            problem = self._no_speech(paths)
-        else:
-            subs = tuple(question.choice_subcategories)
-            own = samples[question.stimuli[0]]
-            problem = self._no_speech((own,))
-            paths = () if problem else self._usable_siblings(samples, question, key, subs)
-            candidates = subs
+        """Answer one question by comparing the system's renditions with the natural ones.
+
+        Args:
+            question: the question.
+            samples: stimulus id -> the system's sample path (None: a sample the caller
+                refused).
+
+        Returns:
+            The choice, with each stimulus's scores and, as JSON detail, the method, the
+            candidates and each sample's distances and posterior; a failed answer when a
+            sample heard holds no speech.
+
+        Raises:
+            KeyError: a stimulus the question needs has no entry in ``samples``.
+            Exception: whatever reading or analysing a sample raises (``answer_many`` turns
+                it into a failed answer).
+        """
+        subs, paths, problem = self._renditions(question, samples)
         if problem:
             return Answer((Response(None, detail="no speech"),), "failed", detail=problem)
-        heard = paths or (samples[question.stimuli[0]],)
-
         if paths:
             comparison = self._compare(question.cls, question.speaker, question.sentence_id,
                                        subs, paths)
-            terms = comparison.terms
             total = comparison.total(TERM_WEIGHTS)
-            scaled = {t: terms[t] / comparison.scale[t] for t in TERMS}
+            scaled = {t: comparison.terms[t] / comparison.scale[t] for t in TERMS}
             method = "sentence-relative"
-        else:  # a lone sample: compare it with each candidate directly, speaker-normalised
-            sys = self.store.get(heard[0])
-            nat = self._natural(question.cls, question.speaker, question.sentence_id, subs)
-            rows = [distance_terms(sys, VoiceNorm.of([sys]), n, VoiceNorm.of([n])) for n in nat]
-            scaled = {t: np.array([[r[t] for r in rows]]) for t in rows[0]}
-            total = sum(scaled.values())
+        else:
+            scaled, total = self._lone_sample(question, samples[question.stimuli[0]], subs)
             method = "lone-sample"
         post = self._posterior(total)
-
-        if question.design == "multi":
-            target = subs.index(question.target)
-            by_stimulus = [subs.index(s) for s in question.stimulus_subcategories]
-            scores = one_each(post)[by_stimulus, target]
-            rows = by_stimulus
-        else:
-            row = subs.index(question.target) if paths else 0
-            scores = post[row]
-            rows = [row]
+        scores, rows = _stimulus_scores(question, subs, post, bool(paths))
         choice = self.choose(question, scores)
         detail = {
             "method": method,
-            "candidates": list(candidates),
+            "candidates": list(subs),
             "samples": [{"stimulus": (question.stimuli[i] if question.design == "multi"
                                       else question.stimuli[0]),
                          "distance": {t: [round(float(x), 3) for x in scaled[t][r]]
@@ -343,6 +349,40 @@ class AcousticListener(Listener):
         }
         return Answer((Response(choice),), "ok", tuple(float(x) for x in scores),
                       detail=json.dumps(detail, separators=(",", ":")))
+
+    def _renditions(self, question: Question,
+                    samples: dict[str, str]) -> tuple[tuple[str, ...], tuple[str, ...], str | None]:
+        """The candidates of a question, the system's renditions to compare in their order,
+        and why a sample heard holds no speech (None when all do).
+
+        A multi-stimulus question hears every rendition of its sentence; a single-stimulus
+        question its own sample, with its sentence's other renditions when all are usable
+        (``_usable_siblings``; none: the sample is judged alone).
+        """
+        cls = spec.CLASSES[question.cls]
+        key = f"{spec.SPEAKERS[question.speaker]}_{question.sentence_id}"
+        if question.design == "multi":
+            subs = cls.subcategories_for(question.speaker)
+            paths = tuple(samples[f"{question.cls}/{s}/{key}"] for s in subs)
+            return subs, paths, self._no_speech(paths)
+        subs = tuple(question.choice_subcategories)
+        problem = self._no_speech((samples[question.stimuli[0]],))
+        paths = () if problem else self._usable_siblings(samples, question, key, subs)
+        return subs, paths, problem
+
+    def _lone_sample(self, question: Question, path: str, subs: tuple[str, ...]):
+        """Compare a lone sample with each candidate's natural recording directly, each
+        normalised by its own voice.
+
+        Returns:
+            Term -> a (1, K) array of distances, and their (1, K) sum.
+        """
+        sample = self.store.get(path)
+        nat = self._natural(question.cls, question.speaker, question.sentence_id, subs)
+        rows = [distance_terms(sample, VoiceNorm.of([sample]), n, VoiceNorm.of([n]))
+                for n in nat]
+        scaled = {t: np.array([[r[t] for r in rows]]) for t in rows[0]}
+        return scaled, sum(scaled.values())
 
     def answer_many(self, asked: list[tuple[Question, dict[str, str]]]) -> list[Answer]:
         """One at a time (CPU-bound, memoised per sentence), with a progress bar; a question
