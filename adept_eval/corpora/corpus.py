@@ -171,6 +171,12 @@ class Corpus:
         return problems
 
     def _check_prompts(self) -> list[str]:
+        """Check the answer options of every single-stimulus class.
+
+        Returns:
+            The problems found: a class or sentence without options, an option missing,
+            not text, or the same text as another option of its sentence.
+        """
         problems = []
         for cname in SINGLE_STIMULUS_CLASSES:
             cls = spec.CLASSES[cname]
@@ -183,29 +189,8 @@ class Corpus:
             for speaker in spec.SPEAKERS:
                 for sid in cls.sentence_ids():
                     key = f"{spec.SPEAKERS[speaker]}_{sid}"
-                    options = block.get(key)
-                    if not isinstance(options, dict):
-                        problems.append(f"{PROMPTS_FILE}: {cname}/{key}: no answer options"
-                                        if options is None else
-                                        f"{PROMPTS_FILE}: {cname}/{key}: answer options should be "
-                                        f"an object, got {_json_type(options)}")
-                        continue
-                    seen: dict[str, str] = {}
-                    for sub in cls.answer_subcategories(speaker):
-                        value = options.get(sub)
-                        where = f"{PROMPTS_FILE}: {cname}/{key}/{sub}"
-                        if isinstance(value, (dict, list, bool)):
-                            problems.append(f"{where}: should be the option's text, got "
-                                            f"{_json_type(value)}")
-                        elif value is None or not str(value).strip():
-                            problems.append(f"{PROMPTS_FILE}: {cname}/{key}: no option {sub!r}")
-                        else:
-                            text = " ".join(str(value).split())
-                            if text in seen:
-                                problems.append(f"{where}: same text as option {seen[text]!r} "
-                                                f"({text!r}); a listener could not tell them "
-                                                f"apart")
-                            seen.setdefault(text, sub)
+                    problems += _option_problems(cname, key, block.get(key),
+                                                 cls.answer_subcategories(speaker))
         return problems
 
     def verify_audio(self, progress: bool = False) -> None:
@@ -345,6 +330,32 @@ def _pairs_noting_duplicates(found: list[str]):
     return hook
 
 
+def _option_problems(cname: str, key: str, options, subs) -> list[str]:
+    """The problems of one sentence's answer options ``options`` (subcategory -> text) in the
+    class ``cname``: none given, not an object, an option of ``subs`` missing or not text, or
+    two options a listener could not tell apart."""
+    if not isinstance(options, dict):
+        return [f"{PROMPTS_FILE}: {cname}/{key}: no answer options" if options is None else
+                f"{PROMPTS_FILE}: {cname}/{key}: answer options should be "
+                f"an object, got {_json_type(options)}"]
+    problems = []
+    seen: dict[str, str] = {}
+    for sub in subs:
+        value = options.get(sub)
+        where = f"{PROMPTS_FILE}: {cname}/{key}/{sub}"
+        if isinstance(value, (dict, list, bool)):
+            problems.append(f"{where}: should be the option's text, got {_json_type(value)}")
+        elif value is None or not str(value).strip():
+            problems.append(f"{PROMPTS_FILE}: {cname}/{key}: no option {sub!r}")
+        else:
+            text = " ".join(str(value).split())
+            if text in seen:
+                problems.append(f"{where}: same text as option {seen[text]!r} ({text!r}); a "
+                                f"listener could not tell them apart")
+            seen.setdefault(text, sub)
+    return problems
+
+
 def _file_set_problems(expected, present_wav: set[str], present_txt: set[str]) -> list[str]:
     """The audio and transcript files missing for the ``expected`` stimuli, then those present
     that no stimulus expects, one problem each."""
@@ -394,6 +405,19 @@ def find_root(folder: Path) -> Path:
     raise CorpusError(f"{folder}: several ADEPT roots found: {', '.join(map(str, candidates))}")
 
 
+def _unsafe_member(info: zipfile.ZipInfo) -> str | None:
+    """Why a zip member must not be extracted (an absolute path, a drive, a ``..`` part, a
+    symbolic link), or None when it is safe."""
+    name = info.filename
+    parts = PurePosixPath(name.replace("\\", "/")).parts
+    mode = (info.external_attr >> 16) & 0o170000
+    if name.startswith(("/", "\\")) or (parts and parts[0].endswith(":")) or ".." in parts:
+        return f"unsafe path: {name}"
+    if mode == 0o120000:
+        return f"symbolic link: {name}"
+    return None
+
+
 def safe_extract(zip_path: Path, dest: Path) -> Path:
     """Extract a zip, refusing absolute paths, '..' members and links; return the ADEPT root.
 
@@ -417,15 +441,7 @@ def safe_extract(zip_path: Path, dest: Path) -> Path:
     except (zipfile.BadZipFile, OSError) as exc:
         raise CorpusError(f"{zip_path}: not a readable zip archive ({exc})") from None
     with zf:
-        bad = []
-        for info in zf.infolist():
-            name = info.filename
-            parts = PurePosixPath(name.replace("\\", "/")).parts
-            mode = (info.external_attr >> 16) & 0o170000
-            if name.startswith(("/", "\\")) or (parts and parts[0].endswith(":")) or ".." in parts:
-                bad.append(f"unsafe path: {name}")
-            elif mode == 0o120000:
-                bad.append(f"symbolic link: {name}")
+        bad = [problem for problem in map(_unsafe_member, zf.infolist()) if problem]
         if bad:
             raise CorpusError(f"{zip_path}: refusing to extract ({len(bad)} unsafe members):\n  "
                               + "\n  ".join(bad))

@@ -286,27 +286,35 @@ def check_replaceable(out: str | Path) -> None:
     out = Path(out)
     if not out.exists() or (out.is_dir() and not any(out.iterdir())):
         return
-    texts: list[tuple[str, str]] = []  # (path inside the corpus, its text)
-    try:
-        if out.is_dir():
-            texts = [(p.relative_to(out).as_posix(), p.read_text(encoding="utf-8"))
-                     for p in (out / TXT_DIR).rglob("*.txt")]
-        elif zipfile.is_zipfile(out):
-            with zipfile.ZipFile(out) as zf:
-                texts = [(n.split("/", 1)[1], zf.read(n).decode("utf-8"))
-                         for n in zf.namelist() if n.startswith(f"ADEPT/{TXT_DIR}/")
-                         and n.endswith(".txt")]
-    except (OSError, ValueError, zipfile.BadZipFile):
-        texts = []
-
-    def synthetic(path: str, text: str) -> bool:  # txt/<class>/<sub>/<speaker>_<sentence>.txt
-        parts = path.split("/")
-        return len(parts) == 4 and text.strip() == sentence(parts[1], parts[3][:-4].split("_")[-1])
-
-    if not texts or not all(synthetic(path, text) for path, text in texts):
+    texts = _corpus_texts(out)
+    if not texts or not all(_synthetic_text(path, text) for path, text in texts):
         raise UserError(f"{out}: already there and not a synthetic corpus (the real ADEPT, or "
                         "other files): make-synthetic writes only to a new path, an empty folder "
                         "or an earlier synthetic corpus; name another")
+
+
+def _corpus_texts(out: Path) -> list[tuple[str, str]]:
+    """Each transcript of the corpus folder or zip ``out``: (its path inside the corpus, its
+    text); none when ``out`` is neither or cannot be read."""
+    try:
+        if out.is_dir():
+            return [(p.relative_to(out).as_posix(), p.read_text(encoding="utf-8"))
+                    for p in (out / TXT_DIR).rglob("*.txt")]
+        if zipfile.is_zipfile(out):
+            with zipfile.ZipFile(out) as zf:
+                return [(n.split("/", 1)[1], zf.read(n).decode("utf-8"))
+                        for n in zf.namelist() if n.startswith(f"ADEPT/{TXT_DIR}/")
+                        and n.endswith(".txt")]
+    except (OSError, ValueError, zipfile.BadZipFile):
+        return []
+    return []
+
+
+def _synthetic_text(path: str, text: str) -> bool:
+    """Whether the transcript at ``path`` (``txt/<class>/<sub>/<speaker>_<sentence>.txt``)
+    holds the synthetic corpus's sentence for it."""
+    parts = path.split("/")
+    return len(parts) == 4 and text.strip() == sentence(parts[1], parts[3][:-4].split("_")[-1])
 
 
 def zip_corpus(root: str | Path, out_zip: str | Path) -> Path:
