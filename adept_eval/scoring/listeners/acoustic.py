@@ -241,13 +241,15 @@ class AcousticListener(Listener):
             return ()  # the caller refused one of them
         else:
             found = self.siblings(samples[question.stimuli[0]], question.cls, subs) or []
-        for p in found:
-            try:
-                if self._no_speech((p,)):
-                    return ()
-            except Exception:  # noqa: BLE001 - unreadable: heard by its own question only
-                return ()
-        return tuple(found)
+        return tuple(found) if all(map(self._speech_heard, found)) else ()
+
+    def _speech_heard(self, path: str) -> bool:
+        """Whether the rendition at ``path`` can be read and holds speech (an unreadable one
+        is heard by its own question only)."""
+        try:
+            return not self._no_speech((path,))
+        except Exception:  # noqa: BLE001 - unreadable: heard by its own question only
+            return False
 
     @staticmethod
     def _given_siblings(samples: dict[str, str], cls: str, key: str,

@@ -69,6 +69,22 @@ def parse_letter(reply: str | None, n_choices: int) -> int | None:
 __all__ = ["AudioLLMListener", "LLMUnavailable", "parse_letter"]  # LLMUnavailable: adept_eval.llm's
 
 
+def _vote(votes: list[int], problems: list[str], orders: int, n_choices: int) -> Answer:
+    """The answer the orders' ``votes`` give: the most voted choice (a tie goes to the first
+    order's vote when it is tied, else to the lowest choice), each choice's share of the
+    ``orders`` as scores and the agreement, and the orders' ``problems`` in the detail."""
+    counts = Counter(votes)
+    top = max(counts.values())
+    tied = [c for c, k in counts.items() if k == top]
+    choice = votes[0] if votes[0] in tied else min(tied)
+    agreement = counts[choice] / orders
+    scores = tuple(counts.get(i, 0) / orders for i in range(n_choices))
+    detail = f"votes {dict(counts)} over {orders} orders"
+    if problems:
+        detail += "; " + "; ".join(problems)
+    return Answer((Response(choice),), "ok", scores, detail=detail, agreement=agreement)
+
+
 @register_listener("audio-llm")
 @dataclass
 class AudioLLMListener(Listener):
@@ -158,12 +174,15 @@ class AudioLLMListener(Listener):
         return run_sync(run())
 
     async def _answer(self, question: Question, samples: dict[str, str]) -> Answer:
-        checks = self._client.checks
+        """Ask the model one question under several orders of its choices and take the vote.
+
+        Returns:
+            The choice most orders gave (a tie: the first order's, if tied, else the lowest),
+            with each choice's share of the orders as scores; a failed answer when a sample
+            is missing or refused, or no order gave a valid answer.
+        """
         try:
-            sources = {s: await asyncio.to_thread(inspect, samples[s], checks, self.policy, s)
-                       for s in question.stimuli}
-            audio = {s: await asyncio.to_thread(payload, src, self.policy)
-                     for s, src in sources.items()}
+            audio = await self._audio(question, samples)
         except (BadInput, KeyError) as exc:
             detail = f"{exc}" if isinstance(exc, BadInput) else f"no sample for {exc}"
             return Answer((Response(None, detail=detail),), "failed", detail=detail)
@@ -179,16 +198,20 @@ class AudioLLMListener(Listener):
         if not votes:
             detail = "no valid answer under any order: " + "; ".join(problems)
             return Answer((Response(None, detail=detail),), "failed", detail=detail)
-        counts = Counter(votes)
-        top = max(counts.values())
-        tied = [c for c, k in counts.items() if k == top]
-        choice = votes[0] if votes[0] in tied else min(tied)
-        agreement = counts[choice] / len(perms)
-        scores = tuple(counts.get(i, 0) / len(perms) for i in range(n))
-        detail = f"votes {dict(counts)} over {len(perms)} orders"
-        if problems:
-            detail += "; " + "; ".join(problems)
-        return Answer((Response(choice),), "ok", scores, detail=detail, agreement=agreement)
+        return _vote(votes, problems, len(perms), n)
+
+    async def _audio(self, question: Question, samples: dict[str, str]) -> dict:
+        """Each stimulus's sample, checked and made ready to send, by stimulus id.
+
+        Raises:
+            BadInput: A sample fails its checks.
+            KeyError: A stimulus has no sample.
+        """
+        checks = self._client.checks
+        sources = {s: await asyncio.to_thread(inspect, samples[s], checks, self.policy, s)
+                   for s in question.stimuli}
+        return {s: await asyncio.to_thread(payload, src, self.policy)
+                for s, src in sources.items()}
 
     async def _ask(self, q: Question, perm: list[int], audio: dict):
         parts = self._parts(q, perm, audio)
