@@ -37,9 +37,18 @@ _ENV_SECRET_NAME = re.compile(r"(TOKEN|KEY|SECRET|PASSWORD)", re.IGNORECASE)
 
 
 def secret_name(key: str) -> bool:
-    """``api_key``, ``hf_token``, ``llm_api_key``, ``password``: yes; ``api_key_env``,
+    """Tell whether an option's name says it holds a secret.
+
+    ``api_key``, ``hf_token``, ``llm_api_key``, ``password``: yes; ``api_key_env``,
     ``key_file``, ``token_path``, ``max_tokens``: no (the first three name where a secret is
-    kept - what a user should pass instead of the secret -, the last is a count)."""
+    kept - what a user should pass instead of the secret -, the last is a count).
+
+    Args:
+        key: The option's name (dashes and underscores alike).
+
+    Returns:
+        Whether it names a secret.
+    """
     parts = [p for p in re.split(r"[_\-.]", key.lower()) if p]
     if not parts or parts[-1] in ("env", "file", "path", "dir"):
         return False
@@ -48,7 +57,13 @@ def secret_name(key: str) -> bool:
 
 
 def environment_secrets() -> dict[str, str]:
-    """Values of environment variables whose names look secret (long enough to matter)."""
+    """Collect the secrets the environment holds.
+
+    Returns:
+        Variable name -> value, for each variable whose name looks secret (``TOKEN``,
+        ``KEY``, ``SECRET``, ``PASSWORD``) and whose value is long enough to matter (8
+        characters or more).
+    """
     return {k: v for k, v in os.environ.items() if _ENV_SECRET_NAME.search(k) and len(v) >= 8}
 
 
@@ -60,7 +75,14 @@ _QUERY_PARAMETER = re.compile(r"(?<=[?&;])([A-Za-z][A-Za-z0-9_.\-]*)=([^&#\s\"'<
 
 
 def placeholder(word: str) -> bool:
-    """``{text}``, ``{output}``: a template's placeholder, never a secret."""
+    """Tell a template's placeholder (``{text}``, ``{output}``), never a secret.
+
+    Args:
+        word: A word of a command.
+
+    Returns:
+        Whether the word is exactly one ``{name}``.
+    """
     return re.fullmatch(r"\{\w+\}", word) is not None
 
 
@@ -163,8 +185,15 @@ def _redact_credentials(word: str, found: list[str]) -> str:
 
 
 def command_words(text: str) -> list[str]:
-    """``text`` split as a shell would (as tts-command splits its template), or at white space
-    when it does not split (an unmatched quote)."""
+    """Split ``text`` into a command's words.
+
+    Args:
+        text: A command line.
+
+    Returns:
+        Its words as a shell splits them (as tts-command splits its template), or split at
+        white space when the shell rules cannot split it (an unmatched quote).
+    """
     import shlex
 
     try:
@@ -174,7 +203,14 @@ def command_words(text: str) -> list[str]:
 
 
 def secret_value(value) -> str | None:
-    """Why ``value`` looks like a credential or holds one (``redact_words``'s rule), or None."""
+    """Tell whether an option's value is, or holds, a credential (``redact_words``'s rule).
+
+    Args:
+        value: The value (read as text).
+
+    Returns:
+        Why it looks secret ("contains a credential (sk-a...)", never the secret), or None.
+    """
     found = redact_words(command_words(str(value)))[1]
     if not found:
         return None
@@ -183,8 +219,16 @@ def secret_value(value) -> str | None:
 
 
 def refuse_secrets(options: dict, where: str = "--model_args/--metadata") -> None:
-    """Raise ``SettingsError`` if any option name or value looks secret (the message never
-    repeats the value)."""
+    """Refuse options whose name or value looks secret.
+
+    Args:
+        options: Option name -> value (None: no options).
+        where: Where the options were given, for the message.
+
+    Raises:
+        SettingsError: An option's name or value looks secret; the message lists each and
+            says how to pass a key instead, never repeating a value.
+    """
     bad = []
     for key, value in (options or {}).items():
         if secret_name(str(key)):
@@ -208,27 +252,43 @@ _OPTION_FILES = {".json", ".jsonl"}
 
 
 def find_secrets(folder: Path) -> list[str]:
-    """Files under ``folder`` that contain a secret's value, or a password written into a URL
-    (a server option given as ``https://user:password@host``): ``path (what)`` entries.
+    """Find the files under ``folder`` that must not be uploaded: those holding a secret's
+    value, or a password written into a URL (a server option given as
+    ``https://user:password@host``).
 
     A results or samples file (.json, .jsonl) is also read word by word with the rule options
-    are refused by (``redact_words``): a run made before that rule, or by hand, may
-    hold ``--api-key X`` in a tts-command template or ``?token=X`` in a server URL, and those
-    are refused for upload too. Other files (a Space's code, parquet) get only the two checks
-    above: code is full of ``api_key=...`` that is no secret."""
+    are refused by (``redact_words``): one written by hand, or by a run that did not refuse
+    them, may hold ``--api-key X`` in a tts-command template or ``?token=X`` in a server URL,
+    and those are refused for upload too. Other files (a Space's code, parquet) get only the
+    two checks above: code is full of ``api_key=...`` that is no secret.
+
+    Args:
+        folder: The folder about to be uploaded.
+
+    Returns:
+        One ``path (what)`` entry per finding, files in sorted order.
+
+    Raises:
+        OSError: A file cannot be read.
+    """
     secrets = environment_secrets()
     found = []
     for path in sorted(p for p in Path(folder).rglob("*") if p.is_file()):
-        data = path.read_bytes()
-        for name, value in secrets.items():
-            if value.encode() in data:
-                found.append(f"{path} ({name})")
-        if URL_CREDENTIALS.search(data):
-            found.append(f"{path} (a password in a URL)")
-        elif path.suffix in _OPTION_FILES:
-            # JSON's quotes, commas and escapes end a word, as white space does
-            words = re.split(r"[\s\"',\\]+", data.decode("utf-8", "replace"))
-            what = [w for w in redact_words(words)[1] if "$" not in w]  # $NAME: reported above
-            if what:
-                found.append(f"{path} ({'; '.join(dict.fromkeys(what))})")
+        found += _file_secrets(path, secrets)
+    return found
+
+
+def _file_secrets(path: Path, secrets: dict[str, str]) -> list[str]:
+    """``find_secrets``' entries for one file: each secret environment value it holds, then a
+    password in a URL or, for a results or samples file, the secrets ``redact_words`` finds."""
+    data = path.read_bytes()
+    found = [f"{path} ({name})" for name, value in secrets.items() if value.encode() in data]
+    if URL_CREDENTIALS.search(data):
+        found.append(f"{path} (a password in a URL)")
+    elif path.suffix in _OPTION_FILES:
+        # JSON's quotes, commas and escapes end a word, as white space does
+        words = re.split(r"[\s\"',\\]+", data.decode("utf-8", "replace"))
+        what = [w for w in redact_words(words)[1] if "$" not in w]  # $NAME: reported above
+        if what:
+            found.append(f"{path} ({'; '.join(dict.fromkeys(what))})")
     return found

@@ -51,7 +51,11 @@ class RemoteFile:
 
 
 def zenodo_url() -> str:
-    """The Zenodo to use: ``$ADEPT_EVAL_ZENODO_URL`` (a mirror) or zenodo.org."""
+    """Name the Zenodo to use.
+
+    Returns:
+        ``$ADEPT_EVAL_ZENODO_URL`` (a mirror) or zenodo.org, without a trailing slash.
+    """
     return os.environ.get("ADEPT_EVAL_ZENODO_URL", DEFAULT_ZENODO_URL).rstrip("/")
 
 

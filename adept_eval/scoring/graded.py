@@ -476,6 +476,55 @@ def _energy(feats: Features, norm: VoiceNorm) -> np.ndarray:
     return np.maximum(feats.energy - norm.energy, -ENERGY_FLOOR_DB)
 
 
+def _refuse_unusable(stimulus_id: str, sample: Features,
+                     reference: Features) -> StimulusScores | None:
+    """A failed record naming the first of sample and reference that cannot be scored
+    (``unusable``), or None when both can."""
+    for who, feats in (("sample", sample), ("reference", reference)):
+        problem = unusable(feats)
+        if problem:
+            return failed(stimulus_id, f"{who}: {problem}")
+    return None
+
+
+def _f0_figures(fa: np.ndarray, fb: np.ndarray, both: np.ndarray,
+                offset: float) -> tuple[float, float, float]:
+    """F0 RMSE, RMSE after removing the voices' median ``offset``, and correlation over the
+    aligned frames voiced on both sides (``both``); all nan with fewer than ``MIN_VOICED``
+    such frames."""
+    if both.sum() < MIN_VOICED:
+        return math.nan, math.nan, math.nan
+    diff = fa[both] - fb[both]
+    rmse = float(np.sqrt(np.mean(diff ** 2)))
+    diff_norm = diff - offset
+    rmse_norm = float(np.sqrt(np.mean(diff_norm ** 2)))
+    return rmse, rmse_norm, pearson(fa[both], fb[both])
+
+
+def _pause_figures(sample: Features, reference: Features, path: Alignment) -> tuple[float, float]:
+    """The pause agreement (matched pauses over all, 1 when neither side pauses) and the
+    number of unmatched pauses."""
+    pa, pb = pauses(sample), pauses(reference)
+    matched = match_pauses(pa, pb, path)
+    pause_agreement = 2 * matched / (len(pa) + len(pb)) if (pa or pb) else 1.0
+    return pause_agreement, float(len(pa) + len(pb) - 2 * matched)
+
+
+def _norms(others: Sequence[Features], other_norms: Sequence[VoiceNorm] | None) -> list:
+    """``other_norms``, or each of ``others``' own norm when None."""
+    if other_norms is not None:
+        return list(other_norms)
+    return [VoiceNorm.of([other]) for other in others]
+
+
+def _distances_to(sample: Features, sample_norm: VoiceNorm, references: list[Features],
+                  norms: list[VoiceNorm], distance: DistanceFn) -> list[float]:
+    """``distance`` from the sample to each reference, each with its norm (the shorter list
+    decides how many)."""
+    return [distance(sample, sample_norm, reference, norm)
+            for reference, norm in zip(references, norms)]
+
+
 def score(sample: Features, reference: Features, *, id: str = "",
           sample_norm: VoiceNorm | None = None, reference_norm: VoiceNorm | None = None,
           others: Sequence[Features] = (), other_norms: Sequence[VoiceNorm] | None = None,
@@ -504,10 +553,9 @@ def score(sample: Features, reference: Features, *, id: str = "",
     Returns:
         The stimulus's figures (a failed record when either side cannot be scored).
     """
-    for who, feats in (("sample", sample), ("reference", reference)):
-        problem = unusable(feats)
-        if problem:
-            return failed(id, f"{who}: {problem}")
+    refused = _refuse_unusable(id, sample, reference)
+    if refused is not None:
+        return refused
     sample_norm = sample_norm or VoiceNorm.of([sample])
     reference_norm = reference_norm or VoiceNorm.of([reference])
     path = alignment or align(sample, reference)
@@ -516,33 +564,20 @@ def score(sample: Features, reference: Features, *, id: str = "",
     fa, fb = sample.f0[ia], reference.f0[ib]
     errors = frame_errors(fa, fb)
     both = ~np.isnan(fa) & ~np.isnan(fb)
-    if both.sum() >= MIN_VOICED:
-        diff = fa[both] - fb[both]
-        rmse = float(np.sqrt(np.mean(diff ** 2)))
-        diff_norm = diff - (sample_norm.f0 - reference_norm.f0)
-        rmse_norm = float(np.sqrt(np.mean(diff_norm ** 2)))
-        corr = pearson(fa[both], fb[both])
-    else:
-        rmse = rmse_norm = corr = math.nan
+    rmse, rmse_norm, corr = _f0_figures(fa, fb, both, sample_norm.f0 - reference_norm.f0)
     gpe = errors.gpe if both.sum() >= MIN_VOICED else math.nan
 
     speech = sample.speech[ia] | reference.speech[ib]
     energy_corr = pearson(_energy(sample, sample_norm)[ia][speech],
                           _energy(reference, reference_norm)[ib][speech])
 
-    pa, pb = pauses(sample), pauses(reference)
-    matched = match_pauses(pa, pb, path)
-    pause_agreement = 2 * matched / (len(pa) + len(pb)) if (pa or pb) else 1.0
-    mismatches = float(len(pa) + len(pb) - 2 * matched)
+    pause_agreement, mismatches = _pause_figures(sample, reference, path)
 
     if distances is not None:
         found = [float(x) for x in distances]
     else:
-        found = [distance(sample, sample_norm, reference, reference_norm)]
-        norms = other_norms if other_norms is not None else [VoiceNorm.of([other])
-                                                              for other in others]
-        found += [distance(sample, sample_norm, other, norm)
-                  for other, norm in zip(others, norms)]
+        found = _distances_to(sample, sample_norm, [reference, *others],
+                              [reference_norm, *_norms(others, other_norms)], distance)
     correct = found[0] if found else math.nan
 
     return StimulusScores(
@@ -572,9 +607,25 @@ class Summary:
     confidence: float = 0.95
 
     def to_dict(self) -> dict:
-        """The summary as JSON-ready data (NaN as None)."""
+        """Give the summary as JSON-ready data.
+
+        Returns:
+            Its fields by name, NaN as None.
+        """
         return {k: (None if isinstance(v, float) and math.isnan(v) else v)
                 for k, v in asdict(self).items()}
+
+
+def _unique_records(scores: Sequence[StimulusScores]) -> list[StimulusScores]:
+    """``scores`` with each non-empty id kept once (its first record), in order."""
+    unique: list[StimulusScores] = []
+    seen: set[str] = set()
+    for record in scores:
+        if record.id and record.id in seen:
+            continue
+        seen.add(record.id)
+        unique.append(record)
+    return unique
 
 
 def aggregate(scores: Sequence[StimulusScores], *, clusters: Mapping[str, str] | None = None,
@@ -599,13 +650,7 @@ def aggregate(scores: Sequence[StimulusScores], *, clusters: Mapping[str, str] |
     Returns:
         Figure name -> its summary.
     """
-    unique: list[StimulusScores] = []
-    seen: set[str] = set()
-    for record in scores:
-        if record.id and record.id in seen:
-            continue
-        seen.add(record.id)
-        unique.append(record)
+    unique = _unique_records(scores)
     ok = [record for record in unique if record.ok]
     n_failed = len(unique) - len(ok)
     out = {}
@@ -756,6 +801,32 @@ def _score_loaded(item_id: str, item: tuple, sys_norm: VoiceNorm | None,
                  others=usable_others, other_norms=other_norms)
 
 
+def _item_ids(ids: Sequence | None, n_items: int,
+              clusters: Sequence[str] | None) -> list[str]:
+    """The items' ids as text ("0", "1", ... when None).
+
+    Raises:
+        ValueError: The ids are not unique, or ``clusters`` has not one entry per item.
+    """
+    ids = [str(i) for i in ids] if ids is not None else [str(i) for i in range(n_items)]
+    if len(set(ids)) != len(ids):
+        raise ValueError("ids must be unique (each item is one stimulus)")
+    if clusters is not None and len(clusters) != len(ids):
+        raise ValueError(f"clusters must have one entry per item ({len(ids)}), "
+                         f"not {len(clusters)}")
+    return ids
+
+
+def _figure_columns(summary: dict[str, Summary]) -> dict:
+    """Each figure's mean under its name and its interval under ``<name>_ci95``."""
+    out: dict = {}
+    for name, figure in summary.items():
+        plain = figure.to_dict()
+        out[name] = plain["mean"]
+        out[f"{name}_ci95"] = [plain["ci_low"], plain["ci_high"]]
+    return out
+
+
 def evaluate_pairs(samples: Sequence, references: Sequence, *,
                    others: Sequence[Sequence] | None = None, ids: Sequence[str] | None = None,
                    clusters: Sequence[str] | None = None, voice_norm: str = "utterance",
@@ -786,12 +857,7 @@ def evaluate_pairs(samples: Sequence, references: Sequence, *,
         ValueError: The ids are not unique, a list's length does not match, or
             ``voice_norm`` is neither.
     """
-    ids = [str(i) for i in ids] if ids is not None else [str(i) for i in range(len(samples))]
-    if len(set(ids)) != len(ids):
-        raise ValueError("ids must be unique (each item is one stimulus)")
-    if clusters is not None and len(clusters) != len(ids):
-        raise ValueError(f"clusters must have one entry per item ({len(ids)}), "
-                         f"not {len(clusters)}")
+    ids = _item_ids(ids, len(samples), clusters)
     store = None if cache_dir == "" else FeatureStore(cache_dir)
     records = score_pairs(samples, references, others=others, ids=ids, store=store,
                           voice_norm=voice_norm, progress=progress)
@@ -799,11 +865,7 @@ def evaluate_pairs(samples: Sequence, references: Sequence, *,
                         if clusters is not None else None,
                         confidence=confidence, n_resamples=n_resamples, seed=seed)
     n_failed = sum(not r.ok for r in records)
-    out: dict = {}
-    for name, figure in summary.items():
-        plain = figure.to_dict()
-        out[name] = plain["mean"]
-        out[f"{name}_ci95"] = [plain["ci_low"], plain["ci_high"]]
+    out = _figure_columns(summary)
     out.update(n=len(records), n_scored=len(records) - n_failed, n_failed=n_failed,
                failure_rate=n_failed / len(records) if records else None,
                confidence=confidence,

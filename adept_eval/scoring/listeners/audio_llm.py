@@ -52,14 +52,23 @@ _BARE = re.compile(r"^\s*[*_`\"'(\[]*([A-E])[)\].:]?[*_`\"']*\s*$")
 
 
 def parse_letter(reply: str | None, n_choices: int) -> int | None:
-    """The chosen letter's index: the last "Answer: X", or a reply that is just a letter."""
+    """Read the letter a model's reply chooses.
+
+    Args:
+        reply: The model's reply (None: no reply).
+        n_choices: How many choices the question offers.
+
+    Returns:
+        The chosen letter's index: of the last "Answer: X", or of a reply that is just a
+        letter; None when there is none or it is beyond the choices.
+    """
     if not reply:
         return None
     found = _ANSWER.findall(reply)
     letter = found[-1] if found else None
     if letter is None:
-        m = _BARE.match(reply)
-        letter = m.group(1) if m else None
+        bare = _BARE.match(reply)
+        letter = bare.group(1) if bare else None
     if letter is None:
         return None
     idx = LETTERS.index(letter.upper())
@@ -88,6 +97,20 @@ def _vote(votes: list[int], problems: list[str], orders: int, n_choices: int) ->
 @register_listener("audio-llm")
 @dataclass
 class AudioLLMListener(Listener):
+    """A listener that asks an audio language model each question, under ``orders``
+    presentation orders of its choices, and takes the vote (so that a model's preference for a
+    letter or a position does not decide the answer).
+
+    The ``llm_*`` options name the backend, model, server and its limits; the key comes only
+    from the environment variable ``llm_api_key_env`` names. Replies are cached
+    (``llm_cache``), and the server is checked before the run (``llm_preflight``).
+
+    Raises:
+        OptionError: An option is out of range.
+        Exception: The key or model is missing, or the preflight finds the server unusable
+            (the connection's and preflight's own errors).
+    """
+
     llm_backend: str = "openai"
     llm_model: str = ""
     llm_base_url: str | None = None
@@ -107,7 +130,10 @@ class AudioLLMListener(Listener):
     _client: LLMClient | None = field(init=False, default=None, repr=False)
 
     def __post_init__(self):
+        """Load the corpus, check the options and open the connection (see the class's
+        ``Raises``)."""
         self.corpus = self.corpus or load_corpus()
+
         def option(value, name, **rule):
             return number(value, name, "--metadata", **rule)
 
@@ -128,6 +154,11 @@ class AudioLLMListener(Listener):
                                  default_cache("listener_cache.sqlite", self.llm_cache))
 
     def identity(self) -> dict:
+        """Describe the scorer for the run's identity.
+
+        Returns:
+            The listener's name, backend, model, number of orders and temperature.
+        """
         return {"listener": self.name, "backend": self.llm_backend, "model": self.llm_model,
                 "orders": self.orders, "temperature": self.llm_temperature}
 
@@ -153,12 +184,29 @@ class AudioLLMListener(Listener):
 
     # ------------------------------------------------------------------------- answering
     def answer(self, question: Question, samples: dict[str, str]) -> Answer:
+        """Answer one question (``answer_many`` of one, without a progress bar).
+
+        Args:
+            question: The question.
+            samples: Stimulus id -> the system's sample path.
+
+        Returns:
+            The vote's answer, or a failed answer.
+        """
         return self.answer_many([(question, samples)], progress=False)[0]
 
     def answer_many(self, asked: list[tuple[Question, dict[str, str]]],
                     progress: bool | None = None) -> list[Answer]:
         """Answer many questions concurrently (the shared client's concurrency, rate limit,
-        retries and cache), with a progress bar; one Answer per question, in order."""
+        retries and cache), with a progress bar.
+
+        Args:
+            asked: (question, stimulus id -> sample path) per question.
+            progress: Whether to show the progress bar; None for the ``progress`` option.
+
+        Returns:
+            One answer per question, in order.
+        """
         show = self.progress if progress is None else progress
 
         async def run():

@@ -134,8 +134,19 @@ class Row:
 
 
 def read_rows(path: Path) -> list[Row]:
-    """Every row of a CSV, JSONL or JSON responses file; ResponsesError (naming the file and
-    each bad line) when the file cannot be split into rows of named fields."""
+    """Read every row of a CSV, JSONL or JSON responses file (by its extension; CSV
+    otherwise).
+
+    Args:
+        path: The responses file.
+
+    Returns:
+        Its rows of named fields, each with its line (or, for JSON, its item's position).
+
+    Raises:
+        ResponsesError: The file cannot be read or split into rows of named fields; the
+            message names the file and each bad line.
+    """
     path = Path(path)
     text, _ = decode_text(path)
     suffix = path.suffix.lower()
@@ -268,24 +279,44 @@ def _response_rows(path: Path) -> list:
 
 
 def participant_key(value) -> str:
-    """The participant id as compared: trimmed, inner whitespace collapsed, case ignored."""
+    """Key a participant id for comparison.
+
+    Args:
+        value: The id as given.
+
+    Returns:
+        The id trimmed, inner white space collapsed, case folded.
+    """
     return " ".join(str(value).split()).casefold()
 
 
 def choice_index(question: Question, answer: str) -> int | None:
-    a = str(answer).strip()
-    if not a:
+    """Read a person's answer as the index of the choice it names.
+
+    Args:
+        question: The question answered.
+        answer: The answer as given: a choice's letter (any case), its text, for a
+            multi-stimulus question a stimulus id, or a subcategory.
+
+    Returns:
+        The choice's index; None for a blank answer (no answer).
+
+    Raises:
+        ValueError: The answer names none of the question's choices.
+    """
+    given = str(answer).strip()
+    if not given:
         return None
-    if len(a) == 1 and a.upper() in LETTERS[: question.n_choices]:
-        return LETTERS.index(a.upper())
-    for i, c in enumerate(question.choices):
-        if a == c:
+    if len(given) == 1 and given.upper() in LETTERS[: question.n_choices]:
+        return LETTERS.index(given.upper())
+    for i, choice in enumerate(question.choices):
+        if given == choice:
             return i
-    if a in question.stimuli and question.design == "multi":
-        return question.stimuli.index(a)
-    if a in question.choice_subcategories:
-        return question.choice_subcategories.index(a)
-    raise ValueError(a)
+    if given in question.stimuli and question.design == "multi":
+        return question.stimuli.index(given)
+    if given in question.choice_subcategories:
+        return question.choice_subcategories.index(given)
+    raise ValueError(given)
 
 
 def _subcategories_without_responses(questions: list[Question],
@@ -401,6 +432,12 @@ class HumanListener(Listener):
         return question
 
     def _salt(self) -> str:
+        """The salt the export's blinded ids were made with: the environment variable
+        ``salt_env`` names, or the public default salt without one.
+
+        Raises:
+            ResponsesError: ``salt_env`` names a variable that is not set.
+        """
         if not self.salt_env:
             return DEFAULT_BLIND_SALT
         salt = os.environ.get(self.salt_env, "")
@@ -438,8 +475,16 @@ class HumanListener(Listener):
                 "participants": len(participants), "responses": n}
 
     def answer_many(self, asked: list[tuple[Question, dict[str, str]]]) -> list[Answer]:
-        """Every question's responses; one warning line when the file answers only some of the
-        questions asked (a pilot, a file of another task, a partial export)."""
+        """Give every question its responses, warning once (one log line) when the file
+        answers only some of the questions asked (a pilot, a file of another task, a partial
+        export).
+
+        Args:
+            asked: (question, stimulus id -> sample path) per question.
+
+        Returns:
+            One answer per question, in order.
+        """
         warning = self.coverage_warning([q for q, _ in asked])
         if warning:
             log.warning(warning)
