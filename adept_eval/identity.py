@@ -20,12 +20,31 @@ from adept_eval.suites import SUITES
 KEY = "adept_eval"
 
 def adept_corpus(corpus) -> dict:
-    """sha256 of the ADEPT copy and whether it is adept-eval's synthetic stand-in (recognised
-    by its generated sentences, so a renamed or re-zipped copy is still recognised)."""
+    """Identify the ADEPT copy a run used.
+
+    Args:
+        corpus: The loaded corpus.
+
+    Returns:
+        Its name, sha256, and whether it is adept-eval's synthetic stand-in (recognised by its
+        generated sentences, so a renamed or re-zipped copy is still recognised).
+    """
     return {"name": "ADEPT", "sha256": corpus.fingerprint, "synthetic": is_synthetic(corpus)}
 
 
 def is_synthetic(corpus) -> bool:
+    """Tell adept-eval's synthetic stand-in from the real ADEPT by its sentences.
+
+    About a dozen recordings spread over the corpus are checked, which is enough: the
+    synthetic corpus's transcripts are generated, the real one's never match them.
+
+    Args:
+        corpus: The corpus (its ``recordings``).
+
+    Returns:
+        Whether every recording checked holds the synthetic corpus's sentence (False for a
+        corpus without recordings).
+    """
     from adept_eval.corpora.synthetic import sentence
 
     sample = corpus.recordings[:: max(1, len(corpus.recordings) // 12)] or corpus.recordings
@@ -33,8 +52,21 @@ def is_synthetic(corpus) -> bool:
 
 
 def vstyle_corpus(folder: Path, language: str) -> dict:
-    """sha256 of the VStyle metadata, and whether it is the published sample (``sample``: the
-    project page's examples, not the benchmark: its scores never reach a model card)."""
+    """Identify the VStyle copy a run used.
+
+    Args:
+        folder: The language folder.
+        language: The language.
+
+    Returns:
+        Its name, the sha256 and name of its metadata file, and whether it is the published
+        sample (``sample``: the project page's examples, not the benchmark: its scores never
+        reach a model card).
+
+    Raises:
+        VStyleError: The folder holds no metadata.
+        OSError: The metadata cannot be read.
+    """
     from adept_eval.corpora.vstyle import SAMPLE_METADATA, metadata_file
 
     path = metadata_file(folder)
@@ -43,20 +75,42 @@ def vstyle_corpus(folder: Path, language: str) -> dict:
 
 
 def label(scorer: dict | None) -> str:
-    """A short human-readable name of a scorer identity (the full identity stays in the data)."""
+    """Name a scorer identity shortly, for people (the full identity stays in the data).
+
+    Args:
+        scorer: A scorer identity (a listener's or a judge's ``identity()``), or None.
+
+    Returns:
+        The listener (or backend/model), then its other plain settings, cut to 90
+        characters; "unknown" without an identity.
+    """
     if not scorer:
         return "unknown"
     head = scorer.get("listener") or f"{scorer.get('backend', '?')}/{scorer.get('model') or '-'}"
-    rest = [f"{k}={v}" for k, v in sorted(scorer.items())
-            if k not in ("listener", "backend", "model", "prompts_by_type") and v not in (None, "")
-            and not isinstance(v, (dict, list))]
+    rest = _plain_settings(scorer)
     if scorer.get("listener") and scorer.get("model"):
         rest.insert(0, f"{scorer.get('backend', '')}/{scorer['model']}")
     text = " ".join([head, *rest])
     return text if len(text) <= 90 else text[:87] + "..."
 
 
+def _plain_settings(scorer: dict) -> list[str]:
+    """``key=value`` for each setting of ``scorer`` other than its name, sorted by key,
+    leaving out empty values and nested ones (dicts, lists)."""
+    return [f"{k}={v}" for k, v in sorted(scorer.items())
+            if k not in ("listener", "backend", "model", "prompts_by_type") and v not in (None, "")
+            and not isinstance(v, (dict, list))]
+
+
 def scorer_key(scorer: dict | None) -> str:
+    """A short key that is equal exactly when two scorer identities are.
+
+    Args:
+        scorer: A scorer identity, or None (keyed as ``{}``).
+
+    Returns:
+        The first 12 hex digits of the sha256 of its canonical JSON.
+    """
     return hashlib.sha256(json.dumps(scorer or {}, sort_keys=True, default=str).encode()
                           ).hexdigest()[:12]
 
@@ -84,21 +138,8 @@ def attach(results: dict, model=None, model_args=None, noted: dict | None = None
     suites = {}
     for name, suite in SUITES.items():
         tasks = [t for t in results["results"] if t in suite.tasks]
-        if not tasks:
-            continue
-        scorers = {json.dumps(noted.get(t, {}).get("scorer"), sort_keys=True, default=str)
-                   for t in tasks}
-        corpora = {json.dumps(noted.get(t, {}).get("corpus"), sort_keys=True) for t in tasks}
-        scorer = json.loads(scorers.pop()) if len(scorers) == 1 else \
-            {"mixed": sorted(json.loads(s) or {} for s in scorers)}
-        corpus = json.loads(corpora.pop()) if len(corpora) == 1 else \
-            {"mixed": sorted(json.loads(c) or {} for c in corpora)}
-        part = limited(results, tasks)
-        suites[name] = {"tasks": sorted(tasks), "complete": suite.complete(tasks) and not part,
-                        "scorer": scorer, "corpus": corpus}
-        if part:  # for readers of the file (a Hub card, a person); RunIdentity.of reads
-            # lm-eval's own record again, so that results written before this key count too
-            suites[name]["limited"] = {"documents": part[0], "of": part[1]}
+        if tasks:
+            suites[name] = _suite_record(suite, tasks, results, noted)
     if suites:
         results[KEY] = {"version": __version__, "system": system,
                         "model": model if isinstance(model, str) else type(model).__name__,
@@ -106,11 +147,46 @@ def attach(results: dict, model=None, model_args=None, noted: dict | None = None
     return results
 
 
+def _suite_record(suite, tasks: list[str], results: dict, noted: dict) -> dict:
+    """The identity of one suite's ``tasks`` in a run: its tasks, whether the run is complete,
+    and the scorer and corpus the tasks were noted with (``{"mixed": [...]}`` when they
+    differ)."""
+    scorer = _one_or_mixed([json.dumps(noted.get(t, {}).get("scorer"), sort_keys=True,
+                                       default=str) for t in tasks])
+    corpus = _one_or_mixed([json.dumps(noted.get(t, {}).get("corpus"), sort_keys=True)
+                            for t in tasks])
+    part = limited(results, tasks)
+    record = {"tasks": sorted(tasks), "complete": suite.complete(tasks) and not part,
+              "scorer": scorer, "corpus": corpus}
+    if part:  # for readers of the file (a Hub card, a person); RunIdentity.of reads
+        # lm-eval's own record again, so that a file without this key is read the same way
+        record["limited"] = {"documents": part[0], "of": part[1]}
+    return record
+
+
+def _one_or_mixed(encoded: list[str]):
+    """The one value the JSON texts ``encoded`` hold, or ``{"mixed": [...]}`` (each decoded,
+    None read as ``{}``, sorted) when they hold several."""
+    distinct = set(encoded)
+    if len(distinct) == 1:
+        return json.loads(distinct.pop())
+    return {"mixed": sorted(json.loads(text) or {} for text in distinct)}
+
+
 def limited(results: dict, tasks) -> tuple[int, int] | None:
-    """(documents run, documents held) over ``tasks`` when lm-eval ran any of them on fewer
-    documents than the task holds (``--limit``), read from its own ``n-samples`` record; else
-    None. Such a run answered only some questions of its tasks: its task set may be whole, but
-    it is not a complete run, and must not be ranked or reported as one."""
+    """Tell whether lm-eval ran any of ``tasks`` on fewer documents than it holds
+    (``--limit``), from its own ``n-samples`` record.
+
+    Such a run answered only some questions of its tasks: its task set may be whole, but it
+    is not a complete run, and must not be ranked or reported as one.
+
+    Args:
+        results: The results dict (or file contents) lm-eval wrote.
+        tasks: The tasks to look at.
+
+    Returns:
+        (documents run, documents held) over ``tasks`` when any ran short; else None.
+    """
     counts = results.get("n-samples") if isinstance(results, dict) else None
     if not isinstance(counts, dict):
         return None
@@ -127,13 +203,24 @@ def limited(results: dict, tasks) -> tuple[int, int] | None:
 
 
 def answered(part: tuple[int, int]) -> str:
-    """How much of its tasks a run made with ``--limit`` answered, from ``limited``'s
-    (documents run, held): "36 of 165 questions" - the one wording of report, leaderboard and
-    publish, so a partial run reads the same wherever it is named."""
+    """Say how much of its tasks a run made with ``--limit`` answered.
+
+    The one wording of report, leaderboard and publish, so a partial run reads the same
+    wherever it is named.
+
+    Args:
+        part: ``limited``'s (documents run, documents held).
+
+    Returns:
+        "36 of 165 questions".
+    """
     return f"{part[0]} of {part[1]} questions"
 
 
 def _system_name(model, model_args, results) -> str:
+    """The name of the system a run evaluated: its model class's ``name_from_args``, else its
+    ``pretrained`` or ``model`` argument, else the model itself; never an exception (a model
+    lm-eval cannot look up is named as given)."""
     try:
         from lm_eval.api.registry import get_model
         from lm_eval.utils import simple_parse_args_string
@@ -150,6 +237,10 @@ def _system_name(model, model_args, results) -> str:
 
 @dataclass(frozen=True)
 class SuiteIdentity:
+    """What one suite's tasks in a run were scored by and on: the tasks, whether the run is
+    complete, the scorer's and corpus's identities, and how much a run with ``--limit``
+    answered."""
+
     suite: str
     tasks: tuple[str, ...]
     complete: bool
@@ -159,6 +250,7 @@ class SuiteIdentity:
 
     @property
     def synthetic(self) -> bool:
+        """Whether the corpus is adept-eval's synthetic stand-in, not the real ADEPT."""
         return bool(self.corpus.get("synthetic"))
 
     @property
@@ -168,10 +260,13 @@ class SuiteIdentity:
 
     @property
     def corpus_sha256(self) -> str:
+        """The corpus's sha256 ("" when not recorded)."""
         return str(self.corpus.get("sha256") or "")
 
     @property
     def mixed(self) -> bool:
+        """Whether the suite's tasks were scored by different scorers or on different
+        corpora (such a run is compared with no other)."""
         return "mixed" in self.scorer or "mixed" in self.corpus
 
     @property
@@ -180,24 +275,41 @@ class SuiteIdentity:
         return self.suite == "adept" and self.scorer.get("listener") == "human"
 
     def comparable_key(self) -> tuple:
-        """Runs are ranked together only when this key is equal. People are compared by the
-        listener's kind only, as ``compare`` does: the runs of one listening test differ by
-        design in their responses file, participants and counts, which the identity records."""
+        """Key the runs that may be ranked together: only runs whose keys are equal are.
+
+        People are compared by the listener's kind only, as ``compare`` does: the runs of one
+        listening test differ by design in their responses file, participants and counts,
+        which the identity records.
+
+        Returns:
+            (suite, corpus sha256, the scorer's ``scorer_key``).
+        """
         scorer = {"listener": "human"} if self.people else self.scorer
         return (self.suite, self.corpus_sha256, scorer_key(scorer))
 
 
 @dataclass(frozen=True)
 class RunIdentity:
+    """A run's identity as its results file records it: the system, adept-eval's version, and
+    each suite's ``SuiteIdentity``."""
+
     system: str
     version: str
     suites: dict[str, SuiteIdentity] = field(default_factory=dict)
 
     @classmethod
     def of(cls, results: dict) -> RunIdentity | None:
-        """The identity recorded in a results file (None for runs made before it was). A run
-        made with ``--limit`` is partial whatever its file says: lm-eval's ``n-samples`` record
-        decides (results written before adept-eval looked at it called such runs complete)."""
+        """Read the identity recorded in a results file.
+
+        A run made with ``--limit`` is partial whatever its file says: lm-eval's ``n-samples``
+        record decides, so a file whose ``complete`` flag ignores ``--limit`` is read right.
+
+        Args:
+            results: a results file's contents, as lm-eval writes them.
+
+        Returns:
+            The run's identity, or None when the file records none.
+        """
         data = results.get(KEY) if isinstance(results, dict) else None
         if not isinstance(data, dict):
             return None

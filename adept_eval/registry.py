@@ -30,9 +30,21 @@ class Registry:
 
     # ------------------------------------------------------------------ registration
     def register(self, name: str, target=None, **options):
-        """``register(name, "module:attr", **options)`` adds an entry; ``@register(name)``
-        registers the decorated object (replacing a lazy entry of the same name, which is what
-        happens when a built-in part's module is loaded and registers itself)."""
+        """Add an entry: ``register(name, "module:attr", **options)``, or, as a decorator,
+        ``@register(name)`` for the decorated object.
+
+        An entry registered again replaces the earlier one: a built-in part's module, once
+        loaded, registers its object over its lazy ``"module:attr"`` entry.
+
+        Args:
+            name: The entry's name.
+            target: A ``"module:attr"`` string or the object; None to decorate.
+            **options: Options the entry fixes for ``create``.
+
+        Returns:
+            The target when given, else the decorator (which returns the object it
+            registers).
+        """
         def add(obj):
             self._targets[name] = obj
             self._fixed[name] = dict(options)
@@ -41,12 +53,21 @@ class Registry:
         return add(target) if target is not None else add
 
     def unregister(self, name: str) -> None:
+        """Remove the entry ``name``, if there is one.
+
+        Args:
+            name: The entry's name.
+        """
         self._targets.pop(name, None)
         self._fixed.pop(name, None)
 
     # ------------------------------------------------------------------ reading
     def names(self) -> list[str]:
-        """Every registered name, sorted (imports nothing)."""
+        """List the registered names (imports nothing).
+
+        Returns:
+            Every registered name, sorted.
+        """
         return sorted(self._targets)
 
     def __contains__(self, name) -> bool:
@@ -56,12 +77,32 @@ class Registry:
         return iter(self.names())
 
     def target(self, name: str):
-        """The entry as registered: a ``"module:attr"`` string or the object (imports nothing)."""
+        """Look an entry up as registered (imports nothing).
+
+        Args:
+            name: The entry's name.
+
+        Returns:
+            A ``"module:attr"`` string or the object.
+
+        Raises:
+            ValueError: (or the registry's own ``error`` type) ``name`` is no entry.
+        """
         self._known(name)
         return self._targets[name]
 
     def get(self, name: str):
-        """The entry's object, importing its module on first use."""
+        """Load an entry's object, importing its module on first use.
+
+        Args:
+            name: The entry's name.
+
+        Returns:
+            The object (the same one on every call).
+
+        Raises:
+            ValueError: (or the registry's own ``error`` type) ``name`` is no entry.
+        """
         self._known(name)
         target = self._targets[name]
         if isinstance(target, str):
@@ -76,28 +117,57 @@ class Registry:
         return target
 
     def create(self, name: str, **options):
-        """Call the entry's target with its fixed options, the caller's taking precedence."""
+        """Call the entry's target with its fixed options, the caller's taking precedence.
+
+        Args:
+            name: The entry's name.
+            **options: The caller's options.
+
+        Returns:
+            What the target returns (a listener, a backend, a model).
+
+        Raises:
+            ValueError: (or the registry's own ``error`` type) ``name`` is no entry.
+        """
         return self.get(name)(**{**self._fixed.get(name, {}), **options})
 
     def options(self, name: str) -> set[str]:
-        """The keyword options the entry's target declares (``__init__`` parameters through its
-        class hierarchy, or a factory's parameters); private ``_x`` ones and the entry's fixed
-        options are not the user's."""
+        """The options a user may give the entry.
+
+        Args:
+            name: The entry.
+
+        Returns:
+            The keyword options its target declares (``__init__`` parameters through its
+            class hierarchy, or a factory's parameters), less private ``_x`` ones and the
+            entry's fixed options, which are not the user's.
+
+        Raises:
+            ValueError: (or the registry's own ``error`` type) ``name`` is no entry.
+        """
         import inspect
 
         target = self.get(name)
-        found: set[str] = set()
         callables = [k.__dict__["__init__"] for k in inspect.getmro(target)
                      if "__init__" in k.__dict__] if inspect.isclass(target) else [target]
+        found: set[str] = set()
         for fn in callables:
-            try:
-                params = inspect.signature(fn).parameters.values()
-            except (TypeError, ValueError):
-                continue
-            found |= {p.name for p in params if p.name != "self"
-                      and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+            found |= _keyword_parameters(fn)
         return {n for n in found if not n.startswith("_")} - set(self._fixed.get(name, {}))
 
     def _known(self, name: str) -> None:
         if name not in self._targets:
             raise self.error(f"unknown {self.kind} {name!r}; available: {', '.join(self.names())}")
+
+
+def _keyword_parameters(fn) -> set[str]:
+    """The names of ``fn``'s parameters that a keyword can set (not ``self``, ``*args`` or
+    ``**kwargs``); none when its signature cannot be read."""
+    import inspect
+
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return set()
+    return {p.name for p in params if p.name != "self"
+            and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}

@@ -37,9 +37,18 @@ _ENV_SECRET_NAME = re.compile(r"(TOKEN|KEY|SECRET|PASSWORD)", re.IGNORECASE)
 
 
 def secret_name(key: str) -> bool:
-    """``api_key``, ``hf_token``, ``llm_api_key``, ``password``: yes; ``api_key_env``,
+    """Tell whether an option's name says it holds a secret.
+
+    ``api_key``, ``hf_token``, ``llm_api_key``, ``password``: yes; ``api_key_env``,
     ``key_file``, ``token_path``, ``max_tokens``: no (the first three name where a secret is
-    kept - what a user should pass instead of the secret -, the last is a count)."""
+    kept - what a user should pass instead of the secret -, the last is a count).
+
+    Args:
+        key: The option's name (dashes and underscores alike).
+
+    Returns:
+        Whether it names a secret.
+    """
     parts = [p for p in re.split(r"[_\-.]", key.lower()) if p]
     if not parts or parts[-1] in ("env", "file", "path", "dir"):
         return False
@@ -48,7 +57,13 @@ def secret_name(key: str) -> bool:
 
 
 def environment_secrets() -> dict[str, str]:
-    """Values of environment variables whose names look secret (long enough to matter)."""
+    """Collect the secrets the environment holds.
+
+    Returns:
+        Variable name -> value, for each variable whose name looks secret (``TOKEN``,
+        ``KEY``, ``SECRET``, ``PASSWORD``) and whose value is long enough to matter (8
+        characters or more).
+    """
     return {k: v for k, v in os.environ.items() if _ENV_SECRET_NAME.search(k) and len(v) >= 8}
 
 
@@ -60,25 +75,42 @@ _QUERY_PARAMETER = re.compile(r"(?<=[?&;])([A-Za-z][A-Za-z0-9_.\-]*)=([^&#\s\"'<
 
 
 def placeholder(word: str) -> bool:
-    """``{text}``, ``{output}``: a template's placeholder, never a secret."""
+    """Tell a template's placeholder (``{text}``, ``{output}``), never a secret.
+
+    Args:
+        word: A word of a command.
+
+    Returns:
+        Whether the word is exactly one ``{name}``.
+    """
     return re.fullmatch(r"\{\w+\}", word) is not None
 
 
 def redact_words(words: list[str], keep=placeholder) -> tuple[list[str], list[str]]:
-    """The one rule for secrets inside a command line or URL, shared by the option check
-    (``secret_value``: refused before lm-eval logs it), ``tts_command.redact_command`` (the
-    template recorded with each sample) and ``find_secrets`` (files refused for upload),
-    so what one lets through the others do too.
+    """Replace the secrets in a command line or URL by ``<redacted>``.
 
-    ``words`` are a command's arguments. Secret: the value after an option named like a secret
-    (``--api-key X``, ``--token=X``, ``password=X``; named as ``secret_name`` decides, so
-    ``--api-key-env NAME`` and ``--max-tokens 5`` are not), a URL query parameter so named
-    (``?token=X``, ``&api_key=X``), the word after ``Bearer``, a credential-shaped string
-    (``sk-...``, ``hf_...``, ``user:pass@`` in a URL) and the value of a secret-named
-    environment variable. A value ``keep`` accepts (a template's placeholder), one starting
-    with ``-`` (the next option, so the first was a flag) and ``<redacted>`` itself are not
-    secrets. Returns the words with each secret
-    replaced by ``<redacted>`` and, per secret, what held it (never the secret)."""
+    This is the one rule for secrets, shared by the option check (``secret_value``: refused
+    before lm-eval logs it), ``tts_command.redact_command`` (the template recorded with each
+    sample) and ``find_secrets`` (files refused for upload), so what one lets through the
+    others do too.
+
+    Secret: the value after an option named like a secret (``--api-key X``, ``--token=X``,
+    ``password=X``; named as ``secret_name`` decides, so ``--api-key-env NAME`` and
+    ``--max-tokens 5`` are not), a URL query parameter so named (``?token=X``, ``&api_key=X``),
+    the word after ``Bearer``, a credential-shaped string (``sk-...``, ``hf_...``,
+    ``user:pass@`` in a URL) and the value of a secret-named environment variable. A value
+    ``keep`` accepts (a template's placeholder), one starting with ``-`` (the next option, so
+    the first was a flag) and ``<redacted>`` itself are not secrets.
+
+    Args:
+        words: a command's arguments.
+        keep: a function telling whether a value is no secret (default: a template's
+            ``{placeholder}``).
+
+    Returns:
+        The words with each secret replaced by ``<redacted>``, and, per secret, what held it
+        (never the secret itself).
+    """
     env = sorted(environment_secrets().items(), key=lambda kv: len(kv[1]), reverse=True)
     out: list[str] = []
     found: list[str] = []
@@ -86,41 +118,82 @@ def redact_words(words: list[str], keep=placeholder) -> tuple[list[str], list[st
     for word in words:
         if after is not None:
             option, after = after, None
-            if word and not word.startswith("-") and not keep(word) and word != REDACTED:
+            if word and not word.startswith("-") and _secret_candidate(word, keep):
                 out.append(REDACTED)
                 found.append(next((f"the value of ${var}" for var, secret in env
                                    if secret in word), f"the value of {option}"))
                 continue
-        if word.lower() == "bearer":  # "Bearer TOKEN" given as two words
-            after = word
-        name, eq, value = word.partition("=")
-        if _OPTION_NAME.fullmatch(name) and secret_name(name.lstrip("-")):
-            if not eq and name.startswith("-"):
-                after = name
-            elif eq and value and not keep(value) and value != REDACTED:
-                word = f"{name}={REDACTED}"
-                found.append(f"the value of {name}")
-
-        def query(m):
-            if not secret_name(m.group(1)) or m.group(2) == REDACTED:
-                return m.group(0)
-            found.append(f"the URL parameter {m.group(1)}=")
-            return f"{m.group(1)}={REDACTED}"
-
-        word = _QUERY_PARAMETER.sub(query, word)
-        for var, secret in env:
-            if secret in word:
-                word = word.replace(secret, REDACTED)
-                found.append(f"the value of ${var}")
-        for m in _SECRET_VALUE.finditer(word):
-            found.append(f"a credential ({m.group(1)[:4]}...)")
-        out.append(_SECRET_VALUE.sub(REDACTED, word))
+        word, after = _redact_option(word, keep, found)
+        word = _redact_query(word, found)
+        word = _redact_environment(word, env, found)
+        out.append(_redact_credentials(word, found))
     return out, found
 
 
+def _secret_candidate(value: str, keep) -> bool:
+    """Whether ``value``, held by a secret-named option, is a secret: not a value ``keep``
+    accepts and not ``<redacted>`` already."""
+    return not keep(value) and value != REDACTED
+
+
+def _redact_option(word: str, keep, found: list[str]) -> tuple[str, str | None]:
+    """Redact the value of a secret-named ``name=value`` word, noting it in ``found``.
+
+    Returns:
+        The word, redacted if it holds a secret, and the option whose value the next word is
+        (``Bearer``, or a secret-named ``--option`` given without ``=``), else None.
+    """
+    after = word if word.lower() == "bearer" else None  # "Bearer TOKEN" given as two words
+    name, eq, value = word.partition("=")
+    if _OPTION_NAME.fullmatch(name) and secret_name(name.lstrip("-")):
+        if not eq and name.startswith("-"):
+            after = name
+        elif eq and value and _secret_candidate(value, keep):
+            word = f"{name}={REDACTED}"
+            found.append(f"the value of {name}")
+    return word, after
+
+
+def _redact_query(word: str, found: list[str]) -> str:
+    """``word`` with the value of each secret-named URL query parameter redacted, each noted
+    in ``found``."""
+    def query(match):
+        if not secret_name(match.group(1)) or match.group(2) == REDACTED:
+            return match.group(0)
+        found.append(f"the URL parameter {match.group(1)}=")
+        return f"{match.group(1)}={REDACTED}"
+
+    return _QUERY_PARAMETER.sub(query, word)
+
+
+def _redact_environment(word: str, env: list[tuple[str, str]], found: list[str]) -> str:
+    """``word`` with each secret environment value in ``env`` (longest first) redacted, each
+    noted in ``found``."""
+    for var, secret in env:
+        if secret in word:
+            word = word.replace(secret, REDACTED)
+            found.append(f"the value of ${var}")
+    return word
+
+
+def _redact_credentials(word: str, found: list[str]) -> str:
+    """``word`` with each credential-shaped string redacted, each noted in ``found`` by its
+    first four characters."""
+    for match in _SECRET_VALUE.finditer(word):
+        found.append(f"a credential ({match.group(1)[:4]}...)")
+    return _SECRET_VALUE.sub(REDACTED, word)
+
+
 def command_words(text: str) -> list[str]:
-    """``text`` split as a shell would (as tts-command splits its template), or at white space
-    when it does not split (an unmatched quote)."""
+    """Split ``text`` into a command's words.
+
+    Args:
+        text: A command line.
+
+    Returns:
+        Its words as a shell splits them (as tts-command splits its template), or split at
+        white space when the shell rules cannot split it (an unmatched quote).
+    """
     import shlex
 
     try:
@@ -130,7 +203,14 @@ def command_words(text: str) -> list[str]:
 
 
 def secret_value(value) -> str | None:
-    """Why ``value`` looks like a credential or holds one (``redact_words``'s rule), or None."""
+    """Tell whether an option's value is, or holds, a credential (``redact_words``'s rule).
+
+    Args:
+        value: The value (read as text).
+
+    Returns:
+        Why it looks secret ("contains a credential (sk-a...)", never the secret), or None.
+    """
     found = redact_words(command_words(str(value)))[1]
     if not found:
         return None
@@ -139,8 +219,16 @@ def secret_value(value) -> str | None:
 
 
 def refuse_secrets(options: dict, where: str = "--model_args/--metadata") -> None:
-    """Raise ``SettingsError`` if any option name or value looks secret (the message never
-    repeats the value)."""
+    """Refuse options whose name or value looks secret.
+
+    Args:
+        options: Option name -> value (None: no options).
+        where: Where the options were given, for the message.
+
+    Raises:
+        SettingsError: An option's name or value looks secret; the message lists each and
+            says how to pass a key instead, never repeating a value.
+    """
     bad = []
     for key, value in (options or {}).items():
         if secret_name(str(key)):
@@ -164,27 +252,43 @@ _OPTION_FILES = {".json", ".jsonl"}
 
 
 def find_secrets(folder: Path) -> list[str]:
-    """Files under ``folder`` that contain a secret's value, or a password written into a URL
-    (a server option given as ``https://user:password@host``): ``path (what)`` entries.
+    """Find the files under ``folder`` that must not be uploaded: those holding a secret's
+    value, or a password written into a URL (a server option given as
+    ``https://user:password@host``).
 
     A results or samples file (.json, .jsonl) is also read word by word with the rule options
-    are refused by (``redact_words``): a run made before that rule, or by hand, may
-    hold ``--api-key X`` in a tts-command template or ``?token=X`` in a server URL, and those
-    are refused for upload too. Other files (a Space's code, parquet) get only the two checks
-    above: code is full of ``api_key=...`` that is no secret."""
+    are refused by (``redact_words``): one written by hand, or by a run that did not refuse
+    them, may hold ``--api-key X`` in a tts-command template or ``?token=X`` in a server URL,
+    and those are refused for upload too. Other files (a Space's code, parquet) get only the
+    two checks above: code is full of ``api_key=...`` that is no secret.
+
+    Args:
+        folder: The folder about to be uploaded.
+
+    Returns:
+        One ``path (what)`` entry per finding, files in sorted order.
+
+    Raises:
+        OSError: A file cannot be read.
+    """
     secrets = environment_secrets()
     found = []
     for path in sorted(p for p in Path(folder).rglob("*") if p.is_file()):
-        data = path.read_bytes()
-        for name, value in secrets.items():
-            if value.encode() in data:
-                found.append(f"{path} ({name})")
-        if URL_CREDENTIALS.search(data):
-            found.append(f"{path} (a password in a URL)")
-        elif path.suffix in _OPTION_FILES:
-            # JSON's quotes, commas and escapes end a word, as white space does
-            words = re.split(r"[\s\"',\\]+", data.decode("utf-8", "replace"))
-            what = [w for w in redact_words(words)[1] if "$" not in w]  # $NAME: reported above
-            if what:
-                found.append(f"{path} ({'; '.join(dict.fromkeys(what))})")
+        found += _file_secrets(path, secrets)
+    return found
+
+
+def _file_secrets(path: Path, secrets: dict[str, str]) -> list[str]:
+    """``find_secrets``' entries for one file: each secret environment value it holds, then a
+    password in a URL or, for a results or samples file, the secrets ``redact_words`` finds."""
+    data = path.read_bytes()
+    found = [f"{path} ({name})" for name, value in secrets.items() if value.encode() in data]
+    if URL_CREDENTIALS.search(data):
+        found.append(f"{path} (a password in a URL)")
+    elif path.suffix in _OPTION_FILES:
+        # JSON's quotes, commas and escapes end a word, as white space does
+        words = re.split(r"[\s\"',\\]+", data.decode("utf-8", "replace"))
+        what = [w for w in redact_words(words)[1] if "$" not in w]  # $NAME: reported above
+        if what:
+            found.append(f"{path} ({'; '.join(dict.fromkeys(what))})")
     return found

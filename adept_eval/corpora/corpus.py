@@ -99,58 +99,84 @@ class Corpus:
 
     # ------------------------------------------------------------------ parsing
     def _load(self) -> None:
-        problems: list[str] = []
+        """Read the prompts and the recordings, checking the whole layout.
+
+        Raises:
+            CorpusError: when a top-level file or folder is missing, the prompts are
+                unreadable, or anything else is wrong; the message lists every problem.
+        """
         prompts_path = self.root / PROMPTS_FILE
         wav_root, txt_root = self.root / WAV_DIR, self.root / TXT_DIR
-        for needed in (prompts_path, wav_root, txt_root):
-            if not needed.exists():
-                problems.append(f"missing: {needed}")
+        problems = [f"missing: {needed}" for needed in (prompts_path, wav_root, txt_root)
+                    if not needed.exists()]
         if problems:
             raise CorpusError(self._message(problems))
+        problems += self._read_prompts(prompts_path)
+
+        expected = expected_stimuli()
+        present_wav = _relative_files(wav_root)
+        present_txt = _relative_files(txt_root)
+        problems += _file_set_problems(expected, present_wav, present_txt)
+        for speaker, cname, sub, sid in expected:
+            rel = f"{cname}/{sub}/{spec.SPEAKERS[speaker]}_{sid}"
+            if f"{rel}.wav" in present_wav and f"{rel}.txt" in present_txt:
+                problems += self._read_recording(speaker, cname, sub, sid, rel)
+        problems += self._check_prompts()
+        if problems:
+            raise CorpusError(self._message(problems))
+
+    def _read_prompts(self, prompts_path: Path) -> list[str]:
+        """Read the prompts file into ``self.prompts`` (``{}`` when it is no JSON object).
+
+        Returns:
+            The problems found: not an object, keys given more than once.
+
+        Raises:
+            CorpusError: when the file cannot be read or is not JSON.
+        """
         duplicates: list[str] = []
         try:
             self.prompts = json.loads(prompts_path.read_text(encoding="utf-8"),
                                       object_pairs_hook=_pairs_noting_duplicates(duplicates))
         except (OSError, ValueError) as exc:
             raise CorpusError(self._message([f"unreadable: {prompts_path} ({exc})"])) from None
+        problems = []
         if not isinstance(self.prompts, dict):
             problems.append(f"{PROMPTS_FILE}: should be a JSON object of classes, got "
                             f"{_json_type(self.prompts)}")
             self.prompts = {}
         problems += [f"{PROMPTS_FILE}: key {k!r} appears more than once" for k in duplicates]
+        return problems
 
-        expected = expected_stimuli()
-        wanted_wav = {f"{cname}/{sub}/{spec.SPEAKERS[speaker]}_{sid}.wav"
-                      for speaker, cname, sub, sid in expected}
-        wanted_txt = {wav[:-4] + ".txt" for wav in wanted_wav}
-        present_wav = _relative_files(wav_root)
-        present_txt = _relative_files(txt_root)
-        problems += [f"missing: {WAV_DIR}/{p}" for p in sorted(wanted_wav - present_wav)]
-        problems += [f"missing: {TXT_DIR}/{p}" for p in sorted(wanted_txt - present_txt)]
-        problems += [f"unexpected: {WAV_DIR}/{p}" for p in sorted(present_wav - wanted_wav)]
-        problems += [f"unexpected: {TXT_DIR}/{p}" for p in sorted(present_txt - wanted_txt)]
+    def _read_recording(self, speaker, cname: str, sub: str, sid: str, rel: str) -> list[str]:
+        """Read one recording's transcript and add the recording to ``self.recordings``.
 
-        for speaker, cname, sub, sid in expected:
-            rel = f"{cname}/{sub}/{spec.SPEAKERS[speaker]}_{sid}"
-            wav, txt = wav_root / f"{rel}.wav", txt_root / f"{rel}.txt"
-            if f"{rel}.wav" not in present_wav or f"{rel}.txt" not in present_txt:
-                continue
-            try:
-                if wav.stat().st_size == 0:
-                    problems.append(f"empty: {WAV_DIR}/{rel}.wav")
-                text = " ".join(txt.read_text(encoding="utf-8").split())
-            except (OSError, UnicodeDecodeError) as exc:
-                problems.append(f"unreadable: {TXT_DIR}/{rel}.txt ({exc})")
-                continue
-            if not text:
-                problems.append(f"empty: {TXT_DIR}/{rel}.txt")
-            self.recordings.append(Recording(speaker, spec.SPEAKERS[speaker], cname, sub, sid,
-                                             text, str(wav)))
-        problems += self._check_prompts()
-        if problems:
-            raise CorpusError(self._message(problems))
+        Returns:
+            The problems found: an empty audio file or transcript, an unreadable transcript
+            (the recording is then left out).
+        """
+        problems = []
+        wav, txt = self.root / WAV_DIR / f"{rel}.wav", self.root / TXT_DIR / f"{rel}.txt"
+        try:
+            if wav.stat().st_size == 0:
+                problems.append(f"empty: {WAV_DIR}/{rel}.wav")
+            text = " ".join(txt.read_text(encoding="utf-8").split())
+        except (OSError, UnicodeDecodeError) as exc:
+            problems.append(f"unreadable: {TXT_DIR}/{rel}.txt ({exc})")
+            return problems
+        if not text:
+            problems.append(f"empty: {TXT_DIR}/{rel}.txt")
+        self.recordings.append(Recording(speaker, spec.SPEAKERS[speaker], cname, sub, sid,
+                                         text, str(wav)))
+        return problems
 
     def _check_prompts(self) -> list[str]:
+        """Check the answer options of every single-stimulus class.
+
+        Returns:
+            The problems found: a class or sentence without options, an option missing,
+            not text, or the same text as another option of its sentence.
+        """
         problems = []
         for cname in SINGLE_STIMULUS_CLASSES:
             cls = spec.CLASSES[cname]
@@ -163,29 +189,8 @@ class Corpus:
             for speaker in spec.SPEAKERS:
                 for sid in cls.sentence_ids():
                     key = f"{spec.SPEAKERS[speaker]}_{sid}"
-                    options = block.get(key)
-                    if not isinstance(options, dict):
-                        problems.append(f"{PROMPTS_FILE}: {cname}/{key}: no answer options"
-                                        if options is None else
-                                        f"{PROMPTS_FILE}: {cname}/{key}: answer options should be "
-                                        f"an object, got {_json_type(options)}")
-                        continue
-                    seen: dict[str, str] = {}
-                    for sub in cls.answer_subcategories(speaker):
-                        value = options.get(sub)
-                        where = f"{PROMPTS_FILE}: {cname}/{key}/{sub}"
-                        if isinstance(value, (dict, list, bool)):
-                            problems.append(f"{where}: should be the option's text, got "
-                                            f"{_json_type(value)}")
-                        elif value is None or not str(value).strip():
-                            problems.append(f"{PROMPTS_FILE}: {cname}/{key}: no option {sub!r}")
-                        else:
-                            text = " ".join(str(value).split())
-                            if text in seen:
-                                problems.append(f"{where}: same text as option {seen[text]!r} "
-                                                f"({text!r}); a listener could not tell them "
-                                                f"apart")
-                            seen.setdefault(text, sub)
+                    problems += _option_problems(cname, key, block.get(key),
+                                                 cls.answer_subcategories(speaker))
         return problems
 
     def verify_audio(self, progress: bool = False) -> None:
@@ -325,6 +330,44 @@ def _pairs_noting_duplicates(found: list[str]):
     return hook
 
 
+def _option_problems(cname: str, key: str, options, subs) -> list[str]:
+    """The problems of one sentence's answer options ``options`` (subcategory -> text) in the
+    class ``cname``: none given, not an object, an option of ``subs`` missing or not text, or
+    two options a listener could not tell apart."""
+    if not isinstance(options, dict):
+        return [f"{PROMPTS_FILE}: {cname}/{key}: no answer options" if options is None else
+                f"{PROMPTS_FILE}: {cname}/{key}: answer options should be "
+                f"an object, got {_json_type(options)}"]
+    problems = []
+    seen: dict[str, str] = {}
+    for sub in subs:
+        value = options.get(sub)
+        where = f"{PROMPTS_FILE}: {cname}/{key}/{sub}"
+        if isinstance(value, (dict, list, bool)):
+            problems.append(f"{where}: should be the option's text, got {_json_type(value)}")
+        elif value is None or not str(value).strip():
+            problems.append(f"{PROMPTS_FILE}: {cname}/{key}: no option {sub!r}")
+        else:
+            text = " ".join(str(value).split())
+            if text in seen:
+                problems.append(f"{where}: same text as option {seen[text]!r} ({text!r}); a "
+                                f"listener could not tell them apart")
+            seen.setdefault(text, sub)
+    return problems
+
+
+def _file_set_problems(expected, present_wav: set[str], present_txt: set[str]) -> list[str]:
+    """The audio and transcript files missing for the ``expected`` stimuli, then those present
+    that no stimulus expects, one problem each."""
+    wanted_wav = {f"{cname}/{sub}/{spec.SPEAKERS[speaker]}_{sid}.wav"
+                  for speaker, cname, sub, sid in expected}
+    wanted_txt = {wav[:-4] + ".txt" for wav in wanted_wav}
+    return ([f"missing: {WAV_DIR}/{p}" for p in sorted(wanted_wav - present_wav)]
+            + [f"missing: {TXT_DIR}/{p}" for p in sorted(wanted_txt - present_txt)]
+            + [f"unexpected: {WAV_DIR}/{p}" for p in sorted(present_wav - wanted_wav)]
+            + [f"unexpected: {TXT_DIR}/{p}" for p in sorted(present_txt - wanted_txt)])
+
+
 def _relative_files(root: Path) -> set[str]:
     """Files under root as posix relative paths, skipping hidden files and macOS debris."""
     out = set()
@@ -362,6 +405,19 @@ def find_root(folder: Path) -> Path:
     raise CorpusError(f"{folder}: several ADEPT roots found: {', '.join(map(str, candidates))}")
 
 
+def _unsafe_member(info: zipfile.ZipInfo) -> str | None:
+    """Why a zip member must not be extracted (an absolute path, a drive, a ``..`` part, a
+    symbolic link), or None when it is safe."""
+    name = info.filename
+    parts = PurePosixPath(name.replace("\\", "/")).parts
+    mode = (info.external_attr >> 16) & 0o170000
+    if name.startswith(("/", "\\")) or (parts and parts[0].endswith(":")) or ".." in parts:
+        return f"unsafe path: {name}"
+    if mode == 0o120000:
+        return f"symbolic link: {name}"
+    return None
+
+
 def safe_extract(zip_path: Path, dest: Path) -> Path:
     """Extract a zip, refusing absolute paths, '..' members and links; return the ADEPT root.
 
@@ -385,15 +441,7 @@ def safe_extract(zip_path: Path, dest: Path) -> Path:
     except (zipfile.BadZipFile, OSError) as exc:
         raise CorpusError(f"{zip_path}: not a readable zip archive ({exc})") from None
     with zf:
-        bad = []
-        for info in zf.infolist():
-            name = info.filename
-            parts = PurePosixPath(name.replace("\\", "/")).parts
-            mode = (info.external_attr >> 16) & 0o170000
-            if name.startswith(("/", "\\")) or (parts and parts[0].endswith(":")) or ".." in parts:
-                bad.append(f"unsafe path: {name}")
-            elif mode == 0o120000:
-                bad.append(f"symbolic link: {name}")
+        bad = [problem for problem in map(_unsafe_member, zf.infolist()) if problem]
         if bad:
             raise CorpusError(f"{zip_path}: refusing to extract ({len(bad)} unsafe members):\n  "
                               + "\n  ".join(bad))

@@ -172,47 +172,64 @@ def check_folder(corpus: Corpus, folder: str | Path, *, stimuli: list[str] | Non
         progress: Whether to show a progress bar.
 
     Returns:
-        What was found.
+        What was found: a report per sample, the extra and ambiguous files, and a hint when
+        the folder's layout is not the manifest's.
     """
     folder = Path(folder)
     wanted = stimuli or [r.stimulus_id for r in corpus.recordings]
     result = FolderCheck(str(folder), len(wanted))
     for sid in tqdm(wanted, desc="checking samples", unit="file", disable=not progress):
-        path = sample_path(folder, sid)
-        ref = corpus.get(sid)
-        broken = _broken_link(folder / sid) if path is None else None
-        if broken is not None:
-            report = AudioReport(str(broken))
-            report.problems.append(Problem(report.path, "error", "broken_link",
-                                           f"{broken}: broken link: it points to "
-                                           f"{os.readlink(broken)}, which does not exist"))
-        elif path is None:
-            report = AudioReport(str(folder / f"{sid}.wav"))
-            report.problems.append(Problem(report.path, "error", "missing",
-                                           f"{report.path}: "
-                                           f"{missing_audio_message(folder / sid)}"))
-        else:
-            report = check_audio(path, reference_duration=sf.info(ref.audio_path).duration)
-            _check_speech(path, report)
-            if sum(_exists(folder / f"{sid}{e}") for e in AUDIO_EXTENSIONS) > 1:
-                result.ambiguous.append(str(path))
-        result.samples[sid] = report
+        result.samples[sid] = _sample_report(corpus, folder, sid, result)
     if folder.is_dir():
         known = {r.stimulus_id for r in corpus.recordings}
-        for path in sorted(folder.rglob("*")):
-            if not (path.is_file() or path.is_symlink()) or path.name.startswith("."):
-                continue
-            rel = path.relative_to(folder).with_suffix("").as_posix()
-            if path.suffix.lower() in AUDIO_EXTENSIONS or rel in known:
-                result.candidates += 1
-            if not path.is_file():
-                continue
-            if path.suffix.lower() not in AUDIO_EXTENSIONS or rel not in known:
-                if path.suffix.lower() in AUDIO_EXTENSIONS:
-                    result.extra.append(str(path))
+        _scan_folder(folder, known, result)
         if result.extra and all(not _exists(Path(r.path)) for r in result.samples.values()):
             result.layout_hint = _layout_hint(folder, result.extra, known)
     return result
+
+
+def _sample_report(corpus: Corpus, folder: Path, sid: str, result: FolderCheck) -> AudioReport:
+    """Check the system's sample for the stimulus ``sid``: a broken link, a missing file, or
+    the audio's own checks; a sample found in more than one format is added to
+    ``result.ambiguous``."""
+    path = sample_path(folder, sid)
+    ref = corpus.get(sid)
+    broken = _broken_link(folder / sid) if path is None else None
+    if broken is not None:
+        report = AudioReport(str(broken))
+        report.problems.append(Problem(report.path, "error", "broken_link",
+                                       f"{broken}: broken link: it points to "
+                                       f"{os.readlink(broken)}, which does not exist"))
+    elif path is None:
+        report = AudioReport(str(folder / f"{sid}.wav"))
+        report.problems.append(Problem(report.path, "error", "missing",
+                                       f"{report.path}: "
+                                       f"{missing_audio_message(folder / sid)}"))
+    else:
+        report = check_audio(path, reference_duration=sf.info(ref.audio_path).duration)
+        _check_speech(path, report)
+        if sum(_exists(folder / f"{sid}{e}") for e in AUDIO_EXTENSIONS) > 1:
+            result.ambiguous.append(str(path))
+    return report
+
+
+def _scan_folder(folder: Path, known: set[str], result: FolderCheck) -> None:
+    """Count the folder's candidate samples (audio files, and files named for a stimulus in
+    ``known``) into ``result``, and list audio files that match no stimulus as
+    ``result.extra``."""
+    for path in _visible_files(folder):
+        rel = path.relative_to(folder).with_suffix("").as_posix()
+        audio = path.suffix.lower() in AUDIO_EXTENSIONS
+        if audio or rel in known:
+            result.candidates += 1
+        if path.is_file() and audio and rel not in known:
+            result.extra.append(str(path))
+
+
+def _visible_files(folder: Path) -> list[Path]:
+    """The files and links under ``folder``, sorted, leaving out hidden ones (``.DS_Store``)."""
+    return [path for path in sorted(folder.rglob("*"))
+            if (path.is_file() or path.is_symlink()) and not path.name.startswith(".")]
 
 
 def _layout_hint(folder: Path, extra: list[str], known: set[str]) -> str:

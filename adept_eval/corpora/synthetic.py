@@ -173,6 +173,30 @@ def render(text: str, speaker: str, prosody: Prosody, *, seed: int = 0, rate: in
     rng = np.random.default_rng(seed)
     vowel_rng = np.random.default_rng(_seed("vowels", text))
     n_syl = _syllables(text)
+    durs, gaps, centers = _syllable_timing(n_syl, prosody, rng)
+    starts = np.concatenate([[0.0], np.cumsum(durs + gaps)[:-1]])
+    lead = 0.15
+    total = lead + starts[-1] + durs[-1] + 0.2
+    n = int(total * rate)
+    t = np.arange(n) / rate
+    pos = np.clip((t - lead) / (starts[-1] + durs[-1]), 0, 1)
+
+    st = _semitones(prosody, pos, t, rng, vowel_rng)
+    f0 = (base_f0 or SPEAKER_F0[speaker]) * 2 ** (st / 12)
+    phase = 2 * np.pi * np.cumsum(f0) / rate
+
+    env, f1, f2 = _syllable_shapes(n, rate, lead, starts, durs, centers, prosody, vowel_rng)
+    sig = _harmonics(f0, phase, f1, f2, prosody.tilt, rate)
+    sig *= env
+    sig /= np.max(np.abs(sig)) + 1e-9
+    sig *= 0.3 * 10 ** (prosody.gain_db / 20)
+    sig += rng.normal(0, 3e-4, n)
+    return np.clip(sig, -1, 1).astype(np.float32)
+
+
+def _syllable_timing(n_syl: int, prosody: Prosody, rng: np.random.Generator):
+    """Each syllable's duration, the pause after it and its centre (as a fraction of the
+    utterance): accented syllables lengthen, and the one before a pause lengthens with it."""
     durs = np.full(n_syl, SYLLABLE_S / prosody.rate) * rng.uniform(0.9, 1.1, n_syl)
     centers = (np.arange(n_syl) + 0.5) / n_syl
     if prosody.accent_pos is not None and prosody.accent_size:
@@ -183,14 +207,14 @@ def render(text: str, speaker: str, prosody: Prosody, *, seed: int = 0, rate: in
         k = int(np.clip(round(prosody.pause_pos * n_syl), 1, n_syl - 1))
         gaps[k - 1] = prosody.pause_s
         durs[k - 1] *= 1 + prosody.pause_s  # pre-boundary lengthening grows with the break
-    starts = np.concatenate([[0.0], np.cumsum(durs + gaps)[:-1]])
-    lead = 0.15
-    total = lead + starts[-1] + durs[-1] + 0.2
-    n = int(total * rate)
-    t = np.arange(n) / rate
-    pos = np.clip((t - lead) / (starts[-1] + durs[-1]), 0, 1)
+    return durs, gaps, centers
 
-    # F0 contour in semitones relative to the speaker's base
+
+def _semitones(prosody: Prosody, pos: np.ndarray, t: np.ndarray, rng: np.random.Generator,
+               vowel_rng: np.random.Generator) -> np.ndarray:
+    """The F0 contour in semitones relative to the speaker's base, at each sample (``pos``:
+    the position in the utterance, 0-1; ``t``: the time in seconds): declination with a
+    wobble, the final rise or fall, the accent, jitter and a random offset."""
     wobble_freq = vowel_rng.uniform(1.5, 3.0)
     st = prosody.f0_shift + prosody.f0_range * (
         1.5 - 3.0 * pos + 1.2 * np.sin(2 * np.pi * wobble_freq * pos + vowel_rng.uniform(0, 6)))
@@ -200,16 +224,19 @@ def render(text: str, speaker: str, prosody: Prosody, *, seed: int = 0, rate: in
     if prosody.jitter:
         st += prosody.jitter * np.sin(2 * np.pi * 11 * t + rng.uniform(0, 6))
     st += rng.normal(0, 0.15)
-    f0 = (base_f0 or SPEAKER_F0[speaker]) * 2 ** (st / 12)
-    phase = 2 * np.pi * np.cumsum(f0) / rate
+    return st
 
-    # syllable envelope and per-syllable formants
+
+def _syllable_shapes(n: int, rate: int, lead: float, starts: np.ndarray, durs: np.ndarray,
+                     centers: np.ndarray, prosody: Prosody, vowel_rng: np.random.Generator):
+    """The amplitude envelope (one arch per syllable, accented ones louder) and the first two
+    formants (one vowel per syllable) at each of the ``n`` samples."""
     env = np.zeros(n)
     f1 = np.full(n, 500.0)
     f2 = np.full(n, 1500.0)
-    vowel_f1 = vowel_rng.choice([300.0, 450.0, 650.0, 750.0], n_syl)
-    vowel_f2 = vowel_rng.choice([900.0, 1300.0, 1800.0, 2300.0], n_syl)
-    for i in range(n_syl):
+    vowel_f1 = vowel_rng.choice([300.0, 450.0, 650.0, 750.0], len(durs))
+    vowel_f2 = vowel_rng.choice([900.0, 1300.0, 1800.0, 2300.0], len(durs))
+    for i in range(len(durs)):
         first = int((lead + starts[i]) * rate)
         stop = int((lead + starts[i] + durs[i]) * rate)
         seg = np.sin(np.linspace(0, np.pi, max(stop - first, 2))) ** 0.7
@@ -217,6 +244,14 @@ def render(text: str, speaker: str, prosody: Prosody, *, seed: int = 0, rate: in
         f1[first:stop], f2[first:stop] = vowel_f1[i], vowel_f2[i]
         if prosody.accent_pos is not None and prosody.accent_size:
             env[first:stop] *= 1 + 0.8 * np.exp(-0.5 * ((centers[i] - prosody.accent_pos) / 0.08) ** 2)
+    return env, f1, f2
+
+
+def _harmonics(f0: np.ndarray, phase: np.ndarray, f1: np.ndarray, f2: np.ndarray, tilt: float,
+               rate: int) -> np.ndarray:
+    """The voiced source: harmonics of ``f0`` (below the Nyquist margin) with a spectral
+    ``tilt`` and peaks at the formants ``f1`` and ``f2``."""
+    n = len(f0)
     k_max = int(min(40, 4000 // f0.min()))
     hop = 64  # harmonic amplitudes change slowly: compute them at a control rate
     f0_c, f1_c, f2_c = f0[::hop], f1[::hop], f2[::hop]
@@ -226,15 +261,11 @@ def render(text: str, speaker: str, prosody: Prosody, *, seed: int = 0, rate: in
         if k > 1:  # sin(k x) by the Chebyshev recurrence: no transcendental calls per harmonic
             s_prev, s_k = s_k, two_cos * s_k - s_prev
         fk = k * f0_c
-        amp = k ** (-prosody.tilt) * (1 + 3 * np.exp(-((fk - f1_c) / 150) ** 2)
-                                      + 2 * np.exp(-((fk - f2_c) / 250) ** 2))
+        amp = k ** (-tilt) * (1 + 3 * np.exp(-((fk - f1_c) / 150) ** 2)
+                              + 2 * np.exp(-((fk - f2_c) / 250) ** 2))
         amp = np.where(fk < rate / 2 - 500, amp, 0.0)
         sig += np.repeat(amp, hop)[:n] * s_k
-    sig *= env
-    sig /= np.max(np.abs(sig)) + 1e-9
-    sig *= 0.3 * 10 ** (prosody.gain_db / 20)
-    sig += rng.normal(0, 3e-4, n)
-    return np.clip(sig, -1, 1).astype(np.float32)
+    return sig
 
 
 def build_corpus(out: str | Path, *, rate: int = RATE, wrap: bool = True) -> Path:
@@ -286,27 +317,35 @@ def check_replaceable(out: str | Path) -> None:
     out = Path(out)
     if not out.exists() or (out.is_dir() and not any(out.iterdir())):
         return
-    texts: list[tuple[str, str]] = []  # (path inside the corpus, its text)
-    try:
-        if out.is_dir():
-            texts = [(p.relative_to(out).as_posix(), p.read_text(encoding="utf-8"))
-                     for p in (out / TXT_DIR).rglob("*.txt")]
-        elif zipfile.is_zipfile(out):
-            with zipfile.ZipFile(out) as zf:
-                texts = [(n.split("/", 1)[1], zf.read(n).decode("utf-8"))
-                         for n in zf.namelist() if n.startswith(f"ADEPT/{TXT_DIR}/")
-                         and n.endswith(".txt")]
-    except (OSError, ValueError, zipfile.BadZipFile):
-        texts = []
-
-    def synthetic(path: str, text: str) -> bool:  # txt/<class>/<sub>/<speaker>_<sentence>.txt
-        parts = path.split("/")
-        return len(parts) == 4 and text.strip() == sentence(parts[1], parts[3][:-4].split("_")[-1])
-
-    if not texts or not all(synthetic(path, text) for path, text in texts):
+    texts = _corpus_texts(out)
+    if not texts or not all(_synthetic_text(path, text) for path, text in texts):
         raise UserError(f"{out}: already there and not a synthetic corpus (the real ADEPT, or "
                         "other files): make-synthetic writes only to a new path, an empty folder "
                         "or an earlier synthetic corpus; name another")
+
+
+def _corpus_texts(out: Path) -> list[tuple[str, str]]:
+    """Each transcript of the corpus folder or zip ``out``: (its path inside the corpus, its
+    text); none when ``out`` is neither or cannot be read."""
+    try:
+        if out.is_dir():
+            return [(p.relative_to(out).as_posix(), p.read_text(encoding="utf-8"))
+                    for p in (out / TXT_DIR).rglob("*.txt")]
+        if zipfile.is_zipfile(out):
+            with zipfile.ZipFile(out) as zf:
+                return [(n.split("/", 1)[1], zf.read(n).decode("utf-8"))
+                        for n in zf.namelist() if n.startswith(f"ADEPT/{TXT_DIR}/")
+                        and n.endswith(".txt")]
+    except (OSError, ValueError, zipfile.BadZipFile):
+        return []
+    return []
+
+
+def _synthetic_text(path: str, text: str) -> bool:
+    """Whether the transcript at ``path`` (``txt/<class>/<sub>/<speaker>_<sentence>.txt``)
+    holds the synthetic corpus's sentence for it."""
+    parts = path.split("/")
+    return len(parts) == 4 and text.strip() == sentence(parts[1], parts[3][:-4].split("_")[-1])
 
 
 def zip_corpus(root: str | Path, out_zip: str | Path) -> Path:

@@ -201,15 +201,43 @@ def locate(language: str = "en", folder: str | Path | None = None) -> Path:
         raise VStyleError(f"VStyle has languages {', '.join(LANGUAGES)}, not {language!r}")
     local = folder or os.environ.get("VSTYLE_DIR")
     if local:
-        local = Path(local).expanduser()
-        for candidate in (local / language, local):
-            if any((candidate / n).exists() for n in METADATA_NAMES):
-                return candidate
-        where = "vstyle_dir" if folder else "VSTYLE_DIR"
-        if not local.exists():
-            raise VStyleError(f"{where}={local}: no such folder")
-        raise VStyleError(f"{where}={local}: no VStyle metadata for {language!r} (looked for "
-                          f"{' or '.join(METADATA_NAMES)} in it and in {local / language})")
+        return _local_folder(Path(local).expanduser(), language,
+                             "vstyle_dir" if folder else "VSTYLE_DIR")
+    return _hub_folder(language)
+
+
+def _has_metadata(candidate: Path) -> bool:
+    """Whether ``candidate`` holds a VStyle metadata file."""
+    return any((candidate / n).exists() for n in METADATA_NAMES)
+
+
+def _local_folder(local: Path, language: str, where: str) -> Path:
+    """The language folder of a local copy: ``local`` itself or its ``language`` folder.
+
+    Args:
+        local: The local copy.
+        language: The language.
+        where: The option that named ``local`` (``vstyle_dir``, ``VSTYLE_DIR``), for messages.
+
+    Raises:
+        VStyleError: ``local`` does not exist, or has no metadata for the language.
+    """
+    for candidate in (local / language, local):
+        if _has_metadata(candidate):
+            return candidate
+    if not local.exists():
+        raise VStyleError(f"{where}={local}: no such folder")
+    raise VStyleError(f"{where}={local}: no VStyle metadata for {language!r} (looked for "
+                      f"{' or '.join(METADATA_NAMES)} in it and in {local / language})")
+
+
+def _hub_folder(language: str) -> Path:
+    """The language folder of the Hub's copy, downloaded into the Hugging Face cache (only
+    that language's files).
+
+    Raises:
+        VStyleError: The Hub's copy cannot be fetched, or has no metadata for the language.
+    """
     from huggingface_hub import snapshot_download
 
     try:
@@ -222,7 +250,7 @@ def locate(language: str = "en", folder: str | Path | None = None) -> Path:
             f"Face Hub ({type(exc).__name__}{': ' + why if why else ''}); give a local copy "
             "with --metadata vstyle_dir=FOLDER or VSTYLE_DIR=FOLDER") from None
     folder = Path(root) / language
-    if not any((folder / n).exists() for n in METADATA_NAMES):
+    if not _has_metadata(folder):
         raise VStyleError(f"the VStyle dataset ({HUB_REPO}) fetched into {root} has no "
                           f"{' or '.join(METADATA_NAMES)} for {language!r}; give a local copy "
                           "with --metadata vstyle_dir=FOLDER or VSTYLE_DIR=FOLDER")

@@ -51,7 +51,11 @@ class RemoteFile:
 
 
 def zenodo_url() -> str:
-    """The Zenodo to use: ``$ADEPT_EVAL_ZENODO_URL`` (a mirror) or zenodo.org."""
+    """Name the Zenodo to use.
+
+    Returns:
+        ``$ADEPT_EVAL_ZENODO_URL`` (a mirror) or zenodo.org, without a trailing slash.
+    """
     return os.environ.get("ADEPT_EVAL_ZENODO_URL", DEFAULT_ZENODO_URL).rstrip("/")
 
 
@@ -75,7 +79,23 @@ def describe(record_id: str, key: str, *, base_url: str | None = None,
     """
     base = (base_url or zenodo_url()).rstrip("/")
     url = f"{base}/api/records/{record_id}"
-    http = session or requests.Session()
+    record = _read_record(session or requests.Session(), url, base, record_id, timeout)
+    files = _record_files(record, record_id, url)
+    for entry in files:
+        if isinstance(entry, dict) and entry.get("key") == key:
+            return _remote_file(record_id, key, entry, base, record, url)
+    names = ", ".join(str(f.get("key") if isinstance(f, dict) else f) for f in files) or "none"
+    raise DownloadError(f"Zenodo record {record_id} has no file {key!r} (files: {names})")
+
+
+def _read_record(http: requests.Session, url: str, base: str, record_id: str,
+                 timeout: float) -> dict:
+    """The record JSON at ``url``.
+
+    Raises:
+        DownloadError: Zenodo cannot be reached, answers with an error, or its answer is not
+            a JSON object.
+    """
     try:
         resp = http.get(url, timeout=timeout, headers={"Accept": "application/json"})
         resp.raise_for_status()
@@ -89,30 +109,50 @@ def describe(record_id: str, key: str, *, base_url: str | None = None,
     if not isinstance(record, dict):
         raise DownloadError(f"Zenodo record {record_id} at {url}: expected a JSON object, got "
                             f"{type(record).__name__}")
+    return record
+
+
+def _record_files(record: dict, record_id: str, url: str) -> list:
+    """The record's ``files`` entries (none when it has no such key).
+
+    Raises:
+        DownloadError: ``files`` is not a list.
+    """
     files = record.get("files")
     if files is None:
         files = []
     if not isinstance(files, list):
         raise DownloadError(f"Zenodo record {record_id} at {url}: 'files' should be a list of "
                             f"file entries, got {type(files).__name__}")
-    for entry in files:
-        if isinstance(entry, dict) and entry.get("key") == key:
-            return _remote_file(record_id, key, entry, base, record, url)
-    names = ", ".join(str(f.get("key") if isinstance(f, dict) else f) for f in files) or "none"
-    raise DownloadError(f"Zenodo record {record_id} has no file {key!r} (files: {names})")
+    return files
 
 
 def _remote_file(record_id: str, key: str, entry: dict, base: str, record: dict,
                  url: str) -> RemoteFile:
-    """Validate one ``files`` entry, listing every problem at once."""
+    """Validate one ``files`` entry, listing every problem at once.
+
+    Args:
+        record_id: The Zenodo record.
+        key: The file's name.
+        entry: The record's ``files`` entry for it.
+        base: The Zenodo asked.
+        record: The record JSON.
+        url: The record's API address, for messages.
+
+    Returns:
+        The file's description; its link is the entry's ``links.self``, else the records
+        API's content address.
+
+    Raises:
+        DownloadError: The entry has no md5 checksum, no valid size or malformed links.
+    """
     problems = []
     checksum = str(entry.get("checksum", ""))
     algo, _, digest = checksum.partition(":")
     if algo != "md5" or not digest:
         problems.append(f"no md5 checksum (got {checksum!r})")
     size = entry.get("size")
-    if isinstance(size, bool) or not isinstance(size, (int, str)) or \
-            not str(size).isdigit() or int(size) <= 0:
+    if not _valid_size(size):
         problems.append(f"no valid size (got {size!r})")
     links = entry.get("links")
     if links is not None and not isinstance(links, dict):
@@ -123,6 +163,14 @@ def _remote_file(record_id: str, key: str, entry: dict, base: str, record: dict,
                             f"unusable: " + "; ".join(problems))
     link = (links or {}).get("self") or f"{base}/api/records/{record_id}/files/{key}/content"
     return RemoteFile(key, int(size), digest.lower(), str(link), record)
+
+
+def _valid_size(size) -> bool:
+    """Whether a ``files`` entry's ``size`` is a positive whole number (an int or its text;
+    never true/false)."""
+    if isinstance(size, bool) or not isinstance(size, (int, str)):
+        return False
+    return str(size).isdigit() and int(size) > 0
 
 
 def _root_cause(exc: BaseException) -> str:
@@ -178,56 +226,95 @@ def download(remote: RemoteFile, dest: Path, *, retries: int = 5, backoff: float
     """
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    if dest.exists() and dest.stat().st_size == remote.size and md5sum(dest) == remote.md5:
+    if _verified(dest, remote):
         return dest
     part = dest.with_name(dest.name + ".part")
     http = session or requests.Session()
     last_error: Exception | None = None
     stalled = 0  # attempts in a row that added no bytes
     while True:
-        have = part.stat().st_size if part.exists() else 0
-        if have > remote.size:
-            part.unlink()
-            have = 0
-        if have < remote.size:
-            try:
-                _fetch_into(http, remote, part, have, timeout, progress)
-            except (requests.RequestException, OSError) as exc:
-                last_error = exc
-            now = part.stat().st_size if part.exists() else 0
-            if now < remote.size:
-                if now > have:  # progress: keep going without counting a failure
-                    stalled = 0
-                    log.info("download of %s interrupted at %d of %d bytes; resuming",
-                             remote.key, now, remote.size)
-                    continue
-                stalled += 1
-                if stalled > retries:
-                    break
-                wait = min(backoff * (2 ** (stalled - 1)), MAX_WAIT)
-                log.warning("download of %s made no progress (%s); retrying in %.1fs",
-                            remote.key, last_error, wait)
-                time.sleep(wait)
-                continue
-        size = part.stat().st_size
-        if size != remote.size:
-            part.unlink()
-            last_error = DownloadError(f"{remote.key}: got {size} bytes, expected {remote.size}")
-            stalled += 1
-            if stalled > retries:
-                break
+        outcome, error = _attempt(http, remote, part, timeout, progress)
+        if error is not None:
+            last_error = error
+        if outcome == "progress":  # keep going without counting a failure
+            stalled = 0
             continue
-        digest = md5sum(part)
-        if digest != remote.md5:
-            part.unlink()
-            raise DownloadError(f"{remote.key}: md5 {digest} does not match Zenodo's "
-                                f"{remote.md5}; the partial file was deleted, run again")
-        os.replace(part, dest)
-        return dest
+        if outcome == "complete":
+            _check_md5(part, remote)
+            os.replace(part, dest)
+            return dest
+        stalled += 1
+        if stalled > retries:
+            break
+        if outcome == "stalled":
+            wait = min(backoff * (2 ** (stalled - 1)), MAX_WAIT)
+            log.warning("download of %s made no progress (%s); retrying in %.1fs",
+                        remote.key, last_error, wait)
+            time.sleep(wait)
     hint = f"\n{OFFLINE_HINT}" if isinstance(last_error, requests.ConnectionError) else ""
     raise DownloadError(f"could not download {remote.key} from {remote.url}: {retries + 1} "
                         f"attempts in a row made no progress; last error: {last_error}. What "
                         f"arrived is kept in {part} and a rerun resumes from it.{hint}")
+
+
+def _verified(dest: Path, remote: RemoteFile) -> bool:
+    """Whether ``dest`` already holds the file (its size and md5 match)."""
+    return dest.exists() and dest.stat().st_size == remote.size and md5sum(dest) == remote.md5
+
+
+def _attempt(http: requests.Session, remote: RemoteFile, part: Path, timeout: float,
+             progress: bool) -> tuple[str, Exception | None]:
+    """One download attempt into ``part``, resuming from what it holds (a ``part`` longer than
+    the file is started afresh).
+
+    Returns:
+        What came of it: "progress" (bytes were added, the file is not complete), "stalled"
+        (no bytes were added), "wrong size" (``part`` ended longer than the file and was
+        deleted) or "complete" (``part`` holds as many bytes as the file); and the error the
+        attempt ended with (for "wrong size", the size mismatch), or None.
+    """
+    have = _size_of(part)
+    if have > remote.size:
+        part.unlink()
+        have = 0
+    error: Exception | None = None
+    if have < remote.size:
+        try:
+            _fetch_into(http, remote, part, have, timeout, progress)
+        except (requests.RequestException, OSError) as exc:
+            error = exc
+        now = _size_of(part)
+        if now < remote.size:
+            if now <= have:
+                return "stalled", error
+            log.info("download of %s interrupted at %d of %d bytes; resuming",
+                     remote.key, now, remote.size)
+            return "progress", error
+    size = part.stat().st_size
+    if size != remote.size:
+        part.unlink()
+        return "wrong size", DownloadError(f"{remote.key}: got {size} bytes, "
+                                           f"expected {remote.size}")
+    return "complete", error
+
+
+def _size_of(part: Path) -> int:
+    """How many bytes ``part`` holds (0 when it does not exist)."""
+    return part.stat().st_size if part.exists() else 0
+
+
+def _check_md5(part: Path, remote: RemoteFile) -> None:
+    """Check the downloaded file's md5.
+
+    Raises:
+        DownloadError: it does not match Zenodo's; ``part`` is deleted, so the next attempt
+            starts clean.
+    """
+    digest = md5sum(part)
+    if digest != remote.md5:
+        part.unlink()
+        raise DownloadError(f"{remote.key}: md5 {digest} does not match Zenodo's "
+                            f"{remote.md5}; the partial file was deleted, run again")
 
 
 def _fetch_into(http: requests.Session, remote: RemoteFile, part: Path, have: int,

@@ -476,6 +476,55 @@ def _energy(feats: Features, norm: VoiceNorm) -> np.ndarray:
     return np.maximum(feats.energy - norm.energy, -ENERGY_FLOOR_DB)
 
 
+def _refuse_unusable(stimulus_id: str, sample: Features,
+                     reference: Features) -> StimulusScores | None:
+    """A failed record naming the first of sample and reference that cannot be scored
+    (``unusable``), or None when both can."""
+    for who, feats in (("sample", sample), ("reference", reference)):
+        problem = unusable(feats)
+        if problem:
+            return failed(stimulus_id, f"{who}: {problem}")
+    return None
+
+
+def _f0_figures(fa: np.ndarray, fb: np.ndarray, both: np.ndarray,
+                offset: float) -> tuple[float, float, float]:
+    """F0 RMSE, RMSE after removing the voices' median ``offset``, and correlation over the
+    aligned frames voiced on both sides (``both``); all nan with fewer than ``MIN_VOICED``
+    such frames."""
+    if both.sum() < MIN_VOICED:
+        return math.nan, math.nan, math.nan
+    diff = fa[both] - fb[both]
+    rmse = float(np.sqrt(np.mean(diff ** 2)))
+    diff_norm = diff - offset
+    rmse_norm = float(np.sqrt(np.mean(diff_norm ** 2)))
+    return rmse, rmse_norm, pearson(fa[both], fb[both])
+
+
+def _pause_figures(sample: Features, reference: Features, path: Alignment) -> tuple[float, float]:
+    """The pause agreement (matched pauses over all, 1 when neither side pauses) and the
+    number of unmatched pauses."""
+    pa, pb = pauses(sample), pauses(reference)
+    matched = match_pauses(pa, pb, path)
+    pause_agreement = 2 * matched / (len(pa) + len(pb)) if (pa or pb) else 1.0
+    return pause_agreement, float(len(pa) + len(pb) - 2 * matched)
+
+
+def _norms(others: Sequence[Features], other_norms: Sequence[VoiceNorm] | None) -> list:
+    """``other_norms``, or each of ``others``' own norm when None."""
+    if other_norms is not None:
+        return list(other_norms)
+    return [VoiceNorm.of([other]) for other in others]
+
+
+def _distances_to(sample: Features, sample_norm: VoiceNorm, references: list[Features],
+                  norms: list[VoiceNorm], distance: DistanceFn) -> list[float]:
+    """``distance`` from the sample to each reference, each with its norm (the shorter list
+    decides how many)."""
+    return [distance(sample, sample_norm, reference, norm)
+            for reference, norm in zip(references, norms)]
+
+
 def score(sample: Features, reference: Features, *, id: str = "",
           sample_norm: VoiceNorm | None = None, reference_norm: VoiceNorm | None = None,
           others: Sequence[Features] = (), other_norms: Sequence[VoiceNorm] | None = None,
@@ -504,10 +553,9 @@ def score(sample: Features, reference: Features, *, id: str = "",
     Returns:
         The stimulus's figures (a failed record when either side cannot be scored).
     """
-    for who, feats in (("sample", sample), ("reference", reference)):
-        problem = unusable(feats)
-        if problem:
-            return failed(id, f"{who}: {problem}")
+    refused = _refuse_unusable(id, sample, reference)
+    if refused is not None:
+        return refused
     sample_norm = sample_norm or VoiceNorm.of([sample])
     reference_norm = reference_norm or VoiceNorm.of([reference])
     path = alignment or align(sample, reference)
@@ -516,33 +564,20 @@ def score(sample: Features, reference: Features, *, id: str = "",
     fa, fb = sample.f0[ia], reference.f0[ib]
     errors = frame_errors(fa, fb)
     both = ~np.isnan(fa) & ~np.isnan(fb)
-    if both.sum() >= MIN_VOICED:
-        diff = fa[both] - fb[both]
-        rmse = float(np.sqrt(np.mean(diff ** 2)))
-        diff_norm = diff - (sample_norm.f0 - reference_norm.f0)
-        rmse_norm = float(np.sqrt(np.mean(diff_norm ** 2)))
-        corr = pearson(fa[both], fb[both])
-    else:
-        rmse = rmse_norm = corr = math.nan
+    rmse, rmse_norm, corr = _f0_figures(fa, fb, both, sample_norm.f0 - reference_norm.f0)
     gpe = errors.gpe if both.sum() >= MIN_VOICED else math.nan
 
     speech = sample.speech[ia] | reference.speech[ib]
     energy_corr = pearson(_energy(sample, sample_norm)[ia][speech],
                           _energy(reference, reference_norm)[ib][speech])
 
-    pa, pb = pauses(sample), pauses(reference)
-    matched = match_pauses(pa, pb, path)
-    pause_agreement = 2 * matched / (len(pa) + len(pb)) if (pa or pb) else 1.0
-    mismatches = float(len(pa) + len(pb) - 2 * matched)
+    pause_agreement, mismatches = _pause_figures(sample, reference, path)
 
     if distances is not None:
         found = [float(x) for x in distances]
     else:
-        found = [distance(sample, sample_norm, reference, reference_norm)]
-        norms = other_norms if other_norms is not None else [VoiceNorm.of([other])
-                                                              for other in others]
-        found += [distance(sample, sample_norm, other, norm)
-                  for other, norm in zip(others, norms)]
+        found = _distances_to(sample, sample_norm, [reference, *others],
+                              [reference_norm, *_norms(others, other_norms)], distance)
     correct = found[0] if found else math.nan
 
     return StimulusScores(
@@ -572,9 +607,25 @@ class Summary:
     confidence: float = 0.95
 
     def to_dict(self) -> dict:
-        """The summary as JSON-ready data (NaN as None)."""
+        """Give the summary as JSON-ready data.
+
+        Returns:
+            Its fields by name, NaN as None.
+        """
         return {k: (None if isinstance(v, float) and math.isnan(v) else v)
                 for k, v in asdict(self).items()}
+
+
+def _unique_records(scores: Sequence[StimulusScores]) -> list[StimulusScores]:
+    """``scores`` with each non-empty id kept once (its first record), in order."""
+    unique: list[StimulusScores] = []
+    seen: set[str] = set()
+    for record in scores:
+        if record.id and record.id in seen:
+            continue
+        seen.add(record.id)
+        unique.append(record)
+    return unique
 
 
 def aggregate(scores: Sequence[StimulusScores], *, clusters: Mapping[str, str] | None = None,
@@ -599,13 +650,7 @@ def aggregate(scores: Sequence[StimulusScores], *, clusters: Mapping[str, str] |
     Returns:
         Figure name -> its summary.
     """
-    unique: list[StimulusScores] = []
-    seen: set[str] = set()
-    for record in scores:
-        if record.id and record.id in seen:
-            continue
-        seen.add(record.id)
-        unique.append(record)
+    unique = _unique_records(scores)
     ok = [record for record in unique if record.ok]
     n_failed = len(unique) - len(ok)
     out = {}
@@ -690,50 +735,95 @@ def score_pairs(samples: Sequence, references: Sequence, *,
     Raises:
         ValueError: The lists differ in length, or ``voice_norm`` is neither.
     """
+    _check_pair_lists(samples, references, others, voice_norm)
+    ids = list(ids) if ids is not None else [str(i) for i in range(len(samples))]
+    loaded = [(_load_features(sample, store), _load_features(reference, store),
+               [_load_features(other, store) for other in (others[i] if others else ())])
+              for i, (sample, reference) in enumerate(zip(samples, references))]
+    sys_norm, ref_norm = _corpus_norms(loaded) if voice_norm == "corpus" else (None, None)
+    iterator = enumerate(loaded)
+    if progress:
+        from tqdm.auto import tqdm
+
+        iterator = tqdm(iterator, total=len(loaded), desc="prosody_transfer", unit="item")
+    return [_score_loaded(ids[i], item, sys_norm, ref_norm) for i, item in iterator]
+
+
+def _check_pair_lists(samples: Sequence, references: Sequence,
+                      others: Sequence[Sequence] | None, voice_norm: str) -> None:
+    """Check ``score_pairs``' arguments.
+
+    Raises:
+        ValueError: The lists differ in length, or ``voice_norm`` is neither "utterance" nor
+            "corpus".
+    """
     if len(samples) != len(references):
         raise ValueError(f"{len(samples)} samples but {len(references)} references")
     if others is not None and len(others) != len(samples):
         raise ValueError("others must have one list of references per sample")
     if voice_norm not in ("utterance", "corpus"):
         raise ValueError(f"voice_norm must be 'utterance' or 'corpus', not {voice_norm!r}")
-    ids = list(ids) if ids is not None else [str(i) for i in range(len(samples))]
 
-    def load(src):
-        try:
-            return features_of(src, store), None
-        except (AudioError, OSError, ValueError) as exc:
-            return None, str(exc)
 
-    loaded = [(load(sample), load(reference),
-               [load(other) for other in (others[i] if others else ())])
-              for i, (sample, reference) in enumerate(zip(samples, references))]
-    sys_norm = ref_norm = None
-    if voice_norm == "corpus":
-        usable_s = [feats for (feats, _), _, _ in loaded
-                    if feats is not None and not unusable(feats)]
-        usable_r = [feats for _, (feats, _), _ in loaded
-                    if feats is not None and not unusable(feats)]
-        sys_norm = VoiceNorm.of(usable_s) if usable_s else None
-        ref_norm = VoiceNorm.of(usable_r) if usable_r else None
-    out = []
-    iterator = enumerate(loaded)
-    if progress:
-        from tqdm.auto import tqdm
+def _load_features(source, store: FeatureStore | None) -> tuple[Features | None, str | None]:
+    """``source``'s features and None, or None and why they cannot be read (a failed record,
+    not an exception, so one bad file does not stop the others)."""
+    try:
+        return features_of(source, store), None
+    except (AudioError, OSError, ValueError) as exc:
+        return None, str(exc)
 
-        iterator = tqdm(iterator, total=len(loaded), desc="prosody_transfer", unit="item")
-    for i, ((sample, sample_error), (reference, reference_error), loaded_others) in iterator:
-        if sample is None:
-            out.append(failed(ids[i], f"sample: {sample_error}"))
-            continue
-        if reference is None:
-            out.append(failed(ids[i], f"reference: {reference_error}"))
-            continue
-        usable_others = [other for other, _ in loaded_others
-                         if other is not None and not unusable(other)]
-        other_norms = [ref_norm or VoiceNorm.of([other]) for other in usable_others]
-        out.append(score(sample, reference, id=ids[i], sample_norm=sys_norm,
-                         reference_norm=ref_norm, others=usable_others,
-                         other_norms=other_norms))
+
+def _corpus_norms(loaded: list) -> tuple[VoiceNorm | None, VoiceNorm | None]:
+    """The voice norms over all usable samples and over all usable references of ``loaded``
+    (``score_pairs``' items), each None when there is none."""
+    usable_samples = [feats for (feats, _), _, _ in loaded
+                      if feats is not None and not unusable(feats)]
+    usable_references = [feats for _, (feats, _), _ in loaded
+                         if feats is not None and not unusable(feats)]
+    return (VoiceNorm.of(usable_samples) if usable_samples else None,
+            VoiceNorm.of(usable_references) if usable_references else None)
+
+
+def _score_loaded(item_id: str, item: tuple, sys_norm: VoiceNorm | None,
+                  ref_norm: VoiceNorm | None) -> StimulusScores:
+    """Score one loaded item of ``score_pairs`` (sample, reference, other references, each as
+    features and error), or a failed record when the sample or reference cannot be read."""
+    (sample, sample_error), (reference, reference_error), loaded_others = item
+    if sample is None:
+        return failed(item_id, f"sample: {sample_error}")
+    if reference is None:
+        return failed(item_id, f"reference: {reference_error}")
+    usable_others = [other for other, _ in loaded_others
+                     if other is not None and not unusable(other)]
+    other_norms = [ref_norm or VoiceNorm.of([other]) for other in usable_others]
+    return score(sample, reference, id=item_id, sample_norm=sys_norm, reference_norm=ref_norm,
+                 others=usable_others, other_norms=other_norms)
+
+
+def _item_ids(ids: Sequence | None, n_items: int,
+              clusters: Sequence[str] | None) -> list[str]:
+    """The items' ids as text ("0", "1", ... when None).
+
+    Raises:
+        ValueError: The ids are not unique, or ``clusters`` has not one entry per item.
+    """
+    ids = [str(i) for i in ids] if ids is not None else [str(i) for i in range(n_items)]
+    if len(set(ids)) != len(ids):
+        raise ValueError("ids must be unique (each item is one stimulus)")
+    if clusters is not None and len(clusters) != len(ids):
+        raise ValueError(f"clusters must have one entry per item ({len(ids)}), "
+                         f"not {len(clusters)}")
+    return ids
+
+
+def _figure_columns(summary: dict[str, Summary]) -> dict:
+    """Each figure's mean under its name and its interval under ``<name>_ci95``."""
+    out: dict = {}
+    for name, figure in summary.items():
+        plain = figure.to_dict()
+        out[name] = plain["mean"]
+        out[f"{name}_ci95"] = [plain["ci_low"], plain["ci_high"]]
     return out
 
 
@@ -767,12 +857,7 @@ def evaluate_pairs(samples: Sequence, references: Sequence, *,
         ValueError: The ids are not unique, a list's length does not match, or
             ``voice_norm`` is neither.
     """
-    ids = [str(i) for i in ids] if ids is not None else [str(i) for i in range(len(samples))]
-    if len(set(ids)) != len(ids):
-        raise ValueError("ids must be unique (each item is one stimulus)")
-    if clusters is not None and len(clusters) != len(ids):
-        raise ValueError(f"clusters must have one entry per item ({len(ids)}), "
-                         f"not {len(clusters)}")
+    ids = _item_ids(ids, len(samples), clusters)
     store = None if cache_dir == "" else FeatureStore(cache_dir)
     records = score_pairs(samples, references, others=others, ids=ids, store=store,
                           voice_norm=voice_norm, progress=progress)
@@ -780,11 +865,7 @@ def evaluate_pairs(samples: Sequence, references: Sequence, *,
                         if clusters is not None else None,
                         confidence=confidence, n_resamples=n_resamples, seed=seed)
     n_failed = sum(not r.ok for r in records)
-    out: dict = {}
-    for name, figure in summary.items():
-        plain = figure.to_dict()
-        out[name] = plain["mean"]
-        out[f"{name}_ci95"] = [plain["ci_low"], plain["ci_high"]]
+    out = _figure_columns(summary)
     out.update(n=len(records), n_scored=len(records) - n_failed, n_failed=n_failed,
                failure_rate=n_failed / len(records) if records else None,
                confidence=confidence,
@@ -848,35 +929,50 @@ class AdeptScorer:
             return self._memo[memo_key]
         ids = {sub: f"{cls}/{sub}/{key}" for sub in subs}
         nat = [self.store.get(self.corpus.get(ids[sub]).audio_path) for sub in subs]
-        feats: dict[str, Features | None] = {}
+        feats: dict[str, Features] = {}
         result: dict[str, StimulusScores] = {}
         for sub in subs:
-            path = samples.get(sub)
-            if not path:
-                result[sub] = failed(ids[sub], "sample not produced")
-                continue
-            try:
-                sample_feats = self.store.get(path)
-            except (AudioError, OSError, ValueError) as exc:
-                result[sub] = failed(ids[sub], f"sample: {exc}")
-                continue
-            # the listener's rule for "no speech" (a tone, noise, DC): such a sample failed its
-            # question, so its graded figures are a counted failure too, never a score
-            # shared with the listener, keyed as it keys it: by content
-            content = self.store.key(path)
-            if content not in self.no_speech:
-                self.no_speech[content] = speech_presence.reason_from_features(sample_feats)
-            problem = unusable(sample_feats) or self.no_speech[content]
-            if problem:
-                result[sub] = failed(ids[sub], f"sample: {problem}")
-                continue
-            feats[sub] = sample_feats
-        usable_nat = [natural for natural in nat if not unusable(natural)]
-        sys_norm = VoiceNorm.of(list(feats.values())) if feats else None
-        nat_norm = VoiceNorm.of(usable_nat) if usable_nat else None
-        alignments = align_many({sub: (sample_feats, nat[subs.index(sub)])
-                                 for sub, sample_feats in feats.items()
-                                 if not unusable(nat[subs.index(sub)])})
+            loaded = self._sample_features(ids[sub], samples.get(sub))
+            if isinstance(loaded, StimulusScores):
+                result[sub] = loaded
+            else:
+                feats[sub] = loaded
+        result.update(self._score_renditions(subs, ids, feats, nat, distances))
+        ordered = {sub: result[sub] for sub in subs}
+        self._memo[memo_key] = ordered
+        return ordered
+
+    def _sample_features(self, stimulus_id: str, path: str | None) -> Features | StimulusScores:
+        """One sample's features, or its failed record when it was not produced, cannot be
+        read, or holds no usable speech.
+
+        "No speech" (a tone, noise, DC) is the listener's rule: such a sample failed its
+        question, so its graded figures are a counted failure too, never a score. The verdict
+        is shared with the listener through ``no_speech``, keyed as it keys it: by content.
+        """
+        if not path:
+            return failed(stimulus_id, "sample not produced")
+        try:
+            sample_feats = self.store.get(path)
+        except (AudioError, OSError, ValueError) as exc:
+            return failed(stimulus_id, f"sample: {exc}")
+        content = self.store.key(path)
+        if content not in self.no_speech:
+            self.no_speech[content] = speech_presence.reason_from_features(sample_feats)
+        problem = unusable(sample_feats) or self.no_speech[content]
+        if problem:
+            return failed(stimulus_id, f"sample: {problem}")
+        return sample_feats
+
+    @staticmethod
+    def _score_renditions(subs: list[str], ids: dict[str, str], feats: dict[str, Features],
+                          nat: list[Features],
+                          distances: np.ndarray | None) -> dict[str, StimulusScores]:
+        """Score each readable rendition ``feats`` of one sentence against its natural
+        recording in ``nat`` (in ``subs`` order), the others being the remaining natural
+        recordings."""
+        sys_norm, nat_norm, alignments = _sentence_alignment(subs, feats, nat)
+        result = {}
         for sub, sample_feats in feats.items():
             i = subs.index(sub)
             order = [i] + [j for j in range(len(subs)) if j != i]
@@ -888,9 +984,7 @@ class AdeptScorer:
                                 others=[nat[j] for j in order[1:]],
                                 other_norms=[nat_norm] * (len(order) - 1),
                                 alignment=alignments.get(sub), distances=row)
-        ordered = {sub: result[sub] for sub in subs}
-        self._memo[memo_key] = ordered
-        return ordered
+        return result
 
     def stimulus(self, stimulus_id: str, samples: Mapping[str, str]) -> StimulusScores:
         """Scores of one stimulus (``class/subcategory/adXX_NNNN``) given the system's samples
@@ -912,6 +1006,23 @@ class AdeptScorer:
                   for other in spec.CLASSES[cls].subcategories_for(speaker)}
         return self.sentence(cls, speaker, sentence_id,
                              {other: path for other, path in by_sub.items() if path})[sub]
+
+
+def _sentence_alignment(subs: list[str], feats: dict[str, Features], nat: list[Features]):
+    """The voice norms of one sentence's renditions and of its natural recordings, and each
+    rendition's alignment with its own natural recording (none for an unusable recording).
+
+    Returns:
+        The renditions' norm (None without renditions), the natural recordings' norm (None
+        when none is usable), and subcategory -> alignment.
+    """
+    usable_nat = [natural for natural in nat if not unusable(natural)]
+    sys_norm = VoiceNorm.of(list(feats.values())) if feats else None
+    nat_norm = VoiceNorm.of(usable_nat) if usable_nat else None
+    alignments = align_many({sub: (sample_feats, nat[subs.index(sub)])
+                             for sub, sample_feats in feats.items()
+                             if not unusable(nat[subs.index(sub)])})
+    return sys_norm, nat_norm, alignments
 
 
 def adept_sentence_clusters(records: Sequence[StimulusScores]) -> dict[str, str]:

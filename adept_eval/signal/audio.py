@@ -370,23 +370,29 @@ def signal_problems(audio: Audio) -> list[tuple[str, str]]:
     level = rms_dbfs(audio.samples)
     if level >= SILENCE_DBFS:
         return []
+    return [_quiet_problem(audio, level, where)]
+
+
+def _quiet_problem(audio: Audio, level: float, where: str) -> tuple[str, str]:
+    """(kind, message) for a signal whose mono mix is below ``SILENCE_DBFS`` (its ``level``):
+    channels that cancel in the mix, a constant offset, or silence."""
     loud = [i for i, db in enumerate(audio.channel_dbfs) if db >= SILENCE_DBFS]
     flat = level == float("-inf")  # every sample the same value: no variation at all
     if loud:
         levels = ", ".join(f"{db:.1f}" for db in audio.channel_dbfs)
         mix = "cancel exactly (the mono mix is digital silence)" if flat else \
             f"leave the mono mix at {level:.1f} dBFS"
-        return [("phase", f"{where}its channels cancel when downmixed to mono (anti-phase "
-                 f"stereo): channels at {levels} dBFS {mix}")]
+        return ("phase", f"{where}its channels cancel when downmixed to mono (anti-phase "
+                f"stereo): channels at {levels} dBFS {mix}")
     offset = float(np.mean(audio.samples, dtype=np.float64))
     if abs(offset) >= 10 ** (SILENCE_DBFS / 20):
         around = "no variation around it at all" if flat else \
             f"RMS around it {level:.1f} dBFS < {SILENCE_DBFS:.0f} dBFS"
-        return [("silent", f"{where}no signal, only a constant offset (DC {offset:+.3f}); "
-                 f"{around}")]
+        return ("silent", f"{where}no signal, only a constant offset (DC {offset:+.3f}); "
+                f"{around}")
     if flat:
-        return [("silent", f"{where}silent (digital silence: every sample is the same value)")]
-    return [("silent", f"{where}silent (RMS {level:.1f} dBFS < {SILENCE_DBFS:.0f} dBFS)")]
+        return ("silent", f"{where}silent (digital silence: every sample is the same value)")
+    return ("silent", f"{where}silent (RMS {level:.1f} dBFS < {SILENCE_DBFS:.0f} dBFS)")
 
 
 @dataclass(frozen=True)
@@ -447,27 +453,53 @@ def check_audio(path: str | Path, reference_duration: float | None = None) -> Au
         add("error", kind, message)
     if audio.samples.size == 0:
         return report
+    for severity, kind, message in (_clipping_problems(path, audio)
+                                    + _duration_problems(path, audio, reference_duration)
+                                    + _format_problems(path, audio)):
+        add(severity, kind, message)
+    return report
+
+
+def _clipping_problems(path: Path, audio: Audio) -> list[tuple[str, str, str]]:
+    """(severity, kind, message) when enough samples are clipped to matter."""
     clipped = float(np.mean(np.abs(audio.samples) >= CLIP_LEVEL))
     if clipped >= CLIP_ERROR_FRACTION:
-        add("error", "clipped", f"{path}: {clipped:.1%} of samples clipped")
-    elif clipped >= CLIP_WARN_FRACTION:
-        add("warning", "clipped", f"{path}: {clipped:.2%} of samples clipped")
-    if reference_duration:
-        ratio = audio.duration / reference_duration
-        lo, hi = DURATION_RATIO_LIMITS
-        if ratio < lo:
-            add("error", "too_short", f"{path}: {audio.duration:.2f} s is far shorter than the "
-                f"reference's {reference_duration:.2f} s (x{ratio:.2f})")
-        elif ratio > hi:
-            add("error", "too_long", f"{path}: {audio.duration:.2f} s is far longer than the "
-                f"reference's {reference_duration:.2f} s (x{ratio:.2f})")
+        return [("error", "clipped", f"{path}: {clipped:.1%} of samples clipped")]
+    if clipped >= CLIP_WARN_FRACTION:
+        return [("warning", "clipped", f"{path}: {clipped:.2%} of samples clipped")]
+    return []
+
+
+def _duration_problems(path: Path, audio: Audio,
+                       reference_duration: float | None) -> list[tuple[str, str, str]]:
+    """(severity, kind, message) when the sample is far shorter or longer than its reference
+    (``DURATION_RATIO_LIMITS``); none without a reference duration."""
+    if not reference_duration:
+        return []
+    ratio = audio.duration / reference_duration
+    lo, hi = DURATION_RATIO_LIMITS
+    if ratio < lo:
+        return [("error", "too_short", f"{path}: {audio.duration:.2f} s is far shorter than the "
+                 f"reference's {reference_duration:.2f} s (x{ratio:.2f})")]
+    if ratio > hi:
+        return [("error", "too_long", f"{path}: {audio.duration:.2f} s is far longer than the "
+                 f"reference's {reference_duration:.2f} s (x{ratio:.2f})")]
+    return []
+
+
+def _format_problems(path: Path, audio: Audio) -> list[tuple[str, str, str]]:
+    """(severity, kind, message) for a sampling rate too low or unusual, and for more than one
+    channel."""
+    problems = []
     if audio.rate < MIN_RATE:
-        add("error", "rate", f"{path}: sampling rate {audio.rate} Hz is below {MIN_RATE} Hz")
+        problems.append(("error", "rate",
+                         f"{path}: sampling rate {audio.rate} Hz is below {MIN_RATE} Hz"))
     elif audio.rate not in COMMON_RATES:
-        add("warning", "rate", f"{path}: unusual sampling rate {audio.rate} Hz")
+        problems.append(("warning", "rate", f"{path}: unusual sampling rate {audio.rate} Hz"))
     if audio.channels > 1:
-        add("warning", "channels", f"{path}: {audio.channels} channels (downmixed to mono)")
-    return report
+        problems.append(("warning", "channels",
+                         f"{path}: {audio.channels} channels (downmixed to mono)"))
+    return problems
 
 
 def missing_audio_message(stem: Path) -> str:

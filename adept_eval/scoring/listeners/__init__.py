@@ -147,7 +147,15 @@ LISTENERS = Registry("listener", {
 
 
 def register_listener(name: str):
-    """Class decorator: register a ``Listener`` under ``name`` (its ``name`` attribute too)."""
+    """Make a class decorator that registers a ``Listener`` under ``name``.
+
+    Args:
+        name: The listener's name (``--metadata listener=NAME``); also set as the class's
+            ``name`` attribute.
+
+    Returns:
+        The decorator, which returns the class it registers.
+    """
     def wrap(cls):
         cls.name = name
         return LISTENERS.register(name)(cls)
@@ -155,7 +163,11 @@ def register_listener(name: str):
 
 
 def available() -> list[str]:
-    """The registered listeners' names, sorted (imports none of them)."""
+    """List the registered listeners (imports none of them).
+
+    Returns:
+        Their names, sorted.
+    """
     return LISTENERS.names()
 
 

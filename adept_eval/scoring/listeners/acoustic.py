@@ -75,10 +75,10 @@ from adept_eval.scoring.listeners import Answer, Listener, Response, register_li
 # Chosen on the validation benchmark's calibration and reserved rotations only
 # (``benchmarks.validation.benchmark.NOT_HELD_OUT``); the others are held out and reported as
 # measured.
-# Method v9, two changes. (1) The tempo term abstains for a system whose renditions are timed
-# alike (``prosody.TEMPO_VOTE``). (2) The boundary term weighs three times its v8 weight. It
-# votes only where the references break in different places (syntactic phrasing, on every
-# rotation measured), and there the references' F0 and tempo contours also differ by what
+# The tempo term abstains for a system whose renditions are timed alike
+# (``prosody.TEMPO_VOTE``). The boundary term weighs three times the F0 term: it votes only
+# where the references break in different places (syntactic phrasing, on every rotation
+# measured), and there the references' F0 and tempo contours also differ by what
 # their breaks do to timing and by each voice's own melody, which a system's renditions need
 # not share: on the reserved rotations (festival-ked references) the F0 term outvoted the
 # boundary at a third of every effect (festival-ked -> awb, male: wrong, F0 -0.90 against
@@ -89,35 +89,45 @@ from adept_eval.scoring.listeners import Answer, Listener, Response, register_li
 TERM_WEIGHTS = {"f0": 1.0, "energy": 0.5, "level": 0.5, "tempo": 1.0, "pause": 1.0,
                 "salience": 1.0, "boundary": 3.0}
 TEMPERATURE = 0.5
-# Method v12 answers as v11 did, on more samples: monotone speech is no longer refused as "no
-# speech" (``speech_presence.MIN_TIMBRE_SPREAD``), so a question v11 failed can be answered.
-# Method v13 fixes the within-voice alignment's last frame (``prosody._positions_many``): every
-# rendition but a sentence's first seemed to slow down at its end, on both sides alike, which
-# told even a system whose renditions are identical which one came first.
-# Method v15: the level term abstains when the renditions' speech powers lie within
-# ``prosody.LEVEL_VOTE_DB`` (v13 asked it of the mean of their frame decibels, which timing moves:
-# a slow voice's loudness-normalised files still spread); its vote is v13's.
-# Method v16: a multi-stimulus question is answered knowing that its samples are the candidates
-# one each (``one_each``): v15 took each sample's own posterior alone.
-# Method v17: the cross-voice alignment (``prosody.onto``) compares cepstra normalised to unit
-# variance per coefficient (``prosody._standardised_cepstra``); v16 compared them mean-normalised.
+# METHOD_VERSION names the answering method. It changes whenever an answer can change, so
+# that results, caches and validation runs of different methods are never mixed. The method:
+# monotone speech counts as speech (``speech_presence.MIN_TIMBRE_SPREAD``); the within-voice
+# alignment keeps each rendition's last frame in place (``prosody._positions_many``), so no
+# rendition seems to slow down at its end, which would tell the renditions' order; the level
+# term abstains when the renditions' speech powers lie within ``prosody.LEVEL_VOTE_DB``
+# (speech power, not the mean of frame decibels, which timing moves); a multi-stimulus
+# question is answered knowing that its samples are the candidates one each (``one_each``);
+# the cross-voice alignment (``prosody.onto``) compares cepstra normalised to unit variance
+# per coefficient (``prosody._standardised_cepstra``).
 METHOD_VERSION = "17"
 
 
 def listener_version() -> str:
-    """What results, caches and validation runs record as this listener's version."""
+    """Name this listener's version, as results, caches and validation runs record it.
+
+    Returns:
+        "features-v<feature version>-method-v<method version>": either changing changes
+        answers.
+    """
     from adept_eval.signal.prosody import FEATURE_VERSION
 
     return f"features-v{FEATURE_VERSION}-method-v{METHOD_VERSION}"
 
 
 def posterior(total: np.ndarray, temperature: float = TEMPERATURE) -> np.ndarray:
-    """softmax(-total / temperature) over the last axis: how the listener turns its weighted
-    distances to the candidates into a posterior."""
+    """Turn the listener's weighted distances to the candidates into a posterior.
+
+    Args:
+        total: Distances, candidates in the last axis.
+        temperature: The softmax's temperature (floored at 1e-6).
+
+    Returns:
+        softmax(-total / temperature) over the last axis.
+    """
     logits = -total / max(temperature, 1e-6)
     logits = logits - logits.max(axis=-1, keepdims=True)
-    w = np.exp(logits)
-    return w / w.sum(axis=-1, keepdims=True)
+    weights = np.exp(logits)
+    return weights / weights.sum(axis=-1, keepdims=True)
 
 
 def one_each(post: np.ndarray) -> np.ndarray:
@@ -130,7 +140,15 @@ def one_each(post: np.ndarray) -> np.ndarray:
     design: "the same sentence said in each of the subcategories + neutral"), so a listener
     asked which sample is the angry one hears the others too: a sample that sounds as angry as
     it sounds fearful is not the angry one when another sample is more likely angry than
-    anything else. Identical renditions give identical rows and identical scores (chance)."""
+    anything else. Identical renditions give identical rows and identical scores (chance).
+
+    Args:
+        post: Each sample's own posterior over the candidates (square: samples x
+            candidates).
+
+    Returns:
+        The probabilities, shaped as ``post``.
+    """
     n = post.shape[0]
     out = np.zeros_like(post, dtype=float)
     rows = np.arange(n)
@@ -140,9 +158,36 @@ def one_each(post: np.ndarray) -> np.ndarray:
     return np.divide(out, total, out=np.full_like(out, 1.0 / n), where=total > 0)
 
 
+def _stimulus_scores(question: Question, subs: tuple[str, ...], post: np.ndarray,
+                     sentence_relative: bool) -> tuple[np.ndarray, list[int]]:
+    """The score of each answer choice from the posterior ``post`` (rows: renditions,
+    columns: candidates ``subs``), and the rows it read.
+
+    A multi-stimulus question scores each stimulus as the target, one rendition per
+    candidate (``one_each``); a single-stimulus question reads its own rendition's row (row 0
+    when the sample was compared alone).
+    """
+    if question.design == "multi":
+        target = subs.index(question.target)
+        by_stimulus = [subs.index(s) for s in question.stimulus_subcategories]
+        return one_each(post)[by_stimulus, target], by_stimulus
+    row = subs.index(question.target) if sentence_relative else 0
+    return post[row], [row]
+
+
 @register_listener("acoustic")
 @dataclass
 class AcousticListener(Listener):
+    """A listener that answers by acoustics alone: each rendition's F0, energy and timing
+    compared with the natural recordings of every candidate subcategory, the nearest taken
+    (a posterior over the candidates at ``temperature``).
+
+    It needs no model or server and gives the same answers on every machine, so it serves as
+    the reference listener and the judge of runs without one. ``graded`` adds the graded
+    figures of each sample (``scoring.graded``); ``workers`` sets the feature-extraction
+    processes.
+    """
+
     corpus: Corpus | None = None
     cache_dir: str | None = None
     temperature: float = TEMPERATURE
@@ -154,6 +199,11 @@ class AcousticListener(Listener):
     _speech: dict = field(init=False, default_factory=dict)
 
     def __post_init__(self):
+        """Load the corpus and check the options before any question is asked.
+
+        Raises:
+            OptionError: An option is out of range, or ``cache_dir`` cannot be written.
+        """
         self.corpus = self.corpus or load_corpus()
         self.cache_dir = _usable_cache_dir(self.cache_dir)
         self.store = FeatureStore(self.cache_dir)
@@ -168,12 +218,16 @@ class AcousticListener(Listener):
         only among equal identities). ``temperature`` is recorded when it is not the default:
         it sets every posterior, and a multi-stimulus answer combines the posteriors of its
         samples (``one_each``), so another temperature gives other answers (adept_emotion_female
-        of one synthetic system: 0.45 at 0.5, 0.60 at 20). At the default it is left out, so a
-        default run's identity is the one earlier results files record. The other options
-        change no answer or figure: ``graded`` only adds the graded figures or leaves them out
-        (accuracy unchanged; a run without them is not ranked by prosody distance), and
-        ``workers``, ``progress`` and ``cache_dir`` change only speed and where features are
-        kept."""
+        of one synthetic system: 0.45 at 0.5, 0.60 at 20). At the default it is left out, so
+        every default run has one identity, whichever adept-eval version recorded it. The
+        other options change no answer or figure: ``graded`` only adds the graded figures or
+        leaves them out (accuracy unchanged; a run without them is not ranked by prosody
+        distance), and ``workers``, ``progress`` and ``cache_dir`` change only speed and where
+        features are kept.
+
+        Returns:
+            The listener's name and version, and ``temperature`` when not the default.
+        """
         ident = {"listener": self.name, "listener_version": listener_version()}
         if self.temperature != TEMPERATURE:
             ident["temperature"] = self.temperature
@@ -190,16 +244,26 @@ class AcousticListener(Listener):
 
     @staticmethod
     def siblings(path: str, cls: str, subs: tuple[str, ...]) -> list[str] | None:
-        """The system's renditions of the same sentence in ``subs``, found next to ``path``."""
-        p = Path(path)
-        if p.parent.parent.name != cls:
+        """Find the system's renditions of the same sentence next to a sample.
+
+        Args:
+            path: A sample, at ``<cls>/<subcategory>/<name>`` in the system's folder.
+            cls: Its class.
+            subs: The subcategories whose renditions are wanted.
+
+        Returns:
+            Their files, in ``subs`` order; None when ``path`` is not in a ``cls`` folder or
+            a rendition is missing.
+        """
+        sample = Path(path)
+        if sample.parent.parent.name != cls:
             return None
         found = []
-        for s in subs:
-            f = find_audio(p.parent.parent / s / p.stem)
-            if f is None:
+        for sub in subs:
+            rendition = find_audio(sample.parent.parent / sub / sample.stem)
+            if rendition is None:
                 return None
-            found.append(str(f))
+            found.append(str(rendition))
         return found
 
     def _usable_siblings(self, samples: dict[str, str | None], question: Question, key: str,
@@ -224,13 +288,15 @@ class AcousticListener(Listener):
             return ()  # the caller refused one of them
         else:
             found = self.siblings(samples[question.stimuli[0]], question.cls, subs) or []
-        for p in found:
-            try:
-                if self._no_speech((p,)):
-                    return ()
-            except Exception:  # noqa: BLE001 - unreadable: heard by its own question only
-                return ()
-        return tuple(found)
+        return tuple(found) if all(map(self._speech_heard, found)) else ()
+
+    def _speech_heard(self, path: str) -> bool:
+        """Whether the rendition at ``path`` can be read and holds speech (an unreadable one
+        is heard by its own question only)."""
+        try:
+            return not self._no_speech((path,))
+        except Exception:  # noqa: BLE001 - unreadable: heard by its own question only
+            return False
 
     @staticmethod
     def _given_siblings(samples: dict[str, str], cls: str, key: str,
@@ -259,8 +325,8 @@ class AcousticListener(Listener):
         return self._memo[memo_key]
 
     def forget_comparisons(self) -> None:
-        """Drop the memoised sentence comparisons (a benchmark timing the listener from
-        scratch needs them recomputed; the features stay cached)."""
+        """Drop the memoised sentence comparisons, so they are computed again (a benchmark
+        timing the listener from scratch needs that); the features stay cached."""
         self._memo.clear()
 
     def _posterior(self, total: np.ndarray) -> np.ndarray:
@@ -268,7 +334,16 @@ class AcousticListener(Listener):
 
     @staticmethod
     def choose(question: Question, scores: np.ndarray) -> int:
-        """argmax; a tie (to 1e-9) is a guess among the tied, seeded by the question id."""
+        """Pick the choice with the highest score.
+
+        Args:
+            question: The question (its id seeds the guess among tied choices).
+            scores: Each choice's score.
+
+        Returns:
+            The index of the best choice; a tie (to 1e-9) is a guess among the tied, the
+            same guess on every run.
+        """
         best = np.flatnonzero(scores >= scores.max() - 1e-9)
         if len(best) == 1:
             return int(best[0])
@@ -288,52 +363,41 @@ class AcousticListener(Listener):
 
     # ------------------------------------------------------------------ answering
     def answer(self, question: Question, samples: dict[str, str]) -> Answer:
-        cls = spec.CLASSES[question.cls]
-        key = f"{spec.SPEAKERS[question.speaker]}_{question.sentence_id}"
-        if question.design == "multi":
-            subs = cls.subcategories_for(question.speaker)
-            paths = tuple(samples[f"{question.cls}/{s}/{key}"] for s in subs)
-            candidates = subs
-            problem = self._no_speech(paths)
-        else:
-            subs = tuple(question.choice_subcategories)
-            own = samples[question.stimuli[0]]
-            problem = self._no_speech((own,))
-            paths = () if problem else self._usable_siblings(samples, question, key, subs)
-            candidates = subs
+        """Answer one question by comparing the system's renditions with the natural ones.
+
+        Args:
+            question: the question.
+            samples: stimulus id -> the system's sample path (None: a sample the caller
+                refused).
+
+        Returns:
+            The choice, with each stimulus's scores and, as JSON detail, the method, the
+            candidates and each sample's distances and posterior; a failed answer when a
+            sample heard holds no speech.
+
+        Raises:
+            KeyError: a stimulus the question needs has no entry in ``samples``.
+            Exception: whatever reading or analysing a sample raises (``answer_many`` turns
+                it into a failed answer).
+        """
+        subs, paths, problem = self._renditions(question, samples)
         if problem:
             return Answer((Response(None, detail="no speech"),), "failed", detail=problem)
-        heard = paths or (samples[question.stimuli[0]],)
-
         if paths:
             comparison = self._compare(question.cls, question.speaker, question.sentence_id,
                                        subs, paths)
-            terms = comparison.terms
             total = comparison.total(TERM_WEIGHTS)
-            scaled = {t: terms[t] / comparison.scale[t] for t in TERMS}
+            scaled = {t: comparison.terms[t] / comparison.scale[t] for t in TERMS}
             method = "sentence-relative"
-        else:  # a lone sample: compare it with each candidate directly, speaker-normalised
-            sys = self.store.get(heard[0])
-            nat = self._natural(question.cls, question.speaker, question.sentence_id, subs)
-            rows = [distance_terms(sys, VoiceNorm.of([sys]), n, VoiceNorm.of([n])) for n in nat]
-            scaled = {t: np.array([[r[t] for r in rows]]) for t in rows[0]}
-            total = sum(scaled.values())
+        else:
+            scaled, total = self._lone_sample(question, samples[question.stimuli[0]], subs)
             method = "lone-sample"
         post = self._posterior(total)
-
-        if question.design == "multi":
-            target = subs.index(question.target)
-            by_stimulus = [subs.index(s) for s in question.stimulus_subcategories]
-            scores = one_each(post)[by_stimulus, target]
-            rows = by_stimulus
-        else:
-            row = subs.index(question.target) if paths else 0
-            scores = post[row]
-            rows = [row]
+        scores, rows = _stimulus_scores(question, subs, post, bool(paths))
         choice = self.choose(question, scores)
         detail = {
             "method": method,
-            "candidates": list(candidates),
+            "candidates": list(subs),
             "samples": [{"stimulus": (question.stimuli[i] if question.design == "multi"
                                       else question.stimuli[0]),
                          "distance": {t: [round(float(x), 3) for x in scaled[t][r]]
@@ -344,9 +408,51 @@ class AcousticListener(Listener):
         return Answer((Response(choice),), "ok", tuple(float(x) for x in scores),
                       detail=json.dumps(detail, separators=(",", ":")))
 
+    def _renditions(self, question: Question,
+                    samples: dict[str, str]) -> tuple[tuple[str, ...], tuple[str, ...], str | None]:
+        """The candidates of a question, the system's renditions to compare in their order,
+        and why a sample heard holds no speech (None when all do).
+
+        A multi-stimulus question hears every rendition of its sentence; a single-stimulus
+        question its own sample, with its sentence's other renditions when all are usable
+        (``_usable_siblings``; none: the sample is judged alone).
+        """
+        cls = spec.CLASSES[question.cls]
+        key = f"{spec.SPEAKERS[question.speaker]}_{question.sentence_id}"
+        if question.design == "multi":
+            subs = cls.subcategories_for(question.speaker)
+            paths = tuple(samples[f"{question.cls}/{s}/{key}"] for s in subs)
+            return subs, paths, self._no_speech(paths)
+        subs = tuple(question.choice_subcategories)
+        problem = self._no_speech((samples[question.stimuli[0]],))
+        paths = () if problem else self._usable_siblings(samples, question, key, subs)
+        return subs, paths, problem
+
+    def _lone_sample(self, question: Question, path: str, subs: tuple[str, ...]):
+        """Compare a lone sample with each candidate's natural recording directly, each
+        normalised by its own voice.
+
+        Returns:
+            Term -> a (1, K) array of distances, and their (1, K) sum.
+        """
+        sample = self.store.get(path)
+        nat = self._natural(question.cls, question.speaker, question.sentence_id, subs)
+        rows = [distance_terms(sample, VoiceNorm.of([sample]), n, VoiceNorm.of([n]))
+                for n in nat]
+        scaled = {t: np.array([[r[t] for r in rows]]) for t in rows[0]}
+        return scaled, sum(scaled.values())
+
     def answer_many(self, asked: list[tuple[Question, dict[str, str]]]) -> list[Answer]:
-        """One at a time (CPU-bound, memoised per sentence), with a progress bar; a question
-        the listener cannot answer becomes a failed Answer, never an exception."""
+        """Answer the questions one at a time (CPU-bound, memoised per sentence), with a
+        progress bar, their features extracted first on worker processes.
+
+        Args:
+            asked: (question, stimulus id -> sample path) per question.
+
+        Returns:
+            One answer per question, in order; a question the listener cannot answer gets a
+            failed answer, never an exception, so one bad question does not end the run.
+        """
         from tqdm.auto import tqdm
 
         out = []
@@ -405,8 +511,18 @@ class AcousticListener(Listener):
                            samples: dict[str, str]) -> np.ndarray:
         """The listener's (S, K) total distances of the system's renditions of one sentence
         (rows) to the natural ones (columns), both in ``subcategories_for(speaker)`` order -
-        the matrix its answers came from (memoised: no second comparison). NaN when a
-        rendition is missing or holds no speech: the comparison needs them all."""
+        the matrix its answers came from (memoised: no second comparison).
+
+        Args:
+            cls: The class.
+            speaker: "female" or "male".
+            sentence_id: The sentence.
+            samples: Stimulus id -> the system's sample path.
+
+        Returns:
+            The (S, K) matrix; all NaN when a rendition is missing or holds no speech (the
+            comparison needs them all).
+        """
         subs = spec.CLASSES[cls].subcategories_for(speaker)
         key = f"{spec.SPEAKERS[speaker]}_{sentence_id}"
         paths = self._given_siblings(samples, cls, key, subs)

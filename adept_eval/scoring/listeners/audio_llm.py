@@ -52,14 +52,23 @@ _BARE = re.compile(r"^\s*[*_`\"'(\[]*([A-E])[)\].:]?[*_`\"']*\s*$")
 
 
 def parse_letter(reply: str | None, n_choices: int) -> int | None:
-    """The chosen letter's index: the last "Answer: X", or a reply that is just a letter."""
+    """Read the letter a model's reply chooses.
+
+    Args:
+        reply: The model's reply (None: no reply).
+        n_choices: How many choices the question offers.
+
+    Returns:
+        The chosen letter's index: of the last "Answer: X", or of a reply that is just a
+        letter; None when there is none or it is beyond the choices.
+    """
     if not reply:
         return None
     found = _ANSWER.findall(reply)
     letter = found[-1] if found else None
     if letter is None:
-        m = _BARE.match(reply)
-        letter = m.group(1) if m else None
+        bare = _BARE.match(reply)
+        letter = bare.group(1) if bare else None
     if letter is None:
         return None
     idx = LETTERS.index(letter.upper())
@@ -69,9 +78,39 @@ def parse_letter(reply: str | None, n_choices: int) -> int | None:
 __all__ = ["AudioLLMListener", "LLMUnavailable", "parse_letter"]  # LLMUnavailable: adept_eval.llm's
 
 
+def _vote(votes: list[int], problems: list[str], orders: int, n_choices: int) -> Answer:
+    """The answer the orders' ``votes`` give: the most voted choice (a tie goes to the first
+    order's vote when it is tied, else to the lowest choice), each choice's share of the
+    ``orders`` as scores and the agreement, and the orders' ``problems`` in the detail."""
+    counts = Counter(votes)
+    top = max(counts.values())
+    tied = [c for c, k in counts.items() if k == top]
+    choice = votes[0] if votes[0] in tied else min(tied)
+    agreement = counts[choice] / orders
+    scores = tuple(counts.get(i, 0) / orders for i in range(n_choices))
+    detail = f"votes {dict(counts)} over {orders} orders"
+    if problems:
+        detail += "; " + "; ".join(problems)
+    return Answer((Response(choice),), "ok", scores, detail=detail, agreement=agreement)
+
+
 @register_listener("audio-llm")
 @dataclass
 class AudioLLMListener(Listener):
+    """A listener that asks an audio language model each question, under ``orders``
+    presentation orders of its choices, and takes the vote (so that a model's preference for a
+    letter or a position does not decide the answer).
+
+    The ``llm_*`` options name the backend, model, server and its limits; the key comes only
+    from the environment variable ``llm_api_key_env`` names. Replies are cached
+    (``llm_cache``), and the server is checked before the run (``llm_preflight``).
+
+    Raises:
+        OptionError: An option is out of range.
+        Exception: The key or model is missing, or the preflight finds the server unusable
+            (the connection's and preflight's own errors).
+    """
+
     llm_backend: str = "openai"
     llm_model: str = ""
     llm_base_url: str | None = None
@@ -91,7 +130,10 @@ class AudioLLMListener(Listener):
     _client: LLMClient | None = field(init=False, default=None, repr=False)
 
     def __post_init__(self):
+        """Load the corpus, check the options and open the connection (see the class's
+        ``Raises``)."""
         self.corpus = self.corpus or load_corpus()
+
         def option(value, name, **rule):
             return number(value, name, "--metadata", **rule)
 
@@ -112,6 +154,11 @@ class AudioLLMListener(Listener):
                                  default_cache("listener_cache.sqlite", self.llm_cache))
 
     def identity(self) -> dict:
+        """Describe the scorer for the run's identity.
+
+        Returns:
+            The listener's name, backend, model, number of orders and temperature.
+        """
         return {"listener": self.name, "backend": self.llm_backend, "model": self.llm_model,
                 "orders": self.orders, "temperature": self.llm_temperature}
 
@@ -137,12 +184,29 @@ class AudioLLMListener(Listener):
 
     # ------------------------------------------------------------------------- answering
     def answer(self, question: Question, samples: dict[str, str]) -> Answer:
+        """Answer one question (``answer_many`` of one, without a progress bar).
+
+        Args:
+            question: The question.
+            samples: Stimulus id -> the system's sample path.
+
+        Returns:
+            The vote's answer, or a failed answer.
+        """
         return self.answer_many([(question, samples)], progress=False)[0]
 
     def answer_many(self, asked: list[tuple[Question, dict[str, str]]],
                     progress: bool | None = None) -> list[Answer]:
         """Answer many questions concurrently (the shared client's concurrency, rate limit,
-        retries and cache), with a progress bar; one Answer per question, in order."""
+        retries and cache), with a progress bar.
+
+        Args:
+            asked: (question, stimulus id -> sample path) per question.
+            progress: Whether to show the progress bar; None for the ``progress`` option.
+
+        Returns:
+            One answer per question, in order.
+        """
         show = self.progress if progress is None else progress
 
         async def run():
@@ -158,12 +222,15 @@ class AudioLLMListener(Listener):
         return run_sync(run())
 
     async def _answer(self, question: Question, samples: dict[str, str]) -> Answer:
-        checks = self._client.checks
+        """Ask the model one question under several orders of its choices and take the vote.
+
+        Returns:
+            The choice most orders gave (a tie: the first order's, if tied, else the lowest),
+            with each choice's share of the orders as scores; a failed answer when a sample
+            is missing or refused, or no order gave a valid answer.
+        """
         try:
-            sources = {s: await asyncio.to_thread(inspect, samples[s], checks, self.policy, s)
-                       for s in question.stimuli}
-            audio = {s: await asyncio.to_thread(payload, src, self.policy)
-                     for s, src in sources.items()}
+            audio = await self._audio(question, samples)
         except (BadInput, KeyError) as exc:
             detail = f"{exc}" if isinstance(exc, BadInput) else f"no sample for {exc}"
             return Answer((Response(None, detail=detail),), "failed", detail=detail)
@@ -179,16 +246,20 @@ class AudioLLMListener(Listener):
         if not votes:
             detail = "no valid answer under any order: " + "; ".join(problems)
             return Answer((Response(None, detail=detail),), "failed", detail=detail)
-        counts = Counter(votes)
-        top = max(counts.values())
-        tied = [c for c, k in counts.items() if k == top]
-        choice = votes[0] if votes[0] in tied else min(tied)
-        agreement = counts[choice] / len(perms)
-        scores = tuple(counts.get(i, 0) / len(perms) for i in range(n))
-        detail = f"votes {dict(counts)} over {len(perms)} orders"
-        if problems:
-            detail += "; " + "; ".join(problems)
-        return Answer((Response(choice),), "ok", scores, detail=detail, agreement=agreement)
+        return _vote(votes, problems, len(perms), n)
+
+    async def _audio(self, question: Question, samples: dict[str, str]) -> dict:
+        """Each stimulus's sample, checked and made ready to send, by stimulus id.
+
+        Raises:
+            BadInput: A sample fails its checks.
+            KeyError: A stimulus has no sample.
+        """
+        checks = self._client.checks
+        sources = {s: await asyncio.to_thread(inspect, samples[s], checks, self.policy, s)
+                   for s in question.stimuli}
+        return {s: await asyncio.to_thread(payload, src, self.policy)
+                for s, src in sources.items()}
 
     async def _ask(self, q: Question, perm: list[int], audio: dict):
         parts = self._parts(q, perm, audio)

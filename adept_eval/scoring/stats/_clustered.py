@@ -14,7 +14,7 @@ import numpy as np
 from adept_eval.scoring.stats._design_effect import exact_interval_at
 from adept_eval.scoring.stats._people import Trial
 from adept_eval.scoring.stats._student_t import t_quantile
-from adept_eval.scoring.stats._two_way import response_cells
+from adept_eval.scoring.stats._two_way import positions, response_cells
 
 
 @dataclass(frozen=True)
@@ -159,8 +159,8 @@ def two_way_proportion(trials: Sequence[Trial], item_of=None, null: float | None
     cells = [(t.participant, item_of.get(t.question, t.question), t.correct) for t in trials]
     if not cells:
         return ClusteredProportion(0, 0, 0, math.nan, math.nan, math.nan, math.nan, math.nan, 0)
-    people = {w: i for i, w in enumerate(sorted({c[0] for c in cells}))}
-    items = {q: i for i, q in enumerate(sorted({c[1] for c in cells}))}
+    people = positions({c[0] for c in cells})
+    items = positions({c[1] for c in cells})
     tot, cor = response_cells(cells, people, items)
     n, k = float(tot.sum()), float(cor.sum())
     acc = k / n

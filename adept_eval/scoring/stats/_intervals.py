@@ -194,19 +194,22 @@ def stratified_mean_interval(groups: dict[str, list[float]], weights: dict[str, 
         return math.nan, math.nan, math.nan, math.nan, math.nan
     w = {g: weights[g] / total for g in present}
     mean = sum(w[g] * sum(v) / len(v) for g, v in present.items())
-    s2, dfs = {}, {}
-    for g, v in present.items():
-        if len(v) > 1:
-            group_mean = sum(v) / len(v)
-            s2[g], dfs[g] = sum((x - group_mean) ** 2 for x in v) / (len(v) - 1), len(v) - 1
+    s2, dfs = _group_variances(present)
     if not s2:
         return mean, math.nan, math.nan, math.nan, math.nan
-    pooled_df = sum(dfs.values())
-    pooled = sum(s2[g] * dfs[g] for g in s2) / pooled_df
-    parts = [(w[g] ** 2 / len(v) * s2[g], dfs[g]) for g, v in present.items() if g in s2]
-    single = sum(w[g] ** 2 / len(v) for g, v in present.items() if g not in s2) * pooled
-    if single:
-        parts.append((single, pooled_df))
+    parts, pooled_df = _variance_shares(present, w, s2, dfs)
+    return _satterthwaite_interval(mean, parts, pooled_df, level)
+
+
+def _satterthwaite_interval(mean: float, parts: list[tuple[float, int]], pooled_df: int,
+                            level: float) -> tuple[float, float, float, float, float]:
+    """Student's t interval of ``mean`` from its variance's terms ``parts`` (share, degrees of
+    freedom), on Satterthwaite's effective degrees of freedom.
+
+    Returns:
+        (mean, low, high, standard error, degrees of freedom); a zero-width interval on
+        ``pooled_df`` degrees of freedom when the variance is 0.
+    """
     var = sum(share for share, _ in parts)
     if var <= 0:
         return mean, mean, mean, 0.0, float(pooled_df)
@@ -216,3 +219,38 @@ def stratified_mean_interval(groups: dict[str, list[float]], weights: dict[str, 
 
     half = float(student_t.ppf(0.5 + level / 2, df)) * se
     return mean, mean - half, mean + half, se, float(df)
+
+
+def _group_variances(present: dict[str, list[float]]) -> tuple[dict[str, float], dict[str, int]]:
+    """Each group's sample variance and its degrees of freedom (n_g - 1), for the groups of
+    more than one value."""
+    s2, dfs = {}, {}
+    for g, v in present.items():
+        if len(v) > 1:
+            group_mean = sum(v) / len(v)
+            s2[g], dfs[g] = sum((x - group_mean) ** 2 for x in v) / (len(v) - 1), len(v) - 1
+    return s2, dfs
+
+
+def _variance_shares(present: dict[str, list[float]], w: dict[str, float],
+                     s2: dict[str, float], dfs: dict[str, int]):
+    """The stratified variance's terms with their degrees of freedom, for Satterthwaite's sum.
+
+    Args:
+        present: Each present group's values.
+        w: Each present group's normalised weight.
+        s2: The variance of each group of more than one value.
+        dfs: Its degrees of freedom.
+
+    Returns:
+        [(w_g^2 s_g^2 / n_g, n_g - 1)] for the groups with a variance, then one term for all
+        single-value groups together (on the pooled variance and its degrees of freedom);
+        and the pooled degrees of freedom.
+    """
+    pooled_df = sum(dfs.values())
+    pooled = sum(s2[g] * dfs[g] for g in s2) / pooled_df
+    parts = [(w[g] ** 2 / len(v) * s2[g], dfs[g]) for g, v in present.items() if g in s2]
+    single = sum(w[g] ** 2 / len(v) for g, v in present.items() if g not in s2) * pooled
+    if single:
+        parts.append((single, pooled_df))
+    return parts, pooled_df

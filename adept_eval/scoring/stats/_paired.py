@@ -196,21 +196,33 @@ def stratum_coefficients(strata, weights: dict, groups: dict | None = None,
     strata = np.asarray(strata, dtype=object)
     groups = groups or {s: "" for s in set(strata.tolist())}
     group_weights = group_weights or {g: 1.0 for g in set(groups.values())}
-    present = sorted(set(strata.tolist()))
-    in_group: dict = {}
-    for s in present:
-        in_group.setdefault(groups[s], []).append(s)
+    in_group = _strata_by_group(sorted(set(strata.tolist())), groups)
     total_g = sum(float(group_weights[g]) for g in in_group)
     coef = np.zeros(strata.size)
     for g, members in in_group.items():
         total_s = sum(float(weights[s]) for s in members)
         if total_s <= 0 or total_g <= 0:
             raise ValueError(f"weights of group {g!r} present sum to zero")
-        for s in members:
-            idx = np.flatnonzero(strata == s)
-            coef[idx] = (float(group_weights[g]) / total_g) * (float(weights[s]) / total_s) \
-                / len(idx)
+        _share_out(coef, strata, members, weights, total_s, float(group_weights[g]) / total_g)
     return coef
+
+
+def _strata_by_group(present: list, groups: dict) -> dict:
+    """Group -> its strata among ``present``, in ``present``'s order."""
+    in_group: dict = {}
+    for s in present:
+        in_group.setdefault(groups[s], []).append(s)
+    return in_group
+
+
+def _share_out(coef: np.ndarray, strata: np.ndarray, members: list, weights: dict,
+               total_s: float, group_share: float) -> None:
+    """Give each unit of a group's strata ``members`` its coefficient in ``coef``: the group's
+    share, times its stratum's share of the group (``weights`` over ``total_s``), spread
+    evenly over the stratum's units."""
+    for s in members:
+        idx = np.flatnonzero(strata == s)
+        coef[idx] = group_share * (float(weights[s]) / total_s) / len(idx)
 
 
 def weighted_paired_difference(a, b, strata, weights: dict, groups: dict | None = None,

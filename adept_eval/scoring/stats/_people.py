@@ -70,21 +70,30 @@ def cluster_bootstrap(trials: Sequence[Trial], chance: float, *, replicates: int
         tot[pi[t.participant], qi[t.question]] += 1
         cor[pi[t.participant], qi[t.question]] += t.correct
     k = int(cor.sum())
-    rng = np.random.default_rng(seed)
-    accs = np.empty(replicates)
-    for b in range(replicates):
-        # weights = how often each participant / question was drawn
-        wp = np.bincount(rng.integers(0, len(people), len(people)), minlength=len(people))
-        wq = np.bincount(rng.integers(0, len(items), len(items)), minlength=len(items))
-        denom = wp @ tot @ wq
-        accs[b] = (wp @ cor @ wq) / denom if denom else np.nan
-    accs = accs[~np.isnan(accs)]
+    accs = _bootstrap_accuracies(tot, cor, replicates, seed)
     alpha = (1 - level) / 2
     low, high = (np.quantile(accs, [alpha, 1 - alpha]) if len(accs) else (np.nan, np.nan))
     below, above = int(np.sum(accs <= chance)), int(np.sum(accs >= chance))
     p = min(1.0, 2 * (min(below, above) + 1) / (len(accs) + 1)) if len(accs) else float("nan")
     return ClusteredAccuracy(n, k, len(people), len(items), k / n, float(low), float(high),
                              chance, p, len(accs))
+
+
+def _bootstrap_accuracies(tot: np.ndarray, cor: np.ndarray, replicates: int,
+                          seed: int) -> np.ndarray:
+    """The accuracy of each two-way bootstrap replicate of the response cells (participants
+    x questions: ``tot`` responses, ``cor`` right ones), participants and questions each
+    drawn with replacement; replicates that drew no response are left out."""
+    n_people, n_items = tot.shape
+    rng = np.random.default_rng(seed)
+    accs = np.empty(replicates)
+    for b in range(replicates):
+        # weights = how often each participant / question was drawn
+        wp = np.bincount(rng.integers(0, n_people, n_people), minlength=n_people)
+        wq = np.bincount(rng.integers(0, n_items, n_items), minlength=n_items)
+        denom = wp @ tot @ wq
+        accs[b] = (wp @ cor @ wq) / denom if denom else np.nan
+    return accs[~np.isnan(accs)]
 
 
 def fleiss_kappa(ratings: dict[str, Sequence[int]], n_categories: int) -> float:

@@ -23,7 +23,7 @@ import numpy as np
 
 from adept_eval.scoring.stats._people import Trial
 from adept_eval.scoring.stats._student_t import bisect_increasing
-from adept_eval.scoring.stats._two_way import response_cells
+from adept_eval.scoring.stats._two_way import positions, response_cells
 
 
 @dataclass(frozen=True)
@@ -105,6 +105,57 @@ def logit_locations(model: ClusterModel, difference: float) -> tuple[float, floa
     return logit_location_for(target, sd), logit_location_for(model.accuracy, sd)
 
 
+def _moments(correct: np.ndarray, total: np.ndarray):
+    """The accuracy, and the variance of participants' and of questions' accuracies, of
+    response cells (participants x questions, in the last two axes; empty rows and columns
+    are left out of the variances)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        by_participant = correct.sum(-1) / total.sum(-1)
+        by_question = correct.sum(-2) / total.sum(-2)
+    return (correct.sum((-1, -2)) / total.sum((-1, -2)),
+            np.nanvar(by_participant, axis=-1, ddof=1), np.nanvar(by_question, axis=-1, ddof=1))
+
+
+def _match_spreads(tot: np.ndarray, acc: float, var_p: float, var_q: float, iterations: int,
+                   simulations: int, seed: int) -> tuple[float, float]:
+    """The participant and question standard deviations (logit scale) whose simulated tests,
+    over the design ``tot`` (responses per participant x question), show the observed
+    accuracy ``acc`` and spreads ``var_p``, ``var_q``; each capped at 5.
+
+    Args:
+        tot: Responses per cell.
+        acc: The observed accuracy.
+        var_p: The observed variance of participants' accuracies.
+        var_q: The observed variance of questions' accuracies.
+        iterations: Moment-matching rounds.
+        simulations: Simulated tests per round.
+        seed: The random generator's seed.
+
+    Returns:
+        (participant sd, question sd).
+    """
+    mask = tot > 0
+    acc_c = min(max(acc, 0.5 / tot.sum()), 1 - 0.5 / tot.sum())
+    mu, sp, sq = math.log(acc_c / (1 - acc_c)), 0.5, 0.5
+    rng = np.random.default_rng(seed)
+    n_people, n_items = tot.shape
+    z_p = rng.normal(size=(simulations, n_people, 1))
+    z_q = rng.normal(size=(simulations, 1, n_items))
+    uniform = rng.random((simulations, n_people, n_items))
+    counts = np.broadcast_to(tot, uniform.shape)
+    for _ in range(iterations):
+        prob = expit(mu + sp * z_p + sq * z_q)
+        # responses per cell: tot of them (almost always 0 or 1), as Bernoulli(prob) each
+        correct = np.where(mask, np.minimum(counts, (uniform < prob) * counts), 0.0)
+        sim_acc, sim_p, sim_q = (np.nanmean(x)
+                                 for x in _moments(correct, np.where(mask, counts, 0)))
+        mu += math.log(acc_c / (1 - acc_c)) - math.log(sim_acc / (1 - sim_acc))
+        sp = max(sp, 0.05) * math.sqrt(var_p / sim_p) if sim_p > 0 else 0.0
+        sq = max(sq, 0.05) * math.sqrt(var_q / sim_q) if sim_q > 0 else 0.0
+        sp, sq = min(sp, 5.0), min(sq, 5.0)
+    return sp, sq
+
+
 def estimate_model(trials: Sequence[Trial], *, interaction_sd: float | None = None,
                    source: str = "pilot", iterations: int = 12, simulations: int = 200,
                    seed: int = 0) -> ClusterModel:
@@ -131,38 +182,14 @@ def estimate_model(trials: Sequence[Trial], *, interaction_sd: float | None = No
     """
     if not trials:
         raise ValueError("the pilot has no answers")
-    people = {p: i for i, p in enumerate(sorted({t.participant for t in trials}))}
-    items = {q: i for i, q in enumerate(sorted({t.question for t in trials}))}
+    people = positions({t.participant for t in trials})
+    items = positions({t.question for t in trials})
     if len(people) < 2 or len(items) < 2:
         raise ValueError(f"the pilot has {len(people)} participant(s) and {len(items)} "
                          "question(s); estimating their spread needs at least 2 of each")
     tot, cor = response_cells([(t.participant, t.question, t.correct) for t in trials], people, items)
-    mask = tot > 0
-
-    def moments(c, t):
-        with np.errstate(invalid="ignore", divide="ignore"):
-            r = c.sum(-1) / t.sum(-1)
-            q = c.sum(-2) / t.sum(-2)
-        return (c.sum((-1, -2)) / t.sum((-1, -2)), np.nanvar(r, axis=-1, ddof=1),
-                np.nanvar(q, axis=-1, ddof=1))
-
-    acc, var_p, var_q = (float(x) for x in moments(cor, tot))
-    acc_c = min(max(acc, 0.5 / tot.sum()), 1 - 0.5 / tot.sum())
-    mu, sp, sq = math.log(acc_c / (1 - acc_c)), 0.5, 0.5
-    rng = np.random.default_rng(seed)
-    z_p = rng.normal(size=(simulations, len(people), 1))
-    z_q = rng.normal(size=(simulations, 1, len(items)))
-    uniform = rng.random((simulations, len(people), len(items)))
-    counts = np.broadcast_to(tot, uniform.shape)
-    for _ in range(iterations):
-        p = expit(mu + sp * z_p + sq * z_q)
-        # responses per cell: tot of them (almost always 0 or 1), as Bernoulli(p) each
-        c = np.where(mask, np.minimum(counts, (uniform < p) * counts), 0.0)
-        sim_acc, sim_p, sim_q = (np.nanmean(x) for x in moments(c, np.where(mask, counts, 0)))
-        mu += math.log(acc_c / (1 - acc_c)) - math.log(sim_acc / (1 - sim_acc))
-        sp = max(sp, 0.05) * math.sqrt(var_p / sim_p) if sim_p > 0 else 0.0
-        sq = max(sq, 0.05) * math.sqrt(var_q / sim_q) if sim_q > 0 else 0.0
-        sp, sq = min(sp, 5.0), min(sq, 5.0)
+    acc, var_p, var_q = (float(x) for x in _moments(cor, tot))
+    sp, sq = _match_spreads(tot, acc, var_p, var_q, iterations, simulations, seed)
     return ClusterModel(accuracy=acc, participant_sd=sp, question_sd=sq,
                         interaction_sd=(DEFAULT_MODEL.interaction_sd if interaction_sd is None
                                         else interaction_sd), source=source)

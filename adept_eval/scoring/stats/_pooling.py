@@ -27,6 +27,19 @@ def pooled_mean(parts: Iterable[tuple[float | None, int | float | None]]) -> tup
     return (num / den if den else math.nan), den
 
 
+def _figure(value) -> float:
+    """``value`` as a float; nan when it is no figure (None, "N/A")."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _all_intervals(rows: list[tuple[float, float, float, int]]) -> bool:
+    """Whether every (mean, low, high, n) row has both ends of its interval."""
+    return not any(math.isnan(v) for _, lo, hi, _ in rows for v in (lo, hi))
+
+
 def pooled_interval(parts: Iterable[tuple[float | None, float | None, float | None,
                                           int | float | None]]) -> tuple[float, float, int]:
     """A 95% interval of the n-weighted mean of independent parts given as (mean, 95% interval
@@ -41,16 +54,10 @@ def pooled_interval(parts: Iterable[tuple[float | None, float | None, float | No
     Returns:
         (low, high, total n).
     """
-    def value(x) -> float:
-        try:
-            return float(x)
-        except (TypeError, ValueError):  # None, "N/A": no figure
-            return math.nan
-
-    rows = [(value(m), value(lo), value(hi), int(n)) for m, lo, hi, n in parts
-            if n and not math.isnan(value(m))]
+    rows = [(_figure(m), _figure(lo), _figure(hi), int(n)) for m, lo, hi, n in parts
+            if n and not math.isnan(_figure(m))]
     total = sum(n for *_, n in rows)
-    if not total or any(math.isnan(v) for _, lo, hi, _ in rows for v in (lo, hi)):
+    if not total or not _all_intervals(rows):
         return math.nan, math.nan, total
     mean = sum(m * n for m, _, _, n in rows) / total
     se = math.sqrt(sum((n / total * (hi - lo) / 3.92) ** 2 for _, lo, hi, n in rows))

@@ -51,14 +51,19 @@ def rank_ranges(scores: Sequence[float], different, higher_is_better: bool = Tru
     """
     k = len(scores)
     sign = 1 if higher_is_better else -1
+    signed = [sign * score for score in scores]
     out = []
     for i in range(k):
-        better = sum(1 for j in range(k) if j != i and different[i][j]
-                     and sign * scores[j] > sign * scores[i])
-        worse = sum(1 for j in range(k) if j != i and different[i][j]
-                    and sign * scores[j] < sign * scores[i])
+        better = _count_different(i, k, different, lambda j: signed[j] > signed[i])
+        worse = _count_different(i, k, different, lambda j: signed[j] < signed[i])
         out.append((1 + better, k - worse))
     return out
+
+
+def _count_different(i: int, k: int, different, side) -> int:
+    """How many of the ``k`` systems differ significantly from system ``i`` and lie on
+    ``side`` of it (``side(j)``: system j is better, or worse, than i)."""
+    return sum(1 for j in range(k) if j != i and different[i][j] and side(j))
 
 
 def format_rank_range(low: int, high: int) -> str:

@@ -41,6 +41,19 @@ class TwoWayDifference:
                    "across both; Cameron-Gelbach-Miller), t reference")
 
 
+def positions(values) -> dict:
+    """Each of ``values``' position once sorted: a participant's row or an item's column of
+    the response cells.
+
+    Args:
+        values: The distinct participants or items.
+
+    Returns:
+        Value -> its index.
+    """
+    return {value: i for i, value in enumerate(sorted(values))}
+
+
 def response_cells(trials, people: dict, items: dict) -> tuple[np.ndarray, np.ndarray]:
     """Responses and right responses per participant and item (sentence or question).
 
@@ -179,6 +192,13 @@ def t_test_and_interval(d: float, var: float, df: int, level: float = 0.95
     return p, max(-1.0, d - half), min(1.0, d + half)
 
 
+def _shared_cells(trials: Sequence[Trial], shared: set, item_of) -> list[tuple]:
+    """(participant, cluster, correct) of each trial on a question in ``shared``, the cluster
+    being ``item_of``'s for its question (the question itself when it has none)."""
+    return [(t.participant, item_of.get(t.question, t.question), t.correct) for t in trials
+            if t.question in shared]
+
+
 def two_way_difference(a: Sequence[Trial], b: Sequence[Trial], item_of=None, *,
                        level: float = 0.95) -> TwoWayDifference:
     """Accuracy difference of two systems heard by people, with its two-way (participants x
@@ -198,15 +218,13 @@ def two_way_difference(a: Sequence[Trial], b: Sequence[Trial], item_of=None, *,
     """
     item_of = item_of or {}
     shared = {t.question for t in a} & {t.question for t in b}
-    a = [(t.participant, item_of.get(t.question, t.question), t.correct) for t in a
-         if t.question in shared]
-    b = [(t.participant, item_of.get(t.question, t.question), t.correct) for t in b
-         if t.question in shared]
+    a = _shared_cells(a, shared, item_of)
+    b = _shared_cells(b, shared, item_of)
     if not a or not b:
         return TwoWayDifference(math.nan, math.nan, math.nan, math.nan, math.nan, math.nan, len(a), len(b), 0, 0, 0, 0, 0)
     pa, pb = {t[0] for t in a}, {t[0] for t in b}
-    people = {p: i for i, p in enumerate(sorted(pa | pb))}
-    items = {q: i for i, q in enumerate(sorted({t[1] for t in a}))}
+    people = positions(pa | pb)
+    items = positions({t[1] for t in a})
     tot_a, cor_a = response_cells(a, people, items)
     tot_b, cor_b = response_cells(b, people, items)
     d, var, df = two_way_variance(cor_a, tot_a, cor_b, tot_b)

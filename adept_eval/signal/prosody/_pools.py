@@ -107,9 +107,12 @@ BACKGROUND: set[int] = set()  # worker counts of the pools ``extract_ahead`` que
 
 
 def stop_background() -> None:
-    """Cancel the background extractions not started yet (a run that stops before it scores:
-    at exit, Python would first let the pool finish its whole queue). A file still wanted is
-    then extracted by ``get`` in this process; the next ``extract_ahead`` starts a new pool."""
+    """Cancel the background extractions not started yet.
+
+    A run that stops before it scores calls this: at exit, Python would otherwise first let
+    the pool finish its whole queue. A file still wanted is then extracted by ``get`` in this
+    process; the next ``extract_ahead`` starts a new pool.
+    """
     for workers in list(BACKGROUND):
         pool = POOLS.pop(workers, None)
         if pool is not None:
@@ -126,7 +129,11 @@ def one_blas_thread():
     the core a background extraction runs on: a full evaluation with BLAS left at its default
     (two threads on two cores) takes 4.85 s and 7.3 s of CPU instead of 3.96 s and 5.1 s. One
     thread also keeps results independent of the user's thread settings (the
-    alignments' cost-matrix products differ in their last bits between one and two threads)."""
+    alignments' cost-matrix products differ in their last bits between one and two threads).
+
+    Yields:
+        Nothing; BLAS's thread count is restored when the block ends.
+    """
     with _blas_controller().limit(limits=1, user_api="blas"):
         yield
 

@@ -209,19 +209,34 @@ class FeatureStore:
         Returns:
             How many files were extracted on workers.
         """
-        todo, ahead = {}, {}
-        for path in paths:
-            key = self.key(path)
-            if key in self._ahead:
-                ahead[key] = str(path)
-            elif key not in self._memory and key not in todo \
-                    and not (self.directory / f"{key}.npy").exists():
-                todo[key] = str(path)
+        todo, ahead = self._sort_out(paths)
         if ahead:
             self._share(ahead, progress)
         workers = default_workers() if workers is None else max(1, int(workers))
         if len(todo) < MIN_PARALLEL_FILES or workers < 2:
             return 0
+        self._extract_on_pool(todo, workers, progress)
+        return len(todo)
+
+    def _sort_out(self, paths) -> tuple[dict[str, str], dict[str, str]]:
+        """Split ``paths`` into the files to extract (neither queued, in memory nor on disk)
+        and those queued by ``extract_ahead``, each as content key -> path."""
+        todo, ahead = {}, {}
+        for path in paths:
+            key = self.key(path)
+            if key in self._ahead:
+                ahead[key] = str(path)
+            elif key not in self._memory and key not in todo and not self._on_disk(key):
+                todo[key] = str(path)
+        return todo, ahead
+
+    def _on_disk(self, key: str) -> bool:
+        """Whether the disk cache holds the features of content ``key``."""
+        return (self.directory / f"{key}.npy").exists()
+
+    def _extract_on_pool(self, todo: dict[str, str], workers: int, progress: bool) -> None:
+        """Extract the files of ``todo`` (key -> path) on ``workers`` processes, keeping each
+        result in memory (the workers also write it to the disk cache)."""
         from tqdm.auto import tqdm
 
         pool = process_pool(workers)
@@ -235,7 +250,6 @@ class FeatureStore:
                     self.computed += 1
                     self.audio_seconds += seconds
                     bar.update(1)
-        return len(todo)
 
     def extract_ahead(self, paths, workers: int | None = None) -> int:
         """Start extracting, in the background, the features of every file in ``paths`` that is
@@ -249,7 +263,7 @@ class FeatureStore:
         the pool breaks, is extracted by ``get`` in this process, so what a run computes never
         depends on the workers: a worker runs the same ``get`` on the same file, and its
         features are the single-process ones, bit for bit. Where the platform cannot fork, or
-        with ``workers=1``, nothing is queued and ``get`` extracts as it always did.
+        with ``workers=1``, nothing is queued and ``get`` extracts each file in this process.
 
         Args:
             paths: The audio files, in the order they will be wanted.
@@ -263,15 +277,7 @@ class FeatureStore:
         workers = background_workers() if workers is None else int(workers)
         if workers < 1 or "fork" not in multiprocessing.get_all_start_methods():
             return 0
-        todo = {}
-        for path in paths:
-            try:
-                key = self.key(path)
-            except OSError:  # missing or unreadable: its question says so itself
-                continue
-            if key not in self._memory and key not in self._ahead and key not in todo \
-                    and not (self.directory / f"{key}.npy").exists():
-                todo[key] = str(path)
+        todo = self._not_extracted(paths)
         if not todo:
             return 0
         try:
@@ -283,6 +289,21 @@ class FeatureStore:
             return 0
         BACKGROUND.add(workers)
         return len(todo)
+
+    def _not_extracted(self, paths) -> dict[str, str]:
+        """The files of ``paths`` neither in memory, queued nor on disk, as content key ->
+        path, in the order given; a file that cannot be read is left out (its question says
+        so itself)."""
+        todo = {}
+        for path in paths:
+            try:
+                key = self.key(path)
+            except OSError:
+                continue
+            if key not in self._memory and key not in self._ahead and key not in todo \
+                    and not self._on_disk(key):
+                todo[key] = str(path)
+        return todo
 
     def _share(self, ahead: dict[str, str], progress: bool) -> None:
         """Have every file of ``ahead`` (key -> path, queued by ``extract_ahead``) in memory,
@@ -299,8 +320,7 @@ class FeatureStore:
             while lo < hi:
                 front = self._ahead.get(order[lo])
                 back = self._ahead.get(order[hi - 1])
-                if front is not None and not front.done() and hi - 1 > lo \
-                        and back is not None and back.cancel():
+                if _can_take_back(front, back, lo, hi):
                     del self._ahead[order[hi - 1]]
                     hi -= 1
                     try:
@@ -329,6 +349,14 @@ class FeatureStore:
         self.computed += 1
         self.audio_seconds += seconds
         return feats
+
+
+def _can_take_back(front, back, lo: int, hi: int) -> bool:
+    """Whether this process should extract the back file itself: the front one is still being
+    extracted, another file lies between them, and the worker had not started the back one
+    (cancelling its future succeeds; ``cancel`` is called last, only when the rest holds)."""
+    return (front is not None and not front.done() and hi - 1 > lo
+            and back is not None and back.cancel())
 
 
 def _extract_files(directory: str, paths: list[str]) -> list[tuple[str, Features, float]]:
