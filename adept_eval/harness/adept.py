@@ -120,6 +120,14 @@ def load_questions(task: str, corpus: str | None = None, listener: str = DEFAULT
 
 
 def question_of(doc: dict) -> Question:
+    """The ADEPT question an lm-eval document holds.
+
+    Args:
+        doc: the lm-eval document (a row of the task's dataset).
+
+    Returns:
+        The ``Question``.
+    """
     names = {f.name for f in fields(Question)}
     values = {k: doc[k] for k in names if k in doc}
     values["cls"] = doc["class"]
@@ -129,19 +137,36 @@ def question_of(doc: dict) -> Question:
 
 
 def doc_to_text(doc: dict) -> str:
-    q = question_of(doc)
-    lines = [f"Sentence: {q.text}", f"Question: {q.question}"]
-    if q.design == "multi":
-        lines += [f"{LETTERS[i]}. {c}: {s}" for i, (c, s) in enumerate(zip(q.choices, q.stimuli))]
+    """lm-eval's prompt text of a document: the sentence, the question and its choices.
+
+    Args:
+        doc: the lm-eval document.
+
+    Returns:
+        The text.
+    """
+    question = question_of(doc)
+    lines = [f"Sentence: {question.text}", f"Question: {question.question}"]
+    if question.design == "multi":
+        lines += [f"{LETTERS[i]}. {choice}: {stimulus}"
+                  for i, (choice, stimulus) in enumerate(zip(question.choices, question.stimuli))]
     else:
-        lines.append(f"Sample: {q.stimuli[0]}")
-        lines += [f"{LETTERS[i]}. {c}" for i, c in enumerate(q.choices)]
+        lines.append(f"Sample: {question.stimuli[0]}")
+        lines += [f"{LETTERS[i]}. {choice}" for i, choice in enumerate(question.choices)]
     return "\n".join(lines) + "\nAnswer:"
 
 
 def doc_to_target(doc: dict) -> str:
-    q = question_of(doc)
-    return f"{q.answer_letter} ({q.target})"
+    """lm-eval's target of a document: the correct answer's letter and target.
+
+    Args:
+        doc: the lm-eval document.
+
+    Returns:
+        For example ``"A (focus)"``.
+    """
+    question = question_of(doc)
+    return f"{question.answer_letter} ({question.target})"
 
 
 # ----------------------------------------------------------------------------- scoring
@@ -192,6 +217,11 @@ class QuestionRecord:
     responses: tuple[tuple[str, int], ...] = ()
 
     def to_json(self) -> dict:
+        """The record as JSON-able data (tuples as lists).
+
+        Returns:
+            The record's fields.
+        """
         out = asdict(self)
         out["answer"] = list(self.answer)
         out["graded"] = [dict(g) for g in self.graded]
@@ -200,6 +230,14 @@ class QuestionRecord:
 
     @classmethod
     def from_json(cls, data: dict) -> QuestionRecord:
+        """A record from ``to_json``'s data; keys that are not fields are ignored.
+
+        Args:
+            data: the JSON data.
+
+        Returns:
+            The record.
+        """
         names = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in names}
         values["answer"] = tuple(values.get("answer") or ())
@@ -535,10 +573,26 @@ def accuracy(items) -> float:
 
 
 def ci_low(items) -> float:
+    """lm-eval aggregation: the lower end of the recognition accuracy's interval.
+
+    Args:
+        items: the task's per-question records.
+
+    Returns:
+        The lower bound.
+    """
     return recognition(items).ci_low
 
 
 def ci_high(items) -> float:
+    """lm-eval aggregation: the upper end of the recognition accuracy's interval.
+
+    Args:
+        items: the task's per-question records.
+
+    Returns:
+        The upper bound.
+    """
     return recognition(items).ci_high
 
 
@@ -551,14 +605,38 @@ def p_chance(items) -> float:
 
 
 def chance(items) -> float:
+    """lm-eval aggregation: the task's chance accuracy.
+
+    Args:
+        items: the task's per-question records.
+
+    Returns:
+        The chance level, NaN with no records.
+    """
     return float(record_of(items[0])["chance"]) if items else float("nan")
 
 
 def n_responses(items) -> int:
+    """lm-eval aggregation: how many responses the accuracy counts.
+
+    Args:
+        items: the task's per-question records.
+
+    Returns:
+        The number of responses.
+    """
     return counts(items)[1]
 
 
 def n_failed(items) -> int:
+    """lm-eval aggregation: how many questions failed (scored wrong, not asked).
+
+    Args:
+        items: the task's per-question records.
+
+    Returns:
+        The number of failed questions.
+    """
     return sum(record_of(it)["failed"] for it in items)
 
 

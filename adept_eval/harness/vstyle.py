@@ -301,10 +301,26 @@ def judge_identity(cfg: dict) -> dict:
 
 
 def doc_to_text(doc: dict) -> str:
+    """lm-eval's prompt text of a VStyle document (shown in logs only).
+
+    Args:
+        doc: the lm-eval document.
+
+    Returns:
+        ``[instruction type] text``.
+    """
     return f"[{doc['instruction_type']}] {doc['text']}"
 
 
 def doc_to_target(doc: dict) -> str:
+    """lm-eval's target of a VStyle document: its instruction type.
+
+    Args:
+        doc: the lm-eval document.
+
+    Returns:
+        The instruction type.
+    """
     return doc["instruction_type"]
 
 
@@ -383,6 +399,11 @@ class JudgedRecord:
     system: str = ""
 
     def to_json(self) -> dict:
+        """The record as JSON-able data.
+
+        Returns:
+            The record's fields.
+        """
         return asdict(self)
 
 
@@ -438,6 +459,14 @@ def _stratified(items) -> tuple[float, float, float, float, float]:
 
 
 def category_score(items) -> float:
+    """lm-eval aggregation: the category's score, stratified by subcategory.
+
+    Args:
+        items: the category's per-instruction records.
+
+    Returns:
+        The score.
+    """
     return _stratified(items)[0]
 
 
@@ -452,14 +481,38 @@ def _interval(items) -> tuple[float, float]:
 
 
 def ci_low(items) -> float:
+    """lm-eval aggregation: the lower end of the score's interval.
+
+    Args:
+        items: the per-instruction records.
+
+    Returns:
+        The lower bound.
+    """
     return _interval(items)[0]
 
 
 def ci_high(items) -> float:
+    """lm-eval aggregation: the upper end of the score's interval.
+
+    Args:
+        items: the per-instruction records.
+
+    Returns:
+        The upper bound.
+    """
     return _interval(items)[1]
 
 
 def plain_mean(items) -> float:
+    """lm-eval aggregation: the unweighted mean of the judged instructions' scores.
+
+    Args:
+        items: the per-instruction records.
+
+    Returns:
+        The mean, NaN when none was judged.
+    """
     scores = [it["score"] for it in _recs(items) if it["score"] is not None]
     return sum(scores) / len(scores) if scores else float("nan")
 
@@ -470,10 +523,26 @@ def n_judged(items) -> int:
 
 
 def n_failed(items) -> int:
+    """lm-eval aggregation: how many instructions were not judged.
+
+    Args:
+        items: the per-instruction records.
+
+    Returns:
+        The count.
+    """
     return sum(it["failed"] for it in _recs(items))
 
 
 def failure_rate(items) -> float:
+    """lm-eval aggregation: the share of instructions not judged.
+
+    Args:
+        items: the per-instruction records.
+
+    Returns:
+        The share, NaN with no records.
+    """
     return n_failed(items) / len(items) if items else float("nan")
 
 

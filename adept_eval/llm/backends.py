@@ -130,6 +130,15 @@ def register_backend(name: str):
 
 
 def get_backend(name: str, **options) -> Backend:
+    """A backend by its registered name.
+
+    Args:
+        name: the backend's name.
+        **options: its constructor's options.
+
+    Returns:
+        The backend.
+    """
     return BACKENDS.create(name, **options)
 
 

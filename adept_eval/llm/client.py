@@ -244,9 +244,9 @@ class LLMClient:
         ``lookahead`` items more than ``concurrency`` (default: as many again, at least 2), so
         when a request slot frees up the next item is ready to go. Preparing an item takes
         ~1 ms of work (read, hash, cache lookups, encoding) but, on a worker thread competing
-        for the GIL with a busy event loop, 5-60 ms of waiting: done inside the slot, as
-        before, that left the slot idle every cycle (the measured loss was ~10% at 64
-        requests of 0.25 s). A whole wave ahead, because answers come in waves - a server
+        for the GIL with a busy event loop, 5-60 ms of waiting: done inside the slot, it would
+        leave the slot idle every cycle (about 10% of the throughput at 64 requests of
+        0.25 s). A whole wave ahead, because answers come in waves - a server
         that batches, or one with a steady latency, frees many slots at once.
 
         Requests start in item order (a slow preparation holds back later items rather than
