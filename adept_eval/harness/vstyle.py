@@ -408,7 +408,16 @@ class JudgedRecord:
 
 
 def process_results(doc: dict, results: list[str]) -> dict:
+    """lm-eval's per-document results: the document's ``JudgedRecord`` under every metric
+    of its task (the headline holds it; the others point at it).
 
+    Args:
+        doc: the lm-eval document.
+        results: the filter's output for it (one JSON record).
+
+    Returns:
+        Metric name -> the record (or its ``SameRecord`` reference).
+    """
     try:
         rec = json.loads(results[0])
     except (ValueError, TypeError, IndexError) as exc:

@@ -49,6 +49,11 @@ class AudioPolicy:
     max_seconds: float = 300.0
 
     def identity(self) -> dict:
+        """What of the policy a scorer's identity records.
+
+        Returns:
+            The formats sent as they are and the rate audio is re-encoded at.
+        """
         return {"audio_formats": sorted(self.formats), "audio_rate": self.rate}
 
 
@@ -61,6 +66,11 @@ class AudioPayload:
 
     @property
     def sha256(self) -> str:
+        """The payload's content hash.
+
+        Returns:
+            The sha256 of its bytes (hex).
+        """
         return hashlib.sha256(self.data).hexdigest()
 
 
@@ -200,6 +210,18 @@ class AudioChecks:
         return None
 
     def decode(self, path: Path, what: str) -> Audio:
+        """Decode a file for its check, counting the decode.
+
+        Args:
+            path: the file.
+            what: how messages name the audio.
+
+        Returns:
+            The decoded audio.
+
+        Raises:
+            BadInput: the file cannot be decoded.
+        """
         with self._lock:
             self.decodes += 1
         try:

@@ -73,6 +73,14 @@ class AudioDirSystem(SpeechSystem):
         return find_audio(self.folder / self.pattern.replace("{id}", stimulus.stimulus_id))
 
     def produce(self, stimuli: list[Stimulus]) -> list[Produced]:
+        """Each stimulus' file in the folder; a stimulus without one fails, naming the file.
+
+        Args:
+            stimuli: the stimuli.
+
+        Returns:
+            One ``Produced`` per stimulus, in order.
+        """
         out = []
         for stimulus in stimuli:
             found = self.locate(stimulus)

@@ -154,6 +154,19 @@ class SpeechSystem(LM):
 
     # -- lm-eval protocol -------------------------------------------------------------------
     def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
+        """lm-eval's generation: produce every sample the requests need, check it, and
+        answer each request with the JSON record of its samples.
+
+        Args:
+            requests: lm-eval's requests (each with its document as ``doc``).
+            disable_tqdm: ignored (lm-eval's signature).
+
+        Returns:
+            One JSON record per request, in order.
+
+        Raises:
+            SystemSetupError: samples are missing or unusable beyond what ``on_missing`` allows.
+        """
         wanted: dict[str, Stimulus] = {}
         for req in requests:
             for stim in stimuli_of(req.doc):

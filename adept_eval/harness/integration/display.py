@@ -303,6 +303,14 @@ class QuietCustomKwargs:
     logged once per task, and our tasks document their --metadata keys)."""
 
     def filter(self, record) -> bool:
+        """The logging filter: drop the hint when it names one of our tasks.
+
+        Args:
+            record: the log record.
+
+        Returns:
+            False to drop the record, True to keep it.
+        """
         try:
             msg = record.getMessage()
             if "Custom kwargs can be passed to `--metadata`" in msg:
