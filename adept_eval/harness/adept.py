@@ -120,6 +120,14 @@ def load_questions(task: str, corpus: str | None = None, listener: str = DEFAULT
 
 
 def question_of(doc: dict) -> Question:
+    """The ADEPT question an lm-eval document holds.
+
+    Args:
+        doc: the lm-eval document (a row of the task's dataset).
+
+    Returns:
+        The ``Question``.
+    """
     names = {f.name for f in fields(Question)}
     values = {k: doc[k] for k in names if k in doc}
     values["cls"] = doc["class"]
@@ -129,19 +137,36 @@ def question_of(doc: dict) -> Question:
 
 
 def doc_to_text(doc: dict) -> str:
-    q = question_of(doc)
-    lines = [f"Sentence: {q.text}", f"Question: {q.question}"]
-    if q.design == "multi":
-        lines += [f"{LETTERS[i]}. {c}: {s}" for i, (c, s) in enumerate(zip(q.choices, q.stimuli))]
+    """lm-eval's prompt text of a document: the sentence, the question and its choices.
+
+    Args:
+        doc: the lm-eval document.
+
+    Returns:
+        The text.
+    """
+    question = question_of(doc)
+    lines = [f"Sentence: {question.text}", f"Question: {question.question}"]
+    if question.design == "multi":
+        lines += [f"{LETTERS[i]}. {choice}: {stimulus}"
+                  for i, (choice, stimulus) in enumerate(zip(question.choices, question.stimuli))]
     else:
-        lines.append(f"Sample: {q.stimuli[0]}")
-        lines += [f"{LETTERS[i]}. {c}" for i, c in enumerate(q.choices)]
+        lines.append(f"Sample: {question.stimuli[0]}")
+        lines += [f"{LETTERS[i]}. {choice}" for i, choice in enumerate(question.choices)]
     return "\n".join(lines) + "\nAnswer:"
 
 
 def doc_to_target(doc: dict) -> str:
-    q = question_of(doc)
-    return f"{q.answer_letter} ({q.target})"
+    """lm-eval's target of a document: the correct answer's letter and target.
+
+    Args:
+        doc: the lm-eval document.
+
+    Returns:
+        For example ``"A (focus)"``.
+    """
+    question = question_of(doc)
+    return f"{question.answer_letter} ({question.target})"
 
 
 # ----------------------------------------------------------------------------- scoring
@@ -192,6 +217,11 @@ class QuestionRecord:
     responses: tuple[tuple[str, int], ...] = ()
 
     def to_json(self) -> dict:
+        """The record as JSON-able data (tuples as lists).
+
+        Returns:
+            The record's fields.
+        """
         out = asdict(self)
         out["answer"] = list(self.answer)
         out["graded"] = [dict(g) for g in self.graded]
@@ -200,6 +230,14 @@ class QuestionRecord:
 
     @classmethod
     def from_json(cls, data: dict) -> QuestionRecord:
+        """A record from ``to_json``'s data; keys that are not fields are ignored.
+
+        Args:
+            data: the JSON data.
+
+        Returns:
+            The record.
+        """
         names = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in names}
         values["answer"] = tuple(values.get("answer") or ())
@@ -216,31 +254,57 @@ def _produced(response) -> tuple[str, dict]:
     return str(produced.get("system", "")), {s["id"]: s for s in produced["samples"]}
 
 
-def score_task(resps, docs) -> list[str]:
-    """lm-eval filter: score every question of a task at once; one JSON ``QuestionRecord`` per
-    document, in order.
+def _base_record(question, doc) -> dict:
+    """The fields every ``QuestionRecord`` of one document starts from.
 
-    The system's samples of all questions are pooled into one map (stimulus id -> file) that
-    every question is asked with, so a listener can hear a sentence's other renditions
-    whatever folder layout the model uses (a content-addressed cache included). A sample the
-    system reported failed (missing, refused by the audio check) is in the map with no file
-    (None), so a listener knows it was refused rather than not given, and does not go looking
-    for it on disk (the acoustic listener then judges that sentence's good samples alone). A
-    question whose output is unreadable or whose samples are unusable fails without being
-    asked; a listener error fails that question only, never the run.
+    Args:
+        question: the document's question (``question_of``).
+        doc: the lm-eval document.
+
+    Returns:
+        Keyword arguments for ``QuestionRecord`` (``system`` is added once the output is read).
     """
-    if not docs:
-        return []
-    first = docs[0]
-    listener = listener_for(first["listener"], first["listener_options"], first["corpus_root"])
-    questions = [question_of(d) for d in docs]
-    records: list[QuestionRecord | None] = [None] * len(docs)
+    return dict(question_id=question.question_id, sub=question.target, target=question.target,
+                correct_answer=question.answer_letter, chance=1.0 / question.n_choices,
+                listener=doc["listener"])
+
+
+def _add_to_pool(pool: dict, samples: dict) -> None:
+    """Add one document's samples to the shared pool (stimulus id -> file or None).
+
+    A usable sample's file wins over an earlier refusal of the same stimulus; a refused one
+    (missing, failed its check) is marked None so no listener hears it or looks for it.
+
+    Args:
+        pool: the pool, updated in place.
+        samples: stimulus id -> sample entry of one document's output.
+    """
+    for sid, entry in samples.items():
+        if isinstance(entry, dict) and entry.get("status") == "ok" and entry.get("path"):
+            if not pool.get(sid):
+                pool[sid] = str(entry["path"])
+        else:
+            pool.setdefault(sid, None)
+
+
+def _read_outputs(questions, docs, resps, records) -> tuple[list, list, dict]:
+    """Read every document's system output and pool its samples.
+
+    Args:
+        questions: each document's question.
+        docs: the lm-eval documents.
+        resps: each document's response (the system's JSON output).
+        records: one slot per document, updated in place: an unreadable output's slot gets
+            its failed record.
+
+    Returns:
+        ``(bases, outputs, pool)``: each document's base record fields, each document's
+        samples (empty when unreadable), and the pooled map stimulus id -> file or None.
+    """
     bases, outputs = [], []
     pool: dict[str, str] = {}
-    for i, (q, doc, resp) in enumerate(zip(questions, docs, resps)):
-        base = dict(question_id=q.question_id, sub=q.target, target=q.target,
-                    correct_answer=q.answer_letter, chance=1.0 / q.n_choices,
-                    listener=doc["listener"])
+    for i, (question, doc, resp) in enumerate(zip(questions, docs, resps)):
+        base = _base_record(question, doc)
         bases.append(base)
         try:
             base["system"], samples = _produced(resp)
@@ -250,42 +314,99 @@ def score_task(resps, docs) -> list[str]:
             outputs.append({})
             continue
         outputs.append(samples)
-        for sid, entry in samples.items():
-            if isinstance(entry, dict) and entry.get("status") == "ok" and entry.get("path"):
-                if not pool.get(sid):
-                    pool[sid] = str(entry["path"])
-            else:  # refused (missing, failed its check): marked, so no listener hears it
-                pool.setdefault(sid, None)
+        _add_to_pool(pool, samples)
+    return bases, outputs, pool
+
+
+def _unusable_detail(question, samples: dict, pool: dict) -> str | None:
+    """Why a question cannot be asked of a listener that needs audio, or None if it can.
+
+    Args:
+        question: the question.
+        samples: stimulus id -> sample entry of the question's own output.
+        pool: the pooled map stimulus id -> file or None.
+
+    Returns:
+        The failure detail naming each unusable sample, or None when all are usable.
+    """
+    bad = [s for s in question.stimuli if not pool.get(s)]
+    if not bad:
+        return None
+    problems = "; ".join(samples.get(s, {}).get("problem") or f"{s}: not produced"
+                         for s in bad)
+    return f"sample(s) unusable: {problems}"
+
+
+def _add_graded(listener, questions, records, pool, task) -> None:
+    """Attach the listener's graded figures to every record, in place.
+
+    The figures are extra: when the listener fails to give them, every stimulus is marked
+    "not scored" and the answers stay.
+
+    Args:
+        listener: the task's listener.
+        questions: each document's question.
+        records: each document's record, replaced in place by one with ``graded`` set.
+        pool: the pooled map stimulus id -> file or None.
+        task: the task name, for the warning.
+    """
+    stimuli = [s for q in questions for s in q.stimuli]
+    try:
+        scores = listener.graded_scores(pool, stimuli)
+    except Exception as exc:  # the figures are extra: never lose the answers over them
+        log.warning("graded figures failed on %s: %s", task, exc)
+        scores = {}
+    from adept_eval.scoring import graded
+
+    for i, question in enumerate(questions):
+        records[i] = replace(records[i], graded=tuple(
+            (scores.get(s) or graded.failed(s, "not scored")).to_dict()
+            for s in question.stimuli))
+
+
+def score_task(resps, docs) -> list[str]:
+    """lm-eval filter: score every question of a task at once.
+
+    The system's samples of all questions are pooled into one map (stimulus id -> file) that
+    every question is asked with, so a listener can hear a sentence's other renditions
+    whatever folder layout the model uses (a content-addressed cache included). A sample the
+    system reported failed (missing, refused by the audio check) is in the map with no file
+    (None), so a listener knows it was refused rather than not given, and does not go looking
+    for it on disk (the acoustic listener then judges that sentence's good samples alone). A
+    question whose output is unreadable or whose samples are unusable fails without being
+    asked; a listener error fails that question only, never the run.
+
+    Args:
+        resps: each document's response (the system's JSON output).
+        docs: the task's lm-eval documents; the first names the listener and its options.
+
+    Returns:
+        One JSON ``QuestionRecord`` per document, in order.
+    """
+    if not docs:
+        return []
+    first = docs[0]
+    listener = listener_for(first["listener"], first["listener_options"], first["corpus_root"])
+    questions = [question_of(d) for d in docs]
+    records: list[QuestionRecord | None] = [None] * len(docs)
+    bases, outputs, pool = _read_outputs(questions, docs, resps, records)
 
     asked, where = [], []
-    for i, (q, samples) in enumerate(zip(questions, outputs)):
+    for i, (question, samples) in enumerate(zip(questions, outputs)):
         if records[i] is not None:
             continue
-        bad = [s for s in q.stimuli if not pool.get(s)]
-        if listener.needs_audio and bad:
-            problems = "; ".join(samples.get(s, {}).get("problem") or f"{s}: not produced"
-                                 for s in bad)
-            records[i] = QuestionRecord(**bases[i], failed=1, status="failed",
-                                        detail=f"sample(s) unusable: {problems}")
+        detail = _unusable_detail(question, samples, pool) if listener.needs_audio else None
+        if detail is not None:
+            records[i] = QuestionRecord(**bases[i], failed=1, status="failed", detail=detail)
             continue
-        asked.append((q, pool))
+        asked.append((question, pool))
         where.append(i)
 
     for i, answer in zip(where, _ask(listener, asked)):
         records[i] = _answered(questions[i], bases[i], answer, listener.per_participant)
 
     if listener.gives_graded_figures():
-        stimuli = [s for q in questions for s in q.stimuli]
-        try:
-            scores = listener.graded_scores(pool, stimuli)
-        except Exception as exc:  # the figures are extra: never lose the answers over them
-            log.warning("graded figures failed on %s: %s", first.get("task"), exc)
-            scores = {}
-        from adept_eval.scoring import graded
-
-        for i, q in enumerate(questions):
-            records[i] = replace(records[i], graded=tuple(
-                (scores.get(s) or graded.failed(s, "not scored")).to_dict() for s in q.stimuli))
+        _add_graded(listener, questions, records, pool, first.get("task"))
     return [json.dumps(r.to_json(), ensure_ascii=False) for r in records]
 
 
@@ -452,10 +573,26 @@ def accuracy(items) -> float:
 
 
 def ci_low(items) -> float:
+    """lm-eval aggregation: the lower end of the recognition accuracy's interval.
+
+    Args:
+        items: the task's per-question records.
+
+    Returns:
+        The lower bound.
+    """
     return recognition(items).ci_low
 
 
 def ci_high(items) -> float:
+    """lm-eval aggregation: the upper end of the recognition accuracy's interval.
+
+    Args:
+        items: the task's per-question records.
+
+    Returns:
+        The upper bound.
+    """
     return recognition(items).ci_high
 
 
@@ -468,14 +605,38 @@ def p_chance(items) -> float:
 
 
 def chance(items) -> float:
+    """lm-eval aggregation: the task's chance accuracy.
+
+    Args:
+        items: the task's per-question records.
+
+    Returns:
+        The chance level, NaN with no records.
+    """
     return float(record_of(items[0])["chance"]) if items else float("nan")
 
 
 def n_responses(items) -> int:
+    """lm-eval aggregation: how many responses the accuracy counts.
+
+    Args:
+        items: the task's per-question records.
+
+    Returns:
+        The number of responses.
+    """
     return counts(items)[1]
 
 
 def n_failed(items) -> int:
+    """lm-eval aggregation: how many questions failed (scored wrong, not asked).
+
+    Args:
+        items: the task's per-question records.
+
+    Returns:
+        The number of failed questions.
+    """
     return sum(record_of(it)["failed"] for it in items)
 
 

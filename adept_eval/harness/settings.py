@@ -178,19 +178,43 @@ class Owners:
             nobody owns the key.
         """
         if key in self.model_keys:
-            # without the hook's record, a key both a model and the listener declare goes to both
-            if self.model_known or self.listener is None or key not in self.listener_keys:
-                return ("model",)
-            return ("model", "listener")
+            return self._model_shares(key)
         if key in self.own_run:
             return ("run",)
         if self.listener is not None and key in self.listener_keys:
             return ("listener",)
         if key.startswith(JUDGE_PREFIX) and key in self.judge_keys:
             return ("judge",) if self.suite == "vstyle" else ("others",)
-        if key in self.other_run or (self.suite != "adept" and listeners_owning(key)):
+        if self._passed_through(key):
             return ("others",)
         return ()
+
+    def _passed_through(self, key: str) -> bool:
+        """Whether ``key`` belongs to another suite's tasks (passed through a mixed run).
+
+        Args:
+            key: an option name.
+
+        Returns:
+            True for another suite's run key, or, outside ADEPT, a listener's option.
+        """
+        return key in self.other_run or (self.suite != "adept" and bool(listeners_owning(key)))
+
+    def _model_shares(self, key: str) -> tuple[str, ...]:
+        """The shares of a key a model declares.
+
+        Without the hook's record of the model, a key both a model and the listener declare
+        goes to both, since either may be the one that reads it.
+
+        Args:
+            key: an option name in ``model_keys``.
+
+        Returns:
+            ``("model",)`` or ``("model", "listener")``.
+        """
+        if self.model_known or self.listener is None or key not in self.listener_keys:
+            return ("model",)
+        return ("model", "listener")
 
     def problem(self, key: str) -> str:
         """Why nobody owns ``key``, naming the listener that would (for ``SettingsError``).

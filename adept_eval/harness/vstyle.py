@@ -76,26 +76,68 @@ def _prompts_table(value) -> dict:
     return table
 
 
+def _is_prompt_folder(value) -> bool:
+    """Whether a ``judge_prompts`` value names a folder (rather than holding a JSON object).
+
+    Args:
+        value: the ``judge_prompts`` value as given.
+
+    Returns:
+        True when it is a string naming an existing folder.
+    """
+    return isinstance(value, str) and not value.strip().startswith("{") \
+        and Path(value.strip()).expanduser().is_dir()
+
+
+def _category_key(key, value, what: str, folder: bool) -> str:
+    """The judge's lookup key (``category`` or ``category/subcategory``) of one prompt name.
+
+    Args:
+        key: the prompt's name (a file stem or a JSON key).
+        value: the ``judge_prompts`` value, for the message.
+        what: how the message names the prompt.
+        folder: whether the prompts come from a folder (the message then omits the
+            ``category/subcategory`` hint, which only a JSON key can spell).
+
+    Returns:
+        The lookup key.
+
+    Raises:
+        OptionError: the name matches no VStyle category (or subcategory).
+    """
+    cat, sub = normalise_ability(str(key))
+    if cat not in CATEGORIES or (sub and sub not in CATEGORIES[cat]):
+        raise OptionError(
+            f"judge_prompts={value}: {what} matches no VStyle category"
+            f"{' and subcategory' if sub else ''}; name it after one of "
+            f"{', '.join(CATEGORIES)} (VStyle's spellings acoustic_properties and "
+            "role_playing are read as acoustic_attributes and role_play)"
+            + ("" if folder else ", or category/subcategory for one subcategory"))
+    return f"{cat}/{sub}" if sub else cat
+
+
 def _by_category(table: dict, value) -> dict:
     """``judge_prompts`` keyed the way the judge looks prompts up: by a VStyle category, or
     ``category/subcategory``, read with the rule that reads VStyle's abilities
     (``normalise_ability``: ``acoustic_properties.txt`` -> acoustic_attributes, ``role_playing``
     -> role_play). A prompt whose name matches none is refused, naming it: the judge would
-    otherwise never use it and judge that category with the built-in prompt, without a word."""
-    folder = isinstance(value, str) and not value.strip().startswith("{") \
-        and Path(value.strip()).expanduser().is_dir()
+    otherwise never use it and judge that category with the built-in prompt, without a word.
+
+    Args:
+        table: prompt name -> prompt file.
+        value: the ``judge_prompts`` value as given, for messages.
+
+    Returns:
+        Lookup key -> prompt file.
+
+    Raises:
+        OptionError: a name matches no category, or two names are the same category.
+    """
+    folder = _is_prompt_folder(value)
     out, named = {}, {}
     for key, prompt in table.items():
         what = f"prompt file {Path(str(prompt)).name}" if folder else f"prompt key {key!r}"
-        cat, sub = normalise_ability(str(key))
-        if cat not in CATEGORIES or (sub and sub not in CATEGORIES[cat]):
-            raise OptionError(
-                f"judge_prompts={value}: {what} matches no VStyle category"
-                f"{' and subcategory' if sub else ''}; name it after one of "
-                f"{', '.join(CATEGORIES)} (VStyle's spellings acoustic_properties and "
-                "role_playing are read as acoustic_attributes and role_play)"
-                + ("" if folder else ", or category/subcategory for one subcategory"))
-        key = f"{cat}/{sub}" if sub else cat
+        key = _category_key(key, value, what, folder)
         if key in out:
             raise OptionError(f"judge_prompts={value}: {named[key]} and {what} are both the "
                               f"prompt for {key}; keep one")
@@ -103,12 +145,16 @@ def _by_category(table: dict, value) -> dict:
     return out
 
 
-def judge_config(judge_share: dict) -> dict:
-    """JudgeConfig keyword arguments (JSON-able) from the run's judge settings: the ``judge``
-    share of ``settings.split``, which has already refused an unknown ``judge_*`` key. A value
-    that cannot be used is one ``UserError`` naming its ``judge_*`` option."""
-    cfg = {JUDGE_KEYS[key]: value for key, value in judge_share.items()}
-    option = {field: key for key, field in JUDGE_KEYS.items()}
+def _resolve_prompts(cfg: dict) -> None:
+    """Read the ``prompts`` and ``prompt`` settings into the form ``JudgeConfig`` takes, in place.
+
+    Args:
+        cfg: JudgeConfig field -> value; ``prompts`` becomes sorted (lookup key, file) pairs and
+            an existing ``prompt`` file its absolute path.
+
+    Raises:
+        OptionError: ``judge_prompts`` cannot be read or names no VStyle category.
+    """
     prompts = cfg.get("prompts")
     if prompts:
         prompts = _prompts_table(prompts)
@@ -117,6 +163,24 @@ def judge_config(judge_share: dict) -> dict:
         cfg["prompts"] = sorted((str(k), str(v)) for k, v in dict(prompts).items())
     if cfg.get("prompt") and Path(str(cfg["prompt"])).expanduser().is_file():
         cfg["prompt"] = str(Path(str(cfg["prompt"])).expanduser().resolve())
+
+
+def judge_config(judge_share: dict) -> dict:
+    """JudgeConfig keyword arguments (JSON-able) from the run's judge settings.
+
+    Args:
+        judge_share: the ``judge`` share of ``settings.split``, which has already refused an
+            unknown ``judge_*`` key.
+
+    Returns:
+        JudgeConfig field -> value, as read (``judge_concurrency="8"`` -> 8).
+
+    Raises:
+        OptionError: a value cannot be used (one message naming its ``judge_*`` option).
+    """
+    cfg = {JUDGE_KEYS[key]: value for key, value in judge_share.items()}
+    option = {field: key for key, field in JUDGE_KEYS.items()}
+    _resolve_prompts(cfg)
     # fail now, not after the model has run: bad values, unreadable or placeholder-less prompts
     try:
         config = JudgeConfig(**{k: tuple(map(tuple, v)) if k == "prompts" else v
@@ -237,35 +301,76 @@ def judge_identity(cfg: dict) -> dict:
 
 
 def doc_to_text(doc: dict) -> str:
+    """lm-eval's prompt text of a VStyle document (shown in logs only).
+
+    Args:
+        doc: the lm-eval document.
+
+    Returns:
+        ``[instruction type] text``.
+    """
     return f"[{doc['instruction_type']}] {doc['text']}"
 
 
 def doc_to_target(doc: dict) -> str:
+    """lm-eval's target of a VStyle document: its instruction type.
+
+    Args:
+        doc: the lm-eval document.
+
+    Returns:
+        The instruction type.
+    """
     return doc["instruction_type"]
 
 
+def _read_response(resp, doc: dict) -> tuple[dict, JudgeItem | None]:
+    """One document's record fields, and what to judge if its response is usable.
+
+    Args:
+        resp: the document's response (the system's JSON output).
+        doc: the lm-eval document.
+
+    Returns:
+        ``(record, item)``: with an item, the record holds the base fields the verdict is
+        added to; without one, it is the document's finished record (``failed`` for an
+        unreadable output, ``bad_input`` for a missing or refused sample).
+    """
+    base = {"record_id": doc["record_id"], "instruction_type": doc["instruction_type"]}
+    try:
+        produced = json.loads(resp[0] if isinstance(resp, (list, tuple)) else resp)
+        sample = produced["samples"][0]
+        base["system"] = produced.get("system", "")
+    except (ValueError, KeyError, IndexError, TypeError) as exc:
+        return {**base, "status": "failed", "detail": f"unreadable system output: {exc}"}, None
+    if sample.get("status") != "ok" or not sample.get("path"):
+        return {**base, "status": "bad_input",
+                "detail": sample.get("problem") or "no response audio"}, None
+    return base, JudgeItem(sample["path"], doc["text"], doc["instruction_type"],
+                           doc.get("instruction_audio"), doc["record_id"])
+
+
 def judge_responses(resps, docs) -> list[str]:
-    """lm-eval filter: judge every response of the task in one concurrent batch."""
+    """lm-eval filter: judge every response of the task in one concurrent batch.
+
+    Args:
+        resps: each document's response (the system's JSON output).
+        docs: the task's lm-eval documents; the first carries the judge settings.
+
+    Returns:
+        One JSON record per document, in order.
+    """
     if not docs:
         return []
     cfg = _config_from(docs[0])
     records: list[dict | None] = [None] * len(docs)
     items, where = [], []
     for i, (resp, doc) in enumerate(zip(resps, docs)):
-        base = {"record_id": doc["record_id"], "instruction_type": doc["instruction_type"]}
-        try:
-            produced = json.loads(resp[0] if isinstance(resp, (list, tuple)) else resp)
-            sample = produced["samples"][0]
-            base["system"] = produced.get("system", "")
-        except (ValueError, KeyError, IndexError, TypeError) as exc:
-            records[i] = {**base, "status": "failed", "detail": f"unreadable system output: {exc}"}
+        base, item = _read_response(resp, doc)
+        if item is None:
+            records[i] = base
             continue
-        if sample.get("status") != "ok" or not sample.get("path"):
-            records[i] = {**base, "status": "bad_input",
-                          "detail": sample.get("problem") or "no response audio"}
-            continue
-        items.append(JudgeItem(sample["path"], doc["text"], doc["instruction_type"],
-                               doc.get("instruction_audio"), doc["record_id"]))
+        items.append(item)
         where.append((i, base))
     if items:
         result = judge(items, cfg)
@@ -294,11 +399,25 @@ class JudgedRecord:
     system: str = ""
 
     def to_json(self) -> dict:
+        """The record as JSON-able data.
+
+        Returns:
+            The record's fields.
+        """
         return asdict(self)
 
 
 def process_results(doc: dict, results: list[str]) -> dict:
+    """lm-eval's per-document results: the document's ``JudgedRecord`` under every metric
+    of its task (the headline holds it; the others point at it).
 
+    Args:
+        doc: the lm-eval document.
+        results: the filter's output for it (one JSON record).
+
+    Returns:
+        Metric name -> the record (or its ``SameRecord`` reference).
+    """
     try:
         rec = json.loads(results[0])
     except (ValueError, TypeError, IndexError) as exc:
@@ -349,6 +468,14 @@ def _stratified(items) -> tuple[float, float, float, float, float]:
 
 
 def category_score(items) -> float:
+    """lm-eval aggregation: the category's score, stratified by subcategory.
+
+    Args:
+        items: the category's per-instruction records.
+
+    Returns:
+        The score.
+    """
     return _stratified(items)[0]
 
 
@@ -363,14 +490,38 @@ def _interval(items) -> tuple[float, float]:
 
 
 def ci_low(items) -> float:
+    """lm-eval aggregation: the lower end of the score's interval.
+
+    Args:
+        items: the per-instruction records.
+
+    Returns:
+        The lower bound.
+    """
     return _interval(items)[0]
 
 
 def ci_high(items) -> float:
+    """lm-eval aggregation: the upper end of the score's interval.
+
+    Args:
+        items: the per-instruction records.
+
+    Returns:
+        The upper bound.
+    """
     return _interval(items)[1]
 
 
 def plain_mean(items) -> float:
+    """lm-eval aggregation: the unweighted mean of the judged instructions' scores.
+
+    Args:
+        items: the per-instruction records.
+
+    Returns:
+        The mean, NaN when none was judged.
+    """
     scores = [it["score"] for it in _recs(items) if it["score"] is not None]
     return sum(scores) / len(scores) if scores else float("nan")
 
@@ -381,10 +532,26 @@ def n_judged(items) -> int:
 
 
 def n_failed(items) -> int:
+    """lm-eval aggregation: how many instructions were not judged.
+
+    Args:
+        items: the per-instruction records.
+
+    Returns:
+        The count.
+    """
     return sum(it["failed"] for it in _recs(items))
 
 
 def failure_rate(items) -> float:
+    """lm-eval aggregation: the share of instructions not judged.
+
+    Args:
+        items: the per-instruction records.
+
+    Returns:
+        The share, NaN with no records.
+    """
     return n_failed(items) / len(items) if items else float("nan")
 
 

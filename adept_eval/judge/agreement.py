@@ -28,9 +28,32 @@ def whole_score(score: float) -> int:
     return math.floor(score + 0.5)
 
 
+def _closeness(pairs: list[tuple[float, float]]) -> dict:
+    """How often the judge's and humans' scores match, and are within 1 of each other.
+
+    Args:
+        pairs: (judge, human) score pairs; not empty.
+
+    Returns:
+        {"exact": share of pairs whose whole scores are equal, "within_1": share of pairs
+        at most 1 apart}.
+    """
+    n = len(pairs)
+    return {"exact": sum(whole_score(by_judge) == whole_score(by_human)
+                         for by_judge, by_human in pairs) / n,
+            "within_1": sum(abs(by_judge - by_human) <= 1 for by_judge, by_human in pairs) / n}
+
+
 def _stats(pairs: list[tuple[float, float]]) -> dict:
-    """The agreement figures of (judge, human) score pairs, with their n (nan where a figure
-    cannot be had: no pairs, fewer than 3, or one side constant)."""
+    """The agreement figures of (judge, human) score pairs, with their n.
+
+    Args:
+        pairs: (judge, human) score pairs.
+
+    Returns:
+        n, exact, within_1, spearman(_p), kendall(_p) and qwk; nan where a figure cannot be
+        had (no pairs, fewer than 3, or one side constant).
+    """
     from scipy.stats import kendalltau, spearmanr
     from sklearn.metrics import cohen_kappa_score
 
@@ -41,9 +64,7 @@ def _stats(pairs: list[tuple[float, float]]) -> dict:
                 "exact": math.nan, "within_1": math.nan}
     judge = [p[0] for p in pairs]
     human = [p[1] for p in pairs]
-    out["exact"] = sum(whole_score(by_judge) == whole_score(by_human)
-                       for by_judge, by_human in pairs) / n
-    out["within_1"] = sum(abs(by_judge - by_human) <= 1 for by_judge, by_human in pairs) / n
+    out.update(_closeness(pairs))
     constant = len(set(judge)) < 2 or len(set(human)) < 2
     if constant or n < 3:
         out.update(spearman=math.nan, spearman_p=math.nan, kendall=math.nan, kendall_p=math.nan)
@@ -58,6 +79,18 @@ def _stats(pairs: list[tuple[float, float]]) -> dict:
         labels=labels,
         weights="quadratic"))
     return out
+
+
+def _missing(score) -> bool:
+    """Whether a score is absent (None or a float NaN).
+
+    Args:
+        score: one side's score.
+
+    Returns:
+        True when the pair must be left out.
+    """
+    return score is None or (isinstance(score, float) and math.isnan(score))
 
 
 def agreement(judge_scores: list, human_scores: list, types: list[str] | None = None) -> dict:
@@ -80,9 +113,7 @@ def agreement(judge_scores: list, human_scores: list, types: list[str] | None = 
     types = types or [""] * len(judge_scores)
     pairs, by_type, dropped = [], defaultdict(list), 0
     for by_judge, by_human, kind in zip(judge_scores, human_scores, types):
-        if by_judge is None or by_human is None or \
-                (isinstance(by_judge, float) and math.isnan(by_judge)) or \
-                (isinstance(by_human, float) and math.isnan(by_human)):
+        if _missing(by_judge) or _missing(by_human):
             dropped += 1
             continue
         pairs.append((float(by_judge), float(by_human)))

@@ -53,6 +53,28 @@ def builtin() -> Prompt:
     return Prompt(text, "builtin:vstyle-instruction")
 
 
+def _read_source(text: str) -> tuple[str, str]:
+    """A prompt's template text and name: a file's contents and name when ``text`` is one
+    line naming a file, else ``text`` itself, named "inline".
+
+    Args:
+        text: a file path or template text.
+
+    Returns:
+        ``(template text, name)``.
+
+    Raises:
+        PromptError: the file cannot be read.
+    """
+    if "\n" not in text and Path(text).expanduser().is_file():
+        path = Path(text).expanduser()
+        try:
+            return path.read_text(encoding="utf-8"), path.name
+        except (OSError, UnicodeDecodeError) as exc:
+            raise PromptError(f"prompt file {path}: cannot be read ({exc})") from None
+    return text, "inline"
+
+
 def load(source: str | Path | Prompt | None) -> Prompt:
     """A prompt from what a user gives.
 
@@ -69,13 +91,7 @@ def load(source: str | Path | Prompt | None) -> Prompt:
         return builtin()
     if isinstance(source, Prompt):
         return source
-    text, name = str(source), "inline"
-    if "\n" not in text and Path(text).expanduser().is_file():
-        path = Path(text).expanduser()
-        try:
-            text, name = path.read_text(encoding="utf-8"), path.name
-        except (OSError, UnicodeDecodeError) as exc:
-            raise PromptError(f"prompt file {path}: cannot be read ({exc})") from None
+    text, name = _read_source(str(source))
     missing = [p for p in PLACEHOLDERS if p not in text]
     if missing and name == "inline" and "\n" not in text and "{" not in text:
         raise PromptError(f"prompt {text!r}: no such file (and, as template text, it lacks the "

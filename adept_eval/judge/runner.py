@@ -449,6 +449,34 @@ def _scored(results: list[ItemResult]) -> dict:
             "n_judged": len(scores), "n_failed": len(results) - len(scores)}
 
 
+def _scored_by_type(results: list[ItemResult]) -> dict:
+    """``_scored`` of each instruction type's items.
+
+    Args:
+        results: every item's result.
+
+    Returns:
+        Instruction type -> its figures, sorted by type.
+    """
+    by_type = defaultdict(list)
+    for result in results:
+        by_type[result.instruction_type].append(result)
+    return {kind: _scored(found) for kind, found in sorted(by_type.items())}
+
+
+def _mean_spread(ok: list[ItemResult]) -> float | None:
+    """The mean spread of the judged items' repeated judgements.
+
+    Args:
+        ok: the items judged.
+
+    Returns:
+        The mean, or None when no item has a spread.
+    """
+    spreads = [r.spread for r in ok if r.spread is not None]
+    return float(np.mean(spreads)) if spreads else None
+
+
 def summarize(results: list[ItemResult], identity: dict) -> dict:
     """A judged run's summary: the mean score with its interval and n, per instruction type,
     the histogram of judgements, failures and costs, and every item.
@@ -461,23 +489,19 @@ def summarize(results: list[ItemResult], identity: dict) -> dict:
         The summary (JSON-able).
     """
     ok = [r for r in results if r.status == "ok"]
-    by_type = defaultdict(list)
-    for r in results:
-        by_type[r.instruction_type].append(r)
     hist = Counter(s for r in ok for s in r.scores)
     n = len(results)
     whole = _scored(results)
     return {
         "score": whole["score"],
         "score_ci95": whole["score_ci95"],
-        "score_by_type": {t: _scored(rs) for t, rs in sorted(by_type.items())},
+        "score_by_type": _scored_by_type(results),
         "histogram": {str(s): hist.get(s, 0) for s in range(1, 6)},
         "n": n,
         "n_judged": whole["n_judged"],
         "n_failed": whole["n_failed"],
         "failure_rate": whole["n_failed"] / n if n else float("nan"),
-        "mean_spread": float(np.mean([r.spread for r in ok if r.spread is not None]))
-        if any(r.spread is not None for r in ok) else None,
+        "mean_spread": _mean_spread(ok),
         "n_cached_judgements": sum(r.cached for r in results),
         "n_requests": sum(r.requests for r in results),
         "judge": identity,

@@ -81,22 +81,34 @@ def screen(config, participants, responses) -> dict[str, ParticipantSummary]:
     by_participant = defaultdict(list)
     for response in responses:
         by_participant[response.participant].append(response)
-    summaries = {}
-    for person in participants:
-        answered = by_participant.get(person.participant, [])
-        catch = [response for response in answered if response.kind == "catch"]
-        questions = [response for response in answered if response.kind == "question"]
-        n_items = len(person.plan["items"])
-        n_catch = sum(1 for item in person.plan["items"] if item["kind"] == "catch")
-        catch_correct = sum(response.correct for response in catch)
-        missed = len(catch) - catch_correct
-        summaries[person.participant] = ParticipantSummary(
-            person.participant, person.arrival,
-            _outcome(config, person.headphone_passed, missed, n_catch,
-                     complete=len(answered) >= n_items),
-            person.headphone_passed, catch_correct, len(catch), len(answered), n_items,
-            sum(response.correct for response in questions), len(questions))
-    return summaries
+    return {person.participant: _summary(config, person,
+                                         by_participant.get(person.participant, []))
+            for person in participants}
+
+
+def _summary(config, person, answered: list) -> ParticipantSummary:
+    """One participant's screening outcome and counts.
+
+    Args:
+        config: The test's design (``TestConfig``).
+        person: The participant's ``ParticipantRow``.
+        answered: The participant's ``ResponseRow``s.
+
+    Returns:
+        The participant's ``ParticipantSummary``.
+    """
+    catch = [response for response in answered if response.kind == "catch"]
+    questions = [response for response in answered if response.kind == "question"]
+    n_items = len(person.plan["items"])
+    n_catch = sum(1 for item in person.plan["items"] if item["kind"] == "catch")
+    catch_correct = sum(response.correct for response in catch)
+    missed = len(catch) - catch_correct
+    return ParticipantSummary(
+        person.participant, person.arrival,
+        _outcome(config, person.headphone_passed, missed, n_catch,
+                 complete=len(answered) >= n_items),
+        person.headphone_passed, catch_correct, len(catch), len(answered), n_items,
+        sum(response.correct for response in questions), len(questions))
 
 
 def _outcome(config, headphone_passed: bool | None, missed: int, n_catch: int, *,
@@ -437,11 +449,7 @@ def plot_task(config, rows: list[AccuracyRow], task: str, out_png) -> None:
     width = 0.8 / max(len(systems), 1)
     fig, ax = plt.subplots(
         figsize=(1.2 + 1.1 * len(subcategories) * max(1, len(systems) / 2), 3.2), dpi=90)
-    for index, system in enumerate(systems):
-        offset = (index - (len(systems) - 1) / 2) * width
-        cells = {row.subcategory: row.stats for row in mine if row.system == system}
-        xs, ys, below, above = _bars(cells, subcategories, offset)
-        ax.bar(xs, ys, width * 0.9, yerr=[below, above], capsize=3, label=system)
+    _draw_bars(ax, mine, systems, subcategories, width)
     ax.axhline(spec.task(task).chance, color="k", linestyle="--", linewidth=1, label="chance")
     ax.set_xticks(range(len(subcategories)), [name or "all" for name in subcategories])
     ax.set_ylim(0, 1.15)
@@ -453,6 +461,24 @@ def plot_task(config, rows: list[AccuracyRow], task: str, out_png) -> None:
     fig.tight_layout()
     fig.savefig(out_png)
     plt.close(fig)
+
+
+def _draw_bars(ax, mine: list[AccuracyRow], systems: list[str], subcategories: list[str],
+               width: float) -> None:
+    """Draw every system's bars, side by side around each subcategory's tick.
+
+    Args:
+        ax: The chart's axes.
+        mine: The task's ``AccuracyRow``s.
+        systems: The systems, in legend order.
+        subcategories: The chart's subcategories, in order ("" for the whole task).
+        width: One bar's slot width.
+    """
+    for index, system in enumerate(systems):
+        offset = (index - (len(systems) - 1) / 2) * width
+        cells = {row.subcategory: row.stats for row in mine if row.system == system}
+        xs, ys, below, above = _bars(cells, subcategories, offset)
+        ax.bar(xs, ys, width * 0.9, yerr=[below, above], capsize=3, label=system)
 
 
 def _bars(cells: dict[str, ClusteredProportion], subcategories: list[str], offset: float):

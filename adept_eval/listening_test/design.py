@@ -511,10 +511,7 @@ def build_test(corpus: Corpus, out: str | Path, systems: dict[str, str | Path | 
     catch_tokens = _write_beeps(audio_dir, tasks, questions, lengths, catch_per_task, rng,
                                 files)
     headphone_tokens, headphone_answers = _write_headphone_check(audio_dir, rng, files)
-    calibration_tone = np.stack([_tone(200.0, 2.0, HEADPHONE_RATE) * 0.3] * 2,
-                                axis=1).astype(np.float32)
-    calibration = _write(audio_dir, calibration_tone, HEADPHONE_RATE)
-    files[calibration] = f"{calibration}.wav"
+    calibration = _write_calibration(audio_dir, files)
 
     config = TestConfig(
         title=title, seed=seed if seed is not None else secrets.randbits(48),
@@ -529,14 +526,43 @@ def build_test(corpus: Corpus, out: str | Path, systems: dict[str, str | Path | 
         completion_url=completion_url, min_catch_correct=min_catch_correct,
         corpus_sha256=corpus.fingerprint, adept_eval_version=__version__,
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        sources={name: ("ADEPT natural recordings" if source is None
-                        else str(Path(source).resolve()))
-                 for name, source in systems.items()},
+        sources=_source_notes(systems),
         loudness=_loudness_note(match_loudness))
     tmp = out / (CONFIG_FILE + ".tmp")
     tmp.write_text(json.dumps(config.to_json(), indent=1, ensure_ascii=False), encoding="utf-8")
     tmp.replace(out / CONFIG_FILE)
     return config
+
+
+def _write_calibration(audio_dir: Path, files: dict[str, str]) -> str:
+    """Write the volume-calibration tone (2 s of 200 Hz, both channels).
+
+    Args:
+        audio_dir: The test's audio folder.
+        files: Token -> file name, updated in place.
+
+    Returns:
+        The tone's token.
+    """
+    calibration_tone = np.stack([_tone(200.0, 2.0, HEADPHONE_RATE) * 0.3] * 2,
+                                axis=1).astype(np.float32)
+    calibration = _write(audio_dir, calibration_tone, HEADPHONE_RATE)
+    files[calibration] = f"{calibration}.wav"
+    return calibration
+
+
+def _source_notes(systems: dict[str, str | Path | None]) -> dict[str, str]:
+    """How the test records each system's source.
+
+    Args:
+        systems: Each system's name and source (None for ADEPT's natural recordings).
+
+    Returns:
+        Name -> the source's absolute path, or "ADEPT natural recordings".
+    """
+    return {name: ("ADEPT natural recordings" if source is None
+                   else str(Path(source).resolve()))
+            for name, source in systems.items()}
 
 
 def _runs_resolved(systems: dict[str, str | Path | None]) -> dict[str, str | Path | None]:

@@ -261,6 +261,21 @@ def design_power(model: stats.ClusterModel, per_system: int, task_sizes, differe
     return power, math.sqrt(power * (1 - power) / simulations)
 
 
+def _base_tasks(pilot: Pilot | None) -> list[int]:
+    """The questions per task a simulated test starts from.
+
+    Args:
+        pilot: The pilot, or None.
+
+    Returns:
+        The pilot's questions per task when it has them, else ADEPT's 12 tasks with the
+        tutorial's numbers of questions.
+    """
+    if pilot and pilot.task_questions:
+        return list(pilot.task_questions.values())
+    return [task.n_questions for task in spec.TASKS.values()]
+
+
 def default_tasks(questions: int | None, tasks: int | None, pilot: Pilot | None) -> list[int]:
     """Choose the questions per task of the simulated test.
 
@@ -276,8 +291,7 @@ def default_tasks(questions: int | None, tasks: int | None, pilot: Pilot | None)
     Raises:
         PlanError: Fewer than 1 task, or fewer questions than tasks.
     """
-    base = list(pilot.task_questions.values()) if pilot and pilot.task_questions else \
-        [task.n_questions for task in spec.TASKS.values()]
+    base = _base_tasks(pilot)
     if questions is None and tasks is None:
         return base
     total = sum(base) if questions is None else questions

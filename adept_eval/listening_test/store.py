@@ -136,13 +136,25 @@ def _schema_problem(db: sqlite3.Connection) -> str:
     if missing:
         return f"no table {' or '.join(missing)}"
     for table, columns in COLUMNS.items():
-        if table not in tables:
-            continue
-        have = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
-        lacking = [c for c in columns if c not in have]
+        lacking = _lacking_columns(db, table, columns) if table in tables else []
         if lacking:
             return f"table {table} has no column {', '.join(lacking)}"
     return ""
+
+
+def _lacking_columns(db: sqlite3.Connection, table: str, columns) -> list[str]:
+    """The columns one of our tables should have but does not.
+
+    Args:
+        db: An open connection to the database.
+        table: The table (it exists).
+        columns: The columns it should have, in order.
+
+    Returns:
+        The missing columns, in order.
+    """
+    have = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
+    return [c for c in columns if c not in have]
 
 
 class Store:

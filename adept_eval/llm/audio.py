@@ -49,6 +49,11 @@ class AudioPolicy:
     max_seconds: float = 300.0
 
     def identity(self) -> dict:
+        """What of the policy a scorer's identity records.
+
+        Returns:
+            The formats sent as they are and the rate audio is re-encoded at.
+        """
         return {"audio_formats": sorted(self.formats), "audio_rate": self.rate}
 
 
@@ -61,6 +66,11 @@ class AudioPayload:
 
     @property
     def sha256(self) -> str:
+        """The payload's content hash.
+
+        Returns:
+            The sha256 of its bytes (hex).
+        """
         return hashlib.sha256(self.data).hexdigest()
 
 
@@ -81,15 +91,35 @@ def problem_of(audio: Audio) -> str:
     return "; ".join(message for _, message in signal_problems(replace(audio, path=None)))
 
 
+def _is_pcm16_wav(data: bytes) -> bool:
+    """Whether a RIFF/WAVE file's ``fmt`` chunk says 16-bit PCM.
+
+    Args:
+        data: the file's bytes (a RIFF/WAVE header).
+
+    Returns:
+        True for 16-bit PCM; False for another encoding or no readable ``fmt`` chunk.
+    """
+    fmt = data.find(b"fmt ", 12, 512)
+    if fmt > 0 and len(data) >= fmt + 24:
+        tag = int.from_bytes(data[fmt + 8: fmt + 10], "little")
+        bits = int.from_bytes(data[fmt + 22: fmt + 24], "little")
+        return tag == 1 and bits == 16
+    return False
+
+
 def sniff_format(data: bytes) -> str | None:
-    """"wav" for RIFF/WAVE with 16-bit PCM, "mp3" for MPEG audio (ID3 tag or frame sync)."""
+    """The format an audio file can be sent as, from its first bytes.
+
+    Args:
+        data: the file's bytes.
+
+    Returns:
+        "wav" for RIFF/WAVE with 16-bit PCM, "mp3" for MPEG audio (ID3 tag or frame sync),
+        else None.
+    """
     if data[:4] == b"RIFF" and data[8:12] == b"WAVE":
-        fmt = data.find(b"fmt ", 12, 512)
-        if fmt > 0 and len(data) >= fmt + 24:
-            tag = int.from_bytes(data[fmt + 8: fmt + 10], "little")
-            bits = int.from_bytes(data[fmt + 22: fmt + 24], "little")
-            return "wav" if tag == 1 and bits == 16 else None
-        return None
+        return "wav" if _is_pcm16_wav(data) else None
     if data[:3] == b"ID3" or (len(data) > 1 and data[0] == 0xFF and data[1] & 0xE0 == 0xE0):
         return "mp3"
     return None
@@ -106,6 +136,14 @@ class AudioChecks:
         self.decodes = 0  # how many times audio had to be decoded (for the benchmark)
 
     def get(self, sha256: str) -> tuple[float, str] | None:
+        """A check outcome, from memory or the store.
+
+        Args:
+            sha256: the audio's content hash.
+
+        Returns:
+            ``(duration, problem)``, or None when not checked yet.
+        """
         key = f"{CHECK_VERSION}:{sha256}"
         with self._lock:
             hit = self._memo.get(key)
@@ -123,6 +161,13 @@ class AudioChecks:
             return self._busy.setdefault(sha256, threading.Lock())
 
     def put(self, sha256: str, duration: float, problem: str) -> None:
+        """Remember a check outcome, in memory and in the store.
+
+        Args:
+            sha256: the audio's content hash.
+            duration: the audio's duration in seconds.
+            problem: why it is unusable, or "".
+        """
         key = f"{CHECK_VERSION}:{sha256}"
         with self._lock:
             self._memo[key] = (duration, problem)
@@ -165,6 +210,18 @@ class AudioChecks:
         return None
 
     def decode(self, path: Path, what: str) -> Audio:
+        """Decode a file for its check, counting the decode.
+
+        Args:
+            path: the file.
+            what: how messages name the audio.
+
+        Returns:
+            The decoded audio.
+
+        Raises:
+            BadInput: the file cannot be decoded.
+        """
         with self._lock:
             self.decodes += 1
         try:
@@ -175,37 +232,85 @@ class AudioChecks:
 
 def inspect(value, checks: AudioChecks, policy: AudioPolicy, what: str = "audio") -> Source:
     """Hash and check audio given as a path, ``Audio``, ``{"path"}`` or ``{"array",
-    "sampling_rate"}``; raise ``BadInput`` (status ``bad_input`` or ``too_long``)."""
+    "sampling_rate"}``.
+
+    Args:
+        value: the audio.
+        checks: remembered check outcomes, by content hash.
+        policy: the limits (longest duration, what can be sent as is).
+        what: how messages name the audio.
+
+    Returns:
+        The checked ``Source``.
+
+    Raises:
+        BadInput: status ``bad_input`` (unreadable or unusable audio) or ``too_long``.
+    """
     if isinstance(value, dict) and "array" not in value and value.get("path"):
         value = value["path"]
     if isinstance(value, (str, Path)):
-        if not str(value).strip():  # Path("") is ".": it read "./: cannot be read (Is a directory)"
-            raise BadInput("bad_input", f"{what}: no audio (an empty path)")
-        src = _inspect_file(Path(value), checks, what)
-        if src.audio is not None and _sendable(src.data, policy):
-            # the original bytes will be sent: do not hold the decoded samples (MBs per item)
-            # while the request is in flight
-            src = Source(src.sha256, src.duration, src.data, None, what)
+        src = _inspect_path(value, checks, policy, what)
     else:
-        try:
-            if isinstance(value, Audio):
-                audio = value
-            elif isinstance(value, dict) and "array" in value:
-                audio = from_array(np.asarray(value["array"]), int(value["sampling_rate"]))
-            else:
-                raise AudioError(f"cannot read audio from a {type(value).__name__}")
-        except (AudioError, ValueError, TypeError, KeyError) as exc:
-            raise BadInput("bad_input", f"{what}: {exc}") from None
-        h = hashlib.sha256(np.ascontiguousarray(audio.samples, dtype=np.float32).tobytes())
-        h.update(str(audio.rate).encode())
-        problem = problem_of(audio)
-        if problem:
-            raise BadInput("bad_input", f"{what}: {problem}")
-        src = Source(h.hexdigest(), audio.duration, None, audio, what)
+        src = _inspect_samples(value, what)
     if src.duration > policy.max_seconds:
         raise BadInput("too_long", f"{what}: {src.duration:.1f} s exceeds the "
                        f"{policy.max_seconds:g} s limit (not truncated)")
     return src
+
+
+def _inspect_path(value, checks: AudioChecks, policy: AudioPolicy, what: str) -> Source:
+    """Hash and check audio given as a file path.
+
+    Args:
+        value: the path (str or Path).
+        checks: remembered check outcomes, by content hash.
+        policy: what can be sent as is.
+        what: how messages name the audio.
+
+    Returns:
+        The ``Source``; without decoded samples when the file's own bytes will be sent, so
+        a request in flight does not hold them (MBs per item).
+
+    Raises:
+        BadInput: an empty path (``Path("")`` is the current folder), or an unreadable or
+            unusable file.
+    """
+    if not str(value).strip():
+        raise BadInput("bad_input", f"{what}: no audio (an empty path)")
+    src = _inspect_file(Path(value), checks, what)
+    if src.audio is not None and _sendable(src.data, policy):
+        src = Source(src.sha256, src.duration, src.data, None, what)
+    return src
+
+
+def _inspect_samples(value, what: str) -> Source:
+    """Hash and check audio given in memory (``Audio`` or ``{"array", "sampling_rate"}``).
+
+    Args:
+        value: the audio.
+        what: how messages name the audio.
+
+    Returns:
+        The ``Source``, hashed over its float32 samples and rate.
+
+    Raises:
+        BadInput: the value is not audio, or the audio is unusable.
+    """
+    try:
+        if isinstance(value, Audio):
+            audio = value
+        elif isinstance(value, dict) and "array" in value:
+            audio = from_array(np.asarray(value["array"]), int(value["sampling_rate"]))
+        else:
+            raise AudioError(f"cannot read audio from a {type(value).__name__}")
+    except (AudioError, ValueError, TypeError, KeyError) as exc:
+        raise BadInput("bad_input", f"{what}: {exc}") from None
+    digest = hashlib.sha256(np.ascontiguousarray(audio.samples, dtype=np.float32).tobytes())
+    digest.update(str(audio.rate).encode())
+    problem = problem_of(audio)
+    if problem:
+        raise BadInput("bad_input", f"{what}: {problem}")
+    return Source(digest.hexdigest(), audio.duration, None, audio, what)
 
 
 def _inspect_file(path: Path, checks: AudioChecks, what: str) -> Source:

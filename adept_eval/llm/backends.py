@@ -89,6 +89,7 @@ def server_name(url: str) -> str:
 
 
 class Backend:
+    """An LLM server's API: what a judge or speech model sends its requests through."""
     name = ""
     audio_formats: frozenset = ORIGINAL_FORMATS  # original formats sent without re-encoding
     #: the server answering (``public_url``): part of every cached reply's key, since another
@@ -96,6 +97,14 @@ class Backend:
     endpoint: str = ""
 
     def identity(self) -> dict:
+        """What a scorer's identity records of the backend (name, model, server).
+
+        Returns:
+            The identity.
+
+        Raises:
+            NotImplementedError: a subclass must implement it.
+        """
         raise NotImplementedError
 
     def encode(self, parts: list[Part]) -> list[Part] | Encoded:
@@ -105,16 +114,45 @@ class Backend:
 
     async def complete(self, parts: list[Part], *, temperature: float, max_tokens: int,
                        seed: int | None = None) -> str:
+        """One text completion of the parts.
+
+        Args:
+            parts: the request's parts (text and audio).
+            temperature: the sampling temperature.
+            max_tokens: the longest reply.
+            seed: the sampling seed, or None.
+
+        Returns:
+            The reply text.
+
+        Raises:
+            NotImplementedError: a subclass must implement it.
+        """
         raise NotImplementedError
 
     async def speak(self, parts: list[Part], *, voice: str, system_prompt: str = "",
                     temperature: float | None = None) -> tuple[bytes, str]:
+        """One spoken reply to the parts.
+
+        Args:
+            parts: the request's parts.
+            voice: the voice to speak in.
+            system_prompt: the system prompt, or "".
+            temperature: the sampling temperature, or None for the server's.
+
+        Returns:
+            ``(audio bytes, format)``.
+
+        Raises:
+            NotImplementedError: the backend cannot speak.
+        """
         raise NotImplementedError(f"the {self.name} backend cannot speak")
 
     async def preflight(self) -> None:
         """One cheap request proving the endpoint answers and accepts us (BackendError if not)."""
 
     async def aclose(self) -> None:
+        """Release the backend's connections (nothing to release by default)."""
         pass
 
 
@@ -130,11 +168,21 @@ def register_backend(name: str):
 
 
 def get_backend(name: str, **options) -> Backend:
+    """A backend by its registered name.
+
+    Args:
+        name: the backend's name.
+        **options: its constructor's options.
+
+    Returns:
+        The backend.
+    """
     return BACKENDS.create(name, **options)
 
 
 # ----------------------------------------------------------------------------- counting
 class RequestCount:
+    """A count of the requests a backend sent (``value``)."""
     __slots__ = ("value",)
 
     def __init__(self):
@@ -217,6 +265,7 @@ class _Failure(Exception):
 
 
 class OpenAICompatible(Backend):
+    """A server that speaks OpenAI's chat completions API."""
     name = "openai"
 
     def __init__(self, model: str, base_url: str | None = None, api_key_env: str | None = None,
@@ -245,6 +294,11 @@ class OpenAICompatible(Backend):
         self._loop = None
 
     def identity(self) -> dict:
+        """The backend's name and model, and the server's host when one is given.
+
+        Returns:
+            The identity.
+        """
         ident = {"backend": self.name, "model": self.model}
         if self.base_url:
             ident["server"] = server_name(self.base_url)
@@ -279,6 +333,20 @@ class OpenAICompatible(Backend):
         return b"".join((before, content.data, after))
 
     async def complete(self, parts, *, temperature, max_tokens, seed=None) -> str:
+        """One chat completion of the parts (see ``Backend.complete``).
+
+        Args:
+            parts: the request's parts (text and audio).
+            temperature: the sampling temperature.
+            max_tokens: the longest reply.
+            seed: the sampling seed, or None.
+
+        Returns:
+            The reply text.
+
+        Raises:
+            BackendError: the server refuses the request or its reply is unusable.
+        """
         kwargs = {"model": self.model, "temperature": temperature, "max_tokens": max_tokens,
                   "messages": []}
         if seed is not None:
@@ -415,6 +483,7 @@ class OpenAICompatible(Backend):
                                + (f": {why}" if why else "")) from None
 
     async def aclose(self) -> None:
+        """Close the HTTP session, if one is open."""
         if self._session is not None and not self._session.closed:
             await self._session.close()
         self._session = self._loop = None

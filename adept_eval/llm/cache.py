@@ -71,6 +71,14 @@ class ReplyCache:
 
     # ----------------------------------------------------------------------- replies
     def get(self, key: str) -> tuple[str, int] | None:
+        """A cached judgement.
+
+        Args:
+            key: the judgement's key.
+
+        Returns:
+            ``(verdict, value)``, or None when not cached.
+        """
         with self._pending_lock:
             row = self._pending.get(("judgements", key))
         if row is not None:
@@ -81,11 +89,27 @@ class ReplyCache:
         return (found[0], int(found[1])) if found else None
 
     def put(self, key: str, verdict: str, value: int, judge: dict) -> None:
+        """Cache a judgement (written in the background).
+
+        Args:
+            key: the judgement's key.
+            verdict: the judge's reply.
+            value: the score read from it.
+            judge: the judge's identity.
+        """
         self._enqueue("judgements", key, (key, verdict, int(value),
                                           json.dumps(judge, sort_keys=True), time.time()))
 
     # ----------------------------------------------------------------------- audio checks
     def get_check(self, sha256: str) -> tuple[float, str] | None:
+        """A cached audio check outcome.
+
+        Args:
+            sha256: the audio's content hash (with the check's version).
+
+        Returns:
+            ``(duration, problem)``, or None when not cached.
+        """
         with self._pending_lock:
             row = self._pending.get(("audio_checks", sha256))
         if row is not None:
@@ -96,6 +120,13 @@ class ReplyCache:
         return (float(found[0]), found[1]) if found else None
 
     def put_check(self, sha256: str, duration: float, problem: str) -> None:
+        """Cache an audio check outcome (written in the background).
+
+        Args:
+            sha256: the audio's content hash (with the check's version).
+            duration: the audio's duration in seconds.
+            problem: why it is unusable, or "".
+        """
         self._enqueue("audio_checks", sha256, (sha256, float(duration), problem, time.time()))
 
     # ----------------------------------------------------------------------- writing
@@ -107,37 +138,69 @@ class ReplyCache:
         self._queue.put((table, key, row))
 
     def _write_loop(self, db: sqlite3.Connection) -> None:
+        """The writer thread: commit queued rows in batches until ``close`` queues the stop.
+
+        Args:
+            db: the writer's own connection, closed when the loop ends.
+        """
         stop = False
         while not stop:
-            batch = [self._queue.get()]
-            while True:  # take whatever else is waiting: one transaction for all of it
-                try:
-                    batch.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
+            batch = self._next_batch()
             stop = any(b is _STOP for b in batch)
             rows = [b for b in batch if b is not _STOP]
             if not rows:
                 continue
-            try:
-                db.execute("BEGIN")
-                for table, _, row in rows:
-                    marks = ",".join("?" * len(row))
-                    db.execute(f"INSERT OR REPLACE INTO {table} VALUES ({marks})", row)
-                db.execute("COMMIT")
-                self.commits += 1
-                self.rows_written += len(rows)
-            except sqlite3.Error as exc:  # reported to the next put and to close()
-                self._error = exc
-                try:
-                    db.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass
-            with self._pending_lock:
-                for table, key, row in rows:
-                    if self._pending.get((table, key)) is row:
-                        del self._pending[(table, key)]
+            self._write_rows(db, rows)
+            self._forget_pending(rows)
         db.close()
+
+    def _next_batch(self) -> list:
+        """Wait for one queued item, then take whatever else is waiting (one transaction for
+        all of it).
+
+        Returns:
+            The queued items: ``(table, key, row)`` tuples, maybe ``_STOP``.
+        """
+        batch = [self._queue.get()]
+        while True:
+            try:
+                batch.append(self._queue.get_nowait())
+            except queue.Empty:
+                return batch
+
+    def _write_rows(self, db: sqlite3.Connection, rows: list) -> None:
+        """Write rows in one transaction. A database error is kept in ``_error``, reported to
+        the next put and to ``close``, and the transaction rolled back.
+
+        Args:
+            db: the writer's connection.
+            rows: ``(table, key, row)`` tuples.
+        """
+        try:
+            db.execute("BEGIN")
+            for table, _, row in rows:
+                marks = ",".join("?" * len(row))
+                db.execute(f"INSERT OR REPLACE INTO {table} VALUES ({marks})", row)
+            db.execute("COMMIT")
+            self.commits += 1
+            self.rows_written += len(rows)
+        except sqlite3.Error as exc:
+            self._error = exc
+            try:
+                db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+
+    def _forget_pending(self, rows: list) -> None:
+        """Drop written rows from the pending map, unless a newer row for the key replaced them.
+
+        Args:
+            rows: ``(table, key, row)`` tuples just written.
+        """
+        with self._pending_lock:
+            for table, key, row in rows:
+                if self._pending.get((table, key)) is row:
+                    del self._pending[(table, key)]
 
     def __len__(self) -> int:
         with self._read_lock:

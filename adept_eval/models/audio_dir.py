@@ -24,6 +24,7 @@ from adept_eval.models.base import Produced, SpeechSystem, Stimulus
 
 
 class AudioDirSystem(SpeechSystem):
+    """A system whose samples are already in a folder, one file per stimulus id."""
     def __init__(self, path: str = "", name: str | None = None, pattern: str = "{id}", **kwargs):
         self.refuse_unknown_args(kwargs)
         # a JSON --model_args can give any type: one message naming the option, not a TypeError
@@ -42,23 +43,52 @@ class AudioDirSystem(SpeechSystem):
 
     @classmethod
     def name_from_args(cls, args: dict) -> str:
+        """The system's name: ``name=``, else the folder's name.
+
+        Args:
+            args: the ``--model_args``.
+
+        Returns:
+            The name.
+        """
         return str(args.get("name") or Path(str(args.get("path", "audio-dir"))).resolve().name)
 
     def describe(self) -> dict:
+        """The system's identity with its folder and file pattern.
+
+        Returns:
+            The description.
+        """
         return {**super().describe(), "path": str(self.folder), "pattern": self.pattern}
 
     def locate(self, stimulus: Stimulus) -> Path | None:
+        """The stimulus' file in the folder.
+
+        Args:
+            stimulus: the stimulus.
+
+        Returns:
+            The file, or None when there is none.
+        """
         return find_audio(self.folder / self.pattern.replace("{id}", stimulus.stimulus_id))
 
     def produce(self, stimuli: list[Stimulus]) -> list[Produced]:
+        """Each stimulus' file in the folder; a stimulus without one fails, naming the file.
+
+        Args:
+            stimuli: the stimuli.
+
+        Returns:
+            One ``Produced`` per stimulus, in order.
+        """
         out = []
-        for s in stimuli:
-            found = self.locate(s)
+        for stimulus in stimuli:
+            found = self.locate(stimulus)
             if found is None:
-                stem = self.pattern.replace("{id}", s.stimulus_id)
-                out.append(Produced(s.stimulus_id, None, "failed",
+                stem = self.pattern.replace("{id}", stimulus.stimulus_id)
+                out.append(Produced(stimulus.stimulus_id, None, "failed",
                                     f"{self.folder / stem}.wav "
                                     f"{missing_audio_message(self.folder / stem)}"))
             else:
-                out.append(Produced(s.stimulus_id, str(found), "ok"))
+                out.append(Produced(stimulus.stimulus_id, str(found), "ok"))
         return out

@@ -42,6 +42,7 @@ class Stimulus:
 
 @dataclass(frozen=True)
 class Produced:
+    """One stimulus' sample as a system produced it: its file when usable, else why not."""
     stimulus_id: str
     path: str | None
     status: str  # "ok" | "failed"
@@ -51,6 +52,11 @@ class Produced:
     sha256: str = ""
 
     def to_json(self) -> dict:
+        """The sample as its JSON record (the digest only when known).
+
+        Returns:
+            The record.
+        """
         return {"id": self.stimulus_id, "path": self.path, "status": self.status,
                 "problem": self.problem, **({"sha256": self.sha256} if self.sha256 else {})}
 
@@ -129,6 +135,17 @@ class SpeechSystem(LM):
 
     # -- what subclasses implement ----------------------------------------------------------
     def produce(self, stimuli: list[Stimulus]) -> list[Produced]:
+        """Produce each stimulus' sample.
+
+        Args:
+            stimuli: the stimuli.
+
+        Returns:
+            One ``Produced`` per stimulus, in order.
+
+        Raises:
+            NotImplementedError: a subclass must implement it.
+        """
         raise NotImplementedError
 
     def describe(self) -> dict:
@@ -137,6 +154,19 @@ class SpeechSystem(LM):
 
     # -- lm-eval protocol -------------------------------------------------------------------
     def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
+        """lm-eval's generation: produce every sample the requests need, check it, and
+        answer each request with the JSON record of its samples.
+
+        Args:
+            requests: lm-eval's requests (each with its document as ``doc``).
+            disable_tqdm: ignored (lm-eval's signature).
+
+        Returns:
+            One JSON record per request, in order.
+
+        Raises:
+            SystemSetupError: samples are missing or unusable beyond what ``on_missing`` allows.
+        """
         wanted: dict[str, Stimulus] = {}
         for req in requests:
             for stim in stimuli_of(req.doc):
@@ -166,23 +196,53 @@ class SpeechSystem(LM):
         samples, not without all of them - a run with none (a mistyped path=, a pattern= that
         matches nothing) would report an ADEPT accuracy of 0, or VStyle's every instruction
         failed, for a system never heard. Checked per suite, so ``--tasks adept,vstyle`` with
-        a VStyle pattern that matches nothing is refused too."""
+        a VStyle pattern that matches nothing is refused too.
+
+        Args:
+            requests: lm-eval's requests (each with its document as ``doc``).
+            produced: stimulus id -> its sample.
+
+        Raises:
+            SystemSetupError: as above.
+        """
         failed = [p for p in produced.values() if p.status != "ok"]
         if failed and self.on_missing == "error":
-            shown = [f"{p.stimulus_id}: {p.problem}" for p in failed[:50]]
-            more = [f"... and {len(failed) - 50} more"] if len(failed) > 50 else []
-            raise SystemSetupError(
-                f"{self.name}: {len(failed)} of {len(produced)} samples are missing or unusable; "
-                "nothing was scored. Fix them, or pass on_missing=wrong in --model_args to "
-                f"{on_missing_wrong(requests, failed, 'do')}:\n  " + "\n  ".join(shown + more))
+            self._refuse_any_failed(requests, produced, failed)
         if not failed:
             return
-        by_suite: dict[str, dict[str, Produced]] = {}
-        for req in requests:
-            suite = suite_of(getattr(req, "task_name", None) or "")
-            mine = by_suite.setdefault(suite.name if suite is not None else "", {})
-            mine.update((s.stimulus_id, produced[s.stimulus_id]) for s in stimuli_of(req.doc)
-                        if s.stimulus_id in produced)
+        self._refuse_suite_without_samples(_produced_by_suite(requests, produced))
+        log.warning("%s: %d of %d samples missing or unusable; on_missing=wrong %s. %s",
+                    self.name, len(failed), len(produced),
+                    on_missing_wrong(requests, failed, "does"), first_reasons(failed))
+
+    def _refuse_any_failed(self, requests, produced: dict[str, Produced],
+                           failed: list[Produced]) -> None:
+        """Stop the run over failed samples (``on_missing=error``), listing up to 50 of them.
+
+        Args:
+            requests: lm-eval's requests.
+            produced: stimulus id -> its sample.
+            failed: the samples that are missing or unusable (not empty).
+
+        Raises:
+            SystemSetupError: always.
+        """
+        shown = [f"{p.stimulus_id}: {p.problem}" for p in failed[:50]]
+        more = [f"... and {len(failed) - 50} more"] if len(failed) > 50 else []
+        raise SystemSetupError(
+            f"{self.name}: {len(failed)} of {len(produced)} samples are missing or unusable; "
+            "nothing was scored. Fix them, or pass on_missing=wrong in --model_args to "
+            f"{on_missing_wrong(requests, failed, 'do')}:\n  " + "\n  ".join(shown + more))
+
+    def _refuse_suite_without_samples(self, by_suite: dict[str, dict[str, Produced]]) -> None:
+        """Stop the run when a suite's tasks have no usable sample at all.
+
+        Args:
+            by_suite: suite name ("" for none) -> stimulus id -> sample its tasks ask for.
+
+        Raises:
+            SystemSetupError: a suite's samples are all missing or unusable.
+        """
         for suite, mine in by_suite.items():
             if mine and all(p.status != "ok" for p in mine.values()):
                 whose = f" its {suite} tasks ask for" if len(by_suite) > 1 and suite else ""
@@ -191,9 +251,6 @@ class SpeechSystem(LM):
                     f"{self.name}: none of the {len(dead)} samples{whose} is usable, so there "
                     "is nothing to score (on_missing=wrong goes on without some samples, not "
                     f"without all of them). {first_reasons(dead, logged=False)}")
-        log.warning("%s: %d of %d samples missing or unusable; on_missing=wrong %s. %s",
-                    self.name, len(failed), len(produced),
-                    on_missing_wrong(requests, failed, "does"), first_reasons(failed))
 
     def _answers(self, requests, produced: dict[str, Produced]) -> list[str]:
         """Each request's answer: the JSON record of its samples."""
@@ -216,14 +273,29 @@ class SpeechSystem(LM):
         return out
 
     def loglikelihood(self, requests, disable_tqdm: bool = False):
+        """Refuse likelihood tasks: a speech system produces audio.
+
+        Raises:
+            NotImplementedError: always.
+        """
         raise NotImplementedError(f"{type(self).__name__} produces audio; it can only run "
                                   "adept-eval tasks (generate_until), not likelihood tasks")
 
     def loglikelihood_rolling(self, requests, disable_tqdm: bool = False):
+        """Refuse likelihood tasks: a speech system produces audio.
+
+        Raises:
+            NotImplementedError: always.
+        """
         return self.loglikelihood(requests)
 
     @property
     def tokenizer_name(self) -> str:
+        """lm-eval's tokenizer name: the system's name (it has no tokenizer).
+
+        Returns:
+            The name.
+        """
         return self.name
 
 
@@ -240,15 +312,55 @@ ON_MISSING_WRONG = {
 }
 
 
+def _produced_by_suite(requests, produced: dict[str, Produced]) -> dict[str, dict[str, Produced]]:
+    """The samples each suite's tasks ask for.
+
+    Args:
+        requests: lm-eval's requests (each with ``task_name`` and ``doc``).
+        produced: stimulus id -> its sample.
+
+    Returns:
+        Suite name ("" for a task of no suite) -> stimulus id -> sample.
+    """
+    by_suite: dict[str, dict[str, Produced]] = {}
+    for req in requests:
+        suite = suite_of(getattr(req, "task_name", None) or "")
+        mine = by_suite.setdefault(suite.name if suite is not None else "", {})
+        mine.update((s.stimulus_id, produced[s.stimulus_id]) for s in stimuli_of(req.doc)
+                    if s.stimulus_id in produced)
+    return by_suite
+
+
+def _on_missing_suite(req) -> str:
+    """The ``ON_MISSING_WRONG`` entry that describes a request's task ("adept" by default).
+
+    Args:
+        req: an lm-eval request.
+
+    Returns:
+        A key of ``ON_MISSING_WRONG``.
+    """
+    suite = suite_of(getattr(req, "task_name", None) or "")
+    return suite.name if suite is not None and suite.name in ON_MISSING_WRONG else "adept"
+
+
 def on_missing_wrong(requests, failed: list[Produced], form: str) -> str:
     """What ``on_missing=wrong`` does with these failed samples, in the words of the suites
     whose tasks asked for them (a VStyle run told "scored as wrong answers" would expect scores
-    where it gets failures). ``form``: "do" (after "to") or "does"."""
+    where it gets failures).
+
+    Args:
+        requests: lm-eval's requests.
+        failed: the missing or unusable samples.
+        form: "do" (to follow "to") or "does".
+
+    Returns:
+        The phrase, one clause per suite joined by "and".
+    """
     ids = {p.stimulus_id for p in failed}
     names = []
     for req in requests:
-        suite = suite_of(getattr(req, "task_name", None) or "")
-        name = suite.name if suite is not None and suite.name in ON_MISSING_WRONG else "adept"
+        name = _on_missing_suite(req)
         if name not in names and ids & {s.stimulus_id for s in stimuli_of(req.doc)}:
             names.append(name)
     return " and ".join(ON_MISSING_WRONG[n][form == "does"] for n in names or ["adept"])

@@ -11,7 +11,16 @@ from adept_eval.models.base import Produced, SpeechSystem, Stimulus
 
 
 class NaturalSystem(SpeechSystem):
+    """ADEPT's natural recordings as a system: the ceiling every other system is compared with."""
     default_name = "adept-natural"
 
     def produce(self, stimuli: list[Stimulus]) -> list[Produced]:
+        """Each stimulus' natural reference recording.
+
+        Args:
+            stimuli: the stimuli.
+
+        Returns:
+            One usable ``Produced`` per stimulus.
+        """
         return [Produced(s.stimulus_id, s.reference_audio, "ok") for s in stimuli]

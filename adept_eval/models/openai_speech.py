@@ -47,6 +47,7 @@ from adept_eval.models.base import Produced, SpeechSystem, Stimulus
 
 
 class OpenAISpeechSystem(SpeechSystem):
+    """A system whose samples an OpenAI-compatible speech model produces."""
     default_on_missing = "wrong"
 
     def __init__(self, model: str = "", base_url: str | None = None,
@@ -86,12 +87,33 @@ class OpenAISpeechSystem(SpeechSystem):
 
     @classmethod
     def name_from_args(cls, args: dict) -> str:
+        """The system's name: ``name=``, else the model's.
+
+        Args:
+            args: the ``--model_args``.
+
+        Returns:
+            The name.
+        """
         return str(args.get("name") or args.get("model") or "openai-speech")
 
     def describe(self) -> dict:
+        """The system's identity with its speech model and voice.
+
+        Returns:
+            The description.
+        """
         return {**super().describe(), "speech_model": self.model, "voice": self.voice}
 
     def produce(self, stimuli: list[Stimulus]) -> list[Produced]:
+        """Each stimulus' sample, spoken by the model (or from its cache).
+
+        Args:
+            stimuli: the stimuli.
+
+        Returns:
+            One ``Produced`` per stimulus, in order.
+        """
         return run_sync(self._produce(stimuli))
 
     def _cached(self, key: str) -> Path | None:

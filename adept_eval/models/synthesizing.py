@@ -46,6 +46,7 @@ FAILURES_SHOWN = 5
 
 
 class SynthesizingSystem(SpeechSystem):
+    """A system that synthesises each sample once and caches it, keyed by ``cache_key``."""
     default_on_missing = "wrong"
 
     def __init__(self, name: str | None = None, cache_dir: str | None = None, **kwargs):
@@ -74,13 +75,21 @@ class SynthesizingSystem(SpeechSystem):
         return ""
 
     def cache_key(self, stimulus: Stimulus) -> str:
-        h = hashlib.sha256()
+        """The cache key of a stimulus' sample: a digest of the system and what it is asked.
+
+        Args:
+            stimulus: the stimulus.
+
+        Returns:
+            The key (hex).
+        """
+        digest = hashlib.sha256()
         for part in (type(self).__name__, self.name, self.version(), stimulus.text):
-            h.update(part.encode())
-            h.update(b"\0")
+            digest.update(part.encode())
+            digest.update(b"\0")
         with open(stimulus.reference_audio, "rb") as fh:
-            h.update(hashlib.sha256(fh.read()).digest())
-        return h.hexdigest()[:32]
+            digest.update(hashlib.sha256(fh.read()).digest())
+        return digest.hexdigest()[:32]
 
     def synthesize_to(self, stimulus: Stimulus, output: Path) -> None:
         """Write the sample for ``stimulus`` to ``output`` (a .wav path); raise on failure."""
@@ -91,6 +100,53 @@ class SynthesizingSystem(SpeechSystem):
         base class's second pass would decode each file again for the same verdict."""
         return produced
 
+    def _reusable(self, stimulus: Stimulus, target: Path) -> bool:
+        """Whether the cached output ``target`` can be used as the stimulus' sample.
+
+        Args:
+            stimulus: the stimulus.
+            target: its cache file.
+
+        Returns:
+            True when the file exists, is not empty and (with ``check_samples``) passes the
+            audio check; a cached output that fails the check is logged, to be synthesised again.
+        """
+        if not (target.exists() and target.stat().st_size > 0):
+            return False
+        stale = sample_problem(target, stimulus) if self.check_samples else ""
+        if not stale:
+            return True
+        log.info("%s: cached output of %s is unusable (%s): synthesising it again",
+                 self.name, stimulus.stimulus_id, stale)
+        return False
+
+    def _synthesize_into_cache(self, stimulus: Stimulus, target: Path) -> None:
+        """Synthesise the stimulus into a temporary file and move it to ``target`` once it
+        passes the audio check; the temporary file is removed on failure, so a rerun
+        synthesises it again.
+
+        Args:
+            stimulus: the stimulus.
+            target: its cache file.
+
+        Raises:
+            Exception: the synthesis failed, wrote nothing, or wrote unusable audio.
+        """
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.stem}.{os.getpid()}.wav")
+        try:
+            self.synthesize_to(stimulus, tmp)
+            if not tmp.exists() or tmp.stat().st_size == 0:
+                raise RuntimeError(f"no audio was written to {tmp}")
+            problem = sample_problem(tmp, stimulus) if self.check_samples else ""
+            if problem:
+                raise RuntimeError("its output is unusable: "
+                                   + problem.replace(str(tmp), "the output"))
+            os.replace(tmp, target)
+        except Exception:
+            tmp.unlink(missing_ok=True)
+            raise
+
     def produce(self, stimuli: list[Stimulus]) -> list[Produced]:
         """Each stimulus' sample: from the cache, or synthesised (and cached) when it is not
         there. With ``check_samples`` (the default) an output is cached only once it passes the
@@ -100,38 +156,36 @@ class SynthesizingSystem(SpeechSystem):
         synthesises only what is missing") instead of the garbage from the cache for ever.
         A failure fails its stimulus only; when every synthesis fails, though, there is
         nothing to score, and the run stops with one message saying so and why (its first
-        failures), not an accuracy of 0 from samples that never existed."""
+        failures), not an accuracy of 0 from samples that never existed.
+
+        Args:
+            stimuli: the stimuli to produce samples for.
+
+        Returns:
+            One ``Produced`` per stimulus, in order.
+
+        Raises:
+            SystemSetupError: every synthesis failed.
+        """
         out = []
         failures = 0
-        for s in tqdm(stimuli, desc=f"{self.name}: synthesising", unit="sample"):
-            target = self.cache_dir / f"{self.cache_key(s)}.wav"
-            if target.exists() and target.stat().st_size > 0:
-                stale = sample_problem(target, s) if self.check_samples else ""
-                if not stale:
-                    self.reused += 1
-                    out.append(Produced(s.stimulus_id, str(target), "ok"))
-                    continue
-                log.info("%s: cached output of %s is unusable (%s): synthesising it again",
-                         self.name, s.stimulus_id, stale)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_name(f".{target.stem}.{os.getpid()}.wav")
+        for stimulus in tqdm(stimuli, desc=f"{self.name}: synthesising", unit="sample"):
+            target = self.cache_dir / f"{self.cache_key(stimulus)}.wav"
+            if self._reusable(stimulus, target):
+                self.reused += 1
+                out.append(Produced(stimulus.stimulus_id, str(target), "ok"))
+                continue
             try:
-                self.synthesize_to(s, tmp)
-                if not tmp.exists() or tmp.stat().st_size == 0:
-                    raise RuntimeError(f"no audio was written to {tmp}")
-                problem = sample_problem(tmp, s) if self.check_samples else ""
-                if problem:  # not cached: a rerun synthesises it again
-                    raise RuntimeError("its output is unusable: "
-                                       + problem.replace(str(tmp), "the output"))
-                os.replace(tmp, target)
+                self._synthesize_into_cache(stimulus, target)
                 self.synthesized += 1
-                out.append(Produced(s.stimulus_id, str(target), "ok"))
+                out.append(Produced(stimulus.stimulus_id, str(target), "ok"))
             except Exception as exc:  # one bad stimulus must not end a long run
-                tmp.unlink(missing_ok=True)
                 failures += 1
                 if failures <= FAILURES_SHOWN:
-                    log.warning("%s: synthesis of %s failed: %s", self.name, s.stimulus_id, exc)
-                out.append(Produced(s.stimulus_id, None, "failed", f"synthesis failed: {exc}"))
+                    log.warning("%s: synthesis of %s failed: %s", self.name,
+                                stimulus.stimulus_id, exc)
+                out.append(Produced(stimulus.stimulus_id, None, "failed",
+                                    f"synthesis failed: {exc}"))
         if failures > FAILURES_SHOWN:
             log.warning("%s: %d more syntheses failed (%d of %d in all%s)", self.name,
                         failures - FAILURES_SHOWN, failures, len(stimuli),
@@ -161,10 +215,31 @@ class InProcessTTS(SynthesizingSystem):
     """
 
     def synthesize(self, text: str, reference_audio: Audio):
+        """Synthesise ``text`` with the prosody of ``reference_audio`` (see the class).
+
+        Args:
+            text: the sentence to speak.
+            reference_audio: the natural recording whose prosody to transfer.
+
+        Returns:
+            An ``Audio`` or ``(samples, rate)``.
+
+        Raises:
+            NotImplementedError: a subclass must implement it.
+        """
         raise NotImplementedError(f"{type(self).__name__} must implement "
                                   "synthesize(text, reference_audio)")
 
     def synthesize_to(self, stimulus: Stimulus, output: Path) -> None:
+        """Write ``synthesize``'s result for the stimulus to ``output`` as a WAV file.
+
+        Args:
+            stimulus: the stimulus.
+            output: the .wav path.
+
+        Raises:
+            TypeError: ``synthesize`` returned something that is not audio.
+        """
         result = self.synthesize(stimulus.text, read_audio(stimulus.reference_audio))
         if not isinstance(result, Audio):
             if not (isinstance(result, (tuple, list)) and len(result) == 2):

@@ -71,31 +71,70 @@ def _check_program(program: str) -> None:
                                                            else " on PATH"))
 
 
+def _parsed_template(command: str) -> list[str]:
+    """The command template split into arguments, checked.
+
+    Args:
+        command: the template as given (``command=`` or the file's contents).
+
+    Returns:
+        The template's arguments.
+
+    Raises:
+        SystemSetupError: the template is empty, lacks ``{output}``, or has an unknown
+            placeholder (a typo such as ``{txt}`` would reach the synthesiser as literal text,
+            every time).
+    """
+    template = shlex.split(command)
+    if not template:
+        raise SystemSetupError("tts-command: the command template is empty")
+    if not any("{output}" in a for a in template):
+        raise SystemSetupError(f"tts-command: the template must contain {{output}}: {command!r}")
+    unknown = sorted({m for a in template for m in _NAMED.findall(a)} - _FILLED)
+    if unknown:
+        raise SystemSetupError(
+            "tts-command: unknown placeholder " + ", ".join(f"{{{u}}}" for u in unknown)
+            + f" in the template {command!r}: the placeholders are {{text}}, {{reference}} "
+            "and {output}")
+    return template
+
+
 class TTSCommandSystem(SynthesizingSystem):
+    """A system that runs a command-line synthesiser once per stimulus."""
     def __init__(self, command: str = "", command_file: str = "", timeout: float = 300,
                  name: str | None = None, **kwargs):
+        """A system that runs a command line per stimulus.
+
+        Args:
+            command: the command template, with ``{text}``, ``{reference}`` and ``{output}``.
+            command_file: a file holding the template (read instead of ``command``).
+            timeout: seconds one synthesis may take.
+            name: the system's name; by default the program's.
+            **kwargs: passed to ``SynthesizingSystem``.
+
+        Raises:
+            SystemSetupError: no template, a malformed one, or a program that cannot be run.
+        """
         self.refuse_unknown_args(kwargs)
         if command_file:
             command = _read_command_file(command_file)
         if not command:
             raise SystemSetupError("tts-command needs command=TEMPLATE or command_file=PATH")
-        self.template = shlex.split(command)
-        if not self.template:
-            raise SystemSetupError("tts-command: the command template is empty")
-        if not any("{output}" in a for a in self.template):
-            raise SystemSetupError(f"tts-command: the template must contain {{output}}: {command!r}")
-        unknown = sorted({m for a in self.template for m in _NAMED.findall(a)} - _FILLED)
-        if unknown:  # a typo ({txt}) would reach the synthesiser as literal text, every time
-            raise SystemSetupError(
-                "tts-command: unknown placeholder " + ", ".join(f"{{{u}}}" for u in unknown)
-                + f" in the template {command!r}: the placeholders are {{text}}, {{reference}} "
-                "and {output}")
+        self.template = _parsed_template(command)
         _check_program(self.template[0])
         self.timeout = number(timeout, "timeout", "--model_args", positive=True)
         super().__init__(name=name or Path(self.template[0]).name, **kwargs)
 
     @classmethod
     def name_from_args(cls, args: dict) -> str:
+        """The system's name: ``name=``, else the command's program.
+
+        Args:
+            args: the ``--model_args``.
+
+        Returns:
+            The name.
+        """
         if args.get("name"):
             return str(args["name"])
         command = args.get("command") or ""
@@ -105,6 +144,11 @@ class TTSCommandSystem(SynthesizingSystem):
         return Path(parts[0]).name if parts else "tts-command"
 
     def version(self) -> str:
+        """What the cache key includes of the system: the exact template.
+
+        Returns:
+            The template's arguments, joined.
+        """
         return "\x1f".join(self.template)
 
     def describe(self) -> dict:
@@ -114,6 +158,15 @@ class TTSCommandSystem(SynthesizingSystem):
                 "command_sha256": exact}
 
     def synthesize_to(self, stimulus: Stimulus, output: Path) -> None:
+        """Run the command for one stimulus.
+
+        Args:
+            stimulus: the stimulus.
+            output: the .wav path the command writes.
+
+        Raises:
+            RuntimeError: the command timed out, could not run, or exited with an error.
+        """
         values = {"text": stimulus.text, "reference": stimulus.reference_audio,
                   "output": str(output)}
         # one pass, so a text that itself contains "{output}" is not substituted twice, and

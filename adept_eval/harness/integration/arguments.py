@@ -85,23 +85,70 @@ def refuse_flags(args) -> None:
     ``--wandb_args`` without wandb installed (an UnboundLocalError inside its W&B logger), and
     ``--hf_hub_log_args push_...=True`` without ``HF_TOKEN`` (its ValueError). For a run of our
     models or tasks each is one message naming the flag (``errors.UnsupportedOptionError``), before
-    anything is built. Flags read from a ``--config`` file are left to lm-eval."""
+    anything is built. Flags read from a ``--config`` file are left to lm-eval.
+
+    Args:
+        args: lm-eval's parsed command line.
+
+    Raises:
+        UnsupportedOptionError: one of the three mistakes, in a run of our models or tasks.
+    """
     from adept_eval.harness.integration.fallback import ours
 
     if not ours(getattr(args, "model", None), getattr(args, "tasks", None)):
         return
+    _refuse_outputs_without_path(args)
+    _refuse_wandb_without_package(args)
+    _refuse_hub_push_without_token(args)
+
+
+def _refuse_outputs_without_path(args) -> None:
+    """Refuse ``--log_samples``/``--predict_only`` without ``--output_path``.
+
+    Args:
+        args: lm-eval's parsed command line.
+
+    Raises:
+        UnsupportedOptionError: either flag is set without an output path.
+    """
     from adept_eval.errors import UnsupportedOptionError
 
     for flag in ("log_samples", "predict_only"):
         if getattr(args, flag, False) and not getattr(args, "output_path", None):
             raise UnsupportedOptionError(f"--{flag} needs --output_path: the folder the results and each "
                               "question's record are written to")
+
+
+def _refuse_wandb_without_package(args) -> None:
+    """Refuse ``--wandb_args`` when wandb is not installed.
+
+    Args:
+        args: lm-eval's parsed command line.
+
+    Raises:
+        UnsupportedOptionError: the flag is set and wandb cannot be imported.
+    """
+    from adept_eval.errors import UnsupportedOptionError
+
     if getattr(args, "wandb_args", None):
         import importlib.util
 
         if importlib.util.find_spec("wandb") is None:
             raise UnsupportedOptionError("--wandb_args: wandb is not installed (pip install wandb); "
                               "leave the flag out to run without it")
+
+
+def _refuse_hub_push_without_token(args) -> None:
+    """Refuse a Hub push in ``--hf_hub_log_args`` with no token to push with.
+
+    Args:
+        args: lm-eval's parsed command line.
+
+    Raises:
+        UnsupportedOptionError: a ``push_..._to_hub=True`` with neither a ``token`` nor HF_TOKEN.
+    """
+    from adept_eval.errors import UnsupportedOptionError
+
     hub = getattr(args, "hf_hub_log_args", None) or {}
     if isinstance(hub, str):
         from lm_eval.utils import simple_parse_args_string

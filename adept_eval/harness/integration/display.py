@@ -39,6 +39,66 @@ def table_headers(column: str) -> list[str]:
             "Metric", "", "Value", "", "Stderr"]
 
 
+def _metric_cells(name, version, filt, shots, metric, arrow, value, metrics) -> list[str]:
+    """One metric's row of lm-eval's table, cells as text and stripped.
+
+    Args:
+        name: the task cell (empty after a task's first row).
+        version: the version cell (empty after a task's first row).
+        filt: the filter name.
+        shots: the n-shot cell.
+        metric: the metric name.
+        arrow: the higher-is-better symbol, or "".
+        value: the metric's value.
+        metrics: all of the task's ``metric,filter`` -> value, where its stderr is looked up.
+
+    Returns:
+        The nine cells.
+    """
+    shown = f"{value:.4f}" if isinstance(value, float) else value
+    stderr_key = f"{metric}_stderr,{filt}"
+    if stderr_key in metrics:
+        stderr = metrics[stderr_key]
+        stderr = "N/A" if stderr == "N/A" else f"{stderr:.4f}"
+        row = [name, version, filt, shots, metric, arrow, shown, "±", stderr]
+    else:
+        row = [name, version, filt, shots, metric, arrow, shown, "", ""]
+    return [str(row[0]).strip(), _version_text(row[1]),
+            *(_NAN_SHOWN.get(str(c).strip(), str(c).strip()) for c in row[2:])]
+
+
+def _task_rows(utils_module, result_dict: dict, key: str, metrics: dict, depth: int) -> list:
+    """One task's rows of lm-eval's table, one per metric, sorted by metric name.
+
+    Args:
+        utils_module: lm-eval's ``utils`` module (its higher-is-better symbols).
+        result_dict: lm-eval's results.
+        key: the task name.
+        metrics: the task's entry of the results column (a copy: it is consumed).
+        depth: the task's depth in the group hierarchy (indents its name).
+
+    Returns:
+        The rows, cells as text.
+    """
+    symbols = utils_module.HIGHER_IS_BETTER_SYMBOLS
+    version = result_dict["versions"].get(key, "    N/A")
+    shots = str(result_dict.get("n-shot", {}).get(key, " "))
+    higher = result_dict.get("higher_is_better", {}).get(key, {})
+    name = metrics.pop("alias", key)
+    for dropped in ("name", "sample_len", "sample_count"):
+        metrics.pop(dropped, None)
+    name = (" " * depth + "- " + name) if depth > 0 else name
+    rows = []
+    for metric_filter, value in sorted(metrics.items()):
+        metric, _, filt = metric_filter.partition(",")
+        if metric.endswith("_stderr"):
+            continue
+        rows.append(_metric_cells(name, version, filt, shots, metric,
+                                  symbols.get(higher.get(metric), ""), value, metrics))
+        name, version = "", ""
+    return rows
+
+
 def our_rows(utils_module, result_dict: dict, column: str = "results",
              sort_results: bool = False) -> list[list[str]] | None:
     """The rows lm-eval 0.4.13's ``make_table`` would print (cells as text, stripped), or
@@ -51,44 +111,27 @@ def our_rows(utils_module, result_dict: dict, column: str = "results",
     printed as lm-eval formatted them (4 decimals), without pytablewriter's column-wide
     re-formatting of numbers (which printed a count of 165 as ``165.0000`` in a column of
     rates). ``tests/harness/integration/test_task_index.py`` checks it against lm-eval's own table on real runs.
+
+    Args:
+        utils_module: lm-eval's ``utils`` module (hierarchy builder, higher-is-better symbols).
+        result_dict: lm-eval's results.
+        column: the results column to show ("results" or "groups").
+        sort_results: list tasks by name rather than in hierarchy order.
+
+    Returns:
+        The rows, or None as above.
     """
     from adept_eval.suites import suite_of
 
     entries = result_dict.get(column) or {}
     if not entries or any(suite_of(k) is None for k in entries):
         return None
-    symbols = utils_module.HIGHER_IS_BETTER_SYMBOLS
-    n_shot = result_dict.get("n-shot", {})
     depth_map, ordered = utils_module._build_hierarchy_info(
         result_dict.get("group_subtasks", {}), set(entries))
     rows = []
     for key in (sorted(entries) if sort_results else ordered):
-        metrics = dict(entries[key])
-        version = result_dict["versions"].get(key, "    N/A")
-        shots = str(n_shot.get(key, " "))
-        higher = result_dict.get("higher_is_better", {}).get(key, {})
-        name = metrics.pop("alias", key)
-        for dropped in ("name", "sample_len", "sample_count"):
-            metrics.pop(dropped, None)
-        depth = depth_map.get(key, 0)
-        name = (" " * depth + "- " + name) if depth > 0 else name
-        for metric_filter, value in sorted(metrics.items()):
-            metric, _, filt = metric_filter.partition(",")
-            if metric.endswith("_stderr"):
-                continue
-            shown = f"{value:.4f}" if isinstance(value, float) else value
-            stderr_key = f"{metric}_stderr,{filt}"
-            if stderr_key in metrics:
-                se = metrics[stderr_key]
-                se = "N/A" if se == "N/A" else f"{se:.4f}"
-                row = [name, version, filt, shots, metric, symbols.get(higher.get(metric), ""),
-                       shown, "±", se]
-            else:
-                row = [name, version, filt, shots, metric, symbols.get(higher.get(metric), ""),
-                       shown, "", ""]
-            rows.append([str(row[0]).strip(), _version_text(row[1]),
-                         *(_NAN_SHOWN.get(str(c).strip(), str(c).strip()) for c in row[2:])])
-            name, version = "", ""
+        rows += _task_rows(utils_module, result_dict, key, dict(entries[key]),
+                           depth_map.get(key, 0))
     return rows
 
 
@@ -118,21 +161,24 @@ def tidy_table(text: str, result_dict: dict, column: str = "results") -> str:
 
 def tidy_rows(headers: list[str], rows: list[list[str]], result_dict: dict,
               column: str = "results") -> str | None:
-    """The table of ``rows`` with our tasks' rows in their suite's order and display; None
-    when no row is ours."""
+    """The table of ``rows`` with our tasks' rows in their suite's order and display.
+
+    Args:
+        headers: the table's column headers.
+        rows: the table's rows (cells as text); a row with a task cell starts a task's block.
+        result_dict: lm-eval's results (maps a shown alias back to its task).
+        column: the results column the table shows.
+
+    Returns:
+        The Markdown table, or None when no row is ours.
+    """
     from adept_eval.suites import suite_of
 
     by_display = {}
-    for k, v in (result_dict.get(column) or {}).items():
-        by_display[str((v or {}).get("alias", k)).strip()] = k
-    blocks, touched = [], False
-    for row in rows:
-        if row[0] or not blocks:
-            blocks.append([row])
-        else:
-            blocks[-1].append(row)
-    out = []
-    for block in blocks:
+    for key, entry in (result_dict.get(column) or {}).items():
+        by_display[str((entry or {}).get("alias", key)).strip()] = key
+    out, touched = [], False
+    for block in _task_blocks(rows):
         name = block[0][0].strip().lstrip("- ").strip()
         task = by_display.get(name, name)
         suite = suite_of(task)
@@ -140,14 +186,46 @@ def tidy_rows(headers: list[str], rows: list[list[str]], result_dict: dict,
             out += block
             continue
         touched = True
-        order = {m: i for i, m in enumerate(suite.display_order(task))}
-        head = block[0][:4]
-        body = sorted(block, key=lambda r: (order.get(r[4], len(order)), r[4]))
-        for i, r in enumerate(body):
-            out.append(_shown(suite, list(r), head if i == 0 else ["", "", "", ""]))
+        out += _suite_block(suite, task, block)
     if not touched:
         return None
     return markdown_table(headers, out)
+
+
+def _task_blocks(rows: list[list[str]]) -> list[list[list[str]]]:
+    """The table's rows grouped by task: a row with a task cell starts a block.
+
+    Args:
+        rows: the table's rows.
+
+    Returns:
+        The blocks, in order.
+    """
+    blocks = []
+    for row in rows:
+        if row[0] or not blocks:
+            blocks.append([row])
+        else:
+            blocks[-1].append(row)
+    return blocks
+
+
+def _suite_block(suite, task: str, block: list[list[str]]) -> list[list[str]]:
+    """One of our tasks' rows, in its suite's metric order and display.
+
+    Args:
+        suite: the task's suite.
+        task: the task name.
+        block: the task's rows as lm-eval printed them.
+
+    Returns:
+        The rows to show; the first carries the task's head cells.
+    """
+    order = {m: i for i, m in enumerate(suite.display_order(task))}
+    head = block[0][:4]
+    body = sorted(block, key=lambda r: (order.get(r[4], len(order)), r[4]))
+    return [_shown(suite, list(r), head if i == 0 else ["", "", "", ""])
+            for i, r in enumerate(body)]
 
 
 def _shown(suite, r: list[str], head: list[str]) -> list[str]:
@@ -225,6 +303,14 @@ class QuietCustomKwargs:
     logged once per task, and our tasks document their --metadata keys)."""
 
     def filter(self, record) -> bool:
+        """The logging filter: drop the hint when it names one of our tasks.
+
+        Args:
+            record: the log record.
+
+        Returns:
+            False to drop the record, True to keep it.
+        """
         try:
             msg = record.getMessage()
             if "Custom kwargs can be passed to `--metadata`" in msg:

@@ -15,6 +15,14 @@ def fell_back(what: str, exc: BaseException) -> None:
 
 
 def patched(fn) -> bool:
+    """Whether a function is one of our patches (carries the mark).
+
+    Args:
+        fn: the function.
+
+    Returns:
+        True for a patched function.
+    """
     return bool(getattr(fn, MARK, False))
 
 

@@ -32,23 +32,52 @@ def patch_group(group_module) -> None:
     cls.aggregate = mark(aggregate)
 
 
-def pool_group(suite, leaves, task_metrics, out) -> None:
-    """Write the group's pooled metrics and summed counts into ``out`` (lm-eval's group row)."""
+def _pool_means(suite, present: list[dict], out: dict) -> None:
+    """Write the sample-weighted mean of each pooled metric the tasks report into ``out``.
+
+    Args:
+        suite: the suite (its ``pooled`` metric -> weight table and key spelling).
+        present: the metrics of the group's tasks that ran.
+        out: lm-eval's group row, updated in place.
+    """
     from adept_eval.scoring.stats import pooled_mean
 
-    present = [task_metrics[t] for t in leaves if t in task_metrics]
-    if not present:
-        return
     for metric, weight in suite.pooled.items():
         key, wkey = suite.key(metric), suite.key(weight)
         if not any(key in r for r in present):
             continue
-        mean, n = pooled_mean((r.get(key), r.get(wkey)) for r in present)
+        mean, _ = pooled_mean((r.get(key), r.get(wkey)) for r in present)
         out[key] = mean
         out[f"{metric}_stderr,{suite.filter_key}"] = "N/A"
+
+
+def _sum_counts(suite, present: list[dict], out: dict) -> None:
+    """Write each count the suite sums into ``out``, when every task reports it as a finite number.
+
+    Args:
+        suite: the suite (its ``counts`` and key spelling).
+        present: the metrics of the group's tasks that ran.
+        out: lm-eval's group row, updated in place.
+    """
     for metric in suite.counts:
         key = suite.key(metric)
         if all(key in r for r in present):
             values = [r[key] for r in present]
             if all(isinstance(v, (int, float)) and math.isfinite(v) for v in values):
                 out[key] = int(sum(int(v) for v in values))
+
+
+def pool_group(suite, leaves, task_metrics, out) -> None:
+    """Write the group's pooled metrics and summed counts into ``out`` (lm-eval's group row).
+
+    Args:
+        suite: the suite whose group this is.
+        leaves: the group's task names.
+        task_metrics: task name -> its lm-eval metrics row.
+        out: lm-eval's group row, updated in place; left alone when none of the tasks ran.
+    """
+    present = [task_metrics[t] for t in leaves if t in task_metrics]
+    if not present:
+        return
+    _pool_means(suite, present, out)
+    _sum_counts(suite, present, out)

@@ -44,20 +44,18 @@ def patch_task_factory(factory_module) -> None:
     cls._build_task = mark(_build_task, original)
 
 
-def fit(task, yaml_path=None) -> None:
-    """Make a task whose ``process_results`` is one of our harnesses' give only the metrics its
-    ``metric_list`` names; refuse a list it cannot report (``MetricListError``). Any other task
-    is left alone."""
-    from adept_eval.suites import SUITES
+def _check_listed(suite, config, listed: list[str], where: str) -> None:
+    """Refuse a ``metric_list`` the harness cannot report.
 
-    config = getattr(task, "config", None)
-    given = getattr(config, "process_results", None)
-    suite = HARNESSES.get(getattr(given, "__module__", None))
-    if suite is None or getattr(given, "__name__", None) != "process_results" or patched(given):
-        return
-    suite = SUITES[suite]
-    listed = [str(m.get("metric")) for m in config.metric_list or () if isinstance(m, dict)]
-    where = str(yaml_path) if yaml_path else f"task {config.task}"
+    Args:
+        suite: the task's suite.
+        config: the task's config.
+        listed: the metric names its ``metric_list`` gives.
+        where: the YAML file or task, to name in a message.
+
+    Raises:
+        MetricListError: a listed metric is not given, or the headline metric is left out.
+    """
     task, known = _given_metrics(suite, config)
     unknown = [m for m in listed if m not in known]
     if unknown:
@@ -69,6 +67,32 @@ def fit(task, yaml_path=None) -> None:
             f"{where}: metric_list leaves out '{suite.headline}'; keep it: it carries each "
             "question's record, which the other metrics, --log_samples and adept-eval's "
             "report and compare read (any other metric may be left out)")
+
+
+def fit(task, yaml_path=None) -> None:
+    """Make a task whose ``process_results`` is one of our harnesses' give only the metrics its
+    ``metric_list`` names; refuse a list it cannot report (``MetricListError``). Any other task
+    is left alone.
+
+    Args:
+        task: an lm-eval task object; its ``config.process_results`` is replaced in place.
+        yaml_path: the task's YAML file, to name in a message.
+
+    Raises:
+        MetricListError: the list names a metric the harness does not give, or leaves out
+            the suite's headline metric.
+    """
+    from adept_eval.suites import SUITES
+
+    config = getattr(task, "config", None)
+    given = getattr(config, "process_results", None)
+    suite = HARNESSES.get(getattr(given, "__module__", None))
+    if suite is None or getattr(given, "__name__", None) != "process_results" or patched(given):
+        return
+    suite = SUITES[suite]
+    listed = [str(m.get("metric")) for m in config.metric_list or () if isinstance(m, dict)]
+    where = str(yaml_path) if yaml_path else f"task {config.task}"
+    _check_listed(suite, config, listed, where)
     keep = frozenset(listed)
 
     @functools.wraps(given)

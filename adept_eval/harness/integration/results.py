@@ -115,8 +115,16 @@ def _patch_saving(tracker) -> None:
 
 def check_output_path(output_path) -> None:
     """Before anything is scored: ``--output_path`` must be a folder that can be written (or
-    not exist yet under one that can), or a ``.json`` file name in such a folder - found only
-    when saving, after the whole evaluation, it cost the run."""
+    not exist yet under one that can), or a ``.json`` file name in such a folder. Found only
+    when saving, after the whole evaluation, a bad path would cost the run.
+
+    Args:
+        output_path: the ``--output_path`` value (nothing to check when empty).
+
+    Raises:
+        ResultsNotSaved: the path, or its nearest existing parent, is a file or cannot be
+            written.
+    """
     if not output_path:
         return
     path = Path(output_path)
@@ -124,10 +132,26 @@ def check_output_path(output_path) -> None:
     if folder.exists() and not folder.is_dir():
         raise ResultsNotSaved(f"--output_path {output_path}: {folder} is a file, not a folder; "
                               "give a folder for the results (lm-eval makes it if need be)")
+    _check_nearest_existing(output_path, folder)
+
+
+def _check_nearest_existing(output_path, folder: Path) -> None:
+    """Refuse an output folder whose nearest existing ancestor (itself included) is a file or
+    cannot be written.
+
+    Args:
+        output_path: the ``--output_path`` value, for the message.
+        folder: the folder the results go to.
+
+    Raises:
+        ResultsNotSaved: that ancestor is a file or not writable.
+    """
     existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
-    if existing is not None and not existing.is_dir():
+    if existing is None:
+        return
+    if not existing.is_dir():
         raise ResultsNotSaved(f"--output_path {output_path}: {existing} is a file, not a folder")
-    if existing is not None and not os.access(existing, os.W_OK | os.X_OK):
+    if not os.access(existing, os.W_OK | os.X_OK):
         raise ResultsNotSaved(f"--output_path {output_path}: {existing} cannot be written "
                               "(no permission)")
 

@@ -117,13 +117,44 @@ def overlapping_tasks_of_ours(tasks):
     """An ``errors.TasksChoiceError`` when two names asked for are adept-eval tasks or groups that
     share a task (``--tasks adept,adept_female``: lm-eval would stop with a "Duplicate task"
     traceback after loading everything), naming the pair and a shared task; else None. Looks
-    the suites up only when two or more names are ours."""
+    the suites up only when two or more names are ours.
+
+    Args:
+        tasks: the ``--tasks`` value (a comma-separated string or a list of them).
+
+    Returns:
+        The error to raise, or None.
+    """
+    names = _our_task_names(tasks)
+    if len(names) < 2:
+        return None
+    return _first_overlap(names)
+
+
+def _our_task_names(tasks) -> list[str]:
+    """The distinct adept-eval task or group names asked for, in order.
+
+    Args:
+        tasks: the ``--tasks`` value (a comma-separated string or a list of them).
+
+    Returns:
+        The names that start with ``adept`` or ``vstyle``.
+    """
     if isinstance(tasks, str):
         tasks = [tasks]
     names = [n.strip() for t in tasks or () if isinstance(t, str) for n in t.split(",")]
-    names = [n for n in dict.fromkeys(names) if n.startswith(("adept", "vstyle"))]
-    if len(names) < 2:
-        return None
+    return [n for n in dict.fromkeys(names) if n.startswith(("adept", "vstyle"))]
+
+
+def _first_overlap(names: list[str]):
+    """The ``errors.TasksChoiceError`` for the first two names that share a task, or None.
+
+    Args:
+        names: adept-eval task or group names.
+
+    Returns:
+        The error naming the pair and a shared task, or None when none overlap.
+    """
     from adept_eval.errors import TasksChoiceError
     from adept_eval.suites import suite_of
 
@@ -146,15 +177,34 @@ def overlapping_tasks_of_ours(tasks):
 _NOT_FOUND = "Tasks not found: "
 
 
+def _names_not_found(exc: ValueError) -> list[str]:
+    """The task names lm-eval's "Tasks not found: ..." error lists.
+
+    Args:
+        exc: the ValueError lm-eval raised.
+
+    Returns:
+        The names; empty when the error is another one.
+    """
+    text = str(exc)
+    if not text.startswith(_NOT_FOUND):
+        return []
+    return [n.strip() for n in text[len(_NOT_FOUND):].split(",") if n.strip()]
+
+
 def unknown_tasks_of_ours(exc: ValueError):
     """lm-eval's "Tasks not found: ..." (a traceback) as one message when a name it could not
     find is adept-eval's (``adept...``, ``vstyle...``): an ``errors.TasksChoiceError`` naming it
     with the nearest task or group names; None for anything else, which lm-eval reports as it
-    always does. Looked up only on that error, so the start-up hook stays cheap."""
-    text = str(exc)
-    if not text.startswith(_NOT_FOUND):
-        return None
-    names = [n.strip() for n in text[len(_NOT_FOUND):].split(",") if n.strip()]
+    always does. Looked up only on that error, so the start-up hook stays cheap.
+
+    Args:
+        exc: the ValueError lm-eval raised.
+
+    Returns:
+        The error to raise instead, or None.
+    """
+    names = _names_not_found(exc)
     ours = [n for n in names if n.startswith(("adept", "vstyle"))]
     if not ours:
         return None

@@ -58,6 +58,7 @@ _ARRAY = {"array": datasets.Sequence(datasets.Value("float32")),
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class ProsodyTransfer(evaluate.Metric):
+    """The ``prosody_transfer`` evaluate module (see the module's description)."""
     def _info(self):
         return evaluate.MetricInfo(
             description=_DESCRIPTION,

@@ -71,6 +71,7 @@ _CONFIG_KEYS = {f for f in JudgeConfig.__dataclass_fields__}
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class SpeechJudge(evaluate.Metric):
+    """The ``speech_judge`` evaluate module (see the module's description)."""
     def _info(self):
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
