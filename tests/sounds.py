@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from adept_eval.signal.audio import Audio, from_array
+
 #: the sample rate of every sound made here
 RATE = 16000
 
@@ -60,3 +62,35 @@ def tts_engine(name: str):
     if name not in engines.available():
         pytest.skip(f"TTS engine {name} not installed ({engines.install_hint([name])})")
     return engines.ENGINES[name]
+
+
+# ----------------------------------------------------------------------------- Praat's PSOLA
+def _sound(audio: Audio):
+    """``audio`` as a Praat sound."""
+    import parselmouth
+
+    return parselmouth.Sound(audio.samples.astype(np.float64), audio.rate)
+
+
+def _audio(sound) -> Audio:
+    """A Praat sound as ``Audio``."""
+    return from_array(sound.values[0], int(sound.sampling_frequency))
+
+
+def pitch_shifted(audio: Audio, semitones: float) -> Audio:
+    """Praat PSOLA: every F0 point multiplied, durations and formants kept."""
+    from parselmouth.praat import call
+
+    snd = _sound(audio)
+    manipulation = call(snd, "To Manipulation", 0.01, 75, 600)
+    tier = call(manipulation, "Extract pitch tier")
+    call(tier, "Multiply frequencies", snd.xmin, snd.xmax, 2 ** (semitones / 12))
+    call([tier, manipulation], "Replace pitch tier")
+    return _audio(call(manipulation, "Get resynthesis (overlap-add)"))
+
+
+def time_stretched(audio: Audio, factor: float) -> Audio:
+    """Praat PSOLA: durations multiplied by ``factor``, pitch and formants kept."""
+    from parselmouth.praat import call
+
+    return _audio(call(_sound(audio), "Lengthen (overlap-add)", 75, 600, factor))

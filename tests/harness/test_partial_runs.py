@@ -7,7 +7,7 @@ from adept_eval import identity
 from adept_eval.corpora import spec
 from adept_eval.cli import main
 from adept_eval.results.leaderboard import build
-from test_structure import _results, _run
+from run_files import _results, _run
 
 
 def _limited(data: dict, limit: int) -> dict:

@@ -22,7 +22,7 @@ def wavs(tmp_path_factory) -> dict[str, Path]:
     """Real speech from espeak-ng: two sentences' references and a pitch-shifted 'system'."""
     if shutil.which("espeak-ng") is None:
         pytest.skip("espeak-ng is not installed (Debian package espeak-ng)")
-    from test_graded import pitch_shifted
+    from sounds import pitch_shifted
 
     from adept_eval.signal.audio import read_audio
 

@@ -28,8 +28,8 @@ from adept_eval.results.leaderboard import leaderboard
 from adept_eval.results.runs import find_runs
 from adept_eval.scoring import stats
 from adept_eval.suites import SUITES, Metric, Suite
-from test_structure import _results
-from test_structure import _run as _results_run
+from run_files import _results
+from run_files import _run as _results_run
 from testing.hub_server import HubServer
 
 

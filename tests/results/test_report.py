@@ -9,7 +9,7 @@ from adept_eval.scoring import graded
 from adept_eval.corpora import spec
 from adept_eval.results.runs import Run, load_run
 from adept_eval.results.leaderboard import build, write
-from test_structure import _results, _run
+from run_files import _results, _run
 
 
 def _with_graded(data, distance, n=10, failed=1):

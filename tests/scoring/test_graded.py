@@ -20,6 +20,7 @@ from adept_eval.signal import prosody
 from adept_eval.signal.audio import Audio, from_array, read_audio
 from adept_eval.scoring.graded import Alignment, Pause
 from adept_eval.signal.prosody import Features, VoiceNorm
+from sounds import pitch_shifted, time_stretched
 
 SENTENCE = "The quick brown fox jumped over the lazy dog, and then it ran away."
 
@@ -37,34 +38,6 @@ def speech(tmp_path_factory) -> Audio:
 @pytest.fixture(scope="module")
 def speech_feats(speech) -> Features:
     return prosody.extract(speech)
-
-
-def _sound(audio: Audio):
-    import parselmouth
-
-    return parselmouth.Sound(audio.samples.astype(np.float64), audio.rate)
-
-
-def _audio(sound) -> Audio:
-    return from_array(sound.values[0], int(sound.sampling_frequency))
-
-
-def pitch_shifted(audio: Audio, semitones: float) -> Audio:
-    """Praat PSOLA: every F0 point multiplied, durations and formants kept."""
-    from parselmouth.praat import call
-
-    snd = _sound(audio)
-    manipulation = call(snd, "To Manipulation", 0.01, 75, 600)
-    tier = call(manipulation, "Extract pitch tier")
-    call(tier, "Multiply frequencies", snd.xmin, snd.xmax, 2 ** (semitones / 12))
-    call([tier, manipulation], "Replace pitch tier")
-    return _audio(call(manipulation, "Get resynthesis (overlap-add)"))
-
-
-def time_stretched(audio: Audio, factor: float) -> Audio:
-    from parselmouth.praat import call
-
-    return _audio(call(_sound(audio), "Lengthen (overlap-add)", 75, 600, factor))
 
 
 def harmonic(f0_hz: np.ndarray, rate: int = 16000) -> np.ndarray:

@@ -17,7 +17,7 @@ from adept_eval.errors import ResponsesError
 from adept_eval.results.leaderboard import build, heading, sections
 from adept_eval.scoring.listeners.human import HumanListener
 from conftest import run_lm_eval
-from test_structure import _results, _run
+from run_files import _results, _run
 
 TASK = "adept_topical_emphasis_female"
 
