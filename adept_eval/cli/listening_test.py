@@ -190,9 +190,9 @@ def _systems(args) -> dict:
             console.print(f"system {name}: lm-eval run {note}", highlight=False)
             folder = str(run.results_path)
         if name == NATURAL:
-            # the name of ADEPT's own recordings (--natural): a system of that name was
-            # replaced by them without a word under --natural, and without it a TTS system
-            # was labelled as the natural speech everywhere in the results
+            # the name of ADEPT's own recordings (--natural): a system of that name would be
+            # silently replaced by them under --natural, and without it a TTS system would be
+            # labelled as the natural speech everywhere in the results
             raise ValueError(f"{item}: the system name {NATURAL!r} is reserved for ADEPT's "
                              "natural recordings (--natural); name this system otherwise, "
                              "NAME=FOLDER")
@@ -418,75 +418,157 @@ def _kappa(system: str, agreement: dict) -> str:
             f"{agreement['mean_raters']:.1f} raters each on average)")
 
 
-def _report(test, out, include_incomplete):
-    from adept_eval.listening_test.analysis import INCLUDED, analyse, plot_task
+def _participant_counts(screening: dict) -> dict:
+    """Count participants per screening outcome, in order of first appearance.
 
-    config, store = _open(test)
-    a = analyse(config, store, include_incomplete=include_incomplete)
+    Args:
+        screening: participant id -> screening record.
+
+    Returns:
+        Screening outcome -> number of participants with it.
+    """
     counts = {}
-    for s in a.screening.values():
-        counts[s.screening] = counts.get(s.screening, 0) + 1
-    console.print(f"{config.title}: {len(a.screening)} participants; "
+    for record in screening.values():
+        counts[record.screening] = counts.get(record.screening, 0) + 1
+    return counts
+
+
+def _print_header(config, analysis, include_incomplete: bool) -> None:
+    """Print who took part and what the accuracy tables measure."""
+    counts = _participant_counts(analysis.screening)
+    console.print(f"{config.title}: {len(analysis.screening)} participants; "
                   + ", ".join(f"{k} {v}" for k, v in counts.items()))
     who = ("over included participants and incomplete ones (--include-incomplete)"
            if include_incomplete else "over included participants")
     console.print(f"Recognition accuracy (the tutorial's step 4) {who}, "
                   "with 95% intervals and p against chance clustered by participant and by "
                   "sentence (two-way cluster-robust variance, Korn-Graubard interval)")
-    for task in config.tasks:
-        rows = [r for r in a.accuracy if r.task == task]
-        kappas = "; ".join(_kappa(s, a.agreement.get((task, s), {})) for s in config.systems)
-        table = Table(title=f"{task} (chance {spec.task(task).chance:.2f}; Fleiss' kappa "
-                      f"{kappas})", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
-        for col in ("system", "subcategory", "n", "correct", "acc", "95% CI", "p", "people",
-                    "sentences"):
-            table.add_column(col, justify="left" if col in ("system", "subcategory")
-                             else "right", no_wrap=True)
-        for r in rows:
-            st = r.stats
-            table.add_row(r.system, r.subcategory or "(all)", str(st.n), str(st.correct),
-                          number(st.acc), f"{number(st.ci_low, '{:.2f}')}-{number(st.ci_high, '{:.2f}')}",
-                          _p(st.p_value), str(r.participants), str(st.clusters),
-                          end_section=not r.subcategory)
-        console.print(table)
+
+
+def _accuracy_table(config, analysis, task: str) -> Table:
+    """One task's accuracy table: a row per system and subcategory, kappas in the title.
+
+    Args:
+        config: the listening test's configuration.
+        analysis: the result of ``analyse``.
+        task: the task to tabulate.
+
+    Returns:
+        The table, ready to print.
+    """
+    kappas = "; ".join(_kappa(s, analysis.agreement.get((task, s), {})) for s in config.systems)
+    table = Table(title=f"{task} (chance {spec.task(task).chance:.2f}; Fleiss' kappa "
+                  f"{kappas})", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+    for col in ("system", "subcategory", "n", "correct", "acc", "95% CI", "p", "people",
+                "sentences"):
+        table.add_column(col, justify="left" if col in ("system", "subcategory")
+                         else "right", no_wrap=True)
+    for row in (r for r in analysis.accuracy if r.task == task):
+        st = row.stats
+        table.add_row(row.system, row.subcategory or "(all)", str(st.n), str(st.correct),
+                      number(st.acc), f"{number(st.ci_low, '{:.2f}')}-{number(st.ci_high, '{:.2f}')}",
+                      _p(st.p_value), str(row.participants), str(st.clusters),
+                      end_section=not row.subcategory)
+    return table
+
+
+def _participants_table(screening: dict) -> Table:
+    """The participants table: screening, headphone check, attention and accuracy, by arrival.
+
+    Args:
+        screening: participant id -> screening record.
+
+    Returns:
+        The table, ready to print.
+    """
     people = Table(title="Participants", box=box.SIMPLE_HEAD)
     for col in ("participant", "screening", "headphones", "attention", "answered", "accuracy"):
         people.add_column(col, no_wrap=col == "screening")
-    for s in sorted(a.screening.values(), key=lambda s: s.arrival):
+    for s in sorted(screening.values(), key=lambda s: s.arrival):
         people.add_row(s.participant, s.screening, {True: "pass", False: "fail", None: "-"}
                        [s.headphone_passed], f"{s.catch_correct}/{s.catch_total}",
                        f"{s.answered}/{s.items}", f"{s.correct}/{s.questions} = {number(s.accuracy)}")
-    console.print(people)
-    out = Path(out) if out else Path(test) / "report"
-    out.mkdir(parents=True, exist_ok=True)
-    report = {
+    return people
+
+
+def _report_json(config, analysis, included: str) -> dict:
+    """The figures ``report.json`` holds.
+
+    Args:
+        config: the listening test's configuration.
+        analysis: the result of ``analyse``.
+        included: the screening outcome that counts a participant as included.
+
+    Returns:
+        A JSON-ready dict (NaN still present; ``_no_nan`` removes it).
+    """
+    return {
         "title": config.title,
-        "screening": {p: s.screening for p, s in a.screening.items()},
-        "included_participants": sum(s.screening == INCLUDED for s in a.screening.values()),
+        "screening": {p: s.screening for p, s in analysis.screening.items()},
+        "included_participants": sum(s.screening == included for s in analysis.screening.values()),
         "step4": [{"task": r.task, "system": r.system, "subcategory": r.subcategory,
                    "responses": r.responses, "correct": r.correct, "accuracy": r.accuracy}
-                  for r in a.step4],
+                  for r in analysis.step4],
         "accuracy": [{"task": r.task, "system": r.system, "subcategory": r.subcategory,
                       "participants": r.participants, "sentences": r.stats.clusters,
                       "chance": spec.task(r.task).chance, "p_chance": r.stats.p_value,
                       **{k: getattr(r.stats, k) for k in r.stats.__dataclass_fields__
                          if k not in ("clusters", "p_value")}}
-                     for r in a.accuracy],
-        "agreement": [{"task": t, "system": s, **v} for (t, s), v in a.agreement.items()],
-        "participants": [{**s.__dict__, "accuracy": s.accuracy} for s in a.screening.values()],
+                     for r in analysis.accuracy],
+        "agreement": [{"task": t, "system": s, **v} for (t, s), v in analysis.agreement.items()],
+        "participants": [{**s.__dict__, "accuracy": s.accuracy}
+                         for s in analysis.screening.values()],
     }
-    (out / "report.json").write_text(json.dumps(_no_nan(report), indent=1), encoding="utf-8")
+
+
+def _write_charts(config, analysis, out: Path, plot_task) -> list:
+    """Draw one accuracy chart per task that has responses, replacing any earlier run's charts.
+
+    Args:
+        config: the listening test's configuration.
+        analysis: the result of ``analyse``.
+        out: the report directory.
+        plot_task: the chart-drawing function from the analysis module.
+
+    Returns:
+        The paths of the charts written; those drawn before matplotlib turns out to be
+        missing are kept, and a note is printed.
+    """
     charts = []
     for task in config.tasks:  # an earlier run's charts never stand beside this report
         (out / f"{task}.png").unlink(missing_ok=True)
     try:
         for task in config.tasks:
-            if any(r.task == task and r.stats.n for r in a.accuracy):
+            if any(r.task == task and r.stats.n for r in analysis.accuracy):
                 png = out / f"{task}.png"
-                plot_task(config, a.accuracy, task, png)
+                plot_task(config, analysis.accuracy, task, png)
                 charts.append(png)
     except ImportError:
         console.print("[yellow]no charts: pip install matplotlib[/yellow]")
+    return charts
+
+
+def _report(test, out, include_incomplete):
+    """Print a listening test's results and write ``report.json`` and per-task charts.
+
+    Args:
+        test: the listening test's directory.
+        out: the report directory; ``<test>/report`` when empty.
+        include_incomplete: also count participants who did not finish.
+    """
+    from adept_eval.listening_test.analysis import INCLUDED, analyse, plot_task
+
+    config, store = _open(test)
+    analysis = analyse(config, store, include_incomplete=include_incomplete)
+    _print_header(config, analysis, include_incomplete)
+    for task in config.tasks:
+        console.print(_accuracy_table(config, analysis, task))
+    console.print(_participants_table(analysis.screening))
+    out = Path(out) if out else Path(test) / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    report = _report_json(config, analysis, INCLUDED)
+    (out / "report.json").write_text(json.dumps(_no_nan(report), indent=1), encoding="utf-8")
+    charts = _write_charts(config, analysis, out, plot_task)
     console.print(f"written: {out / 'report.json'}" + (f" and {len(charts)} charts" if charts
                                                          else ""))
 
