@@ -27,6 +27,7 @@ def add_parser(sub, common) -> None:
     lsub = lt.add_subparsers(dest="lt_command", required=True)
 
     def design_args(p):
+        """Add the options that design a test (systems, tasks, attention checks...) to ``p``."""
         p.add_argument("systems", nargs="*", metavar="[NAME=]FOLDER",
                        help="samples folders laid out as `adept-eval manifest` says, or lm-eval "
                        "runs made with --log_samples (a run's --output_path folder, one "
@@ -35,7 +36,7 @@ def add_parser(sub, common) -> None:
         p.add_argument("--natural", action="store_true",
                        help="also (or only) ADEPT's natural recordings, as system 'natural'")
         # one value, comma-separated, repeatable: with nargs="*" a system named after the
-        # tasks (`--tasks T copy=sys_copy`) was taken for a task, and the folder was lost
+        # tasks (`--tasks T copy=sys_copy`) would be taken for a task, and the folder lost
         p.add_argument("--tasks", action="append", metavar="TASK[,TASK...]",
                        help="ADEPT tasks, comma-separated (or --tasks repeated; default: all 12)")
         p.add_argument("--title", default="ADEPT listening test")
@@ -54,6 +55,7 @@ def add_parser(sub, common) -> None:
                        "each system produced it); recorded in the test's description")
 
     def serve_args(p):
+        """Add the options that serve a test (host, port, mirroring, limits) to ``p``."""
         p.add_argument("--host", default="127.0.0.1")
         p.add_argument("--port", type=arg_type("a port number from 1 to 65535", whole=True,
                                                least=1, most=65535), default=8000)
@@ -166,29 +168,47 @@ def loudness_arg(text: str) -> float:
     return x
 
 
+def _system_of(item: str) -> tuple[str, str]:
+    """One command-line system, ``NAME=FOLDER`` or ``FOLDER``, as (name, source).
+
+    Args:
+        item: the argument as given.
+
+    Returns:
+        The system's name and its source: the samples folder, or an lm-eval run's results file.
+
+    Raises:
+        ValueError: an ADEPT task name given where a folder goes.
+    """
+    from adept_eval.listening_test.design import is_lm_eval_run, lm_eval_run, system_name
+
+    from adept_eval.corpora.spec import TASKS
+
+    name, sep, folder = item.partition("=")
+    if not sep:
+        if item in TASKS and not Path(item).exists():
+            raise ValueError(f"{item}: an ADEPT task given where a system's folder goes; "
+                             "list tasks with --tasks, comma-separated: --tasks "
+                             f"{item},...")
+        name, folder = Path(item).resolve().name, item
+    if is_lm_eval_run(Path(folder)):
+        run, note = lm_eval_run(Path(folder), name if sep else None)
+        name = name if sep else system_name(run.system)
+        console.print(f"system {name}: lm-eval run {note}", highlight=False)
+        folder = str(run.results_path)
+    return name, folder
+
+
 def _systems(args) -> dict:
     """name -> source of each system named on the command line. A samples folder is named after
     the folder; an lm-eval run (its ``--output_path`` folder or ``results_*.json``) after the
     run's own system name, not the folder's (``out``), and stands for the one run it holds,
     printed with how it was chosen (``design.lm_eval_run``): participants hear that run."""
-    from adept_eval.listening_test.design import NATURAL, is_lm_eval_run, lm_eval_run, system_name
-
-    from adept_eval.corpora.spec import TASKS
+    from adept_eval.listening_test.design import NATURAL
 
     systems: dict = {}
     for item in args.systems:
-        name, sep, folder = item.partition("=")
-        if not sep:
-            if item in TASKS and not Path(item).exists():
-                raise ValueError(f"{item}: an ADEPT task given where a system's folder goes; "
-                                 "list tasks with --tasks, comma-separated: --tasks "
-                                 f"{item},...")
-            name, folder = Path(item).resolve().name, item
-        if is_lm_eval_run(Path(folder)):
-            run, note = lm_eval_run(Path(folder), name if sep else None)
-            name = name if sep else system_name(run.system)
-            console.print(f"system {name}: lm-eval run {note}", highlight=False)
-            folder = str(run.results_path)
+        name, folder = _system_of(item)
         if name == NATURAL:
             # the name of ADEPT's own recordings (--natural): a system of that name would be
             # silently replaced by them under --natural, and without it a TTS system would be
@@ -207,6 +227,17 @@ def _systems(args) -> dict:
 
 
 def cmd_build(args):
+    """``listening-test build``: lay out a new test from the corpus and the systems.
+
+    Args:
+        args: the parsed command line (the design options, ``output``, corpus options).
+
+    Returns:
+        0.
+
+    Raises:
+        ValueError: a misnamed system or a used output folder.
+    """
     from adept_eval.corpora.corpus import load_corpus
     from adept_eval.listening_test.design import build_test, check_new_folder
 
@@ -317,12 +348,29 @@ def machine_names() -> list[str]:
 
 
 def cmd_serve(args):
+    """``listening-test serve``: serve a built test until stopped.
+
+    Args:
+        args: the parsed command line (``test`` and the serve options).
+
+    Returns:
+        0.
+    """
     _serve(args.test, args.host, args.port, args.mirror_to, args.mirror_every,
            args.audio_cache_mb, args.max_participants, args.new_sessions_per_minute)
     return 0
 
 
 def cmd_run(args):
+    """``listening-test run``: build the test (or continue one), serve it, then export the
+    responses and write the report.
+
+    Args:
+        args: the parsed command line (the design and serve options, ``output``).
+
+    Returns:
+        0.
+    """
     from adept_eval.listening_test.design import CONFIG_FILE
 
     if (Path(args.output) / CONFIG_FILE).exists():
@@ -364,6 +412,17 @@ def _check_store(config, store, *, close=False):
 
 
 def cmd_status(args):
+    """``listening-test status``: participants, screening and responses per task and system.
+
+    Args:
+        args: the parsed command line (``test``, ``json``).
+
+    Returns:
+        0.
+
+    Raises:
+        ValueError: the test has no responses yet.
+    """
     from adept_eval.listening_test.analysis import status_summary
 
     config, store = _open(args.test)
@@ -401,6 +460,14 @@ def _export(test, out, include_all):
 
 
 def cmd_export(args):
+    """``listening-test export``: the responses as files for lm-eval and analysis.
+
+    Args:
+        args: the parsed command line (``test``, ``output``, ``all``).
+
+    Returns:
+        0.
+    """
     _export(args.test, Path(args.output), args.all)
     return 0
 
@@ -585,6 +652,14 @@ def _no_nan(x):
 
 
 def cmd_report(args):
+    """``listening-test report``: the results printed, with ``report.json`` and charts.
+
+    Args:
+        args: the parsed command line (``test``, ``output``, ``include_incomplete``).
+
+    Returns:
+        0.
+    """
     _report(args.test, args.output, args.include_incomplete)
     return 0
 
