@@ -26,8 +26,41 @@ def add_parser(sub, common) -> None:
     p.set_defaults(func=run)
 
 
+def _listener_of(args, options: dict) -> str:
+    """The listener named by ``--listener`` or ``--metadata listener=`` (taken out of
+    ``options``), "acoustic" when neither.
+
+    Raises:
+        ValueError: the two name different listeners.
+    """
+    listener = options.pop("listener", None)
+    if listener and args.listener and listener != args.listener:
+        raise ValueError(f"--listener {args.listener} and --metadata listener={listener} disagree")
+    return listener or args.listener or "acoustic"
+
+
+def _used_synthetic_corpus(res: dict) -> bool:
+    """Whether lm-eval's results record ADEPT run on the synthetic stand-in corpus."""
+    from adept_eval.identity import RunIdentity
+
+    ident = RunIdentity.of(res)
+    suite = ident.suites.get("adept") if ident is not None else None
+    return suite is not None and suite.synthetic
+
+
 def run(args) -> int:
-    """A listener's accuracy on ADEPT's own natural recordings: the most it can credit a system."""
+    """A listener's accuracy on ADEPT's own natural recordings: the most it can credit a system.
+
+    Args:
+        args: the parsed command line (the corpus options, ``listener``, ``option``, ``tasks``,
+            ``limit``).
+
+    Returns:
+        0.
+
+    Raises:
+        ValueError: the listener named twice, differently, or an unknown ADEPT task.
+    """
     from lm_eval import simple_evaluate
     from lm_eval.tasks import TaskManager
 
@@ -39,10 +72,7 @@ def run(args) -> int:
 
         os.environ["ADEPT_EVAL_CORPUS"] = args.corpus
     options = key_values(args.option)
-    listener = options.pop("listener", None)
-    if listener and args.listener and listener != args.listener:
-        raise ValueError(f"--listener {args.listener} and --metadata listener={listener} disagree")
-    listener = listener or args.listener or "acoustic"
+    listener = _listener_of(args, options)
     tasks = comma_list(args.tasks) or ["adept"]
     from adept_eval.suites import ADEPT
 
@@ -51,11 +81,7 @@ def run(args) -> int:
     manager = TaskManager(metadata={"listener": listener, **options})
     res = simple_evaluate(model="adept-natural", tasks=tasks, task_manager=manager,
                           bootstrap_iters=0, limit=args.limit)
-    from adept_eval.identity import RunIdentity
-
-    ident = RunIdentity.of(res)
-    suite = ident.suites.get("adept") if ident is not None else None
-    synthetic = suite is not None and suite.synthetic
+    synthetic = _used_synthetic_corpus(res)
     console.print(adept_table(res["results"], title=lit(
         f"Ceiling of the {listener!r} listener (accuracy on ADEPT's natural recordings)"
         + (f" - {SYNTHETIC_NOTE}" if synthetic else ""))))

@@ -22,6 +22,28 @@ def add_parser(sub, common) -> None:
     p.set_defaults(func=run)
 
 
+def _agreement_table(result: dict, items: int) -> Table:
+    """The agreement figures as a table: overall, then per instruction type.
+
+    Args:
+        result: ``judge.agreement.agreement``'s figures.
+        items: how many item ids the two files share.
+
+    Returns:
+        The table, ready to print.
+    """
+    table = Table(title=f"Judge vs human scores ({items} items in both files; "
+                  f"{result['dropped']} left out for a missing score)", box=box.SIMPLE_HEAD)
+    table.add_column("instruction type", overflow="fold")  # never cut a name short
+    for col in ("n", "Spearman", "Kendall", "QWK", "exact", "within 1"):
+        table.add_column(col, justify="right")
+    rows = [("all", result["overall"])] + list(result.get("by_type", {}).items())
+    for name, st in rows:
+        table.add_row(lit(name or "-"), str(st["n"]), *(f"{st[k]:.3f}" for k in
+                      ("spearman", "kendall", "qwk", "exact", "within_1")))
+    return table
+
+
 def run(args) -> int:
     """Print the agreement of a judge's scores with people's, item by item, overall and per
     instruction type; write it as JSON with ``-o``.
@@ -48,16 +70,7 @@ def run(args) -> int:
                        [human_scores[k].score for k in common],
                        [judge_scores[k].instruction_type or human_scores[k].instruction_type
                         for k in common])
-    table = Table(title=f"Judge vs human scores ({len(common)} items in both files; "
-                  f"{result['dropped']} left out for a missing score)", box=box.SIMPLE_HEAD)
-    table.add_column("instruction type", overflow="fold")  # never cut a name short
-    for col in ("n", "Spearman", "Kendall", "QWK", "exact", "within 1"):
-        table.add_column(col, justify="right")
-    rows = [("all", result["overall"])] + list(result.get("by_type", {}).items())
-    for name, st in rows:
-        table.add_row(lit(name or "-"), str(st["n"]), *(f"{st[k]:.3f}" for k in
-                      ("spearman", "kendall", "qwk", "exact", "within_1")))
-    print_table(table)
+    print_table(_agreement_table(result, len(common)))
     only = len(set(judge_scores) ^ set(human_scores))
     if only:
         console.print(f"{only} ids appear in only one of the files and were not compared")

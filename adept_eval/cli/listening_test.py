@@ -27,6 +27,7 @@ def add_parser(sub, common) -> None:
     lsub = lt.add_subparsers(dest="lt_command", required=True)
 
     def design_args(p):
+        """Add the options that design a test (systems, tasks, attention checks...) to ``p``."""
         p.add_argument("systems", nargs="*", metavar="[NAME=]FOLDER",
                        help="samples folders laid out as `adept-eval manifest` says, or lm-eval "
                        "runs made with --log_samples (a run's --output_path folder, one "
@@ -35,7 +36,7 @@ def add_parser(sub, common) -> None:
         p.add_argument("--natural", action="store_true",
                        help="also (or only) ADEPT's natural recordings, as system 'natural'")
         # one value, comma-separated, repeatable: with nargs="*" a system named after the
-        # tasks (`--tasks T copy=sys_copy`) was taken for a task, and the folder was lost
+        # tasks (`--tasks T copy=sys_copy`) would be taken for a task, and the folder lost
         p.add_argument("--tasks", action="append", metavar="TASK[,TASK...]",
                        help="ADEPT tasks, comma-separated (or --tasks repeated; default: all 12)")
         p.add_argument("--title", default="ADEPT listening test")
@@ -54,6 +55,7 @@ def add_parser(sub, common) -> None:
                        "each system produced it); recorded in the test's description")
 
     def serve_args(p):
+        """Add the options that serve a test (host, port, mirroring, limits) to ``p``."""
         p.add_argument("--host", default="127.0.0.1")
         p.add_argument("--port", type=arg_type("a port number from 1 to 65535", whole=True,
                                                least=1, most=65535), default=8000)
@@ -166,33 +168,51 @@ def loudness_arg(text: str) -> float:
     return x
 
 
+def _system_of(item: str) -> tuple[str, str]:
+    """One command-line system, ``NAME=FOLDER`` or ``FOLDER``, as (name, source).
+
+    Args:
+        item: the argument as given.
+
+    Returns:
+        The system's name and its source: the samples folder, or an lm-eval run's results file.
+
+    Raises:
+        ValueError: an ADEPT task name given where a folder goes.
+    """
+    from adept_eval.listening_test.design import is_lm_eval_run, lm_eval_run, system_name
+
+    from adept_eval.corpora.spec import TASKS
+
+    name, sep, folder = item.partition("=")
+    if not sep:
+        if item in TASKS and not Path(item).exists():
+            raise ValueError(f"{item}: an ADEPT task given where a system's folder goes; "
+                             "list tasks with --tasks, comma-separated: --tasks "
+                             f"{item},...")
+        name, folder = Path(item).resolve().name, item
+    if is_lm_eval_run(Path(folder)):
+        run, note = lm_eval_run(Path(folder), name if sep else None)
+        name = name if sep else system_name(run.system)
+        console.print(f"system {name}: lm-eval run {note}", highlight=False)
+        folder = str(run.results_path)
+    return name, folder
+
+
 def _systems(args) -> dict:
     """name -> source of each system named on the command line. A samples folder is named after
     the folder; an lm-eval run (its ``--output_path`` folder or ``results_*.json``) after the
     run's own system name, not the folder's (``out``), and stands for the one run it holds,
     printed with how it was chosen (``design.lm_eval_run``): participants hear that run."""
-    from adept_eval.listening_test.design import NATURAL, is_lm_eval_run, lm_eval_run, system_name
-
-    from adept_eval.corpora.spec import TASKS
+    from adept_eval.listening_test.design import NATURAL
 
     systems: dict = {}
     for item in args.systems:
-        name, sep, folder = item.partition("=")
-        if not sep:
-            if item in TASKS and not Path(item).exists():
-                raise ValueError(f"{item}: an ADEPT task given where a system's folder goes; "
-                                 "list tasks with --tasks, comma-separated: --tasks "
-                                 f"{item},...")
-            name, folder = Path(item).resolve().name, item
-        if is_lm_eval_run(Path(folder)):
-            run, note = lm_eval_run(Path(folder), name if sep else None)
-            name = name if sep else system_name(run.system)
-            console.print(f"system {name}: lm-eval run {note}", highlight=False)
-            folder = str(run.results_path)
+        name, folder = _system_of(item)
         if name == NATURAL:
-            # the name of ADEPT's own recordings (--natural): a system of that name was
-            # replaced by them without a word under --natural, and without it a TTS system
-            # was labelled as the natural speech everywhere in the results
+            # the name of ADEPT's own recordings (--natural): a system of that name would be
+            # silently replaced by them under --natural, and without it a TTS system would be
+            # labelled as the natural speech everywhere in the results
             raise ValueError(f"{item}: the system name {NATURAL!r} is reserved for ADEPT's "
                              "natural recordings (--natural); name this system otherwise, "
                              "NAME=FOLDER")
@@ -207,6 +227,17 @@ def _systems(args) -> dict:
 
 
 def cmd_build(args):
+    """``listening-test build``: lay out a new test from the corpus and the systems.
+
+    Args:
+        args: the parsed command line (the design options, ``output``, corpus options).
+
+    Returns:
+        0.
+
+    Raises:
+        ValueError: a misnamed system or a used output folder.
+    """
     from adept_eval.corpora.corpus import load_corpus
     from adept_eval.listening_test.design import build_test, check_new_folder
 
@@ -317,12 +348,29 @@ def machine_names() -> list[str]:
 
 
 def cmd_serve(args):
+    """``listening-test serve``: serve a built test until stopped.
+
+    Args:
+        args: the parsed command line (``test`` and the serve options).
+
+    Returns:
+        0.
+    """
     _serve(args.test, args.host, args.port, args.mirror_to, args.mirror_every,
            args.audio_cache_mb, args.max_participants, args.new_sessions_per_minute)
     return 0
 
 
 def cmd_run(args):
+    """``listening-test run``: build the test (or continue one), serve it, then export the
+    responses and write the report.
+
+    Args:
+        args: the parsed command line (the design and serve options, ``output``).
+
+    Returns:
+        0.
+    """
     from adept_eval.listening_test.design import CONFIG_FILE
 
     if (Path(args.output) / CONFIG_FILE).exists():
@@ -364,6 +412,17 @@ def _check_store(config, store, *, close=False):
 
 
 def cmd_status(args):
+    """``listening-test status``: participants, screening and responses per task and system.
+
+    Args:
+        args: the parsed command line (``test``, ``json``).
+
+    Returns:
+        0.
+
+    Raises:
+        ValueError: the test has no responses yet.
+    """
     from adept_eval.listening_test.analysis import status_summary
 
     config, store = _open(args.test)
@@ -401,6 +460,14 @@ def _export(test, out, include_all):
 
 
 def cmd_export(args):
+    """``listening-test export``: the responses as files for lm-eval and analysis.
+
+    Args:
+        args: the parsed command line (``test``, ``output``, ``all``).
+
+    Returns:
+        0.
+    """
     _export(args.test, Path(args.output), args.all)
     return 0
 
@@ -418,75 +485,157 @@ def _kappa(system: str, agreement: dict) -> str:
             f"{agreement['mean_raters']:.1f} raters each on average)")
 
 
-def _report(test, out, include_incomplete):
-    from adept_eval.listening_test.analysis import INCLUDED, analyse, plot_task
+def _participant_counts(screening: dict) -> dict:
+    """Count participants per screening outcome, in order of first appearance.
 
-    config, store = _open(test)
-    a = analyse(config, store, include_incomplete=include_incomplete)
+    Args:
+        screening: participant id -> screening record.
+
+    Returns:
+        Screening outcome -> number of participants with it.
+    """
     counts = {}
-    for s in a.screening.values():
-        counts[s.screening] = counts.get(s.screening, 0) + 1
-    console.print(f"{config.title}: {len(a.screening)} participants; "
+    for record in screening.values():
+        counts[record.screening] = counts.get(record.screening, 0) + 1
+    return counts
+
+
+def _print_header(config, analysis, include_incomplete: bool) -> None:
+    """Print who took part and what the accuracy tables measure."""
+    counts = _participant_counts(analysis.screening)
+    console.print(f"{config.title}: {len(analysis.screening)} participants; "
                   + ", ".join(f"{k} {v}" for k, v in counts.items()))
     who = ("over included participants and incomplete ones (--include-incomplete)"
            if include_incomplete else "over included participants")
     console.print(f"Recognition accuracy (the tutorial's step 4) {who}, "
                   "with 95% intervals and p against chance clustered by participant and by "
                   "sentence (two-way cluster-robust variance, Korn-Graubard interval)")
-    for task in config.tasks:
-        rows = [r for r in a.accuracy if r.task == task]
-        kappas = "; ".join(_kappa(s, a.agreement.get((task, s), {})) for s in config.systems)
-        table = Table(title=f"{task} (chance {spec.task(task).chance:.2f}; Fleiss' kappa "
-                      f"{kappas})", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
-        for col in ("system", "subcategory", "n", "correct", "acc", "95% CI", "p", "people",
-                    "sentences"):
-            table.add_column(col, justify="left" if col in ("system", "subcategory")
-                             else "right", no_wrap=True)
-        for r in rows:
-            st = r.stats
-            table.add_row(r.system, r.subcategory or "(all)", str(st.n), str(st.correct),
-                          number(st.acc), f"{number(st.ci_low, '{:.2f}')}-{number(st.ci_high, '{:.2f}')}",
-                          _p(st.p_value), str(r.participants), str(st.clusters),
-                          end_section=not r.subcategory)
-        console.print(table)
+
+
+def _accuracy_table(config, analysis, task: str) -> Table:
+    """One task's accuracy table: a row per system and subcategory, kappas in the title.
+
+    Args:
+        config: the listening test's configuration.
+        analysis: the result of ``analyse``.
+        task: the task to tabulate.
+
+    Returns:
+        The table, ready to print.
+    """
+    kappas = "; ".join(_kappa(s, analysis.agreement.get((task, s), {})) for s in config.systems)
+    table = Table(title=f"{task} (chance {spec.task(task).chance:.2f}; Fleiss' kappa "
+                  f"{kappas})", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+    for col in ("system", "subcategory", "n", "correct", "acc", "95% CI", "p", "people",
+                "sentences"):
+        table.add_column(col, justify="left" if col in ("system", "subcategory")
+                         else "right", no_wrap=True)
+    for row in (r for r in analysis.accuracy if r.task == task):
+        st = row.stats
+        table.add_row(row.system, row.subcategory or "(all)", str(st.n), str(st.correct),
+                      number(st.acc), f"{number(st.ci_low, '{:.2f}')}-{number(st.ci_high, '{:.2f}')}",
+                      _p(st.p_value), str(row.participants), str(st.clusters),
+                      end_section=not row.subcategory)
+    return table
+
+
+def _participants_table(screening: dict) -> Table:
+    """The participants table: screening, headphone check, attention and accuracy, by arrival.
+
+    Args:
+        screening: participant id -> screening record.
+
+    Returns:
+        The table, ready to print.
+    """
     people = Table(title="Participants", box=box.SIMPLE_HEAD)
     for col in ("participant", "screening", "headphones", "attention", "answered", "accuracy"):
         people.add_column(col, no_wrap=col == "screening")
-    for s in sorted(a.screening.values(), key=lambda s: s.arrival):
+    for s in sorted(screening.values(), key=lambda s: s.arrival):
         people.add_row(s.participant, s.screening, {True: "pass", False: "fail", None: "-"}
                        [s.headphone_passed], f"{s.catch_correct}/{s.catch_total}",
                        f"{s.answered}/{s.items}", f"{s.correct}/{s.questions} = {number(s.accuracy)}")
-    console.print(people)
-    out = Path(out) if out else Path(test) / "report"
-    out.mkdir(parents=True, exist_ok=True)
-    report = {
+    return people
+
+
+def _report_json(config, analysis, included: str) -> dict:
+    """The figures ``report.json`` holds.
+
+    Args:
+        config: the listening test's configuration.
+        analysis: the result of ``analyse``.
+        included: the screening outcome that counts a participant as included.
+
+    Returns:
+        A JSON-ready dict (NaN still present; ``_no_nan`` removes it).
+    """
+    return {
         "title": config.title,
-        "screening": {p: s.screening for p, s in a.screening.items()},
-        "included_participants": sum(s.screening == INCLUDED for s in a.screening.values()),
+        "screening": {p: s.screening for p, s in analysis.screening.items()},
+        "included_participants": sum(s.screening == included for s in analysis.screening.values()),
         "step4": [{"task": r.task, "system": r.system, "subcategory": r.subcategory,
                    "responses": r.responses, "correct": r.correct, "accuracy": r.accuracy}
-                  for r in a.step4],
+                  for r in analysis.step4],
         "accuracy": [{"task": r.task, "system": r.system, "subcategory": r.subcategory,
                       "participants": r.participants, "sentences": r.stats.clusters,
                       "chance": spec.task(r.task).chance, "p_chance": r.stats.p_value,
                       **{k: getattr(r.stats, k) for k in r.stats.__dataclass_fields__
                          if k not in ("clusters", "p_value")}}
-                     for r in a.accuracy],
-        "agreement": [{"task": t, "system": s, **v} for (t, s), v in a.agreement.items()],
-        "participants": [{**s.__dict__, "accuracy": s.accuracy} for s in a.screening.values()],
+                     for r in analysis.accuracy],
+        "agreement": [{"task": t, "system": s, **v} for (t, s), v in analysis.agreement.items()],
+        "participants": [{**s.__dict__, "accuracy": s.accuracy}
+                         for s in analysis.screening.values()],
     }
-    (out / "report.json").write_text(json.dumps(_no_nan(report), indent=1), encoding="utf-8")
+
+
+def _write_charts(config, analysis, out: Path, plot_task) -> list:
+    """Draw one accuracy chart per task that has responses, replacing any earlier run's charts.
+
+    Args:
+        config: the listening test's configuration.
+        analysis: the result of ``analyse``.
+        out: the report directory.
+        plot_task: the chart-drawing function from the analysis module.
+
+    Returns:
+        The paths of the charts written; those drawn before matplotlib turns out to be
+        missing are kept, and a note is printed.
+    """
     charts = []
     for task in config.tasks:  # an earlier run's charts never stand beside this report
         (out / f"{task}.png").unlink(missing_ok=True)
     try:
         for task in config.tasks:
-            if any(r.task == task and r.stats.n for r in a.accuracy):
+            if any(r.task == task and r.stats.n for r in analysis.accuracy):
                 png = out / f"{task}.png"
-                plot_task(config, a.accuracy, task, png)
+                plot_task(config, analysis.accuracy, task, png)
                 charts.append(png)
     except ImportError:
         console.print("[yellow]no charts: pip install matplotlib[/yellow]")
+    return charts
+
+
+def _report(test, out, include_incomplete):
+    """Print a listening test's results and write ``report.json`` and per-task charts.
+
+    Args:
+        test: the listening test's directory.
+        out: the report directory; ``<test>/report`` when empty.
+        include_incomplete: also count participants who did not finish.
+    """
+    from adept_eval.listening_test.analysis import INCLUDED, analyse, plot_task
+
+    config, store = _open(test)
+    analysis = analyse(config, store, include_incomplete=include_incomplete)
+    _print_header(config, analysis, include_incomplete)
+    for task in config.tasks:
+        console.print(_accuracy_table(config, analysis, task))
+    console.print(_participants_table(analysis.screening))
+    out = Path(out) if out else Path(test) / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    report = _report_json(config, analysis, INCLUDED)
+    (out / "report.json").write_text(json.dumps(_no_nan(report), indent=1), encoding="utf-8")
+    charts = _write_charts(config, analysis, out, plot_task)
     console.print(f"written: {out / 'report.json'}" + (f" and {len(charts)} charts" if charts
                                                          else ""))
 
@@ -503,6 +652,14 @@ def _no_nan(x):
 
 
 def cmd_report(args):
+    """``listening-test report``: the results printed, with ``report.json`` and charts.
+
+    Args:
+        args: the parsed command line (``test``, ``output``, ``include_incomplete``).
+
+    Returns:
+        0.
+    """
     _report(args.test, args.output, args.include_incomplete)
     return 0
 

@@ -75,10 +75,40 @@ def _judged_table(run, tasks: list[str]) -> Table:
     return table
 
 
+def _print_adept(run, res: dict) -> None:
+    """The run's ADEPT tables: per task, pooled groups, subcategories and graded figures."""
+    from adept_eval.results.report import adept_table, graded_table, group_table, \
+        subcategory_table
+
+    console.print(adept_table(res, title=lit(f"{run.system}: ADEPT, {run.listener()} "
+                                              "listener")))
+    groups = group_table(res, run.samples, people=run.people)
+    if groups is not None:
+        console.print(groups)
+    subcategories = subcategory_table(run.samples or {})
+    if subcategories is not None:
+        print_table(subcategories)
+    graded = graded_table(res, run.samples)
+    if graded is not None:
+        print_table(graded)
+        if not run.samples:
+            console.print("[yellow]the figures pooled over tasks need the run's logged "
+                          "samples (lm_eval --log_samples)[/yellow]")
+
+
 def run(args) -> int:
-    """lm-eval results as adept-eval tables: n, intervals, tests against chance, pooled groups."""
+    """lm-eval results as adept-eval tables: n, intervals, tests against chance, pooled groups.
+
+    Args:
+        args: the parsed command line (``results``, ``run``).
+
+    Returns:
+        0.
+
+    Raises:
+        PublishError: the results cannot be loaded (``load_run``).
+    """
     from adept_eval.results.runs import load_run, samples_mismatch
-    from adept_eval.results.report import adept_table, group_table
 
     run = load_run(args.results, args.run)
     if run.chosen:
@@ -90,23 +120,7 @@ def run(args) -> int:
                       "read from the results alone[/yellow]")
         run.samples = {}
     if run.listener() is not None:
-        console.print(adept_table(res, title=lit(f"{run.system}: ADEPT, {run.listener()} "
-                                                  "listener")))
-        groups = group_table(res, run.samples, people=run.people)
-        if groups is not None:
-            console.print(groups)
-        from adept_eval.results.report import graded_table, subcategory_table
-
-        subcategories = subcategory_table(run.samples or {})
-        if subcategories is not None:
-            print_table(subcategories)
-
-        graded = graded_table(res, run.samples)
-        if graded is not None:
-            print_table(graded)
-            if not run.samples:
-                console.print("[yellow]the figures pooled over tasks need the run's logged "
-                              "samples (lm_eval --log_samples)[/yellow]")
+        _print_adept(run, res)
     judged = [t for t in res if t in VSTYLE.tasks and VSTYLE.key("score") in res[t]]
     if judged:
         console.print(_judged_table(run, judged))

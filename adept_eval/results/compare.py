@@ -19,8 +19,8 @@ ADEPT, the ``human`` listener (different participants per system, or the same pe
 tasks): the accuracy difference with a two-way cluster-robust variance over participants
 (within their stratum: heard A only, B only, both) and sentences (jointly for the two systems),
 Cameron, Gelbach & Miller's, and a t interval and test on min(participants - strata,
-sentences - 1) degrees of freedom (``stats.two_way_variance``, which says why: the pigeonhole
-bootstrap used before was conservative, most of all on the listening test's rotated design).
+sentences - 1) degrees of freedom (``stats.two_way_variance``, which says why: a pigeonhole
+bootstrap is conservative, most of all on the listening test's rotated design).
 
 VStyle: the judge-score difference paired by instruction, with VStyle's weighting (subcategory
 means; categories 0.25 each overall), a bootstrap within subcategories and a sign-flip test on
@@ -161,35 +161,56 @@ def _scorer(run: Run, suite: str):
 
 
 def check_comparable(runs: list[Run]) -> None:
-    """Refuse runs that are not the same evaluation, naming what differs. A run that recorded
-    no identity (made before adept-eval recorded it) is refused too: with two such runs every
-    field read "unrecorded" on both sides and they were compared, whatever listener or corpus
-    scored them - the leaderboard lists such runs apart for the same reason."""
+    """Refuse runs that are not the same evaluation, naming what differs.
+
+    A run that records no identity (made before adept-eval recorded it) is refused too:
+    between two such runs every field reads "unrecorded" on both sides, so they would be
+    compared whatever listener or corpus scored them - the leaderboard lists such runs apart
+    for the same reason.
+
+    Args:
+        runs: the runs to compare; the first is the reference.
+
+    Raises:
+        CompareError: a run records no identity, or differs from the first in its suites,
+            corpus, scorer or task set.
+    """
     first = runs[0]
     for r in runs:
-        for suite in ("adept", "vstyle"):
-            if _suite_tasks(r, suite) and r.suite(suite) is None:
-                raise CompareError(f"{r.results_path}: the run records no adept-eval identity "
-                                   "(made before adept-eval recorded it), so whether its "
-                                   "corpus and scorer are the other runs' cannot be told; run "
-                                   "it again")
+        _check_identity_recorded(r)
+    checks = _comparability_checks(first)
     for other in runs[1:]:
-        checks = [("suites", lambda r: sorted(n for n in SUITES if _suite_tasks(r, n)))]
-        for suite in ("adept", "vstyle"):
-            if not _suite_tasks(first, suite):
-                continue
-            title = SUITES[suite].title
-            scorer = "scorer (listener identity)" if suite == "adept" else "judge identity"
-            checks += [
-                (f"{title} corpus (sha256)", lambda r, s=suite: r.suite(s) and
-                 r.suite(s).corpus_sha256),
-                (f"{title} {scorer}", lambda r, s=suite: _scorer(r, s)),
-                (f"{title} task set", lambda r, s=suite: _suite_tasks(r, s))]
         for what, get in checks:
             a, b = get(first), get(other)
             if a != b:
                 raise CompareError(f"{first.system} and {other.system} differ in their {what}: "
                                    f"{a} vs {b}; only runs of the same evaluation can be compared")
+
+
+def _check_identity_recorded(run: Run) -> None:
+    """Refuse a run with ADEPT or VStyle tasks but no adept-eval identity for that suite."""
+    for suite in ("adept", "vstyle"):
+        if _suite_tasks(run, suite) and run.suite(suite) is None:
+            raise CompareError(f"{run.results_path}: the run records no adept-eval identity "
+                               "(made before adept-eval recorded it), so whether its "
+                               "corpus and scorer are the other runs' cannot be told; run "
+                               "it again")
+
+
+def _comparability_checks(first: Run) -> list:
+    """What two runs must share, as (what, getter) pairs, for the suites ``first`` holds."""
+    checks = [("suites", lambda r: sorted(n for n in SUITES if _suite_tasks(r, n)))]
+    for suite in ("adept", "vstyle"):
+        if not _suite_tasks(first, suite):
+            continue
+        title = SUITES[suite].title
+        scorer = "scorer (listener identity)" if suite == "adept" else "judge identity"
+        checks += [
+            (f"{title} corpus (sha256)", lambda r, s=suite: r.suite(s) and
+             r.suite(s).corpus_sha256),
+            (f"{title} {scorer}", lambda r, s=suite: _scorer(r, s)),
+            (f"{title} task set", lambda r, s=suite: _suite_tasks(r, s))]
+    return checks
 
 
 def _difference(a: list[float], b: list[float], clusters: list[str],
@@ -200,6 +221,14 @@ def _difference(a: list[float], b: list[float], clusters: list[str],
 
 
 def is_human(data: dict[str, QuestionOutcome]) -> bool:
+    """Whether people scored the run: a question carries responses or a human listener.
+
+    Args:
+        data: the run's outcomes by question.
+
+    Returns:
+        True for a listening test's run.
+    """
     return any(q.responses or q.listener == "human" for q in data.values())
 
 
@@ -218,38 +247,59 @@ def _two_way(a, b, keys) -> dict:
             "df": d.df, "se": d.se, "method": d.method}
 
 
+def _machine_accuracy(a: dict[str, QuestionOutcome], b: dict[str, QuestionOutcome],
+                      keys: list[str]) -> dict:
+    """A machine listener's accuracy difference over ``keys``, paired by question."""
+    out = _difference([a[k].correct for k in keys], [b[k].correct for k in keys],
+                      [a[k].sentence for k in keys], bounds=(-1.0, 1.0))
+    return {"acc_difference": out.pop("difference"), **out,
+            "acc_a": sum(a[k].correct for k in keys) / len(keys),
+            "acc_b": sum(b[k].correct for k in keys) / len(keys),
+            "failed_a": sum(a[k].failed for k in keys),
+            "failed_b": sum(b[k].failed for k in keys)}
+
+
+def _distance_difference(a: dict[str, QuestionOutcome], b: dict[str, QuestionOutcome],
+                         shared: list[str]) -> dict:
+    """The prosody-distance difference over the stimuli both runs measured, with its counts."""
+    stimuli, dist_a, dist_b = _paired_distances(a, b, shared)
+    sentence_of = {s: s.split("/")[-1] for s in stimuli}  # <cls>/<sub>/<spk>_<sentence>
+    distance = _difference([dist_a[s] for s in stimuli], [dist_b[s] for s in stimuli],
+                           [sentence_of[s] for s in stimuli])
+    distance.update(_distance_counts(dist_a, dist_b, stimuli))
+    return distance
+
+
 def compare_pair(a: dict[str, QuestionOutcome], b: dict[str, QuestionOutcome]) -> dict:
     """Accuracy and prosody-distance differences of A minus B: pooled, per class, per task.
-    Runs of people get the two-way (participants x sentences) test in every cell."""
+
+    Runs of people get the two-way (participants x sentences) test in every cell.
+
+    Args:
+        a: run A's outcomes by question.
+        b: run B's outcomes by question.
+
+    Returns:
+        ``listener``, ``pooled``, ``classes``, ``tasks``, ``prosody_distance`` and ``unpaired``
+        (questions in one run only), plus ``participants`` for runs of people.
+
+    Raises:
+        CompareError: the runs share no question.
+    """
     shared = sorted(set(a) & set(b))
     if not shared:
         raise CompareError("the two runs share no question: nothing to pair")
     human = is_human(a) or is_human(b)
 
     def acc(keys):
-        if human:
-            return _two_way(a, b, keys)
-        out = _difference([a[k].correct for k in keys], [b[k].correct for k in keys],
-                          [a[k].sentence for k in keys], bounds=(-1.0, 1.0))
-        return {"acc_difference": out.pop("difference"), **out,
-                "acc_a": sum(a[k].correct for k in keys) / len(keys),
-                "acc_b": sum(b[k].correct for k in keys) / len(keys),
-                "failed_a": sum(a[k].failed for k in keys),
-                "failed_b": sum(b[k].failed for k in keys)}
+        return _two_way(a, b, keys) if human else _machine_accuracy(a, b, keys)
 
     by_class: dict[str, list[str]] = {}
     by_task: dict[str, list[str]] = {}
     for k in shared:
         by_class.setdefault(a[k].cls, []).append(k)
         by_task.setdefault(a[k].task, []).append(k)
-    stimuli = sorted({s for k in shared for s in a[k].distances} &
-                     {s for k in shared for s in b[k].distances})
-    dist_a = {s: d for k in shared for s, d in a[k].distances.items()}
-    dist_b = {s: d for k in shared for s, d in b[k].distances.items()}
-    sentence_of = {s: s.split("/")[-1] for s in stimuli}  # <cls>/<sub>/<spk>_<sentence>
-    distance = _difference([dist_a[s] for s in stimuli], [dist_b[s] for s in stimuli],
-                           [sentence_of[s] for s in stimuli])
-    distance.update(_distance_counts(dist_a, dist_b, stimuli))
+    distance = _distance_difference(a, b, shared)
     out = {
         "listener": "human" if human else "machine",
         "pooled": acc(shared),
@@ -266,8 +316,8 @@ def compare_pair(a: dict[str, QuestionOutcome], b: dict[str, QuestionOutcome]) -
 def _distance_counts(dist_a: dict, dist_b: dict, stimuli: list[str]) -> dict:
     """What the distance pairing rests on: each side's mean over the paired stimuli, and the
     stimuli left out - undefined or failed (a missing or unusable sample) on either side.
-    Without them a system missing a third of its samples read "no detectable difference" in
-    distance over n = 130 with nothing saying 65 of the 195 stimuli were not compared."""
+    Without them a system missing a third of its samples would read "no detectable difference"
+    in distance over n = 130 with nothing saying 65 of the 195 stimuli were not compared."""
     def undefined(dist):
         return sum(1 for s in stimuli if math.isnan(dist[s]))
 
@@ -312,29 +362,60 @@ def participants_label(p: dict | None) -> str:
 def _vstyle_cell(a: dict[str, JudgedItem], b: dict[str, JudgedItem], keys: list[str]) -> dict:
     """VStyle's score over the given instructions (subcategory means weighted within their
     category, categories 0.25 each over those present), A minus B, paired by instruction."""
-    from adept_eval.corpora.vstyle import CATEGORIES, subcategory_weights
-
-    table = subcategory_weights()
     strata = [f"{a[k].task}/{a[k].sub}" for k in keys]
     weights = {f"{a[k].task}/{a[k].sub}": a[k].weight for k in keys}
     groups = {s: s.split("/")[0] for s in weights}
-    category = {t: t.split("_", 2)[2] for t in groups.values()}
-    group_weights = {t: sum(table[(category[t], sub)] for sub in CATEGORIES[category[t]])
-                     if category[t] in CATEGORIES else 1.0 for t in category}
+    group_weights = _category_weights(groups.values())
     d = stats.weighted_paired_difference([a[k].score for k in keys], [b[k].score for k in keys],
                                          strata, weights, groups, group_weights, seed=SEED)
     kept = [k for k in keys if not (math.isnan(a[k].score) or math.isnan(b[k].score))]
-    coef = stats.stratum_coefficients([f"{a[k].task}/{a[k].sub}" for k in kept], weights,
-                                      groups, group_weights) if kept else []
-
-    def score(items):
-        return float(sum(c * items[k].score for c, k in zip(coef, kept))) if kept else math.nan
-
+    score_a, score_b = _weighted_scores(a, b, kept, weights, groups, group_weights)
     return {"score_difference": d.difference, "ci_low": d.ci_low, "ci_high": d.ci_high,
             "p_value": d.p_value, "n": d.n, "subcategories": d.clusters,
-            "score_a": score(a), "score_b": score(b), "instructions": len(keys),
+            "score_a": score_a, "score_b": score_b, "instructions": len(keys),
             "failed_a": sum(a[k].failed for k in keys), "failed_b": sum(b[k].failed for k in keys),
             "left_out": len(keys) - len(kept), "method": d.method}
+
+
+def _weighted_scores(a: dict[str, JudgedItem], b: dict[str, JudgedItem], kept: list[str],
+                     weights: dict, groups: dict, group_weights: dict) -> tuple[float, float]:
+    """Each side's VStyle-weighted score over the instructions scored on both sides.
+
+    Args:
+        a: run A's judged items by instruction.
+        b: run B's judged items by instruction.
+        kept: the instructions scored on both sides.
+        weights: subcategory stratum -> its weight within its category.
+        groups: stratum -> its category's task.
+        group_weights: task -> its category's weight.
+
+    Returns:
+        A's and B's scores (nan when no instruction is kept).
+    """
+    if not kept:
+        return math.nan, math.nan
+    coef = stats.stratum_coefficients([f"{a[k].task}/{a[k].sub}" for k in kept], weights,
+                                      groups, group_weights)
+    return (float(sum(c * a[k].score for c, k in zip(coef, kept))),
+            float(sum(c * b[k].score for c, k in zip(coef, kept))))
+
+
+def _category_weights(tasks) -> dict[str, float]:
+    """Each VStyle task's category weight: the sum of its subcategories' weights, or 1.0 for a
+    category VStyle's table does not list.
+
+    Args:
+        tasks: task names ``vstyle_<lang>_<category>``.
+
+    Returns:
+        Task -> weight.
+    """
+    from adept_eval.corpora.vstyle import CATEGORIES, subcategory_weights
+
+    table = subcategory_weights()
+    category = {t: t.split("_", 2)[2] for t in tasks}
+    return {t: sum(table[(category[t], sub)] for sub in CATEGORIES[category[t]])
+            if category[t] in CATEGORIES else 1.0 for t in category}
 
 
 def compare_vstyle_pair(a: dict[str, JudgedItem], b: dict[str, JudgedItem]) -> dict:
@@ -356,6 +437,19 @@ def compare_vstyle_pair(a: dict[str, JudgedItem], b: dict[str, JudgedItem]) -> d
 
 
 def load_runs(paths: list[str], run: str | None = None) -> list[Run]:
+    """Load the runs to compare and check that they can be.
+
+    Args:
+        paths: two or more runs: folders or results files.
+        run: which run to take in a folder holding several (``load_run``).
+
+    Returns:
+        The runs, in the order given.
+
+    Raises:
+        CompareError: fewer than two runs, a run named twice, or runs of different evaluations.
+        PublishError: a run cannot be loaded.
+    """
     if len(paths) < 2:
         raise CompareError("compare needs at least two runs")
     runs = [load_run(p, run) for p in paths]
@@ -382,7 +476,20 @@ def check_distinct(paths: list[str], runs: list[Run]) -> None:
 
 
 def compare(paths: list[str], run: str | None = None) -> dict:
-    """Every pair of the given runs (folders or results files), Holm-adjusted over the pairs."""
+    """Every pair of the given runs (folders or results files), Holm-adjusted over the pairs.
+
+    Args:
+        paths: two or more runs: folders or results files.
+        run: which run to take in a folder holding several, as ``load_run`` reads it.
+
+    Returns:
+        ``runs`` (name, results file, how chosen), ``listener``, ``judge``, ``level`` and
+        ``pairs`` (each with ``a``, ``b`` and its ``adept`` and/or ``vstyle`` comparison).
+
+    Raises:
+        CompareError: fewer than two runs, a run named twice, runs of different
+            evaluations, or runs with no ADEPT or VStyle task.
+    """
     runs = load_runs(paths, run)
     has_adept, has_vstyle = bool(_suite_tasks(runs[0], "adept")), bool(_suite_tasks(runs[0],
                                                                                     "vstyle"))
@@ -390,28 +497,55 @@ def compare(paths: list[str], run: str | None = None) -> dict:
         raise CompareError(f"{runs[0].results_path}: no ADEPT or VStyle task in this run")
     adept = [outcomes(r) for r in runs] if has_adept else []
     judged = [judged_items(r) for r in runs] if has_vstyle else []
-    names = [r.system for r in runs]
-    if len(set(names)) < len(names):
-        names = [f"{r.system} ({r.timestamp})" for r in runs]
-    pairs = []
-    for i, j in combinations(range(len(runs)), 2):
-        pair = {"a": names[i], "b": names[j]}
-        if has_adept:
-            pair["adept"] = compare_pair(adept[i], adept[j])
-        if has_vstyle:
-            pair["vstyle"] = compare_vstyle_pair(judged[i], judged[j])
-        pairs.append(pair)
+    names = _run_names(runs)
+    pairs = [_compare_two(names, adept, judged, i, j)
+             for i, j in combinations(range(len(runs)), 2)]
     _holm(pairs)
     return {"runs": [{"system": n, "results": str(r.results_path), "chosen": r.chosen}
                      for n, r in zip(names, runs)],
-            "listener": (("human" if any(map(is_human, adept)) else runs[0].listener())
-                         if has_adept else None),
+            "listener": _listener_label(runs, adept) if has_adept else None,
             "judge": runs[0].judge() if has_vstyle else None,
             "level": 1 - LEVEL, "pairs": pairs}
 
 
+def _listener_label(runs: list[Run], adept: list) -> str:
+    """Who scored the ADEPT runs: "human" when people scored any, else the first's listener."""
+    return "human" if any(map(is_human, adept)) else runs[0].listener()
+
+
+def _run_names(runs: list[Run]) -> list[str]:
+    """The runs' system names, each with its timestamp when two runs share a name."""
+    names = [r.system for r in runs]
+    if len(set(names)) < len(names):
+        names = [f"{r.system} ({r.timestamp})" for r in runs]
+    return names
+
+
+def _compare_two(names: list[str], adept: list, judged: list, i: int, j: int) -> dict:
+    """Runs i and j compared on each suite they hold (``adept``/``judged`` empty when not)."""
+    pair = {"a": names[i], "b": names[j]}
+    if adept:
+        pair["adept"] = compare_pair(adept[i], adept[j])
+    if judged:
+        pair["vstyle"] = compare_vstyle_pair(judged[i], judged[j])
+    return pair
+
+
 def _holm(pairs: list[dict]) -> None:
-    """Adjust each family of p-values over the pairs (unchanged with one pair)."""
+    """Adjust each family of p-values over the pairs (unchanged with one pair).
+
+    Args:
+        pairs: the pairs ``compare`` built; each tested cell gains ``p_adjusted``.
+    """
+    for family in _families(pairs):
+        found = [c for p in pairs for c in family(p)]
+        for cell, adjusted in zip(found, stats.holm([c["p_value"] for c in found])):
+            cell["p_adjusted"] = adjusted
+
+
+def _families(pairs: list[dict]) -> list:
+    """The families Holm adjusts within: one getter per figure, each returning that figure's
+    cell in a pair (an empty list where the pair lacks it)."""
     def cells(path):
         def get(p):
             node = p
@@ -432,10 +566,7 @@ def _holm(pairs: list[dict]) -> None:
         cats = sorted({c for p in pairs for c in p.get("vstyle", {}).get(lang, {})
                        .get("categories", {})})
         families += [cells(("vstyle", lang, "categories", c)) for c in cats]
-    for family in families:
-        found = [c for p in pairs for c in family(p)]
-        for cell, adjusted in zip(found, stats.holm([c["p_value"] for c in found])):
-            cell["p_adjusted"] = adjusted
+    return families
 
 
 def verdict(cell: dict, a: str, b: str, lower_is_better: bool = False) -> str:
@@ -451,27 +582,72 @@ def verdict(cell: dict, a: str, b: str, lower_is_better: bool = False) -> str:
 
 # ----------------------------------------------------------------------------- ties (leaderboard)
 def tie_test(a_run: Run, b_run: Run, figure: str) -> tuple[float, str]:
-    """The p-value (unadjusted) of one leaderboard pair and how it was decided: paired on the
-    runs' logged samples ("accuracy" or "prosody_distance" of ADEPT, "vstyle" score)."""
+    """Test one leaderboard pair on the runs' logged samples.
+
+    Args:
+        a_run: the first run.
+        b_run: the second run.
+        figure: the figure ranked: ``"accuracy"`` or ``"prosody_distance"`` of ADEPT, or
+            ``"vstyle"`` (the judge's score).
+
+    Returns:
+        The unadjusted p-value (nan when the pair cannot be tested) and how it was decided.
+
+    Raises:
+        CompareError: the two runs share no VStyle instruction (``figure="vstyle"``).
+    """
     if figure == "vstyle":
-        a, b = _cached(a_run, judged_items), _cached(b_run, judged_items)
-        lang_cells = compare_vstyle_pair(a, b)
-        if len(lang_cells) != 1:
-            return math.nan, "several VStyle languages: not tested"
-        (cells,) = lang_cells.values()
-        return cells["overall"]["p_value"], "paired by instruction (sign-flip test)"
+        return _vstyle_tie(a_run, b_run)
     a, b = _cached(a_run, outcomes), _cached(b_run, outcomes)
     shared = sorted(set(a) & set(b))
     if figure == "prosody_distance":
-        stimuli = sorted({s for k in shared for s in a[k].distances} &
-                         {s for k in shared for s in b[k].distances})
-        da = {s: d for k in shared for s, d in a[k].distances.items()}
-        db = {s: d for k in shared for s, d in b[k].distances.items()}
-        diff = [da[s] - db[s] for s in stimuli]
-        keep = [i for i, x in enumerate(diff) if not math.isnan(x)]
-        p = stats.cluster_sign_flip_p([diff[i] for i in keep],
-                                      [stimuli[i].split("/")[-1] for i in keep], seed=SEED)
-        return p, "paired by stimulus (sentence sign-flip test)"
+        return _distance_tie(a, b, shared)
+    return _accuracy_tie(a, b, shared)
+
+
+def _vstyle_tie(a_run: Run, b_run: Run) -> tuple[float, str]:
+    """The VStyle overall score's p-value; a pair spanning several languages is not tested."""
+    a, b = _cached(a_run, judged_items), _cached(b_run, judged_items)
+    lang_cells = compare_vstyle_pair(a, b)
+    if len(lang_cells) != 1:
+        return math.nan, "several VStyle languages: not tested"
+    (cells,) = lang_cells.values()
+    return cells["overall"]["p_value"], "paired by instruction (sign-flip test)"
+
+
+def _paired_distances(a: dict[str, QuestionOutcome], b: dict[str, QuestionOutcome],
+                      shared: list[str]) -> tuple[list[str], dict, dict]:
+    """The stimuli both runs measured a prosody distance for, and each run's distances.
+
+    Args:
+        a: run A's outcomes by question.
+        b: run B's outcomes by question.
+        shared: the questions both runs answered.
+
+    Returns:
+        The sorted stimuli in both runs, then A's and B's stimulus -> distance.
+    """
+    stimuli = sorted({s for k in shared for s in a[k].distances} &
+                     {s for k in shared for s in b[k].distances})
+    dist_a = {s: d for k in shared for s, d in a[k].distances.items()}
+    dist_b = {s: d for k in shared for s, d in b[k].distances.items()}
+    return stimuli, dist_a, dist_b
+
+
+def _distance_tie(a: dict[str, QuestionOutcome], b: dict[str, QuestionOutcome],
+                  shared: list[str]) -> tuple[float, str]:
+    """The prosody distance's p-value, paired by stimulus, clustered by sentence."""
+    stimuli, dist_a, dist_b = _paired_distances(a, b, shared)
+    diff = [dist_a[s] - dist_b[s] for s in stimuli]
+    keep = [i for i, x in enumerate(diff) if not math.isnan(x)]
+    p = stats.cluster_sign_flip_p([diff[i] for i in keep],
+                                  [stimuli[i].split("/")[-1] for i in keep], seed=SEED)
+    return p, "paired by stimulus (sentence sign-flip test)"
+
+
+def _accuracy_tie(a: dict[str, QuestionOutcome], b: dict[str, QuestionOutcome],
+                  shared: list[str]) -> tuple[float, str]:
+    """The accuracy's p-value: the two-way test for people, a sign-flip test for machines."""
     if is_human(a) or is_human(b):
         d = stats.two_way_difference(_trials(a, shared), _trials(b, shared),
                                      {k: a[k].sentence for k in shared})
@@ -548,6 +724,18 @@ def table(result: dict):
 
 
 def _adept_table(adept: dict, a: str, b: str, listener: str, holm: str) -> list:
+    """One pair's ADEPT table and the line under it saying what its figures rest on.
+
+    Args:
+        adept: the pair's ``compare_pair`` result.
+        a: run A's name.
+        b: run B's name.
+        listener: the listener, for the title.
+        holm: the note on Holm adjustment, or "".
+
+    Returns:
+        The table and the note.
+    """
     human = adept.get("listener") == "human"
     who = f" ({participants_label(adept.get('participants'))})" if human else ""
     t = _new_table(f"{a} (A) vs {b} (B): ADEPT, {listener} listener{who}",
@@ -565,7 +753,14 @@ def _adept_table(adept: dict, a: str, b: str, listener: str, holm: str) -> list:
         t.add_row("prosody_distance (lower better)", str(d["n"]), number(d.get("mean_a")),
                   number(d.get("mean_b")),
                   _signed(d["difference"]), _ci(d), _p(d), verdict(d, "A", "B", True))
+    return [t, _adept_note(adept, human) + holm]
+
+
+def _adept_note(adept: dict, human: bool) -> str:
+    """The line under an ADEPT table: what the pooled figures rest on, how they are tested,
+    and what is left out (failed questions, undefined distances, unpaired questions)."""
     pooled = adept["pooled"]
+    d = adept["prosody_distance"]
     if human:
         note = (f"responses of {pooled['participants_a']} (A) and {pooled['participants_b']} (B) "
                 f"participants ({pooled['n_a']} and {pooled['n_b']} responses) to "
@@ -591,7 +786,7 @@ def _adept_table(adept: dict, a: str, b: str, listener: str, holm: str) -> list:
     if unpaired["a"] or unpaired["b"]:
         note += (f"; {unpaired['a']} questions only in A and {unpaired['b']} only in B left "
                  "out")
-    return [t, note + holm]
+    return note
 
 
 def _few_sentences_note(adept: dict) -> str:

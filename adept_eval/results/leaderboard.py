@@ -122,19 +122,24 @@ def _rank(rows: list[Row], board: Board, column: str, higher: bool) -> None:
         reason = board.unranked_for(row, column)
         if reason:
             row.set_figure(suite, "unranked", reason)
-    groups: dict[tuple, list[Row]] = {}
-    for row in rows:
-        value = row.figure(suite, column)
-        if row.figure(suite, "unranked") is None and is_nan(value):
-            # a NaN has no place in an order (stats.competition_ranks refuses it)
-            row.set_figure(suite, "unranked", f"no score: its {column} is not a number (NaN)")
-        if value is not None and row.figure(suite, "unranked") is None:
-            groups.setdefault(row.group(suite), []).append(row)
-    for members in groups.values():
+    for members in _rankable_sections(rows, suite, column).values():
         ranks = stats.competition_ranks([r.figure(suite, column) for r in members], higher)
         for row, rank in zip(members, ranks):
             row.set_figure(suite, "rank", rank)
         _ties(members, board, column, higher)
+
+
+def _rankable_sections(rows: list[Row], suite: str, column: str) -> dict[tuple, list[Row]]:
+    """The rows that can be ranked by ``column``, by section (ranking key); a row whose
+    figure is NaN is marked unranked on the way (``stats.competition_ranks`` refuses NaN)."""
+    groups: dict[tuple, list[Row]] = {}
+    for row in rows:
+        value = row.figure(suite, column)
+        if row.figure(suite, "unranked") is None and is_nan(value):
+            row.set_figure(suite, "unranked", f"no score: its {column} is not a number (NaN)")
+        if value is not None and row.figure(suite, "unranked") is None:
+            groups.setdefault(row.group(suite), []).append(row)
+    return groups
 
 
 def _pair_p(a: Row, b: Row, board: Board, column: str) -> tuple[float, str]:
@@ -162,19 +167,30 @@ def _ties(members: list[Row], board: Board, column: str, higher: bool) -> None:
     k = len(members)
     pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
     tests = [_pair_p(members[i], members[j], board, column) for i, j in pairs]
-    adjusted = stats.holm([p for p, _ in tests])
-    different = [[False] * k for _ in range(k)]
-    for (i, j), p in zip(pairs, adjusted):
-        different[i][j] = different[j][i] = not math.isnan(p) and p < TIE_LEVEL
+    different = _different(k, pairs, stats.holm([p for p, _ in tests]))
     ranges = stats.rank_ranges([r.figure(suite, column) for r in members], different, higher)
-    methods = sorted({how for _, how in tests})
-    method = ("; ".join(methods) + f"; Holm-adjusted over {len(pairs)} pairs at 5%") \
-        if pairs else "the only row of its section"
+    method = _tie_method(tests, len(pairs))
     for i, (row, (low, high)) in enumerate(zip(members, ranges)):
         row.set_figure(suite, "rank_range", stats.format_rank_range(low, high))
         row.set_figure(suite, "tie_method", method)
         row.standing(suite).tied = {members[j].system for j in range(k)
                                     if j != i and not different[i][j]}
+
+
+def _different(k: int, pairs: list[tuple[int, int]], adjusted: list[float]) -> list[list[bool]]:
+    """A k x k matrix: True where a pair's adjusted p is below ``TIE_LEVEL`` (NaN: tied)."""
+    different = [[False] * k for _ in range(k)]
+    for (i, j), p in zip(pairs, adjusted):
+        different[i][j] = different[j][i] = not math.isnan(p) and p < TIE_LEVEL
+    return different
+
+
+def _tie_method(tests: list[tuple[float, str]], pairs: int) -> str:
+    """How a section's ties were decided, in words, from its tests' methods."""
+    if not pairs:
+        return "the only row of its section"
+    methods = sorted({how for _, how in tests})
+    return "; ".join(methods) + f"; Holm-adjusted over {pairs} pairs at 5%"
 
 
 def heading(rows: list[Row], suite: str) -> str:
@@ -261,13 +277,17 @@ def tie_brackets(members: list[Row], suite: str) -> list[tuple[int, int]]:
     different from the system at the span's start in ``suite``, dropping spans inside
     another: the brackets the chart draws."""
     spans = []
-    for i, r in enumerate(members):
-        tied = r.standings[suite].tied if suite in r.standings else set()
-        j = max((j for j, m in enumerate(members) if m.system in tied and j > i), default=i)
+    for i, row in enumerate(members):
+        j = _last_tied(members, i, row.standings[suite].tied if suite in row.standings else set())
         if j > i:
             spans.append((i, j))
     return [s for s in spans if not any(o != s and o[0] <= s[0] and s[1] <= o[1]
                                         for o in spans)]
+
+
+def _last_tied(members: list[Row], i: int, tied: set[str]) -> int:
+    """The last position after ``i`` whose system is in ``tied``, else ``i``."""
+    return max((j for j, m in enumerate(members) if m.system in tied and j > i), default=i)
 
 
 def _brackets(ax, members: list[Row], suite: str) -> None:
@@ -414,6 +434,41 @@ def push(out: Path, repo_id: str, rows: list[Row], *, private: bool = False) -> 
                  f"uploading the leaderboard to {repo_id}")
 
 
+def _check_request(sources: list[str], out: Path, hub_repo: str | None,
+                   push_repo: str | None) -> None:
+    """Refuse a ``leaderboard`` request that cannot succeed, before any download.
+
+    Raises:
+        PublishError: nothing named to look in, ``out`` a file, or no token to push with.
+    """
+    if not sources and not hub_repo:  # not "no runs found in -": nothing was named to look in
+        raise PublishError("no runs given: name the lm-eval --output_path folders or "
+                           "results_*.json files to rank (e.g. adept-eval leaderboard out/ -o "
+                           f"{out}), or a results dataset with --from-hub REPO")
+    if out.exists() and not out.is_dir():  # `-o leaderboard.md`: named, not a bare "File exists"
+        raise PublishError(f"-o {out}: a file, not a folder; -o names the folder to write "
+                           "leaderboard.md, .csv, .parquet and .png into (e.g. -o leaderboard/)")
+    if push_repo:  # before any download or network call
+        from adept_eval.results.publish import require_token
+
+        require_token(f"pushing the leaderboard to {push_repo}")
+
+
+def _gather_runs(sources: list[str], out: Path, hub_repo: str | None) -> list[Run]:
+    """The runs under ``sources`` and in ``hub_repo`` (downloaded into ``out``), each once.
+
+    Raises:
+        PublishError: a source without a run, a damaged results file, a Hub refusal, or no
+            run at all.
+    """
+    runs = find_runs(sources) if sources else []  # each source holds runs; each run once
+    if hub_repo:
+        runs += from_hub(hub_repo, out / "_hub_runs")
+    if not runs:
+        raise PublishError("no lm-eval runs found in " + ", ".join(sources or [hub_repo or "-"]))
+    return runs
+
+
 def leaderboard(sources: list[str], out: str | Path, *, hub_repo: str | None = None,
                 push_repo: str | None = None,
                 sort: str = "accuracy") -> tuple[list[Row], list[Path]]:
@@ -435,22 +490,8 @@ def leaderboard(sources: list[str], out: str | Path, *, hub_repo: str | None = N
             a run, a damaged results file, or a Hub refusal.
     """
     out = Path(out)
-    if not sources and not hub_repo:  # not "no runs found in -": nothing was named to look in
-        raise PublishError("no runs given: name the lm-eval --output_path folders or "
-                           "results_*.json files to rank (e.g. adept-eval leaderboard out/ -o "
-                           f"{out}), or a results dataset with --from-hub REPO")
-    if out.exists() and not out.is_dir():  # `-o leaderboard.md`: was "File exists", unnamed
-        raise PublishError(f"-o {out}: a file, not a folder; -o names the folder to write "
-                           "leaderboard.md, .csv, .parquet and .png into (e.g. -o leaderboard/)")
-    if push_repo:  # before any download or network call
-        from adept_eval.results.publish import require_token
-
-        require_token(f"pushing the leaderboard to {push_repo}")
-    runs = find_runs(sources) if sources else []  # each source holds runs; each run once
-    if hub_repo:
-        runs += from_hub(hub_repo, out / "_hub_runs")
-    if not runs:
-        raise PublishError("no lm-eval runs found in " + ", ".join(sources or [hub_repo or "-"]))
+    _check_request(sources, out, hub_repo, push_repo)
+    runs = _gather_runs(sources, out, hub_repo)
     rows = build(runs, sort=sort)
     paths = write(rows, out)
     if push_repo:

@@ -57,6 +57,11 @@ def _no_token(what: str) -> PublishError:
 
 
 def hub_api():
+    """A Hub client for the configured endpoint (``HF_ENDPOINT``, else the public Hub).
+
+    Returns:
+        A ``huggingface_hub.HfApi``.
+    """
     from huggingface_hub import HfApi
 
     return HfApi(endpoint=_endpoint())
@@ -69,25 +74,37 @@ def _transient(exc: BaseException) -> bool:
     raises "cannot find the requested files" from the connection error). Anything else - no
     token, a token the Hub refuses (401, 403), any other 4xx, a local error - fails the same
     way every time: retrying only delays the message by the back-off."""
-    from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
-
     seen = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
-        if isinstance(exc, HfHubHTTPError):
-            status = getattr(exc.response, "status_code", None)
-            return status is None or status == 429 or status >= 500
-        if isinstance(exc, OfflineModeIsEnabled):  # HF_HUB_OFFLINE: no call will be made
-            return False
-        if isinstance(exc, (ConnectionError, TimeoutError)):
-            return True
-        # the HTTP clients' own transport errors (requests: huggingface_hub < 1; httpx/httpx2
-        # after), by name, so that no client is imported that the installed hub does not use
-        for cls in type(exc).__mro__:
-            if (cls.__module__.split(".")[0], cls.__name__) in _TRANSPORT_ERRORS:
-                return True
+        verdict = _transient_by_itself(exc)
+        if verdict is not None:
+            return verdict
         exc = exc.__cause__ or exc.__context__
     return False
+
+
+def _transient_by_itself(exc: BaseException) -> bool | None:
+    """Whether one error in a chain decides ``_transient``: True or False, or None to look at
+    the error it was raised from."""
+    from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
+
+    if isinstance(exc, HfHubHTTPError):
+        status = getattr(exc.response, "status_code", None)
+        return status is None or status == 429 or status >= 500
+    if isinstance(exc, OfflineModeIsEnabled):  # HF_HUB_OFFLINE: no call will be made
+        return False
+    if isinstance(exc, (ConnectionError, TimeoutError)) or _transport_error(exc):
+        return True
+    return None
+
+
+def _transport_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is an HTTP client's own transport error (requests: huggingface_hub < 1;
+    httpx/httpx2 after), told by name so that no client is imported that the installed hub
+    does not use."""
+    return any((cls.__module__.split(".")[0], cls.__name__) in _TRANSPORT_ERRORS
+               for cls in type(exc).__mro__)
 
 
 #: (top-level module, class) of the HTTP clients' errors for a failed connection or a timeout
@@ -130,35 +147,71 @@ def with_retries(action, what: str, attempts: int = 4, backoff: float = 1.0):
 
 
 def _details_table(samples_file: Path) -> pa.Table:
-    """Per-question (ADEPT) or per-instruction (VStyle) details of one task, flat columns."""
-    rows = []
-    for _, s in logged_samples(samples_file):
-        doc = s.get("doc", {})
-        rec = next((s[su.headline] for su in SUITES.values() if isinstance(s.get(su.headline),
-                                                                          (dict, list))), None)
-        rec = rec[0] if isinstance(rec, list) else rec
-        rec = rec if isinstance(rec, dict) else {}
-        row = {"doc_id": s.get("doc_id")}
-        for key in ("question_id", "record_id", "task", "class", "category", "speaker",
-                    "subcategory", "target", "text", "question", "instruction_type"):
-            if key in doc:
-                row[key] = doc[key]
-        if "stimuli" in doc:
-            row["stimuli"] = json.dumps(doc["stimuli"])
-            row["choices"] = json.dumps(doc.get("choices", []), ensure_ascii=False)
-        for key in ("correct_answer", "answer", "correct", "n", "failed", "status", "detail",
-                    "listener", "system", "agreement", "score", "prompt", "prompt_sha256"):
-            if key in rec:
-                value = rec[key]
-                row[key] = json.dumps(value) if isinstance(value, (list, dict)) else value
-        rows.append(row)
+    """Per-question (ADEPT) or per-instruction (VStyle) details of one task, flat columns.
+
+    Args:
+        samples_file: the task's logged-samples file.
+
+    Returns:
+        One row per logged sample; a column absent from a row is null there.
+
+    Raises:
+        PublishError: a line of the file is not JSON.
+    """
+    rows = [_details_row(sample) for _, sample in logged_samples(samples_file)]
     columns = sorted({k for r in rows for k in r})
     return pa.Table.from_pylist([{c: r.get(c) for c in columns} for r in rows])
 
 
 
+#: the logged document's fields a details row copies as they are
+_DOC_FIELDS = ("question_id", "record_id", "task", "class", "category", "speaker",
+               "subcategory", "target", "text", "question", "instruction_type")
+#: the scored record's fields a details row copies (lists and dicts as JSON text)
+_RECORD_FIELDS = ("correct_answer", "answer", "correct", "n", "failed", "status", "detail",
+                  "listener", "system", "agreement", "score", "prompt", "prompt_sha256")
+
+
+def _scored_record(sample: dict) -> dict:
+    """The suite's scored record of one logged sample (its headline metric's value), or {}."""
+    rec = next((sample[su.headline] for su in SUITES.values()
+                if isinstance(sample.get(su.headline), (dict, list))), None)
+    rec = rec[0] if isinstance(rec, list) else rec
+    return rec if isinstance(rec, dict) else {}
+
+
+def _details_row(sample: dict) -> dict:
+    """One logged sample as a flat details row: its document's fields, then its score's."""
+    doc = sample.get("doc", {})
+    rec = _scored_record(sample)
+    row = {"doc_id": sample.get("doc_id")}
+    for key in _DOC_FIELDS:
+        if key in doc:
+            row[key] = doc[key]
+    if "stimuli" in doc:
+        row["stimuli"] = json.dumps(doc["stimuli"])
+        row["choices"] = json.dumps(doc.get("choices", []), ensure_ascii=False)
+    for key in _RECORD_FIELDS:
+        if key in rec:
+            value = rec[key]
+            row[key] = json.dumps(value) if isinstance(value, (list, dict)) else value
+    return row
+
+
 @dataclass
 class PublishReport:
+    """What ``publish`` did: where the run went, how many files, and the model repo's outcome.
+
+    Attributes:
+        repo_id: the results dataset.
+        path_in_repo: the run's folder in it.
+        staged: the local folder uploaded.
+        files: how many files were uploaded.
+        model_repo: the model repo asked for, or None.
+        model_repo_written: whether scores were written to it.
+        note: why not, or what was written.
+        chosen: how the run was chosen among several ("" when there was one).
+    """
     repo_id: str
     path_in_repo: str
     staged: Path
@@ -170,7 +223,21 @@ class PublishReport:
 
 
 def stage_run(run: Run, staging: Path, *, samples: bool = True, audio: bool = False) -> Path:
-    """Lay the upload out locally: results.json, details/<task>.parquet, audio/..."""
+    """Lay the upload out locally: results.json, details/<task>.parquet, audio/...
+
+    Args:
+        run: the run to publish.
+        staging: the folder to lay it out in, under ``<system>/<timestamp>``.
+        samples: also write each task's details table.
+        audio: also copy every scored audio file.
+
+    Returns:
+        The run's staged folder.
+
+    Raises:
+        PublishError: with ``audio``, a scored file is missing or has changed since the run
+            scored it (the staged folder is removed).
+    """
     target = staging / _safe(run.system) / run.timestamp
     if target.exists():
         shutil.rmtree(target)
@@ -181,29 +248,46 @@ def stage_run(run: Run, staging: Path, *, samples: bool = True, audio: bool = Fa
             (target / "details").mkdir(exist_ok=True)
             pq.write_table(_details_table(path), target / "details" / f"{task}.parquet")
     if audio:
-        # every scored sample, as scored, or none: a file deleted since the run, left out
-        # without a word, made the uploaded audio a silent subset of what the results were
-        # computed from; a file re-synthesised since, uploaded beside results it did not earn
-        files = audio_files(run)
-        missing = sorted(str(p) for p in files.values() if not p.is_file())
-        changed = [] if missing else changed_audio(run, files)
-        if missing or changed:
-            shutil.rmtree(target)
-            bad = missing or changed
-            shown = ", ".join(bad[:10]) + (f" and {len(bad) - 10} more" if len(bad) > 10 else "")
-            raise PublishError(
-                f"{run.results_path}: --audio: {len(missing)} of the run's {len(files)} audio "
-                f"files are missing: {shown}. Restore them (paths relative to the folder lm_eval "
-                "ran in: run publish from there), or publish without --audio" if missing else
-                f"{run.results_path}: --audio: {len(changed)} of the run's {len(files)} audio "
-                f"files have changed since the run scored them: {shown}. Publish the audio "
-                "with the run that scored it (evaluate again, then publish that run), or "
-                "publish without --audio")
-        for sid, path in files.items():
-            dest = target / "audio" / f"{sid}{path.suffix}"
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(path, dest)
+        _stage_audio(run, target)
     return target
+
+
+def _stage_audio(run: Run, target: Path) -> None:
+    """Copy every scored audio file, as scored, into ``target/audio``, or none.
+
+    A file deleted since the run, left out without a word, would make the uploaded audio a
+    silent subset of what the results were computed from; a file re-synthesised since would
+    be uploaded beside results it did not earn.
+
+    Raises:
+        PublishError: a file is missing or changed; ``target`` is removed first.
+    """
+    files = audio_files(run)
+    missing = sorted(str(p) for p in files.values() if not p.is_file())
+    changed = [] if missing else changed_audio(run, files)
+    if missing or changed:
+        shutil.rmtree(target)
+        raise _audio_refusal(run, len(files), missing, changed)
+    for sid, path in files.items():
+        dest = target / "audio" / f"{sid}{path.suffix}"
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, dest)
+
+
+def _audio_refusal(run: Run, total: int, missing: list[str], changed: list[str]) -> PublishError:
+    """The error naming the run's missing audio files, else its changed ones (ten at most)."""
+    bad = missing or changed
+    shown = ", ".join(bad[:10]) + (f" and {len(bad) - 10} more" if len(bad) > 10 else "")
+    if missing:
+        return PublishError(
+            f"{run.results_path}: --audio: {len(missing)} of the run's {total} audio "
+            f"files are missing: {shown}. Restore them (paths relative to the folder lm_eval "
+            "ran in: run publish from there), or publish without --audio")
+    return PublishError(
+        f"{run.results_path}: --audio: {len(changed)} of the run's {total} audio "
+        f"files have changed since the run scored them: {shown}. Publish the audio "
+        "with the run that scored it (evaluate again, then publish that run), or "
+        "publish without --audio")
 
 
 def _safe(name: str) -> str:
@@ -219,8 +303,9 @@ def publish(results: str | Path, repo_id: str, *, samples: bool = True, audio: b
     A run made with lm-eval's ``--limit`` is refused for the model repo before anything is
     pushed (``refuse_partial_scores``), unless ``allow_partial``: the whole command fails
     rather than leave the run half published. So are repo ids the Hub would refuse
-    (``check_repo_id``): a bad ``--model-repo`` found only after the dataset was pushed left
-    the run half published, with a misleading "belongs to someone else" note and exit 0."""
+    (``check_repo_id``): a bad ``--model-repo`` found only after the dataset was pushed would
+    leave the run half published, with a misleading "belongs to someone else" note and exit 0.
+    """
     check_repo_id(repo_id, "--repo")
     if model_repo is not None:
         check_repo_id(model_repo, "--model-repo", owner=True)
@@ -426,18 +511,56 @@ def write_model_results(run: Run, model_repo: str, *, results_repo: str, path_in
     (``task_id``), dataset and value. Publishing again replaces the scores adept-eval wrote
     before for the same tasks (``replace_model_index_scores``)."""
     import yaml
-    from huggingface_hub import EvalResult, EvalResultEntry, eval_result_entries_to_yaml
+    from huggingface_hub import eval_result_entries_to_yaml
 
     if not allow_partial:
         refuse_partial_scores(run, model_repo)
     api = hub_api()
-    who = with_retries(lambda: api.whoami(), "who am I")
-    owners = {who.get("name")} | {o.get("name") for o in who.get("orgs", [])}
-    if model_repo.split("/")[0] not in owners:
-        return False, (f"{model_repo} belongs to {model_repo.split('/')[0]}, not to "
-                       f"{', '.join(sorted(o for o in owners if o))}: its card was left alone")
+    not_owned = _not_owned_note(api, model_repo)
+    if not_owned:
+        return False, not_owned
     source = (f"{(_endpoint() or 'https://huggingface.co').rstrip('/')}/datasets/"
               f"{results_repo}/tree/main/{path_in_repo}")
+    entries, index, partial, skips = _model_scores(run, benchmark_dataset, source)
+    hint = _skipped_hint(skips)
+    if not entries:
+        return False, "no scores written" + (hint or ": no ADEPT or VStyle scores in the run")
+    content = yaml.safe_dump(eval_result_entries_to_yaml(entries), sort_keys=False).encode()
+    with_retries(lambda: api.upload_file(path_or_fileobj=content, repo_id=model_repo,
+                                         path_in_repo=f".eval_results/adept-eval-{_safe(run.system)}.yaml",
+                                         commit_message="adept-eval: evaluation results"),
+                 f"writing eval results to {model_repo}")
+    with_retries(lambda: replace_model_index_scores(model_repo, run.system, index),
+                 f"updating the card of {model_repo}")
+    labelled = (f", {partial} of them labelled partial (run with --limit: "
+                f"{answered(limited(run.results, run.task_names()))})") if partial else ""
+    return True, f"wrote {len(entries)} scores to {model_repo}{labelled}{hint}"
+
+
+def _not_owned_note(api, model_repo: str) -> str:
+    """Why the token's user may not write ``model_repo``'s scores (another owner), or ""."""
+    who = with_retries(lambda: api.whoami(), "who am I")
+    owners = {who.get("name")} | {o.get("name") for o in who.get("orgs", [])}
+    if model_repo.split("/")[0] in owners:
+        return ""
+    return (f"{model_repo} belongs to {model_repo.split('/')[0]}, not to "
+            f"{', '.join(sorted(o for o in owners if o))}: its card was left alone")
+
+
+def _model_scores(run: Run, benchmark_dataset: str | None, source: str):
+    """The run's scores as ``.eval_results`` entries and model-index results.
+
+    Args:
+        run: the run.
+        benchmark_dataset: the benchmark dataset the scores are of, or None.
+        source: the URL of the published run, which every score links to.
+
+    Returns:
+        The entries, the model-index results, how many are labelled partial, and a Counter of
+        why scores were skipped.
+    """
+    from huggingface_hub import EvalResult, EvalResultEntry
+
     entries, index, partial = [], [], 0
     skips: Counter[str] = Counter()
     for task in run.task_names():
@@ -460,19 +583,7 @@ def write_model_results(run: Run, model_repo: str, *, results_repo: str, path_in
                                 metric_value=round(score.value, 4),
                                 metric_name=f"{score.metric} ({flag})" if flag else None,
                                 source_name="adept-eval", source_url=source))
-    hint = _skipped_hint(skips)
-    if not entries:
-        return False, "no scores written" + (hint or ": no ADEPT or VStyle scores in the run")
-    content = yaml.safe_dump(eval_result_entries_to_yaml(entries), sort_keys=False).encode()
-    with_retries(lambda: api.upload_file(path_or_fileobj=content, repo_id=model_repo,
-                                         path_in_repo=f".eval_results/adept-eval-{_safe(run.system)}.yaml",
-                                         commit_message="adept-eval: evaluation results"),
-                 f"writing eval results to {model_repo}")
-    with_retries(lambda: replace_model_index_scores(model_repo, run.system, index),
-                 f"updating the card of {model_repo}")
-    labelled = (f", {partial} of them labelled partial (run with --limit: "
-                f"{answered(limited(run.results, run.task_names()))})") if partial else ""
-    return True, f"wrote {len(entries)} scores to {model_repo}{labelled}{hint}"
+    return entries, index, partial, skips
 
 
 def same_score(result) -> tuple | None:

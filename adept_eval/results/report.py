@@ -83,9 +83,14 @@ def subcategory_table(samples: dict) -> Table | None:
     interval and the test against chance, computed as the task's own figures are
     (``recognition``: clustered by sentence, and for people by participant too), on the
     subcategory's questions.
-    lm-eval's table prints these accuracies bare; they need the run's logged samples."""
-    from adept_eval.scoring.recognition import recognition
+    lm-eval's table prints these accuracies bare; they need the run's logged samples.
 
+    Args:
+        samples: task -> its logged-samples file.
+
+    Returns:
+        The table, or None when no subcategory has a scored question.
+    """
     records = question_records(samples)
     table = Table(title="ADEPT subcategories: recognition accuracy (the tutorial's table)",
                   box=box.SIMPLE_HEAD)
@@ -94,22 +99,35 @@ def subcategory_table(samples: dict) -> Table | None:
                          no_wrap=True)
     rows = 0
     for task in spec.TASKS:
-        if task not in records or not spec.TASKS[task].cls.has_subcategory_scores:
-            continue
-        by_sub: dict[str, list[dict]] = {}
-        for rec in records[task]:
-            if {"sub", "correct", "n", "chance", "question_id"} <= rec.keys():
-                by_sub.setdefault(rec["sub"], []).append(rec)
-        for sub, items in by_sub.items():
-            r = recognition(items)
-            if not r.n:
-                table.add_row(task.removeprefix("adept_"), sub, "0", "-", "-", "-")
-                continue
-            table.add_row(task.removeprefix("adept_"), sub, str(r.n), number(r.accuracy),
-                          f"{number(r.ci_low, '{:.2f}')}-{number(r.ci_high, '{:.2f}')}",
-                          p_value(r.p_chance))
-            rows += 1
+        if task in records and spec.TASKS[task].cls.has_subcategory_scores:
+            rows += _add_subcategory_rows(table, task, records[task])
     return table if rows else None
+
+
+def _by_subcategory(records: list[dict]) -> dict[str, list[dict]]:
+    """A task's scored question records grouped by subcategory, in order of appearance."""
+    by_sub: dict[str, list[dict]] = {}
+    for rec in records:
+        if {"sub", "correct", "n", "chance", "question_id"} <= rec.keys():
+            by_sub.setdefault(rec["sub"], []).append(rec)
+    return by_sub
+
+
+def _add_subcategory_rows(table: Table, task: str, records: list[dict]) -> int:
+    """Add a row per subcategory of one task; returns how many have a scored question."""
+    from adept_eval.scoring.recognition import recognition
+
+    rows = 0
+    for sub, items in _by_subcategory(records).items():
+        r = recognition(items)
+        if not r.n:
+            table.add_row(task.removeprefix("adept_"), sub, "0", "-", "-", "-")
+            continue
+        table.add_row(task.removeprefix("adept_"), sub, str(r.n), number(r.accuracy),
+                      f"{number(r.ci_low, '{:.2f}')}-{number(r.ci_high, '{:.2f}')}",
+                      p_value(r.p_chance))
+        rows += 1
+    return rows
 
 
 def pooled(results: dict, tasks: list[str]) -> tuple[int, int]:
@@ -126,26 +144,44 @@ def pooled_recognition(results: dict, tasks: list[str], samples: dict | None = N
     too). Else, for a machine listener, from the results' accuracies and n: the exact interval
     at the largest design effect the tasks' sentences can give (``sentence_design_effect``),
     never Clopper-Pearson over questions as if independent, which a sentence's mirrored
-    questions are not. (Pooling the tasks' own intervals as normal standard errors was tried:
-    near an accuracy of 1 their skewed exact intervals read as symmetric gave 0.95-1.00 for
+    questions are not. (Nor are the tasks' own intervals pooled as normal standard errors:
+    near an accuracy of 1 their skewed exact intervals read as symmetric give 0.95-1.00 for
     165 of 165 where the logged samples give 0.98-1.00 and the questions as independent 0.98,
     and 0.85 for 20 of 20 against 0.81 - narrower than either.) No interval for people without
     samples: one participant answers every task, so neither the tasks nor the questions are
-    independent, and the results alone cannot say how they cluster."""
-    from adept_eval.scoring.recognition import recognition
+    independent, and the results alone cannot say how they cluster.
 
+    Args:
+        results: the run's results by task.
+        tasks: the tasks to pool.
+        samples: task -> its logged-samples file, or None.
+        people: the listener is people (a listening test).
+
+    Returns:
+        Correct responses, responses, and the interval's bounds (nan when there is none).
+    """
     k, n = pooled(results, tasks)
-    if samples and all(t in samples for t in tasks):
-        records = question_records({t: samples[t] for t in tasks})
-        r = recognition([rec for t in tasks for rec in records.get(t, ())])
-        if r.n:
-            return r.correct, r.n, r.ci_low, r.ci_high
+    from_samples = _samples_recognition(samples, tasks)
+    if from_samples:
+        return from_samples
     if people or not n:
         return k, n, math.nan, math.nan
     weight = ADEPT.key(ADEPT.pooled[ADEPT.headline])
     task_n = {t: int((results.get(t) or {}).get(weight) or 0) for t in tasks}
     low, high = stats.design_effect_interval(k, n, sentence_design_effect(task_n))
     return k, n, low, high
+
+
+def _samples_recognition(samples: dict | None, tasks: list[str]):
+    """``pooled_recognition``'s figures from the logged samples, or None when they miss a task
+    or hold no scored question."""
+    from adept_eval.scoring.recognition import recognition
+
+    if not samples or not all(t in samples for t in tasks):
+        return None
+    records = question_records({t: samples[t] for t in tasks})
+    r = recognition([rec for t in tasks for rec in records.get(t, ())])
+    return (r.correct, r.n, r.ci_low, r.ci_high) if r.n else None
 
 
 def sentence_design_effect(task_n: dict[str, int]) -> float:
@@ -212,16 +248,30 @@ def graded_pooled(samples: dict) -> dict:
 
 def graded_table(results: dict, samples: dict | None = None) -> Table | None:
     """The graded prosody-transfer figures: every figure pooled over the run's tasks (from the
-    logged samples) and the prosody distance per task (from the results)."""
-    from adept_eval.scoring import graded
+    logged samples) and the prosody distance per task (from the results).
 
+    Args:
+        results: the run's results by task.
+        samples: task -> its logged-samples file, or None.
+
+    Returns:
+        The table, or None when there is no graded figure.
+    """
     table = Table(title="ADEPT graded figures: mean, 95% CI clustered by sentence",
                   box=box.SIMPLE_HEAD)
     for col in ("figure", "tasks", "mean", "95% CI", "n", "failed", "undef", "better"):
         table.add_column(col, justify="left" if col in ("figure", "tasks") else "right",
                          no_wrap=True)
+    rows = _add_pooled_graded_rows(table, graded_pooled(samples or {}))
+    rows += _add_task_distance_rows(table, results)
+    return table if rows else None
+
+
+def _add_pooled_graded_rows(table: Table, pooled_figures: dict) -> int:
+    """Add a row per graded figure pooled over the run's tasks; returns how many."""
+    from adept_eval.scoring import graded
+
     rows = 0
-    pooled_figures = graded_pooled(samples or {})
     for m in graded.METRICS:
         s = pooled_figures.get(m.name)
         if s is None:
@@ -230,6 +280,12 @@ def graded_table(results: dict, samples: dict | None = None) -> Table | None:
         table.add_row(m.name, "all", number(s.mean), f"{number(s.ci_low)}-{number(s.ci_high)}",
                       str(s.n), str(s.n_failed), str(s.n_undefined), better)
         rows += 1
+    return rows
+
+
+def _add_task_distance_rows(table: Table, results: dict) -> int:
+    """Add each task's prosody distance (tasks with graded stimuli); returns how many."""
+    rows = 0
     for name in spec.TASKS:
         r = results.get(name) or {}
         if r.get(ADEPT.key("graded_n")) in (None, 0) and not r.get(ADEPT.key("graded_failed")):
@@ -241,4 +297,4 @@ def graded_table(results: dict, samples: dict | None = None) -> Table | None:
                       _figure(r, "graded_n"), _figure(r, "graded_failed"),
                       _figure(r, "graded_undefined"), _better("prosody_distance"))
         rows += 1
-    return table if rows else None
+    return rows

@@ -33,10 +33,12 @@ class Run:
 
     @property
     def identity(self) -> RunIdentity | None:
+        """The adept-eval identity the run records, or None for a run without one."""
         return RunIdentity.of(self.results)
 
     @property
     def system(self) -> str:
+        """The system's name: the recorded identity's, else lm-eval's model name or model."""
         if self.identity is not None:
             return self.identity.system
         name = self.results.get("model_name") or \
@@ -45,6 +47,7 @@ class Run:
 
     @property
     def timestamp(self) -> str:
+        """The results file name's stamp, else the name without its suffix."""
         return stamp_of(self.results_path.name) or self.results_path.stem
 
     @property
@@ -66,6 +69,7 @@ class Run:
         return _stamp_time(self.results_path)
 
     def task_names(self) -> list[str]:
+        """The run's ADEPT and VStyle tasks (groups left out), in the results' order."""
         return [t for t in self.results.get("results", {}) if suite_of(t) is not None
                 and t in suite_of(t).tasks]
 
@@ -121,49 +125,98 @@ def stamp_of(name: str) -> str | None:
     """The run stamp in a results file's name, or None when the name is not lm-eval's:
     ``results_<stamp>.json`` (``--output_path`` a folder) or ``<name>_<stamp>.json``
     (``--output_path <name>.json``, which lm-eval 0.4.13 writes beside its samples as
-    ``samples_<task>_<stamp>.jsonl``). The second form was not recognised: such a run's logged
-    samples were never found (``report`` printed no subcategory or pooled tables and asked for
-    ``--log_samples``), and a folder holding it had "no results file"."""
+    ``samples_<task>_<stamp>.jsonl``). Both forms count: without the second such a run's logged
+    samples would not be found (``report`` would print no subcategory or pooled tables and ask
+    for ``--log_samples``), and a folder holding it would have "no results file".
+
+    Args:
+        name: a file name.
+
+    Returns:
+        The stamp, or None.
+    """
     m = re.fullmatch(r"results_(.+)\.json", name) or re.fullmatch(rf".+_({STAMP})\.json", name)
     return m.group(1) if m else None
 
 
 def run_files(path: Path) -> list[Path]:
+    """The results files a folder holds (any depth, by lm-eval's names), or the file itself.
+
+    Args:
+        path: a folder or a file.
+
+    Returns:
+        The files, sorted.
+    """
     return sorted(f for f in path.rglob("*.json") if stamp_of(f.name)) if path.is_dir() \
         else [path]
 
 
 def load_run(path: str | Path, run: str | None = None) -> Run:
     """A results JSON, or a folder holding one or more: the newest by its timestamp, or the one
-    whose timestamp or file name contains ``run``. ``Run.chosen`` says which and among how many."""
+    whose timestamp or file name contains ``run``.
+
+    Args:
+        path: a results file, or a folder searched recursively for them.
+        run: text the chosen run's path under ``path`` contains, or None for the newest.
+
+    Returns:
+        The run with its logged samples attached; ``Run.chosen`` says which run and among how
+        many ("" for a file, or a folder holding one run).
+
+    Raises:
+        PublishError: no such file, no results file in the folder, none matching ``run``, a
+            file that is not lm-eval results, or a damaged file that would change the choice.
+    """
     path = Path(path)
     if path.is_dir():
-        found, damaged = [], []
-        for f in run_files(path):
-            try:
-                found.append(Run(f, _results_json(f)))
-            except PublishError as exc:
-                damaged.append((f, str(exc)))
-        if not found and not damaged:
-            raise PublishError(f"{path}: no lm-eval results_*.json in it")
-        if run:
-            matching = [r for r in found if run in str(r.results_path.relative_to(path))]
-            damaged = [d for d in damaged if run in str(d[0].relative_to(path))]
-            if not matching and not damaged:
-                raise PublishError(f"{path}: no run matching --run {run!r}; runs: " +
-                                   ", ".join(f"{r.system} {r.timestamp}" for r in found))
-            found = matching
-        chosen = max(found, key=lambda r: r.when) if found else None
-        _refuse_damaged(path, chosen, damaged)
-        chosen.chosen = (f"{chosen.system} {chosen.timestamp} (the newest of {len(found)} runs "
-                         f"under {path}; --run to choose another)") if len(found) > 1 else ""
-        path = chosen.results_path
+        chosen = _choose_in_folder(path, run)
     elif not path.exists():
         raise PublishError(f"{path}: no such file")
     else:
         chosen = Run(path, _results_json(path))
         chosen.chosen = ""
     return attach_samples(chosen)
+
+
+def _read_folder(path: Path) -> tuple[list[Run], list[tuple[Path, str]]]:
+    """The folder's readable runs, and its damaged results files with why each is refused."""
+    found, damaged = [], []
+    for f in run_files(path):
+        try:
+            found.append(Run(f, _results_json(f)))
+        except PublishError as exc:
+            damaged.append((f, str(exc)))
+    return found, damaged
+
+
+def _matching_run(path: Path, run: str, found: list[Run],
+                  damaged: list[tuple[Path, str]]) -> tuple[list[Run], list[tuple[Path, str]]]:
+    """The runs and damaged files whose path under the folder contains ``run`` (``--run``).
+
+    Raises:
+        PublishError: nothing matches; the message lists the runs there are.
+    """
+    matching = [r for r in found if run in str(r.results_path.relative_to(path))]
+    damaged = [d for d in damaged if run in str(d[0].relative_to(path))]
+    if not matching and not damaged:
+        raise PublishError(f"{path}: no run matching --run {run!r}; runs: " +
+                           ", ".join(f"{r.system} {r.timestamp}" for r in found))
+    return matching, damaged
+
+
+def _choose_in_folder(path: Path, run: str | None) -> Run:
+    """The run ``load_run`` takes from a folder, with ``Run.chosen`` set (see ``load_run``)."""
+    found, damaged = _read_folder(path)
+    if not found and not damaged:
+        raise PublishError(f"{path}: no lm-eval results_*.json in it")
+    if run:
+        found, damaged = _matching_run(path, run, found, damaged)
+    chosen = max(found, key=lambda r: r.when) if found else None
+    _refuse_damaged(path, chosen, damaged)
+    chosen.chosen = (f"{chosen.system} {chosen.timestamp} (the newest of {len(found)} runs "
+                     f"under {path}; --run to choose another)") if len(found) > 1 else ""
+    return chosen
 
 
 def _stamp_time(path: Path) -> float:
@@ -252,8 +305,8 @@ def samples_mismatch(run: Run, tasks: list[str]) -> str | None:
     file holds fewer or more questions than the results say it ran (lm-eval's ``n-samples``),
     or - when the run logged samples at all - a task without its file. The pooled interval and
     the graded figures are read from the samples, so such a run (samples cut short or edited,
-    a file lost) was ranked as complete on a subset: 155 questions where the results say 165,
-    a prosody distance over 11 of the 12 tasks. ``compare`` refuses such a run (its pairing
+    a file lost) would be ranked as complete on a subset: 155 questions where the results say
+    165, a prosody distance over 11 of the 12 tasks. ``compare`` refuses such a run (its pairing
     rests on the samples alone) and ``report`` reads its figures from the results alone."""
     if not run.samples:
         return None  # no samples logged: every figure comes from the results themselves
@@ -294,44 +347,76 @@ def find_runs(paths: list[str | Path]) -> list[Run]:
     once. Every path must hold a run (perhaps one an earlier path reached too): a mistyped or
     empty one beside good ones is a PublishError naming it, not a system left out without a
     word. So is a damaged (truncated, unreadable) ``results_*.json``: skipping it would leave its
-    system off the table, or rank its older run, as though nothing were wrong."""
+    system off the table, or rank its older run, as though nothing were wrong.
+
+    Args:
+        paths: folders and results files.
+
+    Returns:
+        The runs, each once, with their logged samples attached.
+
+    Raises:
+        PublishError: a path that does not exist or holds no run, or a damaged results file.
+    """
     runs: list[Run] = []
     seen: set[tuple[int, int]] = set()
     for source in paths:
-        p = Path(source)
-        if not p.exists():
-            raise PublishError(f"{source}: no such file or folder")
-        files = sorted(f for f in p.rglob("*.json")
-                       if (f.name.startswith("results") or stamp_of(f.name))
-                       and not STAGING_DIRS & set(f.relative_to(p).parts[:-1])) \
-            if p.is_dir() else [p]
-        found = []
-        for f in files:
-            try:
-                data = json.loads(f.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
-                # lm-eval's own file name: a damaged one is a run cut short, and leaving it out
-                # would rank the other systems as if its system had never been evaluated
-                if RESULTS_NAME.fullmatch(f.name) or f == p:
-                    what = (f"cannot be read ({exc.strerror or exc})"
-                            if isinstance(exc, OSError) else
-                            "it is not text" if isinstance(exc, UnicodeDecodeError) else
-                            f"not JSON ({exc})")
-                    raise PublishError(
-                        f"{f}: a damaged lm-eval results file: {what}; remove or repair it "
-                        "(lm-eval may have been stopped while writing it - run it again)") \
-                        from None
-                continue
-            if isinstance(data, dict) and "results" in data and "configs" in data:
-                found.append(Run(f, data))
-        if not found:
-            raise PublishError(f"{source}: no lm-eval results file (results_*.json) there")
-        for run in found:
+        for run in _runs_at(source):
             if run.file_id not in seen:
                 seen.add(run.file_id)
                 # with its logged samples: the pooled figures' intervals need the stimuli
                 runs.append(attach_samples(run))
     return runs
+
+
+def _candidate_files(path: Path) -> list[Path]:
+    """The JSON files under a folder that may be results files, outside ``STAGING_DIRS``; a
+    file stands for itself."""
+    if not path.is_dir():
+        return [path]
+    return sorted(f for f in path.rglob("*.json")
+                  if (f.name.startswith("results") or stamp_of(f.name))
+                  and not STAGING_DIRS & set(f.relative_to(path).parts[:-1]))
+
+
+def _read_candidate(f: Path, source: Path):
+    """A candidate file's JSON, or None when it is unreadable and not lm-eval's own file.
+
+    Raises:
+        PublishError: lm-eval's own results file (or the file named itself) is damaged: a run
+            cut short, and leaving it out would rank the other systems as if its system had
+            never been evaluated.
+    """
+    try:
+        return json.loads(f.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        if not (RESULTS_NAME.fullmatch(f.name) or f == source):
+            return None
+        what = (f"cannot be read ({exc.strerror or exc})" if isinstance(exc, OSError) else
+                "it is not text" if isinstance(exc, UnicodeDecodeError) else
+                f"not JSON ({exc})")
+        raise PublishError(
+            f"{f}: a damaged lm-eval results file: {what}; remove or repair it "
+            "(lm-eval may have been stopped while writing it - run it again)") from None
+
+
+def _runs_at(source: str | Path) -> list[Run]:
+    """The runs one of ``find_runs``' paths holds (samples not yet attached).
+
+    Raises:
+        PublishError: the path does not exist or holds no run, or a results file is damaged.
+    """
+    path = Path(source)
+    if not path.exists():
+        raise PublishError(f"{source}: no such file or folder")
+    found = []
+    for f in _candidate_files(path):
+        data = _read_candidate(f, path)
+        if isinstance(data, dict) and "results" in data and "configs" in data:
+            found.append(Run(f, data))
+    if not found:
+        raise PublishError(f"{source}: no lm-eval results file (results_*.json) there")
+    return found
 
 
 
@@ -342,8 +427,8 @@ def audio_files(run: Run) -> dict[str, Path]:
     ``path=`` was relative - and that folder is not recorded. So a relative path is resolved
     against the first of the results file's folder and the folders above it (where lm_eval ran
     when ``--output_path`` was relative too), then the current folder, where every logged file
-    exists (else where most do); left as logged, ``publish --audio`` from anywhere else found
-    none and uploaded no audio without a word. Files found nowhere keep their logged path, for
+    exists (else where most do); left as logged, ``publish --audio`` from anywhere else would
+    find none and upload no audio without a word. Files found nowhere keep their logged path, for
     ``stage_run`` to name."""
     out = {item["id"]: Path(item["path"]).expanduser() for item in _scored_outputs(run)}
     relative = [p for p in out.values() if not p.is_absolute()]

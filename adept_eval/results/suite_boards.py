@@ -113,6 +113,11 @@ class AdeptBoard(Board):
                            prosody_distance_ci_high=pooled.ci_high,
                            graded_failed=pooled.n_failed)
             return
+        self._graded_from_results(figures, results)
+
+    @staticmethod
+    def _graded_from_results(figures: dict, results: dict) -> None:
+        """The pooled prosody distance from the tasks' results alone (see ``_graded``)."""
         graded = {t: r for t, r in results.items() if t in spec.TASKS and r.get("graded_n,none")}
         parts = [(r.get("prosody_distance,none"), r.get("graded_n,none")) for r in graded.values()]
         if not parts:
@@ -121,12 +126,8 @@ class AdeptBoard(Board):
         if not n or mean is None or math.isnan(mean):
             return
         figures.update(prosody_distance=mean, graded_n=int(n),
-                       graded_failed=sum(int(r.get("graded_failed,none") or 0)
-                                         for t, r in results.items() if t in spec.TASKS))
-        low, high, _ = stats.pooled_interval(
-            (r.get("prosody_distance,none"), r.get("prosody_distance_ci_low,none"),
-             r.get("prosody_distance_ci_high,none"), r.get("graded_n,none"))
-            for r in graded.values())
+                       graded_failed=_graded_failed(results))
+        low, high = _pooled_distance_interval(graded.values())
         if not math.isnan(low):
             figures.update(prosody_distance_ci_low=low, prosody_distance_ci_high=high)
 
@@ -227,9 +228,24 @@ class AdeptBoard(Board):
         return f"ADEPT, scored by the `{listener}` listener, corpus {text}"
 
     def markdown_section(self, members: list[Row]) -> list[str]:
-        """The section's accuracy, graded and per-class table, then its per-task table."""
+        """The section's accuracy, graded and per-class table, then its per-task table.
+
+        Args:
+            members: the section's rows, in rank order.
+
+        Returns:
+            The Markdown lines.
+        """
+        return self._markdown_ranked(members) + self._markdown_tasks(members) + [""]
+
+    def _parts(self, row: Row, name: str) -> dict:
+        """One of a row's breakdowns (``classes`` or ``tasks``), empty when absent."""
+        return row.standing(self.name).parts.get(name, {})
+
+    def _markdown_ranked(self, members: list[Row]) -> list[str]:
+        """The section's heading, notes and its table of rank, accuracy, graded and classes."""
         fig = lambda r, name: r.figure(self.name, name)  # noqa: E731
-        parts = lambda r, name: r.standing(self.name).parts.get(name, {})  # noqa: E731
+        parts = self._parts
         classes = [c for c in spec.CLASS_ORDER if any(c in parts(r, "classes") for r in members)]
         out = [f"## {self.heading(members)}", "",
                "Recognition accuracy over all questions (n) with its 95% interval clustered by "
@@ -258,13 +274,18 @@ class AdeptBoard(Board):
                        f"{number(fig(r, 'prosody_distance_ci_high'), '{:.2f}')} | "
                        f"{number(fig(r, 'graded_n'), '{}')} | {r.date or '-'} | " +
                        " | ".join(number(parts(r, "classes").get(c)) for c in classes) + " |")
+        return out
+
+    def _markdown_tasks(self, members: list[Row]) -> list[str]:
+        """The section's per-task accuracy table, preceded by a blank line."""
+        parts = self._parts
         tasks = [t for t in spec.TASKS if any(t in parts(r, "tasks") for r in members)]
-        out += ["", "Per task (accuracy; questions per task as in the ADEPT tutorial):", "",
-                "| system | " + " | ".join(t.removeprefix("adept_") for t in tasks) + " |",
-                "|---|" + "---:|" * len(tasks)]
+        out = ["", "Per task (accuracy; questions per task as in the ADEPT tutorial):", "",
+               "| system | " + " | ".join(t.removeprefix("adept_") for t in tasks) + " |",
+               "|---|" + "---:|" * len(tasks)]
         out += [f"| {r.system} | " + " | ".join(number(parts(r, "tasks").get(t)) for t in tasks)
                 + " |" for r in members]
-        return out + [""]
+        return out
 
     def markdown_apart(self, apart: list[Row]) -> list[str]:
         """ADEPT runs not ranked, with their listener, tasks, corpus and the reason."""
@@ -354,16 +375,44 @@ class AdeptBoard(Board):
         ax.barh(names, values, xerr=err, capsize=3,
                 color=["#bbbbbb" if c else "#4c72b0" for c in at_chance])
         chance = stats.pooled_mean((fig(r, "chance"), fig(r, "n")) for r in members)[0]
-        if not math.isnan(chance):
-            ax.axvline(chance, color="#c44e52", linestyle="--", linewidth=1)
-            ax.text(chance, -0.45, f" chance {chance:.2f}", color="#c44e52", fontsize=8,
-                    va="bottom")
+        _chance_line(ax, chance)
         for i, (r, c) in enumerate(zip(members, at_chance)):
             if c:
                 ax.text(min(fig(r, "ci_high") + 0.02, 0.8), i, "at chance", va="center",
                         fontsize=8, color="#555555")
         ax.set_xlim(0, 1)
         ax.set_xlabel("recognition accuracy (95% CI); grey: at chance")
+
+
+def _graded_failed(results: dict) -> int:
+    """Failed graded stimuli over the run's ADEPT tasks, from their results."""
+    return sum(int(r.get("graded_failed,none") or 0) for t, r in results.items()
+               if t in spec.TASKS)
+
+
+def _pooled_distance_interval(task_results) -> tuple[float, float]:
+    """The prosody distance's interval pooled from the tasks' own (``stats.pooled_interval``).
+
+    Args:
+        task_results: the results of the tasks with graded stimuli.
+
+    Returns:
+        The interval's bounds (nan when it cannot be pooled).
+    """
+    low, high, _ = stats.pooled_interval(
+        (r.get("prosody_distance,none"), r.get("prosody_distance_ci_low,none"),
+         r.get("prosody_distance_ci_high,none"), r.get("graded_n,none"))
+        for r in task_results)
+    return low, high
+
+
+def _chance_line(ax, chance: float) -> None:
+    """A dashed, labelled line at the pooled chance level (none when it is NaN)."""
+    if math.isnan(chance):
+        return
+    ax.axvline(chance, color="#c44e52", linestyle="--", linewidth=1)
+    ax.text(chance, -0.45, f" chance {chance:.2f}", color="#c44e52", fontsize=8,
+            va="bottom")
 
 
 class VStyleBoard(Board):
@@ -402,15 +451,24 @@ class VStyleBoard(Board):
         whole = len(cats) == len(vstyle.CATEGORIES)
         if group and group.get(key("score")) is not None and whole:
             figures["score"] = group[key("score")]
-        figures["unranked"] = identity_reason(run, self.name) if whole else \
-            f"partial: {len(cats)} of {len(vstyle.CATEGORIES)} categories"
-        if figures["unranked"] is None and is_nan(figures.get("score")):
-            figures["unranked"] = (f"no score: the overall is not a number ({failed} of "
-                                   f"{judged + failed} judgements failed, {judged} judged)")
+        figures["unranked"] = self._unranked_reason(run, figures.get("score"), len(cats),
+                                                    judged, failed)
         recorded = run.suite(self.name)
         if recorded is not None:
             figures["sample"] = recorded.sample
             self.read_identity(run, standing)
+
+    def _unranked_reason(self, run: Run, score, categories: int, judged: int,
+                         failed: int) -> str | None:
+        """Why a language's overall score cannot be ranked (categories missing, identity
+        unrecorded, or a NaN score), or None."""
+        if categories != len(vstyle.CATEGORIES):
+            return f"partial: {categories} of {len(vstyle.CATEGORIES)} categories"
+        reason = identity_reason(run, self.name)
+        if reason is None and is_nan(score):
+            return (f"no score: the overall is not a number ({failed} of "
+                    f"{judged + failed} judgements failed, {judged} judged)")
+        return reason
 
     def extra_columns(self, row: Row) -> dict[str, object]:
         """The score of each category (``vstyle_<language>_<category>``)."""
