@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from adept_eval.errors import AudioError
+from adept_eval.signal.prosody._pools import one_blas_thread
 from adept_eval.signal.audio import (
     MIN_RATE,
     Audio,
@@ -153,6 +154,10 @@ def extract(audio: Audio) -> Features:
     count in full), on the signal without what lies under ``RUMBLE_CUTOFF_HZ``; energy and
     MFCCs are computed here with numpy's FFT.
 
+    BLAS runs on one thread meanwhile (``one_blas_thread``): its matrix products differ in their
+    last bits between thread counts, and the features must be the same in a pool worker, in
+    the listening process and in a user's own call.
+
     Args:
         audio: The decoded audio.
 
@@ -162,6 +167,12 @@ def extract(audio: Audio) -> Features:
     Raises:
         AudioError: ``analysable`` refuses the audio.
     """
+    with one_blas_thread():
+        return _extract(audio)
+
+
+def _extract(audio: Audio) -> Features:
+    """``extract``'s work, on whatever BLAS threads the caller has."""
     import parselmouth
     from scipy.fft import dct
 

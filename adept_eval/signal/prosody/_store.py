@@ -31,7 +31,6 @@ from adept_eval.signal.prosody._pools import (
     POOLS,
     background_workers,
     default_workers,
-    one_blas_thread,
     process_pool,
 )
 from adept_eval.signal.prosody._profiles import SentenceProfiles, sentence_profiles
@@ -183,8 +182,7 @@ class FeatureStore:
         feats = read_entry(file, unpack_features)
         if feats is None:
             audio = read_audio(path)
-            with one_blas_thread():  # the same bits whatever BLAS's thread count (pool or not)
-                feats = extract(audio)
+            feats = extract(audio)
             self.computed += 1
             self.audio_seconds += audio.duration
             write_entry(file, pack_features(feats))
