@@ -21,6 +21,16 @@ places); F0, energy and tempo weighted towards the frames where the natural cand
 most, each term scaled by how far those candidates lie from one another. The weighted sum
 becomes a posterior over candidates, softmax(-d / temperature).
 
+A multi-stimulus question (emotions and attitudes: what a rendition conveys as a whole) adds a
+*category* term (``CATEGORY_WEIGHT``): each rendition's global cues (pitch height, range and
+movement, level and its dynamics, duration, voicing; ``prosody.global_cues``), relative to the
+system's own mean rendition of the sentence, against each subcategory's prototype - the natural
+renditions' cues averaged over every sentence of the class - so a system that conveys anger its
+own way, in its own voice, is not held to how the reference speaker said this one sentence.
+People answer by the category they hear; on real human speech (another speaker's takes answering
+for the reference speaker's) the term is what lifts the listener above a naive one
+(docs/listener-validity.md).
+
 - multi-stimulus questions: the sample most likely to be the target subcategory given that the
   samples are the candidates one each (``one_each``: each sample's posterior over the candidates,
   combined over the ways of giving every sample a different one);
@@ -59,7 +69,13 @@ from adept_eval.corpora.corpus import Corpus, load_corpus
 from adept_eval.options import number, yes_no
 from adept_eval.errors import OptionError
 from adept_eval.signal.prosody import (
+    CUE_UNITS,
+    CUES,
+    JND_TEMPO,
+    LEVEL_VOTE_DB,
     TERMS,
+    category_distance,
+    sentence_cues,
     FeatureStore,
     VoiceNorm,
     compare_sentence,
@@ -89,6 +105,13 @@ from adept_eval.scoring.listeners import Answer, Listener, Response, register_li
 TERM_WEIGHTS = {"f0": 1.0, "energy": 0.5, "level": 0.5, "tempo": 1.0, "pause": 1.0,
                 "salience": 1.0, "boundary": 3.0}
 TEMPERATURE = 0.5
+# The category term of multi-stimulus questions (emotions and attitudes): each rendition's global
+# cues against each subcategory's prototype over all the class's natural sentences
+# (``prosody.category_distance``), added to the reference-likeness total at this weight. Chosen
+# on real human speech of the tuning corpus only (TESS, both speakers, one speaker's takes
+# answering for the other's: 0.44 without the term, 0.71 / 0.71 / 0.73 / 0.72 at 0.05 / 0.1 /
+# 0.2 / 0.5, 800 questions); the other corpora are held out (docs/listener-validity.md).
+CATEGORY_WEIGHT = 0.2
 # METHOD_VERSION names the answering method. It changes whenever an answer can change, so
 # that results, caches and validation runs of different methods are never mixed. The method:
 # monotone speech counts as speech (``speech_presence.MIN_TIMBRE_SPREAD``); the within-voice
@@ -98,8 +121,9 @@ TEMPERATURE = 0.5
 # (speech power, not the mean of frame decibels, which timing moves); a multi-stimulus
 # question is answered knowing that its samples are the candidates one each (``one_each``);
 # the cross-voice alignment (``prosody.onto``) compares cepstra normalised to unit variance
-# per coefficient (``prosody._standardised_cepstra``).
-METHOD_VERSION = "17"
+# per coefficient (``prosody._standardised_cepstra``); a multi-stimulus question also weighs
+# the category term (``CATEGORY_WEIGHT``).
+METHOD_VERSION = "18"
 
 
 def listener_version() -> str:
@@ -324,6 +348,42 @@ class AcousticListener(Listener):
                 self._memo[memo_key] = compare_sentence(system, natural, spread)
         return self._memo[memo_key]
 
+    def _prototypes(self, cls: str, speaker: str, subs: tuple[str, ...]) -> np.ndarray:
+        """Each subcategory's prototype: the natural renditions' cue deviations
+        (``prosody.sentence_cues``) averaged over every sentence of the class and speaker -
+        the class model the category term compares with, built from the references alone.
+
+        Returns:
+            (subcategories, cues) prototypes, in ``subs`` order (memoised).
+        """
+        memo_key = ("prototypes", cls, speaker, subs)
+        if memo_key not in self._memo:
+            per_sentence = [
+                sentence_cues([self.store.get(p) for p in
+                               self._natural_paths(cls, speaker, sid, subs)])
+                for sid in spec.CLASSES[cls].sentence_ids()]
+            self._memo[memo_key] = np.mean(per_sentence, axis=0)
+        return self._memo[memo_key]
+
+    def _category(self, cls: str, speaker: str, subs: tuple[str, ...],
+                  paths: tuple[str, ...]) -> np.ndarray:
+        """The category term: how far each system rendition's global cues lie from each
+        subcategory's prototype (``prosody.category_distance``). The level cue abstains when
+        the renditions' levels lie within ``prosody.LEVEL_VOTE_DB`` of one another (per-file
+        loudness normalisation), the duration cue when their durations lie within
+        ``prosody.JND_TEMPO``.
+
+        Returns:
+            (renditions, candidates) distances.
+        """
+        system = sentence_cues([self.store.get(p) for p in paths])
+        level = system[:, CUES.index("level")] * CUE_UNITS[CUES.index("level")]
+        duration = system[:, CUES.index("duration")] * CUE_UNITS[CUES.index("duration")]
+        return category_distance(
+            system, self._prototypes(cls, speaker, subs),
+            level_votes=float(np.ptp(level)) >= LEVEL_VOTE_DB,
+            tempo_votes=float(np.ptp(duration)) >= JND_TEMPO)
+
     def forget_comparisons(self) -> None:
         """Drop the memoised sentence comparisons, so they are computed again (a benchmark
         timing the listener from scratch needs that); the features stay cached."""
@@ -389,6 +449,10 @@ class AcousticListener(Listener):
             total = comparison.total(TERM_WEIGHTS)
             scaled = {t: comparison.terms[t] / comparison.scale[t] for t in TERMS}
             method = "sentence-relative"
+            if question.design == "multi":
+                category = self._category(question.cls, question.speaker, subs, paths)
+                total = total + CATEGORY_WEIGHT * category
+                scaled["category"] = category
         else:
             scaled, total = self._lone_sample(question, samples[question.stimuli[0]], subs)
             method = "lone-sample"
