@@ -6,13 +6,15 @@ the same speaker's second take (``second-take``), that take in another voice (``
 the reference take itself in another voice (``own-take-other-voice``) or another speaker of the
 same sex saying the same sentences (``other-speaker``). Per corpus and family it prints, for the
 acoustic listener and the naive four-feature baseline: questions (n), sentences, accuracy, its
-95% interval resampling whole sentences, and the one-sided p against chance (0.20) of an exact
+95% interval resampling whole sentences, and the one-sided p against chance (0.20 for the five emotions) of an exact
 test that relabels each sentence's stimuli as one (``stats.within_cluster_permutation_p``).
+Corpora whose emotions are not ADEPT's five are laid out in another ADEPT multi-stimulus design
+(JL-Corpus's four in the four-sample attitude design; ``human.LAYOUT``).
 
 The corpora are not part of the repository: fetch them and pass their folders (each corpus's
 licence governs its use; docs/listener-validity.md names where they are):
 
-    python benchmarks/human_validation.py --corpus tess=PATH --corpus emodb=PATH
+    python benchmarks/human_validation.py --corpus tess=PATH --corpus emodb=PATH --corpus jl=PATH
         [--family other-speaker] [--cache DIR]
 
 The listener's category weight was chosen on TESS alone (``acoustic.CATEGORY_WEIGHT``); every
@@ -35,17 +37,15 @@ from pathlib import Path  # noqa: E402
 # the bench (benchmarks.validation) is not installed: it is imported from the repository root
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-CHANCE = 0.2
-
-
-def summarise(results) -> dict:
-    """Accuracy, n, sentences, the sentence-resampled 95% interval and the clustered p."""
+def summarise(results, cls: str) -> dict:
+    """Accuracy, n, sentences, the sentence-resampled 95% interval and the clustered p of the
+    results of one ADEPT class's layout."""
     from adept_eval.corpora import spec
     from adept_eval.scoring.stats import bootstrap_interval, within_cluster_permutation_p
 
     right = [r.correct for r in results]
     sentences = [r.sentence for r in results]
-    labels = spec.CLASSES["emotion"].subcategories
+    labels = spec.CLASSES[cls].subcategories_for("female")
     pairs = defaultdict(list)
     for r in results:
         pairs[r.sentence].append((r.target if r.chosen else None, r.chosen))
@@ -81,8 +81,8 @@ def main() -> int:
 
     cache = args.cache or cache_home() / "human-validation"
     families = args.family or list(H.FAMILIES)
-    print(f"acoustic listener {listener_version()}; chance {CHANCE:.2f}; 95% intervals resample "
-          f"whole sentences; p: exact, clustered by sentence")
+    print(f"acoustic listener {listener_version()}; 95% intervals resample whole sentences; "
+          f"p against chance: exact, clustered by sentence")
     header = (f"{'corpus':<7} {'family':<21} {'listener':<9} {'n':>5} {'sent':>5} "
               f"{'accuracy':>8} {'95% interval':>13} {'p':>8}")
     print(header)
@@ -93,6 +93,13 @@ def main() -> int:
         except ValueError as exc:
             print(f"error: --corpus {item}: {exc}", file=sys.stderr)
             return 2
+        from adept_eval.corpora import spec
+
+        cls = H.LAYOUT[name]
+        chance = spec.task(f"adept_{cls}_female").chance
+        print(f"{name}: {len(takes)} takes laid out as ADEPT's {cls} design "
+              f"({len(spec.CLASSES[cls].subcategories_for('female'))} samples, chance "
+              f"{chance:.2f})")
         for family in families:
             units = [u for speakers in H.SPEAKERS[name].values()
                      for u in H.units(takes, family, speakers)]
@@ -111,7 +118,7 @@ def main() -> int:
                 for label, listener in listeners.items():
                     results[label] += H.ask(listener, corpus, samples, asked, unit.name)
             for label, rows in results.items():
-                s = summarise(rows)
+                s = summarise(rows, cls)
                 failed = f"  ({s['failed']} failed)" if s["failed"] else ""
                 print(f"{name:<7} {family:<21} {label:<9} {s['n']:>5} {s['sentences']:>5} "
                       f"{s['accuracy']:>8.3f} {s['low']:>6.3f}-{s['high']:.3f} "

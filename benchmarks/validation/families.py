@@ -217,6 +217,20 @@ def _r128_normalise(x, rate, rng, target_lufs=-23.0):
     return _fit(pyloudnorm.normalize.loudness(x, loudness, target_lufs)), rate
 
 
+def _speech_level_normalise(gate_db: float, target_db: float = -26.0) -> Transform:
+    """Normalise what is spoken, not the whole file: the RMS of the 20 ms frames within
+    ``gate_db`` of the loudest set to ``target_db`` (an active speech level, as TTS pipelines
+    measure it; 15.9 dB is ITU-T P.56's margin)."""
+    def go(x, rate, rng):
+        hop = max(1, int(0.02 * rate))
+        n = len(x) // hop
+        frames = (x[: n * hop].reshape(n, hop) ** 2).mean(axis=1)
+        db = 10 * np.log10(frames + 1e-12)
+        level = float(np.sqrt(frames[db > db.max() - gate_db].mean()))
+        return _fit(x * 10 ** (target_db / 20) / max(level, 1e-9)), rate
+    return go
+
+
 def _edge_silence(x, rate, rng):
     lead, trail = rng.uniform(0.0, 1.0, 2)
     return np.concatenate([np.zeros(int(lead * rate)), x, np.zeros(int(trail * rate))]), rate
@@ -291,6 +305,8 @@ class Delivery:
 DELIVERIES: dict[str, Delivery] = {
     "rms-normalised": Delivery(_rms_normalise),
     "r128-normalised": Delivery(_r128_normalise),
+    "speech-level-30db": Delivery(_speech_level_normalise(30.0)),
+    "speech-level-p56": Delivery(_speech_level_normalise(15.9)),
     "edge-silence": Delivery(_edge_silence),
     "noise-30db": Delivery(_noise(30.0)),
     "noise-20db": Delivery(_noise(20.0)),

@@ -36,12 +36,18 @@ from adept_eval.corpora.corpus import Corpus, Recording
 from adept_eval.corpora.questions import Question, build_questions
 from adept_eval.scoring.listeners import Listener
 
-EMOTION = spec.CLASSES["emotion"]
-#: what each corpus calls ADEPT's five emotion subcategories
+#: the ADEPT class each corpus is laid out as: its emotions fill that class's subcategories
+#: (a multi-stimulus design: one sample per subcategory, the same sentence)
+LAYOUT = {"tess": "emotion", "emodb": "emotion", "jl": "interpersonal_attitude"}
+#: what each corpus calls the subcategories it is laid out in
 LABELS = {
     "tess": {"angry": "anger", "fear": "fear", "happy": "joy", "sad": "sadness",
              "neutral": "neutral"},
-    "jl": {"angry": "anger", "happy": "joy", "sad": "sadness", "neutral": "neutral"},
+    "emodb": {"W": "anger", "A": "fear", "F": "joy", "T": "sadness", "N": "neutral"},
+    # JL-Corpus has no neutral or fear among its primary emotions: its four fill ADEPT's
+    # four-sample design (chance 0.25), "excited" in the slot no question asks about
+    "jl": {"angry": "authoritative", "happy": "polite", "sad": "contemptuous",
+           "excited": "neutral"},
 }
 
 
@@ -52,7 +58,7 @@ class Take:
     corpus: str
     speaker: str
     sentence: str
-    emotion: str  # ADEPT's subcategory name
+    emotion: str  # the ADEPT subcategory it is laid out as (``LABELS``)
     take: int
     path: str
 
@@ -82,7 +88,7 @@ def read_emodb(root: Path) -> list[Take]:
     ``03a01Wa.wav`` (W anger, A fear, F joy, T sadness, N neutral; versions a, b, c are takes,
     the corpus keeping those its listeners recognised). German: the listener hears prosody, not
     words."""
-    codes = {"W": "anger", "A": "fear", "F": "joy", "T": "sadness", "N": "neutral"}
+    codes = LABELS["emodb"]
     pattern = re.compile(r"^(\d\d)([ab]\d\d)([WLEAFTN])([a-f])\.wav$")
     found = defaultdict(list)
     for path in sorted(root.rglob("*.wav")):
@@ -98,8 +104,24 @@ def read_emodb(root: Path) -> list[Take]:
 SPEAKERS = {
     "tess": {"female": ("OAF", "YAF")},
     "emodb": {"female": ("08", "09", "13", "14", "16"), "male": ("03", "10", "11", "12", "15")},
+    "jl": {"female": ("female1", "female2"), "male": ("male1", "male2")},
 }
-READERS = {"tess": read_tess, "emodb": read_emodb}
+def read_jl(root: Path) -> list[Take]:
+    """JL-Corpus (James, Tian & Watson, Interspeech 2018): New Zealand English, two women and
+    two men, each sentence of the primary emotions recorded in two sessions; files
+    ``<speaker>_<emotion>_<sentence>_<session>.wav``, e.g. ``female1_angry_1a_2.wav``. Its
+    angry, happy, sad and excited takes (``LABELS``); the session is the take."""
+    pattern = re.compile(r"^((?:fe)?male\d)_([a-z]+)_(\d+[a-z])_([12])\.wav$")
+    out = []
+    for path in sorted(root.rglob("*.wav")):
+        m = pattern.match(path.name)
+        if m and m.group(2) in LABELS["jl"]:
+            out.append(Take("jl", m.group(1), m.group(3), LABELS["jl"][m.group(2)],
+                            int(m.group(4)), str(path)))
+    return out
+
+
+READERS = {"tess": read_tess, "emodb": read_emodb, "jl": read_jl}
 
 
 def read_corpus(name: str, root: str | Path) -> list[Take]:
@@ -123,30 +145,38 @@ def read_corpus(name: str, root: str | Path) -> list[Take]:
     return takes
 
 
+def adept_class(takes: list[Take]) -> spec.ClassSpec:
+    """The ADEPT class the takes' corpus is laid out as (``LAYOUT``)."""
+    return spec.CLASSES[LAYOUT[takes[0].corpus]]
+
+
 def complete_sentences(takes: list[Take], speaker: str, take: int = 1) -> set[str]:
-    """The sentences ``speaker`` said in all five emotions (in take ``take``)."""
+    """The sentences ``speaker`` said in every subcategory of the layout (in take ``take``)."""
     have = defaultdict(set)
     for t in takes:
         if t.speaker == speaker and t.take == take:
             have[t.sentence].add(t.emotion)
-    return {s for s, emotions in have.items() if emotions >= set(EMOTION.subcategories)}
+    wanted = set(adept_class(takes).subcategories)
+    return {s for s, emotions in have.items() if emotions >= wanted}
 
 
 class EmotionCorpus(Corpus):
-    """ADEPT's emotion class only, from given files (no other class: the benchmark asks only
-    the emotion tasks)."""
+    """One ADEPT class only, from given files (no other class: the benchmark asks only that
+    class's female task)."""
 
-    def __init__(self, files: dict[tuple[str, str, str], str], name: str):
+    def __init__(self, cls: str, files: dict[tuple[str, str, str], str], name: str):
         """Args:
+            cls: The ADEPT class laid out.
             files: (ADEPT speaker, subcategory, sentence id) -> audio path, for both speakers,
                 every subcategory and five sentence ids.
             name: What to call the corpus in messages.
         """
+        self.cls = cls
         self.root = Path("/nonexistent") / name
         self.source = name
         self.prompts = {}
         self.recordings = [
-            Recording(speaker, spec.SPEAKERS[speaker], "emotion", sub, sid, f"sentence {sid}",
+            Recording(speaker, spec.SPEAKERS[speaker], cls, sub, sid, f"sentence {sid}",
                       path) for (speaker, sub, sid), path in sorted(files.items())]
         self._by_id = {r.stimulus_id: r for r in self.recordings}
 
@@ -239,22 +269,23 @@ def other_voice(path: str, out: Path, *, formant_ratio: float, pitch_ratio: floa
 
 def lay_out(takes: list[Take], unit: Unit, cache: Path
             ) -> tuple[EmotionCorpus, dict[str, str], set[str]]:
-    """One ADEPT emotion corpus from a unit (the same five sentences in both speaker slots; only
-    the female task is asked), its system's samples and the stimulus keys asked.
+    """One ADEPT corpus of the layout's class from a unit (the same five sentences in both speaker
+    slots; only the female task is asked), its system's samples and the sentence ids asked.
 
     Returns:
         The corpus, the system's samples (stimulus id -> file) and the sentence ids asked.
     """
     index = {(t.speaker, t.sentence, t.emotion, t.take): t.path for t in takes}
+    cls = adept_class(takes)
     files, samples, asked = {}, {}, set()
     for i, (sentence, system) in enumerate(zip(unit.sentences, unit.systems)):
-        sid = f"{EMOTION.id_block + i:04d}"
+        sid = f"{cls.id_block + i:04d}"
         if system is not None:
             asked.add(sid)
         for slot in ("female", "male"):
-            for sub in EMOTION.subcategories:
+            for sub in cls.subcategories_for(slot):
                 files[(slot, sub, sid)] = index[(unit.reference, sentence, sub, 1)]
-                stimulus = f"emotion/{sub}/{spec.SPEAKERS[slot]}_{sid}"
+                stimulus = f"{cls.name}/{sub}/{spec.SPEAKERS[slot]}_{sid}"
                 if system is None:
                     samples[stimulus] = files[(slot, sub, sid)]
                     continue
@@ -264,7 +295,7 @@ def lay_out(takes: list[Take], unit: Unit, cache: Path
                     path = other_voice(path, cache / "other-voice" / f"{digest}.wav",
                                        formant_ratio=0.88, pitch_ratio=0.8)
                 samples[stimulus] = path
-    return EmotionCorpus(files, unit.name), samples, asked
+    return EmotionCorpus(cls.name, files, unit.name), samples, asked
 
 
 @dataclass(frozen=True)
@@ -284,9 +315,9 @@ class Result:
 
 def ask(listener: Listener, corpus: EmotionCorpus, samples: dict[str, str],
         asked: set[str], unit: str) -> list[Result]:
-    """The asked emotion questions of a laid-out corpus, answered by ``listener``."""
+    """The asked questions of a laid-out corpus, answered by ``listener``."""
     out = []
-    for task in ("adept_emotion_female",):
+    for task in (f"adept_{corpus.cls}_female",):
         questions: list[Question] = build_questions(corpus, task)
         for q in questions:
             if q.sentence_id not in asked:

@@ -39,7 +39,7 @@ def test_tess_and_emodb_names_are_read_into_adept_emotions(tmp_path):
 
 def test_units_ask_only_sentences_both_sides_said_in_every_emotion():
     def takes(speaker, sentences, take=1, skip=()):
-        return [H.Take("x", speaker, s, e, take, f"/{speaker}/{s}/{e}/{take}")
+        return [H.Take("tess", speaker, s, e, take, f"/{speaker}/{s}/{e}/{take}")
                 for s in sentences for e in spec.CLASSES["emotion"].subcategories
                 if (s, e) not in skip]
 

@@ -154,7 +154,23 @@ def posterior(total: np.ndarray, temperature: float = TEMPERATURE) -> np.ndarray
     return weights / weights.sum(axis=-1, keepdims=True)
 
 
-def one_each(post: np.ndarray) -> np.ndarray:
+def log_posterior(total: np.ndarray, temperature: float = TEMPERATURE) -> np.ndarray:
+    """The posterior's logarithm (``posterior``), computed without underflow: distances far
+    apart give log-probabilities far below zero, not probabilities of exactly zero.
+
+    Args:
+        total: Distances, candidates in the last axis.
+        temperature: The softmax's temperature (floored at 1e-6).
+
+    Returns:
+        log softmax(-total / temperature) over the last axis.
+    """
+    logits = -total / max(temperature, 1e-6)
+    logits = logits - logits.max(axis=-1, keepdims=True)
+    return logits - np.log(np.exp(logits).sum(axis=-1, keepdims=True))
+
+
+def one_each(post: np.ndarray, *, log: bool = False) -> np.ndarray:
     """Per sample (row) and candidate (column), the probability that the sample is that
     candidate given that the samples are the candidates one each, from each sample's own
     posterior (rows; square): the sum over the assignments that give the sample that candidate
@@ -166,35 +182,48 @@ def one_each(post: np.ndarray) -> np.ndarray:
     it sounds fearful is not the angry one when another sample is more likely angry than
     anything else. Identical renditions give identical rows and identical scores (chance).
 
+    The products are summed in the log domain: with distances far apart every assignment's
+    product of probabilities can underflow to zero, which would read as a tie.
+
     Args:
         post: Each sample's own posterior over the candidates (square: samples x
-            candidates).
+            candidates); its logarithm with ``log``.
+        log: ``post`` holds log-probabilities (``log_posterior``).
 
     Returns:
         The probabilities, shaped as ``post``.
     """
     n = post.shape[0]
-    out = np.zeros_like(post, dtype=float)
+    with np.errstate(divide="ignore"):
+        logs = np.asarray(post, dtype=float) if log else np.log(np.asarray(post, dtype=float))
     rows = np.arange(n)
-    for perm in itertools.permutations(range(n)):
-        out[rows, perm] += float(np.prod(post[rows, perm]))
+    perms = np.array(list(itertools.permutations(range(n))))
+    weights = logs[rows, perms].sum(axis=1)  # each assignment's log-probability
+    if not np.isfinite(weights).any():
+        return np.full(logs.shape, 1.0 / n)
+    weights = np.exp(weights - weights.max())
+    out = np.zeros(logs.shape, dtype=float)
+    np.add.at(out, (np.broadcast_to(rows, perms.shape), perms), weights[:, None])
     total = out.sum(axis=1, keepdims=True)
     return np.divide(out, total, out=np.full_like(out, 1.0 / n), where=total > 0)
 
 
 def _stimulus_scores(question: Question, subs: tuple[str, ...], post: np.ndarray,
-                     sentence_relative: bool) -> tuple[np.ndarray, list[int]]:
+                     sentence_relative: bool, log_post: np.ndarray | None = None
+                     ) -> tuple[np.ndarray, list[int]]:
     """The score of each answer choice from the posterior ``post`` (rows: renditions,
     columns: candidates ``subs``), and the rows it read.
 
     A multi-stimulus question scores each stimulus as the target, one rendition per
     candidate (``one_each``); a single-stimulus question reads its own rendition's row (row 0
-    when the sample was compared alone).
+    when the sample was compared alone). ``log_post``, the posterior's logarithm, keeps a
+    multi-stimulus answer free of underflow.
     """
     if question.design == "multi":
         target = subs.index(question.target)
         by_stimulus = [subs.index(s) for s in question.stimulus_subcategories]
-        return one_each(post)[by_stimulus, target], by_stimulus
+        combined = one_each(log_post, log=True) if log_post is not None else one_each(post)
+        return combined[by_stimulus, target], by_stimulus
     row = subs.index(question.target) if sentence_relative else 0
     return post[row], [row]
 
@@ -457,7 +486,8 @@ class AcousticListener(Listener):
             scaled, total = self._lone_sample(question, samples[question.stimuli[0]], subs)
             method = "lone-sample"
         post = self._posterior(total)
-        scores, rows = _stimulus_scores(question, subs, post, bool(paths))
+        scores, rows = _stimulus_scores(question, subs, post, bool(paths),
+                                        log_posterior(total, self.temperature))
         choice = self.choose(question, scores)
         detail = {
             "method": method,

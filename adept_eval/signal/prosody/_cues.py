@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from adept_eval.signal.prosody._features import HOP_S, Features
+from adept_eval.signal.prosody._features import HOP_S, JND_TEMPO, Features
 
 #: the cues, in the order ``global_cues`` returns them
 CUES = ("f0_median", "f0_range", "duration", "level", "level_dynamics", "f0_movement",
         "voicing")
 #: each cue's unit of difference (semitones, semitones, log duration, dB, dB, semitones per
 #: frame, share of speech frames voiced): about the least difference listeners hear
-CUE_UNITS = np.array([0.5, 0.5, 0.03, 1.0, 0.5, 0.05, 0.03])
+CUE_UNITS = np.array([0.5, 0.5, float(JND_TEMPO), 1.0, 0.5, 0.05, 0.03])
 LEVEL = CUES.index("level")
 DURATION = CUES.index("duration")
 
