@@ -137,6 +137,6 @@ def no_speech_reason(audio: Audio | str | Path) -> str | None:
     # a DC offset is not sound: judge the signal around its mean
     centred = Audio((x - x.mean()).astype(np.float32), audio.rate, audio.channels, audio.path)
     reason = reason_from_features(extract(centred))
-    if reason and reason.startswith("silent") and np.max(np.abs(x)) > 1e-3:
+    if reason and reason.startswith("silent") and abs(x.mean()) >= 10 ** (AUDIBLE_DBFS / 20):
         return f"a constant offset (DC {x.mean():+.3f}) and nothing audible around it"
     return reason
