@@ -71,8 +71,8 @@ def quiet_take(x: np.ndarray, rate: int, rms_dbfs: float = -58.0,
     return speech + noise
 
 
-def steady_noise(seconds: float, rms_dbfs: float, colour: str = "white",
-                 seed: int = 0) -> np.ndarray:
+def steady_noise(seconds: float, rms_dbfs: float, colour: str = "white", seed: int = 0,
+                 rate: int = RATE) -> np.ndarray:
     """Noise with nothing above it, at ``rms_dbfs``: what a recording holds when nobody spoke.
 
     Args:
@@ -80,11 +80,12 @@ def steady_noise(seconds: float, rms_dbfs: float, colour: str = "white",
         rms_dbfs: its RMS level (dBFS).
         colour: "white", or "pink" (-3 dB per octave, shaped in the spectrum).
         seed: its seed.
+        rate: its sampling rate.
 
     Returns:
-        float64 samples at ``RATE``.
+        float64 samples at ``rate``.
     """
-    n = int(seconds * RATE)
+    n = int(round(seconds * rate))
     x = np.random.default_rng(seed).normal(size=n)
     if colour == "pink":
         spectrum = np.fft.rfft(x)
