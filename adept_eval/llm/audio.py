@@ -184,7 +184,8 @@ class AudioChecks:
         part's around its own mean (the mean minimises it), so that part over the announced
         length bounds the whole file's level from below; accepting only at 10 dB above
         ``AUDIBLE_DBFS`` (the level ``signal_problems`` accepts without a closer look) keeps the
-        verdict even if a header understated the length 10-fold. Anything else (quiet openings, unknown lengths, undecodable bytes) takes the full check.
+        verdict even if a header understated the length 10-fold. Anything else (quiet openings,
+        unknown lengths, undecodable bytes) takes the full check.
         Not seen this way: an MP3 cut short after its header (the judge hears what it holds;
         ``adept-eval check`` still names it).
         """

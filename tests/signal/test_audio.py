@@ -391,6 +391,8 @@ def test_a_quiet_take_of_speech_is_sound_and_steady_noise_at_its_level_is_not(tm
 
 
 def test_the_silence_messages_say_what_was_measured(tmp_path):
+    """A quiet file refused as silent says its level, its own floor, how much of it rises above
+    that and its loudest 20 ms; one under 16-bit audio's own noise says that."""
     from sounds import steady_noise
 
     path = tmp_path / "hiss.wav"
@@ -398,7 +400,8 @@ def test_the_silence_messages_say_what_was_measured(tmp_path):
     message, = [m for _, m in signal_problems(read_audio(path))]
     assert re.fullmatch(rf"{re.escape(str(path))}: silent \(RMS -60\.0 dBFS; only 0\.00 s of it "
                         r"rises 15 dB above its own floor of -6\d\.\d dBFS, under the 0\.1 s a "
-                        r"sound needs; its loudest 20 ms is at -(59|60)\.\d dBFS\)", message), message
+                        r"sound needs; its loudest 20 ms is at -(59|60)\.\d dBFS\)", message), \
+        message
     sf.write(path, steady_noise(2.0, -100.0), RATE, subtype="FLOAT")
     message, = [m for _, m in signal_problems(read_audio(path))]
     assert "its loudest 20 ms is at -9" in message and "below -90 dBFS" in message, message

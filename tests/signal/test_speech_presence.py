@@ -1,7 +1,8 @@
 """``speech_presence``: what is refused as no speech (a tone, DC, noise, silence, a steady
-sound shaped like speech) and what is not (synthetic speech; real TTS speech with compressed
-dynamics or a flattened pitch, rendered by the validation bench's engines, skipping with the
-Debian packages to install where they are absent)."""
+sound shaped like speech, steady noise at a quiet take's level) and what is not (synthetic
+speech; real TTS speech with compressed dynamics or a flattened pitch, or recorded quietly,
+rendered by the validation bench's engines, skipping with the Debian packages to install where
+they are absent)."""
 
 from __future__ import annotations
 
