@@ -388,6 +388,14 @@ def test_a_quiet_take_of_speech_is_sound_and_steady_noise_at_its_level_is_not(tm
         assert message.startswith(f"{path}: silent (RMS "), message
         assert ("dB above its own floor" in message or "dB above digital silence" in message
                 or "16-bit audio's own noise" in message), message
+    # the speech judge's audio check is the same rule
+    from adept_eval.llm.audio import AudioChecks, AudioPolicy, inspect
+
+    for name, path in takes.items():
+        assert inspect(path, AudioChecks(), AudioPolicy()).duration > 1.0, name
+    for name, path in refused.items():
+        with pytest.raises(BadInput, match="silent"):
+            inspect(path, AudioChecks(), AudioPolicy())
 
 
 def test_the_silence_messages_say_what_was_measured(tmp_path):
