@@ -23,7 +23,7 @@ import numpy as np
 
 from adept_eval.errors import AudioError, BadInput
 from adept_eval.signal.audio import (
-    SILENCE_DBFS,
+    AUDIBLE_DBFS,
     Audio,
     from_array,
     read_audio,
@@ -182,9 +182,10 @@ class AudioChecks:
         are always finite (MP3, 16-bit PCM WAV: the ones sent as they are). Whatever the rest of
         the file holds, its sum of squares around the whole file's mean is at least the decoded
         part's around its own mean (the mean minimises it), so that part over the announced
-        length bounds the whole file's level from below; accepting only at 10 dB above the
-        silence threshold keeps the verdict even if a header understated the length 10-fold.
-        Anything else (quiet openings, unknown lengths, undecodable bytes) takes the full check.
+        length bounds the whole file's level from below; accepting only at 10 dB above
+        ``AUDIBLE_DBFS`` (the level ``signal_problems`` accepts without a closer look) keeps the
+        verdict even if a header understated the length 10-fold. Anything else (quiet openings,
+        unknown lengths, undecodable bytes) takes the full check.
         Not seen this way: an MP3 cut short after its header (the judge hears what it holds;
         ``adept-eval check`` still names it).
         """
@@ -192,7 +193,7 @@ class AudioChecks:
             return None
         import soundfile as sf
 
-        floor = 10 ** ((SILENCE_DBFS + 10) / 20)
+        floor = 10 ** ((AUDIBLE_DBFS + 10) / 20)
         try:
             with sf.SoundFile(io.BytesIO(data)) as fh:
                 frames, rate = fh.frames, fh.samplerate

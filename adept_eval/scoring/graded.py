@@ -36,7 +36,7 @@ import numpy as np
 
 from adept_eval.signal import prosody, speech_presence
 from adept_eval.errors import AudioError
-from adept_eval.signal.audio import SILENCE_DBFS, Audio, read_audio
+from adept_eval.signal.audio import Audio, read_audio
 from adept_eval.signal.prosody import Features, FeatureStore, VoiceNorm
 from adept_eval.scoring.stats import cluster_t_interval, within
 
@@ -466,9 +466,7 @@ def unusable(feats: Features) -> str | None:
     """
     if feats.n < 3:
         return f"too little speech to align ({feats.n} frames)"
-    if float(np.max(feats.energy)) < SILENCE_DBFS:
-        return f"silent (loudest frame {float(np.max(feats.energy)):.0f} dBFS)"
-    return None
+    return speech_presence.silence_reason(feats)
 
 
 def _energy(feats: Features, norm: VoiceNorm) -> np.ndarray:

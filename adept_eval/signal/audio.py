@@ -23,7 +23,27 @@ from adept_eval.errors import AudioError
 AUDIO_EXTENSIONS: tuple[str, ...] = (".wav", ".flac", ".mp3", ".ogg", ".opus")
 COMMON_RATES = frozenset({8000, 16000, 22050, 24000, 32000, 44100, 48000})
 
-SILENCE_DBFS = -55.0  # an RMS below this over the whole file is "silent"
+# Silence is judged against the recording's own floor, not an absolute level: a quiet take of
+# real speech (-58 dBFS RMS, peaks at -36 dBFS, 50 dB above its noise) is speech, and steady
+# noise with nothing above it is silence at any level under AUDIBLE_DBFS.
+AUDIBLE_DBFS = -55.0  # a whole-file RMS (DC removed) at or above this holds sound: no closer look
+FRAME_S = 0.02  # below it, the file is looked at in 20 ms frames (the prosody analysis's frame)
+FLOOR_PERCENTILE = 5.0  # its own floor: its quietest frames (pauses, edges, room noise)
+# ... and holds sound when at least MIN_SOUND_S of its frames rise MIN_RISE_DB above that floor.
+# Measured on espeak-ng speech (3 voices x 4 sentences, 0.3 s of silence at each end) at -58 dBFS
+# RMS in 16-bit: clean, 1.36-2.46 s of each file rises 15 dB above its floor; with white noise
+# 10 dB under the speech, 0.30-0.42 s (at 5 dB, 0-0.04 s: refused). Steady noise rises at most
+# 1.2 dB (white), 7.5 dB (pink), 12.0 dB (one-pole low-passed), 14.8 dB (a random walk, for 0 s
+# at 15 dB); a tone or 50 Hz hum under 1 dB.
+MIN_RISE_DB = 15.0
+MIN_SOUND_S = 0.1  # 5 frames: the speech check's shortest utterance (``speech_presence``)
+# Whatever its floor, a file whose loudest 20 ms frame is below INAUDIBLE_DBFS is silent: 16-bit
+# audio's own quantisation noise is -101 dBFS RMS (-96 dBFS with the usual triangular dither),
+# so such a frame is within a few dB of what a 16-bit converter produces for no signal at all.
+INAUDIBLE_DBFS = -90.0
+# Channels cancel when the mono mix is this far below the mix the same channels would give if
+# they were unrelated (a mix of correlated or one-sided channels is never below that level).
+PHASE_LOSS_DB = 10.0
 CLIP_LEVEL = 0.999
 CLIP_WARN_FRACTION = 0.001
 CLIP_ERROR_FRACTION = 0.01
@@ -347,13 +367,63 @@ def rms_dbfs(samples: np.ndarray) -> float:
     return 20.0 * np.log10(rms) if rms > 1e-12 else float("-inf")
 
 
+def frame_levels(samples: np.ndarray, rate: int, frame_s: float = FRAME_S) -> np.ndarray:
+    """The level of each whole ``frame_s`` frame, around the signal's mean (DC removed).
+
+    Args:
+        samples: The signal.
+        rate: Its sampling rate (Hz).
+        frame_s: The frame length (seconds).
+
+    Returns:
+        One level (dBFS) per frame, a frame of no variation at -300 dBFS; one frame for a
+        signal shorter than a frame.
+    """
+    x = np.asarray(samples, dtype=np.float64)
+    x = x - x.mean() if x.size else x
+    n = max(1, int(round(frame_s * rate)))
+    k = len(x) // n
+    power = np.mean(x[:k * n].reshape(k, n) ** 2, axis=1) if k else np.array([np.mean(x ** 2)])
+    return 10.0 * np.log10(power + 1e-30)
+
+
+def faint_reason(levels: np.ndarray, floor: float, frame_s: float = FRAME_S) -> str | None:
+    """Why frames at ``levels`` hold no sound, judged against their own ``floor``: the loudest
+    is below ``INAUDIBLE_DBFS``, or under ``MIN_SOUND_S`` of them rise ``MIN_RISE_DB`` above
+    the floor. The one rule for a quiet recording, whatever measured its frames (this module
+    on the file, ``speech_presence`` on the prosody analysis's frames).
+
+    Args:
+        levels: The frames' levels (dBFS).
+        floor: The recording's floor (dBFS), e.g. its ``FLOOR_PERCENTILE`` percentile frame.
+        frame_s: The frames' spacing (seconds).
+
+    Returns:
+        The reason, or None when something rises above the floor for long enough.
+    """
+    if len(levels) == 0:
+        return "it holds no frames"
+    loudest = float(np.max(levels))
+    if loudest < INAUDIBLE_DBFS:
+        return (f"its loudest 20 ms is at {loudest:.1f} dBFS, below {INAUDIBLE_DBFS:.0f} dBFS, "
+                "within a few dB of 16-bit audio's own noise")
+    rising = float(np.sum(np.asarray(levels) >= floor + MIN_RISE_DB)) * frame_s
+    if rising >= MIN_SOUND_S:
+        return None
+    above = "digital silence" if floor < -200 else f"its own floor of {floor:.1f} dBFS"
+    return (f"only {rising:.2f} s of it rises {MIN_RISE_DB:.0f} dB above {above}, under the "
+            f"{MIN_SOUND_S:g} s a sound needs; its loudest 20 ms is at {loudest:.1f} dBFS")
+
+
 def signal_problems(audio: Audio) -> list[tuple[str, str]]:
     """(kind, message) for every reason the decoded signal holds no usable sound.
 
-    The one place "is there a signal?" is decided, for `check`, the LLM judge's audio check
-    and every scorer: silence is
-    measured after removing DC; a constant offset is reported as such; loud channels that cancel
-    when downmixed to mono (anti-phase stereo) are reported as that, not as silence.
+    The one place "is there a signal?" is decided, for `check`, the corpus loader, the LLM
+    judge's audio check and every scorer. A file whose RMS (DC removed) reaches
+    ``AUDIBLE_DBFS`` holds sound; a quieter one is judged against its own floor
+    (``faint_reason``), so a quiet take of real speech is accepted while steady noise, a tone
+    or a short click at that level is not. A constant offset is reported as such, and loud
+    channels that cancel when downmixed to mono (anti-phase stereo) as that, not as silence.
 
     Args:
         audio: The decoded audio.
@@ -368,31 +438,52 @@ def signal_problems(audio: Audio) -> list[tuple[str, str]]:
     if not np.isfinite(audio.samples).all():  # decoders refuse these; a hand-built Audio may not
         return [("non_finite", f"{where}samples that are not finite numbers (NaN or Inf)")]
     level = rms_dbfs(audio.samples)
-    if level >= SILENCE_DBFS:
+    if level >= AUDIBLE_DBFS:
         return []
-    return [_quiet_problem(audio, level, where)]
+    cancelling = _cancelling(audio, level, where)
+    if cancelling:
+        return [cancelling]
+    if level == float("-inf"):  # every sample the same value: no variation at all
+        reason = None
+    else:
+        levels = frame_levels(audio.samples, audio.rate)
+        reason = faint_reason(levels, float(np.percentile(levels, FLOOR_PERCENTILE)))
+        if reason is None:
+            return []
+    return [_silent_problem(audio, level, reason, where)]
 
 
-def _quiet_problem(audio: Audio, level: float, where: str) -> tuple[str, str]:
-    """(kind, message) for a signal whose mono mix is below ``SILENCE_DBFS`` (its ``level``):
-    channels that cancel in the mix, a constant offset, or silence."""
-    loud = [i for i, db in enumerate(audio.channel_dbfs) if db >= SILENCE_DBFS]
-    flat = level == float("-inf")  # every sample the same value: no variation at all
-    if loud:
-        levels = ", ".join(f"{db:.1f}" for db in audio.channel_dbfs)
-        mix = "cancel exactly (the mono mix is digital silence)" if flat else \
-            f"leave the mono mix at {level:.1f} dBFS"
-        return ("phase", f"{where}its channels cancel when downmixed to mono (anti-phase "
-                f"stereo): channels at {levels} dBFS {mix}")
+def _cancelling(audio: Audio, level: float, where: str) -> tuple[str, str] | None:
+    """("phase", message) when the channels of a file whose mono mix is at ``level`` (below
+    ``AUDIBLE_DBFS``) cancel in that mix: the mix lies ``PHASE_LOSS_DB`` under the level the
+    same channels would give unrelated, and one of them is not below ``INAUDIBLE_DBFS``."""
+    channels = [db for db in audio.channel_dbfs if db > float("-inf")]
+    if not channels or max(channels) < INAUDIBLE_DBFS:
+        return None
+    unrelated = 10 * np.log10(sum(10 ** (db / 10) for db in channels)) \
+        - 20 * np.log10(len(audio.channel_dbfs))
+    if level > unrelated - PHASE_LOSS_DB:
+        return None
+    levels = ", ".join(f"{db:.1f}" for db in audio.channel_dbfs)
+    mix = "cancel exactly (the mono mix is digital silence)" if level == float("-inf") else \
+        f"leave the mono mix at {level:.1f} dBFS"
+    return ("phase", f"{where}its channels cancel when downmixed to mono (anti-phase "
+            f"stereo): channels at {levels} dBFS {mix}")
+
+
+def _silent_problem(audio: Audio, level: float, reason: str | None,
+                    where: str) -> tuple[str, str]:
+    """("silent", message) for a signal without sound: a constant offset, digital silence
+    (``reason`` None), or too faint (``faint_reason``'s ``reason``)."""
     offset = float(np.mean(audio.samples, dtype=np.float64))
-    if abs(offset) >= 10 ** (SILENCE_DBFS / 20):
-        around = "no variation around it at all" if flat else \
-            f"RMS around it {level:.1f} dBFS < {SILENCE_DBFS:.0f} dBFS"
+    if abs(offset) >= 10 ** (AUDIBLE_DBFS / 20):
+        around = "no variation around it at all" if reason is None else \
+            f"around it RMS {level:.1f} dBFS; {reason}"
         return ("silent", f"{where}no signal, only a constant offset (DC {offset:+.3f}); "
                 f"{around}")
-    if flat:
+    if reason is None:
         return ("silent", f"{where}silent (digital silence: every sample is the same value)")
-    return ("silent", f"{where}silent (RMS {level:.1f} dBFS < {SILENCE_DBFS:.0f} dBFS)")
+    return ("silent", f"{where}silent (RMS {level:.1f} dBFS; {reason})")
 
 
 @dataclass(frozen=True)

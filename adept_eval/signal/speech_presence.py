@@ -5,7 +5,8 @@ steady tone or noise shaped like the reference's loudness can then look like a g
 transfer. Samples that hold no speech are refused before anyone scores them (``adept-eval
 check``) and the acoustic listener will not answer on them.
 
-Speech, for this test, is a signal with (1) some loud frames, (2) voicing on a fair share of its
+Speech, for this test, is a signal with (1) frames that rise above its own floor (the file
+check's rule, ``audio.faint_reason``: a quiet take is heard), (2) voicing on a fair share of its
 active frames, (3) a pitch that moves (intonation) or, when it does not, a timbre that does, (4) a
 level that rises and falls with the syllables, and (5) a spectrum that changes from frame to frame
 (articulation). Whispered or heavily distorted speech can fail (2) - see the README.
@@ -23,9 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from adept_eval.signal.audio import Audio, read_audio
+from adept_eval.signal.audio import AUDIBLE_DBFS, Audio, faint_reason, read_audio
 
-SILENT_DB = -60.0  # loudest 20 ms frame below this: nothing audible
 MIN_VOICED_SHARE = 0.15  # share of active frames with a pitch
 MIN_F0_SPREAD_ST = 0.4  # interquartile range of the pitch, semitones
 # A steady pitch is refused only with a steady timbre: the mean standard deviation, over the
@@ -51,8 +51,11 @@ def reason_from_features(feats) -> str | None:
     Returns:
         The reason, or None when they look like speech.
     """
-    if feats.n < 5 or float(np.max(feats.energy)) < SILENT_DB:
+    if feats.n < 5:
         return "silent: no audible frame"
+    silent = silence_reason(feats)
+    if silent:
+        return silent
     active = feats.speech
     voiced = ~np.isnan(feats.f0)
     share = float(np.mean(voiced[active])) if active.any() else 0.0
@@ -74,6 +77,27 @@ def reason_from_features(feats) -> str | None:
     if change < MIN_SPECTRAL_CHANGE:
         return f"the spectrum does not change (median frame change {change:.2f}: a steady sound?)"
     return None
+
+
+def silence_reason(feats) -> str | None:
+    """Why a sample's features hold nothing audible: when its loudest frame is below
+    ``audio.AUDIBLE_DBFS``, nothing rising above its own noise floor (``audio.faint_reason``,
+    the file check's rule), so a quiet take of real speech is heard and steady low noise is not.
+
+    Args:
+        feats: The sample's ``prosody.Features``.
+
+    Returns:
+        The reason (starting "silent"), or None when something is audible.
+    """
+    from adept_eval.signal.prosody import HOP_S
+
+    if feats.n == 0:
+        return "silent: no frames"
+    if float(np.max(feats.energy)) >= AUDIBLE_DBFS:
+        return None
+    reason = faint_reason(feats.energy, feats.noise_floor, HOP_S)
+    return f"silent: {reason}" if reason else None
 
 
 def timbre_spread(feats) -> float:
@@ -113,6 +137,6 @@ def no_speech_reason(audio: Audio | str | Path) -> str | None:
     # a DC offset is not sound: judge the signal around its mean
     centred = Audio((x - x.mean()).astype(np.float32), audio.rate, audio.channels, audio.path)
     reason = reason_from_features(extract(centred))
-    if reason and reason.startswith("silent") and np.max(np.abs(x)) > 1e-3:
+    if reason and reason.startswith("silent") and abs(x.mean()) >= 10 ** (AUDIBLE_DBFS / 20):
         return f"a constant offset (DC {x.mean():+.3f}) and nothing audible around it"
     return reason

@@ -420,8 +420,8 @@ def _compressed(x, rate, rng, below_peak_db=20.0, ratio=4.0, release_s=0.1):
 
 def _quiet(x, rate, rng, by_db=20.0):
     """Everything ``by_db`` quieter (a chain that never brings its output up), still 16-bit;
-    20 dB keeps every rendition of every voice set above the level a file is refused as
-    silent at (``audio.SILENCE_DBFS``: 30 dB less made some of them so)."""
+    20 dB keeps every rendition of every voice set above ``audio.AUDIBLE_DBFS``, the level
+    that holds sound without a closer look (30 dB less took some of them under it)."""
     return x * 10 ** (-by_db / 20), rate
 
 

@@ -303,6 +303,49 @@ def test_prepare_decodes_every_recording_and_names_the_bad_one(synthetic_root, t
         load_corpus()
 
 
+def _recorded_again(path, make):
+    """Replace a (hard-linked) recording with ``make(samples, rate)``, in 16-bit PCM."""
+    import soundfile as sf
+
+    x, rate = sf.read(path, dtype="float64")
+    path.unlink()
+    sf.write(path, make(x, rate), rate, subtype="PCM_16")
+
+
+def _prepare(root, tmp_path):
+    from faults import console_script
+
+    env = {**os.environ, "ADEPT_EVAL_HOME": str(tmp_path / "home"), "TQDM_DISABLE": "1"}
+    return subprocess.run([console_script("adept-eval"), "prepare", "-q", "--corpus", str(root)],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+
+
+def test_quiet_takes_are_recordings_and_steady_noise_at_their_level_is_no_signal(
+        synthetic_root, tmp_path):
+    """A sad take recorded at -58 dBFS RMS (50 dB above its own noise) was "no signal: silent
+    (RMS < -55 dBFS)" to `adept-eval prepare`: recordings are judged against their own floor,
+    as recorded, so quiet takes load and steady noise at their level does not."""
+    from sounds import quiet_take, steady_noise
+
+    root = _linked_copy(synthetic_root, tmp_path / "adept")
+    sadness = root / "wav_44khz/emotion/sadness"
+    _recorded_again(sadness / "ad00_0001.wav", lambda x, rate: quiet_take(x, rate))
+    _recorded_again(sadness / "ad00_0002.wav", lambda x, rate: quiet_take(
+        x, rate, -58.0, noise_below_peak_db=50.0))
+    _recorded_again(sadness / "ad00_0003.wav", lambda x, rate: quiet_take(x, rate, -70.0))
+    done = _prepare(root, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert Corpus(root).verify_audio() is None
+
+    noisy = _linked_copy(synthetic_root, tmp_path / "noisy")
+    bad = noisy / "wav_44khz/emotion/sadness/ad00_0004.wav"
+    _recorded_again(bad, lambda x, rate: steady_noise(len(x) / rate, -58.0, rate=rate))
+    done = _prepare(noisy, tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "no signal: wav_44khz/emotion/sadness/ad00_0004.wav: silent (RMS -58" in done.stderr
+    assert "rises 15 dB above its own floor" in done.stderr and "Traceback" not in done.stderr
+
+
 def test_a_good_corpus_is_decoded_only_once(synthetic_root, monkeypatch):
     calls = []
     original = Corpus.verify_audio

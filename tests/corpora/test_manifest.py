@@ -212,6 +212,40 @@ def test_check_says_broken_link_and_what_silence_is(corpus, synthetic_root, tmp_
     assert "192/195 samples usable" in done.stdout
 
 
+def test_check_accepts_quiet_takes_and_refuses_steady_noise_at_their_level(corpus,
+                                                                            synthetic_root,
+                                                                            tmp_path):
+    """`adept-eval check` refused a take recorded at -58 dBFS RMS (50 dB above its own noise)
+    as "silent (RMS < -55 dBFS)": samples are judged against their own floor, so quiet takes of
+    speech pass (the file check and the speech check alike) and steady noise at their level,
+    or a tone, is still refused, named."""
+    from sounds import quiet_take, steady_noise, tone
+
+    system = _system_from_corpus(synthetic_root, tmp_path / "sys")
+    sadness = system / "emotion/sadness"
+
+    def again(name, make):
+        x, rate = sf.read(sadness / name, dtype="float64")
+        sf.write(sadness / name, make(x, rate), rate, subtype="PCM_16")
+
+    again("ad00_0001.wav", lambda x, rate: quiet_take(x, rate))
+    again("ad00_0002.wav", lambda x, rate: quiet_take(x, rate, noise_below_peak_db=50.0))
+    again("ad00_0003.wav", lambda x, rate: quiet_take(x, rate, -70.0))
+    again("ad00_0004.wav", lambda x, rate: steady_noise(len(x) / rate, -58.0, rate=rate))
+    sf.write(sadness / "ad01_0001.wav", tone(2.0) * 10 ** (-41 / 20), 16000, subtype="PCM_16")
+    done = _check(system, corpus, tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    for name in ("ad00_0001", "ad00_0002", "ad00_0003"):
+        assert f"sadness/{name}" not in done.stdout, done.stdout
+    noise = [line for line in done.stdout.splitlines() if "sadness/ad00_0004.wav" in line]
+    assert any("silent (RMS -58" in line and "rises 15 dB above its own floor" in line
+               for line in noise), done.stdout
+    assert any("sadness/ad01_0001.wav" in line and "silent" in line
+               for line in done.stdout.splitlines()), done.stdout
+    assert "193/195 samples usable" in done.stdout
+
+
 @pytest.mark.parametrize("written, hint", [
     ("AD00_0000.wav", "AD00_0000.wav is there: rename it to ad00_0000.wav"),
     ("ad00_0000.wav.wav", "ad00_0000.wav.wav is there: rename it to ad00_0000.wav"),

@@ -317,6 +317,33 @@ def test_silent_or_unreadable_samples_are_counted_failures(speech, tmp_path):
     assert summary["ffe"].mean == 0
 
 
+def test_a_quiet_take_is_scored_as_at_full_level_and_quiet_noise_fails(speech, tmp_path):
+    """A copy recorded 40-55 dB quieter (under -55 dBFS RMS, in 16-bit) was "silent (loudest
+    frame ... dBFS)": it is judged against its own floor and scored as the full-level copy is;
+    steady noise at its level is still a counted failure."""
+    import soundfile as sf
+
+    from sounds import quiet_take, steady_noise
+
+    ref = tmp_path / "ref.wav"
+    sf.write(ref, speech.samples, speech.rate)
+    paths, ids = [str(ref)], ["full"]
+    for level in (-60.0, -75.0):
+        path = tmp_path / f"take{level:.0f}.wav"
+        sf.write(path, quiet_take(speech.samples, speech.rate, level), speech.rate,
+                 subtype="PCM_16")
+        paths.append(str(path))
+        ids.append(f"take{level:.0f}")
+    noise = tmp_path / "noise.wav"
+    sf.write(noise, steady_noise(3.0, -75.0), 16000, subtype="PCM_16")
+    out = graded.score_pairs([*paths, str(noise)], [str(ref)] * (len(paths) + 1),
+                             ids=[*ids, "noise"])
+    assert [s.status for s in out] == ["ok", "ok", "ok", "failed"], [s.detail for s in out]
+    assert out[-1].detail.startswith("sample: silent: "), out[-1].detail
+    for quiet in out[1:3]:
+        assert quiet.f0_rmse_st < 0.5 and quiet.vde < 0.05, quiet
+
+
 # ----------------------------------------------------------------------------- aggregation
 def _rec(id, **values):
     return graded.StimulusScores(id=id, status="ok", **values)

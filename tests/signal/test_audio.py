@@ -1,6 +1,7 @@
 """Audio a hostile or unlucky user hands in: each is an error that says what it is, never a score."""
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -338,3 +339,95 @@ def test_samples_that_fail_the_check_are_not_handed_to_the_listener(use_corpus, 
     sid = "marked_tonicity/interpretation_2/ad00_0501"
     assert handed[sid].status == "failed" and "24 Hz" in handed[sid].problem
     assert all(p.status == "ok" for s, p in handed.items() if s != sid)
+
+
+# ------------------------------------------------------------ quiet takes: judged by their floor
+def _quiet_files(tmp_path):
+    """Quiet takes of speech (synthetic and espeak-ng's sad voice) as 16-bit files, and what
+    a recording at their level holds when nobody spoke: steady noise, a tone, a click."""
+    from sounds import quiet_take, sad_takes, steady_noise, synthetic_speech, tone
+
+    speech = {"synthetic": (synthetic_speech(), RATE)}
+    speech.update({f"espeak-{i}": (a.samples, a.rate) for i, a in enumerate(sad_takes())})
+    takes, refused = {}, {}
+    for name, (x, rate) in speech.items():
+        takes[f"{name}-58"] = (quiet_take(x, rate), rate)
+        takes[f"{name}-58-noise50"] = (quiet_take(x, rate, noise_below_peak_db=50.0), rate)
+        takes[f"{name}-70"] = (quiet_take(x, rate, rms_dbfs=-70.0), rate)
+    click = np.zeros(3 * RATE)  # 20 ms of 1 kHz at -40 dBFS in digital silence
+    click[RATE:RATE + RATE // 50] = 0.014 * np.sin(2 * np.pi * 1000 * np.arange(RATE // 50) / RATE)
+    for level in (-58.0, -70.0):
+        refused[f"white{level:.0f}"] = steady_noise(3.0, level)
+        refused[f"pink{level:.0f}"] = steady_noise(3.0, level, "pink")
+        refused[f"tone{level:.0f}"] = tone(3.0) * 10 ** ((level + 17.0) / 20)
+    refused["floor-only"] = steady_noise(3.0, -100.0)
+    refused["click"] = click
+    paths = {}
+    for name, (x, rate) in {**takes, **{k: (v, RATE) for k, v in refused.items()}}.items():
+        paths[name] = tmp_path / f"{name}.wav"
+        sf.write(paths[name], x, rate, subtype="PCM_16")
+    return {k: paths[k] for k in takes}, {k: paths[k] for k in refused}
+
+
+def test_a_quiet_take_of_speech_is_sound_and_steady_noise_at_its_level_is_not(tmp_path):
+    """A sad take recorded at -58 dBFS RMS (peaks near -36 dBFS, far above its own noise) was
+    "silent (RMS < -55 dBFS)": a file is silent when nothing in it rises above its own floor
+    (or it is under 16-bit audio's own noise), whatever its level."""
+    from adept_eval.signal.audio import rms_dbfs
+
+    takes, refused = _quiet_files(tmp_path)
+    for name, path in takes.items():
+        audio = read_audio(path)
+        assert rms_dbfs(audio.samples) < -55, name
+        assert signal_problems(audio) == [], name
+        assert check_audio(path).ok, (name, check_audio(path).problems)
+    for name, path in refused.items():
+        problems = signal_problems(read_audio(path))
+        assert [k for k, _ in problems] == ["silent"], (name, problems)
+        message = problems[0][1]
+        assert message.startswith(f"{path}: silent (RMS "), message
+        assert ("dB above its own floor" in message or "dB above digital silence" in message
+                or "16-bit audio's own noise" in message), message
+    # the speech judge's audio check is the same rule
+    from adept_eval.llm.audio import AudioChecks, AudioPolicy, inspect
+
+    for name, path in takes.items():
+        assert inspect(path, AudioChecks(), AudioPolicy()).duration > 1.0, name
+    for name, path in refused.items():
+        with pytest.raises(BadInput, match="silent"):
+            inspect(path, AudioChecks(), AudioPolicy())
+
+
+def test_the_silence_messages_say_what_was_measured(tmp_path):
+    """A quiet file refused as silent says its level, its own floor, how much of it rises above
+    that and its loudest 20 ms; one under 16-bit audio's own noise says that."""
+    from sounds import steady_noise
+
+    path = tmp_path / "hiss.wav"
+    sf.write(path, steady_noise(2.0, -60.0), RATE, subtype="PCM_16")
+    message, = [m for _, m in signal_problems(read_audio(path))]
+    assert re.fullmatch(rf"{re.escape(str(path))}: silent \(RMS -60\.0 dBFS; only 0\.00 s of it "
+                        r"rises 15 dB above its own floor of -6\d\.\d dBFS, under the 0\.1 s a "
+                        r"sound needs; its loudest 20 ms is at -(59|60)\.\d dBFS\)", message), \
+        message
+    sf.write(path, steady_noise(2.0, -100.0), RATE, subtype="FLOAT")
+    message, = [m for _, m in signal_problems(read_audio(path))]
+    assert "its loudest 20 ms is at -9" in message and "below -90 dBFS" in message, message
+
+
+def test_quiet_stereo_is_judged_by_its_channels_as_a_listener_hears_them(tmp_path):
+    """A quiet take in one channel of a stereo file (the other empty) or in both is speech;
+    channels that cancel in the mono mix are still "phase", however quiet."""
+    from sounds import quiet_take, synthetic_speech
+
+    x = quiet_take(synthetic_speech(), RATE)
+    other = quiet_take(synthetic_speech(), RATE, seed=1)
+    for name, stereo in (("one-sided", np.stack([x, np.zeros_like(x)], axis=1)),
+                         ("two-mics", np.stack([x, other], axis=1))):
+        path = tmp_path / f"{name}.wav"
+        sf.write(path, stereo, RATE, subtype="FLOAT")
+        assert signal_problems(read_audio(path)) == [], name
+    path = tmp_path / "anti.wav"
+    sf.write(path, np.stack([x, -x], axis=1), RATE, subtype="FLOAT")
+    kinds = [k for k, _ in signal_problems(read_audio(path))]
+    assert kinds == ["phase"], kinds

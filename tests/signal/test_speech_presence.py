@@ -1,7 +1,8 @@
 """``speech_presence``: what is refused as no speech (a tone, DC, noise, silence, a steady
-sound shaped like speech) and what is not (synthetic speech; real TTS speech with compressed
-dynamics or a flattened pitch, rendered by the validation bench's engines, skipping with the
-Debian packages to install where they are absent)."""
+sound shaped like speech, steady noise at a quiet take's level) and what is not (synthetic
+speech; real TTS speech with compressed dynamics or a flattened pitch, or recorded quietly,
+rendered by the validation bench's engines, skipping with the Debian packages to install where
+they are absent)."""
 
 from __future__ import annotations
 
@@ -91,3 +92,21 @@ def test_monotone_speech_is_speech():
         f0 = feats.f0[~np.isnan(feats.f0)]
         assert np.subtract(*np.percentile(f0, [75, 25])) < MIN_F0_SPREAD_ST, s.text  # monotone
         assert no_speech_reason(Audio(flat, rate)) is None, s.text
+
+
+@pytest.mark.parametrize("rms_dbfs", [-58.0, -70.0, -78.0])
+def test_a_quiet_take_is_speech_and_steady_noise_at_its_level_is_not(rms_dbfs):
+    """The speech check heard "no audible frame" below a loudest 20 ms of -60 dBFS; a quiet take
+    is judged against its own floor (``audio.faint_reason``), as the file check judges it."""
+    from sounds import quiet_take, sad_takes, steady_noise
+
+    def recorded(x, rate):  # in 16-bit, as a recorder writes it
+        return Audio((np.round(x * 32768) / 32768).astype(np.float32), rate)
+
+    takes = [(synthetic_speech(), RATE)] + [(a.samples, a.rate) for a in sad_takes()]
+    for x, rate in takes:
+        assert no_speech_reason(recorded(quiet_take(x, rate, rms_dbfs), rate)) is None, rate
+    for colour in ("white", "pink"):
+        reason = no_speech_reason(recorded(steady_noise(3.0, rms_dbfs, colour), RATE))
+        assert reason, colour  # at -58 dBFS pink noise's loudest frames are heard: not voiced
+        assert reason.startswith("silent: ") or rms_dbfs > -60, (colour, reason)

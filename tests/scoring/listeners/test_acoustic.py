@@ -287,3 +287,38 @@ def test_a_rendition_rewritten_in_place_is_compared_afresh(corpus, systems, tmp_
     assert "no speech" in listener.answer(q, {s: str(folder / f"{s}.wav")
                                               for s in q.stimuli}).detail
     assert answers_with("swap", listener).responses == fresh.responses
+
+
+def test_renditions_recorded_30_to_40_db_quieter_are_answered_as_at_full_level(use_corpus,
+                                                                               systems,
+                                                                               tmp_path):
+    """A system whose renditions come out 30-40 dB quieter (under -55 dBFS RMS, in 16-bit)
+    was refused before scoring ("silent"): judged against their own floor, they are heard, and
+    the listener answers every question as it does at full level."""
+    import soundfile as sf
+
+    from conftest import run_lm_eval
+
+    from adept_eval.signal.audio import AUDIBLE_DBFS, read_audio, rms_dbfs
+
+    copy = systems["copy"]
+    folder = tmp_path / "quiet"
+    for i, wav in enumerate(sorted(copy.rglob("*.wav"))):
+        x, rate = sf.read(wav, dtype="float64")
+        out = folder / wav.relative_to(copy)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        sf.write(out, x * 10 ** (-(30.0 if i % 2 else 40.0) / 20), rate, subtype="PCM_16")
+    levels = [rms_dbfs(read_audio(f).samples) for f in folder.rglob("*.wav")]
+    assert sum(level < AUDIBLE_DBFS for level in levels) > len(levels) / 3
+    tasks = ["adept_emotion_female", "adept_topical_emphasis_male"]
+    full, quiet = (run_lm_eval("audio-dir", tasks, model_args={"path": str(path)})
+                   for path in (copy, folder))
+    for task in tasks:
+        assert quiet["results"][task]["failed,none"] == 0, task
+        assert quiet["results"][task]["acc,none"] == full["results"][task]["acc,none"], task
+
+        def answers(res):
+            recs = [s["acc"] for s in res["samples"][task]]
+            return [(r[0] if isinstance(r, list) else r)["answer"] for r in recs]
+
+        assert answers(quiet) == answers(full), task
