@@ -246,6 +246,9 @@ def system_agreement(people: dict[str, Answered], machine: dict[str, Answered]) 
         ``only_people``/``only_machine`` (questions in one run only, left out).
     """
     keys = sorted(k for k in set(people) & set(machine) if people[k].choices)
+    if not keys:
+        return {"pooled": {}, "tasks": {}, "keys": [], "only_people": len(people),
+                "only_machine": len(machine)}
     by_task: dict[str, list[str]] = defaultdict(list)
     for k in keys:
         by_task[people[k].task].append(k)
