@@ -32,6 +32,17 @@ def _ci(c: dict) -> str:
     return "-" if number(low) == "-" or number(high) == "-" else interval(low, high, "{:.3f}", "..")
 
 
+def _with_ci(c: dict) -> str:
+    """A proportion and its 95% interval in one cell."""
+    return f"{number(c['agreement'])} ({_ci(c)})"
+
+
+def _acc(c: dict, side: str) -> str:
+    """One side's accuracy and its 95% interval in one cell."""
+    low, high = c[f"acc_{side}_ci"]
+    return _with_ci({"agreement": c[f"acc_{side}"], "ci_low": low, "ci_high": high})
+
+
 def _agreement_table(entry: dict) -> Table:
     """One listener's agreement with people: per system (pooled), then its tasks.
 
@@ -43,20 +54,20 @@ def _agreement_table(entry: dict) -> Table:
     """
     t = Table(title=escape(f"listener {entry['listener']} vs people"), box=box.SIMPLE_HEAD,
               padding=(0, 1), pad_edge=False)
-    for col in ("system / task", "questions", "responses (people)", "acc people",
-                "acc listener", "agrees with each person", "95% CI", "chance", "p",
-                "agrees with majority", "95% CI ", "verdict"):
+    for col in ("system / task", "questions", "responses (people)", "acc people (95% CI)",
+                "acc listener (95% CI)", "agrees with each person (95% CI)", "chance", "p",
+                "people with each other (95% CI)", "agrees with majority (95% CI)", "verdict"):
         t.add_column(col, justify="left" if col in ("system / task", "verdict") else "right",
                      overflow="fold")
     for system, s in entry["systems"].items():
         rows = [(system, s["pooled"], s["verdict"])]
         rows += [(f"  {task.removeprefix('adept_')}", c, "") for task, c in s["tasks"].items()]
         for name, c, verdict in rows:
-            each, most = c["per_participant"], c["majority"]
+            each, most, other = c["per_participant"], c["majority"], c["people_with_people"]
             t.add_row(lit(name), str(c["questions"]), f"{c['responses']} ({c['participants']})",
-                      number(c["acc_people"]), number(c["acc_machine"]), number(each["agreement"]),
-                      _ci(each), number(each["chance"]), p_value(each["p_chance"]),
-                      number(most["agreement"]), _ci(most), verdict)
+                      _acc(c, "people"), _acc(c, "machine"), _with_ci(each),
+                      number(each["chance"]), p_value(each["p_chance"]), _with_ci(other),
+                      _with_ci(most), verdict)
     return t
 
 
@@ -65,10 +76,11 @@ def _ranking_table(entry: dict) -> Table:
     r = entry["ranking"]
     t = Table(title=escape(f"listener {entry['listener']} vs people: the systems' ranking"),
               box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False)
-    for col in ("system", "acc people", "acc listener"):
+    for col in ("system", "acc people (95% CI)", "acc listener (95% CI)"):
         t.add_column(col, justify="left" if col == "system" else "right", overflow="fold")
     for s in r["systems"]:
-        t.add_row(lit(s["system"]), number(s["acc_people"]), number(s["acc_machine"]))
+        pooled = entry["systems"][s["system"]]["pooled"]  # the same accuracies, with intervals
+        t.add_row(lit(s["system"]), _acc(pooled, "people"), _acc(pooled, "machine"))
     return t
 
 
@@ -87,7 +99,9 @@ def _ranking_line(r: dict) -> str:
 
 NOTE = ("agrees with each person: share of people's answers the listener's answer matches "
         "(interval and p against chance: two-way cluster-robust over participants and "
-        "sentences); agrees with majority: share of questions where it gave people's most "
+        "sentences); people with each other: share of pairs of participants answering a "
+        "question alike, what a listener answering like one more person would reach; agrees "
+        "with majority: share of questions where it gave people's most "
         "frequent answer (a tie of k credits 1/k; clustered by sentence); chance: a listener "
         "answering at random (1/choices); a listener's failed question matches nobody")
 

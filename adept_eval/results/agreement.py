@@ -15,6 +15,9 @@ by question:
   people's most frequent one (a tie of k answers credits each 1/k, so chance is again
   1 / choices), with Korn and Graubard's interval and test clustered by sentence
   (``stats.clustered_proportion``);
+- **people with people**: how often two participants' answers to a question match, the
+  agreement a listener answering like one more participant would reach with each person (its
+  interval clusters by sentence only);
 - each side's accuracy over the same questions.
 
 Across systems, each listener's ranking of them is set against people's: Kendall's tau-b
@@ -184,6 +187,21 @@ def majority_credit(people: Answered, machine: str | None) -> float:
     return 1.0 / len(modes) if machine in modes else 0.0
 
 
+def matching_pairs(people: Answered) -> tuple[int, int]:
+    """How often two people's answers to one question match.
+
+    Args:
+        people: the people's answers to the question.
+
+    Returns:
+        (ordered pairs of two different participants whose answers are the same letter, ordered
+        pairs); a blank answer matches nobody.
+    """
+    m = len(people.choices)
+    counts = Counter(c for _, c in people.choices if c is not None)
+    return sum(k * (k - 1) for k in counts.values()), m * (m - 1)
+
+
 def _machine_letter(q: Answered) -> str | None:
     return q.choices[0][1] if q.choices else None
 
@@ -203,9 +221,12 @@ def cell(people: dict[str, Answered], machine: dict[str, Answered], keys: list[s
 
     Returns:
         ``questions``, ``sentences``, ``responses``, ``participants``, ``failed`` (the
-        listener's failed questions, matching nobody), ``acc_people``, ``acc_machine``,
+        listener's failed questions, matching nobody), ``acc_people`` and ``acc_machine`` with
+        their 95% intervals (``acc_*_ci``: people's two-way over participants and sentences,
+        the listener's clustered by sentence),
         ``per_participant`` and ``majority`` (each agreement with its interval, p against
-        chance, chance and n).
+        chance, chance and n), and ``people_with_people``: how often two participants' answers to
+        a question match, the figure ``per_participant`` is read against.
     """
     sentence = {k: people[k].sentence for k in keys}
     trials, chances = [], []
@@ -220,16 +241,31 @@ def cell(people: dict[str, Answered], machine: dict[str, Answered], keys: list[s
     chance_q = float(np.mean([people[k].chance for k in keys]))
     majority = stats.clustered_proportion(credits, [1.0] * len(keys),
                                           [sentence[k] for k in keys], null=chance_q)
-    right = sum(c == people[k].correct_answer for k in keys for _, c in people[k].choices)
+    right_trials = [stats.Trial(who, k, chosen == people[k].correct_answer)
+                    for k in keys for who, chosen in people[k].choices]
+    acc_people = stats.two_way_proportion(right_trials, sentence)
+    machine_right = [float(_machine_letter(machine[k]) == machine[k].correct_answer)
+                     for k in keys]
+    acc_machine = stats.clustered_proportion(machine_right, [1.0] * len(keys),
+                                             [sentence[k] for k in keys])
+    pairs = [matching_pairs(people[k]) for k in keys]
+    with_each_other = stats.clustered_proportion([a for a, _ in pairs], [b for _, b in pairs],
+                                                 [sentence[k] for k in keys])
     return {
         "questions": len(keys), "sentences": len(set(sentence.values())),
         "responses": len(trials), "participants": len({t.participant for t in trials}),
         "failed": sum(machine[k].failed for k in keys),
-        "acc_people": right / len(trials) if trials else math.nan,
-        "acc_machine": sum(_machine_letter(machine[k]) == machine[k].correct_answer
-                           for k in keys) / len(keys),
+        "acc_people": acc_people.acc, "acc_people_ci": [acc_people.ci_low, acc_people.ci_high],
+        "acc_machine": acc_machine.acc,
+        "acc_machine_ci": [acc_machine.ci_low, acc_machine.ci_high],
         "per_participant": _proportion(per_person, chance_r, len(trials)),
         "majority": _proportion(majority, chance_q, len(keys)),
+        "people_with_people": {
+            "agreement": with_each_other.acc, "ci_low": with_each_other.ci_low,
+            "ci_high": with_each_other.ci_high, "pairs": with_each_other.n,
+            "method": "ordered pairs of participants answering one question alike; "
+                      "Korn-Graubard interval clustered by sentence (the pairs share "
+                      "participants too, so it is narrower than a two-way interval would be)"},
     }
 
 
@@ -403,12 +439,13 @@ def ranking_verdict(r: dict) -> str:
     """The ranking's finding in plain words, honest about how few systems it rests on."""
     k = len(r["systems"])
     if k < 2:
-        return ("one system: there is no ranking to compare; read the agreement per question "
+        return ("One system: there is no ranking to compare; read the agreement per question "
                 "above")
     if math.isnan(r["kendall_tau_b"]):
-        return (f"{k} systems, but people's or the listener's accuracies are all equal: the "
+        return (f"{k} systems, but people's or the listener's accuracies are all equal: their "
                 "order cannot be compared")
-    same = (f"it orders {r['concordant']} of the {r['pairs']} pairs of systems as people do"
+    same = (f"The listener orders {r['concordant']} of the {r['pairs']} pairs of systems as "
+            "people do"
             + (f", {r['discordant']} the other way" if r["discordant"] else "")
             + (f", {r['tied']} tied on a side" if r["tied"] else ""))
     if k <= 3:
@@ -418,8 +455,8 @@ def ranking_verdict(r: dict) -> str:
                 "test more systems to judge its ranking")
     p = r["p_order"]
     if not math.isnan(p) and p < LEVEL and r["ci_low"] > 0:
-        return (f"{same}: the listener ranks these {k} systems as people do more closely than "
-                f"chance (tau-b {r['kendall_tau_b']:.2f}, p = {p:.2g})")
+        return (f"{same}: it ranks these {k} systems as people do more closely than chance"
+                f" (tau-b {r['kendall_tau_b']:.2f}, p = {p:.2g})")
     return (f"{same}: not shown to rank these {k} systems as people do (tau-b "
             f"{r['kendall_tau_b']:.2f}, 95% interval {r['ci_low']:.2f} to {r['ci_high']:.2f}"
             + (f", p = {p:.2g}" if not math.isnan(p) else "") + ")")

@@ -54,6 +54,11 @@ def test_one_system_by_hand(tmp_path):
     # accuracies over the same questions: people 2 + 1 + 1 + 3 of 12, the listener 3 of 4
     assert cell["acc_people"] == pytest.approx(7 / 12)
     assert cell["acc_machine"] == pytest.approx(3 / 4)
+    assert cell["acc_people_ci"][0] < 7 / 12 < cell["acc_people_ci"][1]
+    # people with each other: ordered pairs of participants answering alike, q1 2 (the two
+    # A's), q2 2 (the two C's), q3 0 (the blank matches nobody), q4 6, of 6 pairs per question
+    assert cell["people_with_people"]["agreement"] == pytest.approx(10 / 24)
+    assert cell["people_with_people"]["pairs"] == 24
     assert (cell["questions"], cell["sentences"], cell["responses"], cell["participants"],
             cell["failed"]) == (4, 2, 12, 3, 1)
     # the intervals are the clustered ones: two-way over people and sentences, by sentence
@@ -68,7 +73,7 @@ def test_one_system_by_hand(tmp_path):
                                              null=0.2)
     assert cell["majority"]["ci_high"] == pytest.approx(by_sentence.ci_high)
     assert list(entry["systems"]["sys"]["tasks"]) == [EMO]
-    assert "one system" in entry["ranking"]["verdict"]
+    assert "One system" in entry["ranking"]["verdict"]
 
 
 def test_per_task_cells_and_chance_weighted_by_answers(tmp_path):
