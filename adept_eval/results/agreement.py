@@ -442,8 +442,10 @@ def ranking_verdict(r: dict) -> str:
         return ("One system: there is no ranking to compare; read the agreement per question "
                 "above")
     if math.isnan(r["kendall_tau_b"]):
+        few = (f"; with only {k} systems a rank correlation would say little anyway: trust "
+               "the listener on these systems by its per-question agreement" if k <= 3 else "")
         return (f"{k} systems, but people's or the listener's accuracies are all equal: their "
-                "order cannot be compared")
+                f"order cannot be compared{few}")
     same = (f"The listener orders {r['concordant']} of the {r['pairs']} pairs of systems as "
             "people do"
             + (f", {r['discordant']} the other way" if r["discordant"] else "")
