@@ -117,6 +117,17 @@ def test_order_p_counts_permutations_by_hand():
     # the same order of 3 systems: at best 1/3! however exact the agreement
     assert ag.order_p([0.9, 0.5, 0.3], [0.8, 0.6, 0.1]) == pytest.approx(1 / 6)
     assert ag.order_p([0.9, 0.5], [0.8, 0.6]) == pytest.approx(1 / 2)
+    # ties on the listener's side: 3 distinct orders of (0.5, 0.5, 0.9) by value, each twice
+    # among the 6 permutations; tau-b reaches its observed maximum in the one order (2 of 6)
+    assert ag.order_p([0.9, 0.5, 0.3], [0.9, 0.5, 0.5]) == pytest.approx(2 / 6)
+
+
+def test_order_p_beyond_exact_counting_draws_permutations():
+    people = list(range(10, 0, -1))
+    p = ag.order_p(people, people)  # the same order of 10 systems: no draw of 20,000 reaches it
+    assert p == pytest.approx(1 / 20_001)
+    shuffled = [3, 9, 1, 7, 10, 2, 8, 4, 6, 5]
+    assert 0.05 < ag.order_p(people, shuffled) <= 1
 
 
 def _system_runs(tmp_path, name, people_right, machine_right, sentences=6, participants=4):
