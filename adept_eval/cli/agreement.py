@@ -15,14 +15,19 @@ from adept_eval.results.formatting import interval, lit, number, p_value
 def add_parser(sub, common) -> None:
     """Register the command on ``sub``, the ``adept-eval`` subcommands; ``common``
     holds the corpus options the corpus commands share."""
-    p = sub.add_parser("agreement", help="how far each automatic listener's answers agree with "
-                       "people's (a listening test scored through lm_eval) on the same "
+    p = sub.add_parser("agreement", parents=[common], help="how far each automatic "
+                       "listener's answers agree with people's (a listening test) on the same "
                        "systems: per question, per system and task, and the systems' ranking")
     p.add_argument("runs", nargs="+", metavar="RUN",
                    help="lm-eval results_*.json or --output_path folders (every run in them), "
-                   "made with --log_samples: the people's runs (--metadata listener=human "
-                   "responses=FILE, one per system) and the automatic listeners' runs of the "
-                   "same systems")
+                   "made with --log_samples: the automatic listeners' runs and the people's "
+                   "runs of the same systems (--metadata listener=human responses=FILE, one "
+                   "per system)")
+    p.add_argument("--responses", nargs="+", action="extend", default=[], metavar="SYSTEM=FILE",
+                   help="people's answers to SYSTEM read directly from a listening test's "
+                   "responses file (listening-test export), instead of a people's run; SYSTEM "
+                   "is the name the listener's runs carry (the corpus options say which "
+                   "corpus the file answers)")
     p.add_argument("--json", metavar="FILE", help="also write every figure to FILE as JSON")
     p.set_defaults(func=run)
 
@@ -106,25 +111,54 @@ NOTE = ("agrees with each person: share of people's answers the listener's answe
         "answering at random (1/choices); a listener's failed question matches nobody")
 
 
+def _responses(items: list[str]) -> dict[str, str]:
+    """``--responses``' ``SYSTEM=FILE`` items as system -> file.
+
+    Raises:
+        OptionError: an item without ``SYSTEM=``, or a system named twice.
+    """
+    from adept_eval.errors import OptionError
+
+    out: dict[str, str] = {}
+    for item in items:
+        system, sep, path = item.partition("=")
+        if not sep or not system.strip() or not path.strip():
+            raise OptionError(f"--responses {item}: give SYSTEM=FILE (the system the answers "
+                              "are about, as its listener runs name it)")
+        if system.strip() in out:
+            raise OptionError(f"--responses: {system.strip()!r} given twice")
+        out[system.strip()] = path.strip()
+    return out
+
+
 def run(args) -> int:
     """Print each automatic listener's agreement with people, per system and task, and its
     ranking of the systems against theirs; write every figure with ``--json``.
 
     Args:
-        args: the parsed command line (``runs``, ``json``).
+        args: the parsed command line (``runs``, ``responses``, ``json`` and the corpus
+            options).
 
     Returns:
         0.
 
     Raises:
         AgreementError: the runs cannot be set side by side (the message names the file).
+        OptionError: a ``--responses`` item is not ``SYSTEM=FILE``.
+        ResponsesError: a responses file cannot be read or has unusable rows.
         PublishError: a path holds no run, or a damaged one.
     """
     import json
 
     from adept_eval.results.agreement import agreement, to_json
 
-    result = agreement(args.runs)
+    responses = _responses(args.responses)
+    corpus = None
+    if responses:
+        from adept_eval.cli.common import load_corpus_of
+
+        corpus = load_corpus_of(args)
+    result = agreement(args.runs, responses=responses, corpus=corpus)
     for r in result["runs"]:
         console.print(f"{lit(r['system'])} answered by {lit(r['answered_by'])}: "
                       f"{lit(r['results'])}")

@@ -34,6 +34,7 @@ import itertools
 import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -65,13 +66,19 @@ class Answered:
 
 @dataclass(frozen=True)
 class Source:
-    """One run taken for the comparison: whose answers (people, or a listener) of which system."""
+    """One set of answers taken for the comparison: whose (people, or a listener) to which
+    system's samples, from an lm-eval run or a listening test's responses file."""
 
-    run: Run
+    path: Path  # the results file, or the responses file
     system: str
     people: bool
     listener: str  # the scorer's label ("human" for people)
-    key: str  # equal exactly when two runs' scorers are
+    key: str  # equal exactly when two sources' scorers are
+    tasks: tuple[str, ...]
+    corpus_sha256: str
+    when: float
+    run: Run | None = None  # None: a responses file, read whole into ``answers``
+    answers: dict | None = None  # question id -> Answered, for a responses file
 
 
 # ----------------------------------------------------------------------------- reading
@@ -93,8 +100,48 @@ def _source(run: Run) -> Source:
                              "who answered (people or which listener) and on which corpus "
                              "cannot be told; run it again")
     people = bool(recorded.people)
-    return Source(run, run.system, people, "human" if people else label(recorded.scorer),
-                  "human" if people else scorer_key(recorded.scorer))
+    return Source(run.results_path, run.system, people,
+                  "human" if people else label(recorded.scorer),
+                  "human" if people else scorer_key(recorded.scorer), tuple(_adept_tasks(run)),
+                  recorded.corpus_sha256, run.when, run=run)
+
+
+def responses_source(system: str, path: str | Path, corpus) -> Source:
+    """People's answers to one system read straight from a listening test's responses file
+    (``listening-test export``, or any file the ``human`` listener reads).
+
+    Args:
+        system: the system the file's answers are about (the name its listener runs carry).
+        path: the responses file.
+        corpus: the corpus the questions come from (``Corpus``).
+
+    Returns:
+        The people's answers, every question that has any.
+
+    Raises:
+        ResponsesError: the file cannot be read, or a row is unusable (the message lists them).
+        AgreementError: the file answers no question of the corpus.
+    """
+    from adept_eval.corpora.questions import LETTERS, all_questions
+    from adept_eval.scoring.listeners.human import HumanListener
+
+    path = Path(path)
+    reader = HumanListener(responses=str(path), corpus=corpus)
+    answers: dict[str, Answered] = {}
+    for task, questions in all_questions(corpus).items():
+        for q in questions:
+            given = reader.answer(q, {}).responses
+            if given:
+                answers[q.question_id] = Answered(
+                    q.question_id, task, f"{q.speaker}_{q.sentence_id}", 1.0 / q.n_choices,
+                    q.answer_letter, 0, tuple((r.participant, LETTERS[r.choice]
+                                               if r.choice is not None else None)
+                                              for r in given))
+    if not answers:
+        raise AgreementError(f"{path}: no responses to any question of the corpus")
+    return Source(path, system, True, "human", "human",
+                  tuple(sorted({a.task for a in answers.values()})), corpus.fingerprint,
+                  path.stat().st_mtime, answers=answers)
 
 
 def _record(sample: dict) -> dict:
@@ -136,6 +183,9 @@ def answered(source: Source, tasks: list[str] | None = None) -> dict[str, Answer
             match its results, or a line is not an adept-eval record; each names the file.
     """
     run = source.run
+    if run is None:  # a responses file, read whole
+        return {k: a for k, a in (source.answers or {}).items()
+                if not tasks or a.task in tasks}
     tasks = tasks or _adept_tasks(run)
     if not run.samples:
         raise AgreementError(f"{run.results_path}: no logged samples beside it; agreement "
@@ -508,10 +558,10 @@ def _one_each(sources: list[Source]) -> tuple[list[Source], list[str]]:
         groups[(s.key, s.system)].append(s)
     kept, notes = [], []
     for group in groups.values():
-        group.sort(key=lambda s: s.run.when)
+        group.sort(key=lambda s: s.when)
         kept.append(group[-1])
-        notes += [f"{old.run.results_path}: an older run of {old.system} by {old.listener} than "
-                  f"{group[-1].run.results_path}; the newest is used (name a results file to use "
+        notes += [f"{old.path}: an older run of {old.system} by {old.listener} than "
+                  f"{group[-1].path}; the newest is used (name a results file to use "
                   "another)" for old in group[:-1]]
     return kept, notes
 
@@ -519,12 +569,12 @@ def _one_each(sources: list[Source]) -> tuple[list[Source], list[str]]:
 def _check_corpus(sources: list[Source]) -> None:
     """Refuse runs made on different corpora (their questions are not the same ones)."""
     first = sources[0]
-    sha = first.run.suite("adept").corpus_sha256
+    sha = first.corpus_sha256
     for s in sources[1:]:
-        other = s.run.suite("adept").corpus_sha256
+        other = s.corpus_sha256
         if other != sha:
-            raise AgreementError(f"{s.run.results_path}: made on another corpus than "
-                                 f"{first.run.results_path} (sha256 {other} vs {sha}); answers "
+            raise AgreementError(f"{s.path}: made on another corpus than "
+                                 f"{first.path} (sha256 {other} vs {sha}); answers "
                                  "to different corpora cannot be set side by side")
 
 
@@ -537,19 +587,40 @@ def _people_for(machine: Source, people: dict[str, Source]) -> Source:
     mine = people.get(machine.system)
     if mine is None:
         raise AgreementError(
-            f"{machine.run.results_path}: a run of {machine.system!r}, a system no people's run "
-            f"given has (people's runs: {', '.join(sorted(people))}); the listener's answers "
-            "can only be set against people's answers to the same system's samples")
-    shared = set(_adept_tasks(mine.run)) & set(_adept_tasks(machine.run))
-    if not shared:
+            f"{machine.path}: a run of {machine.system!r}, but no people's answers to "
+            f"{machine.system!r} are given (people's answers to: {', '.join(sorted(people))}); "
+            "the listener's answers can only be set against people's answers to the same "
+            "system's samples")
+    if not set(mine.tasks) & set(machine.tasks):
         raise AgreementError(
-            f"{machine.run.results_path}: none of its tasks ({', '.join(_adept_tasks(machine.run))})"
-            f" is in the people's run {mine.run.results_path} "
-            f"({', '.join(_adept_tasks(mine.run))})")
+            f"{machine.path}: none of its tasks ({', '.join(machine.tasks)}) is among the "
+            f"people's in {mine.path} ({', '.join(mine.tasks)})")
     return mine
 
 
-def agreement(paths: list[str], *, replicates: int = REPLICATES, seed: int = SEED) -> dict:
+def _files(responses: dict[str, str], runs: list[Source], corpus) -> list[Source]:
+    """The people's answers read from responses files, one per system.
+
+    Raises:
+        AgreementError: a system also has a people's run among the runs (which one to use
+            would be a guess).
+    """
+    if not responses:
+        return []
+    heard = {s.system: s for s in runs if s.people}
+    for system, path in responses.items():
+        if system in heard:
+            raise AgreementError(f"{path}: people's answers for {system!r}, which the people's "
+                                 f"run {heard[system].path} has too; give one of the two")
+    if corpus is None:
+        from adept_eval.corpora.corpus import load_corpus
+
+        corpus = load_corpus()
+    return [responses_source(system, path, corpus) for system, path in responses.items()]
+
+
+def agreement(paths: list[str], *, responses: dict[str, str] | None = None, corpus=None,
+              replicates: int = REPLICATES, seed: int = SEED) -> dict:
     """Every automatic listener's answers set against people's, per system and task, and its
     ranking of the systems against theirs.
 
@@ -557,6 +628,10 @@ def agreement(paths: list[str], *, replicates: int = REPLICATES, seed: int = SEE
         paths: lm-eval results files or folders (searched for every run): the people's runs
             (the ``human`` listener) and the automatic listeners' runs, each with
             ``--log_samples``.
+        responses: system -> a listening test's responses file of that system, people's
+            answers read directly (``responses_source``) instead of from a run.
+        corpus: the corpus those files answer (``Corpus``; default: ``load_corpus()``), only
+            read with ``responses``.
         replicates: bootstrap replicates of the ranking's interval.
         seed: the bootstrap's seed.
 
@@ -570,15 +645,17 @@ def agreement(paths: list[str], *, replicates: int = REPLICATES, seed: int = SEE
         AgreementError: no people's run or no listener's run, runs of different corpora, a
             listener's run of a system or tasks people did not answer, no question answered on
             both sides, or samples not logged; each names the file.
+        ResponsesError: a responses file cannot be read or has unusable rows.
         PublishError: a path holds no run or a damaged one.
     """
     sources, notes = _one_each([_source(r) for r in find_runs(paths)])
+    sources += _files(responses or {}, sources, corpus)
     people = {s.system: s for s in sources if s.people}
     machines = [s for s in sources if not s.people]
     if not people:
         raise AgreementError(f"{', '.join(map(str, paths))}: no people's run among them (an "
                              "lm_eval run with --metadata listener=human responses=FILE, made "
-                             "with --log_samples)")
+                             "with --log_samples), and no --responses SYSTEM=FILE")
     if not machines:
         raise AgreementError(f"{', '.join(map(str, paths))}: no automatic listener's run among "
                              "them, only people's; add the runs of the same systems scored by "
@@ -587,7 +664,7 @@ def agreement(paths: list[str], *, replicates: int = REPLICATES, seed: int = SEE
     read: dict[str, dict[str, Answered]] = {}
 
     def questions(s: Source, tasks: list[str]) -> dict[str, Answered]:
-        key = str(s.run.results_path)
+        key = str(s.path)
         if key not in read:
             read[key] = answered(s, tasks)
         return read[key]
@@ -600,7 +677,7 @@ def agreement(paths: list[str], *, replicates: int = REPLICATES, seed: int = SEE
         entry = _listener_entry(group, people, questions, notes, replicates, seed)
         listeners.append(entry)
     return {"runs": [{"system": s.system, "answered_by": s.listener,
-                      "results": str(s.run.results_path)} for s in sources],
+                      "results": str(s.path)} for s in sources],
             "notes": notes, "level": 1 - LEVEL, "listeners": listeners}
 
 
@@ -610,13 +687,13 @@ def _listener_entry(group: list[Source], people: dict[str, Source], questions, n
     systems, ranked = {}, []
     for m in sorted(group, key=lambda s: s.system):
         mine = _people_for(m, people)
-        tasks = [t for t in _adept_tasks(mine.run) if t in set(_adept_tasks(m.run))]
+        tasks = [t for t in mine.tasks if t in set(m.tasks)]
         p, q = questions(mine, tasks), questions(m, tasks)
         result = system_agreement(p, q)
         if not result["keys"]:
-            raise AgreementError(f"{m.run.results_path}: no question both answered by its "
-                                 f"listener and by people in {mine.run.results_path}")
-        left = sorted(set(_adept_tasks(mine.run)) ^ set(_adept_tasks(m.run)))
+            raise AgreementError(f"{m.path}: no question both answered by its "
+                                 f"listener and by people in {mine.path}")
+        left = sorted(set(mine.tasks) ^ set(m.tasks))
         if left:
             notes.append(f"{m.system}, {m.listener}: tasks in only one of the two runs left out: "
                          + ", ".join(left))
@@ -627,8 +704,8 @@ def _listener_entry(group: list[Source], people: dict[str, Source], questions, n
         ranked.append((m.system, p, q, result.pop("keys")))
         result.pop("only_people")
         result.pop("only_machine")
-        systems[m.system] = {"people": str(mine.run.results_path),
-                             "machine": str(m.run.results_path), **result,
+        systems[m.system] = {"people": str(mine.path),
+                             "machine": str(m.path), **result,
                              "verdict": agreement_verdict(result["pooled"])}
     unheard = sorted(set(people) - set(systems))
     if unheard:

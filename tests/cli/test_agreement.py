@@ -1,6 +1,7 @@
 """``adept-eval agreement`` through the real executables: people's answers scored by ``lm_eval``'s
-human listener and the acoustic listener's runs of the same two systems, the figures checked
-against the answers written; and a refusal as one message naming the file."""
+human listener, or read straight from the answers files, and the acoustic listener's runs of
+the same two systems, the figures checked against the answers written; and refusals as one
+message naming the file or option."""
 
 from __future__ import annotations
 
@@ -102,6 +103,17 @@ def test_agreement_of_lm_eval_runs_through_the_executables(corpus, systems, tmp_
     ranking = entry["ranking"]
     assert [s["system"] for s in ranking["systems"]] == ["adept-natural", "flat"]
     assert ranking["kendall_tau_b"] == 1.0 and ranking["smallest_p"] == 0.5
+    # the exported answers read directly give the same figures as their lm_eval runs
+    done = _run("adept-eval", ["agreement", "out/", "--responses",
+                               "adept-natural=answers-natural.csv", "flat=answers-flat.csv",
+                               "--json", "direct.json"], tmp_path, env)
+    assert done.returncode == 0, done.stderr
+    direct = json.loads((tmp_path / "direct.json").read_text())["listeners"][0]
+    for name in ("adept-natural", "flat"):
+        assert direct["systems"][name]["people"] == f"answers-{name.removeprefix('adept-')}.csv"
+        for figure in ("pooled", "tasks"):
+            assert direct["systems"][name][figure] == by_system[name][figure]
+    assert direct["ranking"] == ranking
 
 
 def test_a_refusal_is_one_message_naming_the_file(tmp_path, env):
@@ -115,5 +127,11 @@ def test_a_refusal_is_one_message_naming_the_file(tmp_path, env):
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert lines[0].startswith("error:") and "Traceback" not in done.stderr
-    assert str(other.relative_to(tmp_path)) in " ".join(lines) and "'b', a system no people's run given has" in \
+    assert str(other.relative_to(tmp_path)) in " ".join(lines) and "no people's answers to 'b' are given" in \
         " ".join(lines)
+
+
+def test_responses_must_be_system_equals_file(tmp_path, env):
+    done = _run("adept-eval", ["agreement", "out", "--responses", "answers.csv"], tmp_path, env)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "--responses answers.csv: give SYSTEM=FILE" in done.stderr

@@ -204,7 +204,7 @@ def _refused(tmp_path, *paths) -> str:
 def test_a_run_of_another_system_is_refused(tmp_path):
     path = _both(tmp_path, system="other")
     msg = _refused(tmp_path)
-    assert str(path) in msg and "'other', a system no people's run given has" in msg
+    assert str(path) in msg and "no people's answers to 'other' are given" in msg
 
 
 def test_a_run_of_other_tasks_is_refused(tmp_path):
@@ -265,3 +265,31 @@ def test_an_older_run_of_the_same_system_and_listener_is_named(tmp_path):
 def test_json_writes_nan_as_null():
     assert ag.to_json({"a": [math.nan, 1.0], "b": {"c": math.nan}}) == {"a": [None, 1.0],
                                                                        "b": {"c": None}}
+
+
+def test_a_responses_file_beside_a_people_s_run_of_its_system_is_refused(tmp_path):
+    _both(tmp_path)
+    with pytest.raises(AgreementError) as e:
+        ag.agreement([str(tmp_path / "people"), str(tmp_path / "out")],
+                     responses={"sys": str(tmp_path / "answers.csv")})
+    assert f"{tmp_path / 'answers.csv'}: people's answers for 'sys'" in str(e.value)
+    assert "give one of the two" in str(e.value)
+
+
+def test_responses_file_read_directly(corpus, tmp_path):
+    """People's answers read from the export keep each participant's choice, blank included."""
+    from adept_eval.corpora.questions import all_questions
+
+    q1, q2 = all_questions(corpus)[TON][:2]
+    (tmp_path / "answers.csv").write_text(
+        "participant,task,question_id,answer\n"
+        f"p1,{TON},{q1.question_id},A\np2,{TON},{q1.question_id},B\n"
+        f"p1,{TON},{q2.question_id},\n")
+    source = ag.responses_source("sys", tmp_path / "answers.csv", corpus)
+    assert source.people and source.tasks == (TON,) and source.corpus_sha256 == corpus.fingerprint
+    got = ag.answered(source)
+    assert set(got) == {q1.question_id, q2.question_id}
+    assert got[q1.question_id].choices == (("p1", "A"), ("p2", "B"))
+    assert got[q2.question_id].choices == (("p1", None),)
+    assert got[q1.question_id].sentence == f"{q1.speaker}_{q1.sentence_id}"
+    assert got[q1.question_id].correct_answer == q1.answer_letter
