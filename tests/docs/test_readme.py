@@ -129,6 +129,8 @@ RULES: tuple[Rule, ...] = (
          "run", expect=(r"agrees with each person", r"the systems' ranking",
                         r"rank correlation (says|would say) little",
                         r"wrote agreement\.json")),
+    Rule(r"^adept-eval agreement out/my-tts --responses my-tts=answers\.csv$", "run",
+         expect=(r"listener acoustic .*vs people", r"rank correlation .*little|One system")),
     Rule(r"^adept-eval compare vstyle/my-s2s vstyle/my-s2s-v2$", "run",
          expect=(r"score, overall", r"failed judgements \(never scored\)")),
     Rule(r"^adept-eval listening-test plan --difference 0\.10", "run",
