@@ -94,8 +94,9 @@ def _ranking_line(r: dict) -> str:
     if k < 2 or number(r["kendall_tau_b"]) == "-":
         return r["verdict"]
     return (f"Kendall tau-b {number(r['kendall_tau_b'], '{:+.2f}')} over {k} systems, 95% CI "
-            f"{interval(r['ci_low'], r['ci_high'], '{:+.2f}', ' to ')} (bootstrap of {r['participants']} participants and "
-            f"{r['sentences']} sentences, {r['replicates']} resamples"
+            f"{interval(r['ci_low'], r['ci_high'], '{:+.2f}', ' to ')} (bootstrap of "
+            f"{r['participants']} participants and {r['sentences']} sentences, "
+            f"{r['replicates']} resamples"
             + (f", {r['undefined_replicates']} with a side's accuracies all equal left out"
                if r["undefined_replicates"] else "")
             + f"), p (order) {p_value(r['p_order'])}, at best {r['smallest_p']:.2g} with "

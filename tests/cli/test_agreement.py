@@ -69,9 +69,9 @@ def test_agreement_of_lm_eval_runs_through_the_executables(corpus, systems, tmp_
     share of people's answers that equal the listener's logged answer, counted here."""
     natural = _answers(corpus, tmp_path / "answers-natural.csv", {0: 4, 1: 3})
     flat = _answers(corpus, tmp_path / "answers-flat.csv", {0: 2, 1: 1})
+    flat_args = ["--model_args", f"path={systems['flat']},name=flat"]
     for model, args, answers in (("adept-natural", [], "answers-natural.csv"),
-                                 ("audio-dir", ["--model_args", f"path={systems['flat']},name=flat"],
-                                  "answers-flat.csv")):
+                                 ("audio-dir", flat_args, "answers-flat.csv")):
         for out, extra in (("people/", ["--metadata", "listener=human", f"responses={answers}"]),
                            ("out/", [])):
             done = _run("lm_eval", ["--model", model, *args, "--tasks", TASK, "--output_path",
@@ -127,8 +127,9 @@ def test_a_refusal_is_one_message_naming_the_file(tmp_path, env):
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert lines[0].startswith("error:") and "Traceback" not in done.stderr
-    assert str(other.relative_to(tmp_path)) in " ".join(lines) and "no people's answers to 'b' are given" in \
-        " ".join(lines)
+    message = " ".join(lines)
+    assert str(other.relative_to(tmp_path)) in message
+    assert "no people's answers to 'b' are given" in message
 
 
 def test_responses_must_be_system_equals_file(tmp_path, env):
