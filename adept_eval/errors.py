@@ -142,6 +142,12 @@ class CompareError(UserError, ValueError):
     twice, samples not logged): the message names the runs and the field that differs."""
 
 
+class AgreementError(UserError, ValueError):
+    """Runs whose answers cannot be set against people's (no people's run, a machine run of a
+    system or tasks the people did not hear, no question in common, samples not logged): the
+    message names the file and the problem."""
+
+
 # --------------------------------------------------------------------------- the listening test
 class DesignError(UserError, ValueError):
     """A listening test that cannot be built or loaded (an unknown task, missing samples, an

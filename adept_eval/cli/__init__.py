@@ -14,6 +14,7 @@ from rich.markup import escape
 
 from adept_eval import __version__
 from adept_eval.cli import (
+    agreement,
     ceiling,
     check,
     compare,
@@ -31,7 +32,7 @@ from adept_eval.cli.common import err_console
 
 #: the commands, in the order ``adept-eval --help`` lists them
 COMMANDS = (prepare, manifest, check, questions, make_synthetic, ceiling, report, compare,
-            publish, leaderboard, judge_agreement, listening_test)
+            publish, leaderboard, judge_agreement, agreement, listening_test)
 
 
 def build_parser() -> argparse.ArgumentParser:

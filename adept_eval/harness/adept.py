@@ -523,7 +523,10 @@ def _answered(q: Question, base: dict, answer, per_participant: bool) -> Questio
     return QuestionRecord(
         **base, correct=answer.correct(q), n=len(answer.responses),
         failed=int(answer.status != "ok"), status=answer.status, agreement=answer.agreement,
-        answer=tuple(LETTERS[c] if c is not None else None for c in chosen)[:50],
+        # every participant's choice (``agreement`` sets a listener's against each); a
+        # machine listener's answer list is capped
+        answer=tuple(LETTERS[c] if c is not None else None
+                     for c in chosen)[:None if per_participant else 50],
         detail=answer.detail, answer_subcategory=sub,
         responses=tuple((r.participant, int(r.choice == q.answer)) for r in answer.responses
                         if per_participant and r.participant))

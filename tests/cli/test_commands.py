@@ -8,7 +8,7 @@ from adept_eval.cli import build_parser
 
 #: the commands in the order ``adept-eval --help`` lists them
 ORDER = ["prepare", "manifest", "check", "questions", "make-synthetic", "ceiling", "report",
-         "compare", "publish", "leaderboard", "judge-agreement", "listening-test"]
+         "compare", "publish", "leaderboard", "judge-agreement", "agreement", "listening-test"]
 
 
 def test_every_command_is_a_module_with_add_parser_and_run():
@@ -26,7 +26,7 @@ def _required(name: str) -> list[str]:
     """Arguments a command cannot be parsed without."""
     return {"check": ["folder"], "make-synthetic": ["out"], "report": ["r"],
             "compare": ["a", "b"], "publish": ["r", "--repo", "x/y"],
-            "judge-agreement": ["j", "h"]}.get(name, [])
+            "judge-agreement": ["j", "h"], "agreement": ["p", "m"]}.get(name, [])
 
 
 def test_python_m_runs_the_same_command():

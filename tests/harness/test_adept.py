@@ -126,6 +126,24 @@ def test_a_question_one_person_answered_is_in_the_interval_as_in_the_accuracy():
     assert len(given) == 4 and sum(t.correct for t in given) == 3
 
 
+def test_every_participant_s_choice_is_recorded():
+    """``adept-eval agreement`` sets a listener's answer against each person's choice, so a
+    question answered by 60 people records 60 chosen letters, in the order of ``responses``."""
+    from adept_eval.corpora.questions import Question
+    from adept_eval.scoring.listeners import Answer, Response
+
+    q = Question(question_id="q", task="adept_emotion_female", cls="emotion", speaker="female",
+                 design="single", sentence_id="s", text="t", question="?", stimuli=("x",),
+                 stimulus_subcategories=("joy",), choices=("joy", "fear"),
+                 choice_subcategories=("joy", "fear"), answer=0, target="joy")
+    base = dict(question_id="q", sub="joy", target="joy", correct_answer="A", chance=0.5,
+                listener="human")
+    people = Answer(tuple(Response(i % 2, participant=f"p{i}") for i in range(60)))
+    record = harness._answered(q, base, people, per_participant=True)
+    assert record.answer == tuple("AB" * 30)
+    assert [who for who, _ in record.responses] == [f"p{i}" for i in range(60)]
+
+
 def test_pooled_groups_of_people_get_the_clustered_interval_or_none(tmp_path):
     """A group's pooled accuracy (adept-eval report, the leaderboard) rests on the same rule as
     a task's: from logged samples people's responses get the two-way cluster bootstrap, never
