@@ -271,7 +271,7 @@ class AcousticListener(Listener):
         only among equal identities). ``temperature`` is recorded when it is not the default:
         it sets every posterior, and a multi-stimulus answer combines the posteriors of its
         samples (``one_each``), so another temperature gives other answers (adept_emotion_female
-        of one synthetic system: 0.45 at 0.5, 0.60 at 20). At the default it is left out, so
+        of one synthetic system: 0.55 at 0.5, 0.65 at 5). At the default it is left out, so
         every default run has one identity, whichever adept-eval version recorded it. The
         other options change no answer or figure: ``graded`` only adds the graded figures or
         leaves them out (accuracy unchanged; a run without them is not ranked by prosody
@@ -379,18 +379,22 @@ class AcousticListener(Listener):
 
     def _prototypes(self, cls: str, speaker: str, subs: tuple[str, ...]) -> np.ndarray:
         """Each subcategory's prototype: the natural renditions' cue deviations
-        (``prosody.sentence_cues``) averaged over every sentence of the class and speaker -
-        the class model the category term compares with, built from the references alone.
+        (``prosody.sentence_cues``) averaged over every sentence of the class and speaker the
+        corpus holds - the class model the category term compares with, built from the
+        references alone.
 
         Returns:
             (subcategories, cues) prototypes, in ``subs`` order (memoised).
         """
         memo_key = ("prototypes", cls, speaker, subs)
         if memo_key not in self._memo:
-            per_sentence = [
-                sentence_cues([self.store.get(p) for p in
-                               self._natural_paths(cls, speaker, sid, subs)])
-                for sid in spec.CLASSES[cls].sentence_ids()]
+            per_sentence = []
+            for sid in spec.CLASSES[cls].sentence_ids():
+                try:
+                    paths = self._natural_paths(cls, speaker, sid, subs)
+                except KeyError:  # a corpus that holds only some sentences: those it holds
+                    continue
+                per_sentence.append(sentence_cues([self.store.get(p) for p in paths]))
             self._memo[memo_key] = np.mean(per_sentence, axis=0)
         return self._memo[memo_key]
 

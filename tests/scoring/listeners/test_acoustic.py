@@ -201,7 +201,7 @@ def test_the_cross_voice_alignment_does_not_depend_on_how_a_voice_spreads_its_ce
 
 def test_a_temperature_that_changes_answers_changes_the_scorer_identity(corpus, systems,
                                                                          tmp_path):
-    """Through the real `lm_eval` and `adept-eval compare`: `--metadata temperature=20` moves
+    """Through the real `lm_eval` and `adept-eval compare`: `--metadata temperature=5` moves
     the answers of multi-stimulus questions (``one_each`` combines the posteriors it sets), so
     its run records another scorer and compare refuses to pair it with a default run, as it
     refuses any two scorers. It recorded the default's identity, and the two runs were compared
@@ -219,7 +219,7 @@ def test_a_temperature_that_changes_answers_changes_the_scorer_identity(corpus, 
            "ADEPT_EVAL_HOME": str(tmp_path / "home"), "COLUMNS": "200"}
     scorers, accuracy = {}, {}
     for name, metadata in (("default", []), ("spelled", ["--metadata", "temperature=0.50"]),
-                           ("hot", ["--metadata", "temperature=20"])):
+                           ("hot", ["--metadata", "temperature=5"])):
         done = subprocess.run(
             [console_script("lm_eval"), "--model", "audio-dir", "--model_args",
              f"path={systems['partial']},name={name}", "--tasks", "adept_emotion_female",
@@ -231,7 +231,7 @@ def test_a_temperature_that_changes_answers_changes_the_scorer_identity(corpus, 
         accuracy[name] = results["results"]["adept_emotion_female"]["acc,none"]
     default = {"listener": "acoustic", "listener_version": listener_version()}
     assert scorers["default"] == scorers["spelled"] == default
-    assert scorers["hot"] == {**default, "temperature": 20.0}
+    assert scorers["hot"] == {**default, "temperature": 5.0}
     assert accuracy["hot"] != accuracy["default"]  # why it must be told apart
     compare = [console_script("adept-eval"), "compare"]
     done = subprocess.run([*compare, str(tmp_path / "out" / "default"),
@@ -239,7 +239,7 @@ def test_a_temperature_that_changes_answers_changes_the_scorer_identity(corpus, 
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "differ in their ADEPT scorer (listener identity)" in done.stderr, done.stderr
-    assert "temperature=20.0" in done.stderr, done.stderr
+    assert "temperature=5.0" in done.stderr, done.stderr
     done = subprocess.run([*compare, str(tmp_path / "out" / "default"),
                            str(tmp_path / "out" / "spelled")],
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)

@@ -27,9 +27,11 @@ def test_answers_explain_distances_and_posteriors(corpus, systems, tmp_path):
         answer = listener.answer(q, {s: str(systems["copy"] / f"{s}.wav") for s in q.stimuli})
         detail = json.loads(answer.detail)
         assert detail["candidates"]
+        terms = {"f0", "energy", "level", "tempo", "pause", "salience", "boundary"}
+        if q.design == "multi":  # what a rendition conveys as a whole: its category
+            terms.add("category")
         for sample in detail["samples"]:
-            assert set(sample["distance"]) == {"f0", "energy", "level", "tempo", "pause",
-                                               "salience", "boundary"}
+            assert set(sample["distance"]) == terms
             assert len(sample["posterior"]) == len(detail["candidates"])
             assert sum(sample["posterior"]) == pytest.approx(1.0, abs=0.01)
 
