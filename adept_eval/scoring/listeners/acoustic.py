@@ -425,6 +425,9 @@ class AcousticListener(Listener):
     def _posterior(self, total: np.ndarray) -> np.ndarray:
         return posterior(total, self.temperature)
 
+    def _log_posterior(self, total: np.ndarray) -> np.ndarray:
+        return log_posterior(total, self.temperature)
+
     @staticmethod
     def choose(question: Question, scores: np.ndarray) -> int:
         """Pick the choice with the highest score.
@@ -491,7 +494,7 @@ class AcousticListener(Listener):
             method = "lone-sample"
         post = self._posterior(total)
         scores, rows = _stimulus_scores(question, subs, post, bool(paths),
-                                        log_posterior(total, self.temperature))
+                                        self._log_posterior(total))
         choice = self.choose(question, scores)
         detail = {
             "method": method,

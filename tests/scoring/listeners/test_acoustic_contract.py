@@ -336,6 +336,7 @@ def test_a_multi_stimulus_question_is_answered_by_one_each(tmp_path):
     assert subs == ("incredulity", "surprise", "neutral")
     post = np.array([[.45, .10, .45], [.50, .40, .10], [.05, .05, .90]])
     listener._posterior = lambda total: post
+    listener._log_posterior = lambda total: np.log(post)
     shown = ("surprise", "neutral", "incredulity")  # the order the samples are presented in
     key = "ad00_0200"
     q = Question(f"adept_propositional_attitude_female/{key}/incredulity",
