@@ -80,11 +80,11 @@ def _print_adept(run, res: dict) -> None:
     from adept_eval.results.report import adept_table, graded_table, group_table, \
         subcategory_table
 
-    console.print(adept_table(res, title=lit(f"{run.system}: ADEPT, {run.listener()} "
+    print_table(adept_table(res, title=lit(f"{run.system}: ADEPT, {run.listener()} "
                                               "listener")))
     groups = group_table(res, run.samples, people=run.people)
     if groups is not None:
-        console.print(groups)
+        print_table(groups)
     subcategories = subcategory_table(run.samples or {})
     if subcategories is not None:
         print_table(subcategories)
@@ -123,7 +123,7 @@ def run(args) -> int:
         _print_adept(run, res)
     judged = [t for t in res if t in VSTYLE.tasks and VSTYLE.key("score") in res[t]]
     if judged:
-        console.print(_judged_table(run, judged))
+        print_table(_judged_table(run, judged))
     for line in _identity_lines(run):
         console.print(line)
     console.print(f"from {lit(run.results_path)}")
