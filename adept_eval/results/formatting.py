@@ -150,7 +150,7 @@ def keep_figures_whole(console: Console, table: Table) -> None:
                 column.header = header
                 widest = max([widest] + [len(w) for w in header.plain.split()])
             column.no_wrap = True
-            column.min_width = max(widest, column.min_width or 0)
+            column.min_width = column.max_width = max(widest, column.min_width or 0)
         else:
             column.no_wrap = False
             column.overflow = "fold"
