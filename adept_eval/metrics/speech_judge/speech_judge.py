@@ -29,7 +29,8 @@ counted as failures, never as scores. Judgements are cached by content.
 
 _KWARGS_DESCRIPTION = """
 Args:
-    predictions: spoken responses: file paths, or {"array": [...], "sampling_rate": int}.
+    predictions: spoken responses: file paths, or {"array": [...], "sampling_rate": int}, mixed
+        in any order.
     references: transcripts of the spoken instructions.
     instruction_types: each instruction's type, e.g. "instruction/emotion_command" (fills the
         prompt's {instruction_type}; selects a per-type prompt when `prompts` is given).
