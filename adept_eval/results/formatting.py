@@ -52,7 +52,8 @@ def number(value, fmt: str = "{:.3f}", nan: str | None = MISSING) -> str:
 
 
 def interval(low, high, fmt: str = "{:.2f}", between: str = "-") -> str:
-    """An interval as ``low-high`` (``between`` joins the ends); each end ``-`` when missing.
+    """An interval as ``low-high`` (``between`` joins the ends); an end ``-`` when missing, and
+    ``-`` alone when both are.
 
     Args:
         low: the lower end.
@@ -63,6 +64,8 @@ def interval(low, high, fmt: str = "{:.2f}", between: str = "-") -> str:
     Returns:
         The text for a table cell.
     """
+    if missing(low) and missing(high):  # no interval at all: one dash, never "nan-nan"
+        return MISSING
     return f"{number(low, fmt)}{between}{number(high, fmt)}"
 
 
