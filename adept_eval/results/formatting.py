@@ -253,8 +253,10 @@ def fit_title(fig, ax, text: str, fontsize: float) -> None:
     # start from the figure's width in characters (a glyph ~0.6 of the font size wide)
     per_line = max(int(fig.get_figwidth() * 72 / (0.6 * fontsize)), 10)
     while True:
-        lines = textwrap.wrap(text, per_line, break_long_words=False, break_on_hyphens=False)
-        title = ax.set_title("\n".join(lines) or text, fontsize=fontsize)
+        lines = [wrapped for line in text.split("\n")  # the title's own breaks are kept
+                 for wrapped in textwrap.wrap(line, per_line, break_long_words=False,
+                                              break_on_hyphens=False) or [""]]
+        title = ax.set_title("\n".join(lines), fontsize=fontsize)
         fig.tight_layout()
         box = title.get_window_extent(fig.canvas.get_renderer())
         if (box.x0 >= 0 and box.x1 <= fig.bbox.width) or per_line <= 10:
