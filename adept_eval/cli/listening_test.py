@@ -482,8 +482,9 @@ def _kappa(system: str, agreement: dict) -> str:
     """A system's Fleiss' kappa with what it rests on: questions rated by two or more people."""
     if not agreement.get("questions"):
         return f"{lit(system)}: - (no question rated twice)"
-    return (f"{lit(system)}: {number(agreement['kappa'], '{:.2f}')} ({agreement['questions']} questions, "
-            f"{agreement['mean_raters']:.1f} raters each on average)")
+    return (f"{lit(system)}: {number(agreement['kappa'], '{:.2f}')} "
+            f"({agreement['questions']} questions, {agreement['mean_raters']:.1f} raters each "
+            "on average)")
 
 
 def _participant_counts(screening: dict) -> dict:
@@ -553,8 +554,9 @@ def _participants_table(screening: dict) -> Table:
     for col in ("participant", "screening", "headphones", "attention", "answered", "accuracy"):
         people.add_column(col, no_wrap=col == "screening")
     for s in sorted(screening.values(), key=lambda s: s.arrival):
-        people.add_row(lit(s.participant), lit(s.screening), {True: "pass", False: "fail", None: "-"}
-                       [s.headphone_passed], f"{s.catch_correct}/{s.catch_total}",
+        headphones = {True: "pass", False: "fail", None: "-"}[s.headphone_passed]
+        people.add_row(lit(s.participant), lit(s.screening), headphones,
+                       f"{s.catch_correct}/{s.catch_total}",
                        f"{s.answered}/{s.items}", f"{s.correct}/{s.questions} = {number(s.accuracy)}")
     return people
 

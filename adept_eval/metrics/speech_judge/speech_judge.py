@@ -107,7 +107,7 @@ class SpeechJudge(evaluate.Metric):
         if instruction_audio is not None and len(instruction_audio) != len(predictions):
             raise ValueError("instruction_audio must have one entry per prediction")
         config = JudgeConfig(prompts=tuple(sorted((prompts or {}).items())), **options)
-        items = [JudgeItem(given_audio(p), r, t, instruction_audio[i] if instruction_audio else None,
-                           str(i))
+        items = [JudgeItem(given_audio(p), r, t,
+                           instruction_audio[i] if instruction_audio else None, str(i))
                  for i, (p, r, t) in enumerate(zip(predictions, references, instruction_types))]
         return judge(items, config, progress=progress, server_options=METRIC_SERVER_OPTIONS)
