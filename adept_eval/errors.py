@@ -69,6 +69,19 @@ class DownloadError(UserError, RuntimeError):
     """The file could not be fetched or did not verify; the message says which and why."""
 
 
+class OfflineError(DownloadError):
+    """Zenodo cannot be reached at all (no network); the message ends with how to go on
+    offline, in the words of the front end that opens the corpus.
+
+    Attributes:
+        problem: what failed, without the hint, so a front end can give its own hint.
+    """
+
+    def __init__(self, problem: str, hint: str):
+        super().__init__(f"{problem}\n{hint}")
+        self.problem = problem
+
+
 class VStyleError(UserError, ValueError):
     """The VStyle data cannot be found, fetched or read (shown as one message)."""
 

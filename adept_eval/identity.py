@@ -61,17 +61,19 @@ def vstyle_corpus(folder: Path, language: str) -> dict:
     Returns:
         Its name, the sha256 and name of its metadata file, and whether it is the published
         sample (``sample``: the project page's examples, not the benchmark: its scores never
-        reach a model card).
+        reach a model card) or ``make-synthetic --vstyle``'s stand-in (``synthetic``).
 
     Raises:
         VStyleError: The folder holds no metadata.
         OSError: The metadata cannot be read.
     """
+    from adept_eval.corpora.synthetic_vstyle import is_synthetic as synthetic_vstyle
     from adept_eval.corpora.vstyle import SAMPLE_METADATA, metadata_file
 
     path = metadata_file(folder)
     return {"name": f"VStyle-{language}", "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-            "file": path.name, "synthetic": False, "sample": path.name == SAMPLE_METADATA}
+            "file": path.name, "synthetic": synthetic_vstyle(path),
+            "sample": path.name == SAMPLE_METADATA}
 
 
 def label(scorer: dict | None) -> str:

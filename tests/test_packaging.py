@@ -10,6 +10,7 @@ renderers), the simulated crowd (``testing/crowd.py``) or the repository-root pa
 from __future__ import annotations
 
 import ast
+import re
 import shutil
 import subprocess
 import sys
@@ -119,3 +120,25 @@ def test_the_package_imports_nothing_it_does_not_ship():
             found += [f"{path.relative_to(ROOT)}: {m}" for m in modules
                       if m.split(".")[0] in ("benchmarks", "testing")]
     assert not found, found
+
+
+def test_the_listening_test_extra_installs_what_the_rehearsal_crowd_imports():
+    """docs/listening-test.md sends a user to ``testing/crowd.py`` to rehearse a test; it
+    imports httpx, which the ``[listening-test]`` extra did not install."""
+    import configparser
+    import sys
+
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "setup.cfg")
+    names = {re.split(r"[<>=!;\[ ]", line.strip())[0].lower()
+             for key in ("install_requires",) for line in cfg["options"][key].splitlines()}
+    names |= {re.split(r"[<>=!;\[ ]", line.strip())[0].lower()
+              for line in cfg["options.extras_require"]["listening-test"].splitlines()}
+    imported = set()
+    for node in ast.walk(ast.parse((ROOT / "testing" / "crowd.py").read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            imported |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            imported.add((node.module or "").split(".")[0])
+    third_party = {m for m in imported if m not in sys.stdlib_module_names and m != "adept_eval"}
+    assert third_party and third_party <= names, third_party - names

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from adept_eval.cli.common import SYNTHETIC_NOTE, comma_list, console, key_values
+from adept_eval.cli.common import (SYNTHETIC_NOTE, comma_list, console, key_values,
+                                  print_table)
 from adept_eval.options import arg_type
 from adept_eval.results.formatting import lit
 
@@ -82,7 +83,7 @@ def run(args) -> int:
     res = simple_evaluate(model="adept-natural", tasks=tasks, task_manager=manager,
                           bootstrap_iters=0, limit=args.limit)
     synthetic = _used_synthetic_corpus(res)
-    console.print(adept_table(res["results"], title=lit(
+    print_table(adept_table(res["results"], title=lit(
         f"Ceiling of the {listener!r} listener (accuracy on ADEPT's natural recordings)"
         + (f" - {SYNTHETIC_NOTE}" if synthetic else ""))))
     if synthetic:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from adept_eval.cli.common import console, err_console, load_corpus_of
+from adept_eval.cli.common import console, err_console, load_corpus_of, print_table
 from adept_eval.results.formatting import lit
 
 
@@ -62,7 +62,7 @@ def _print_problems(folder: Path, problems: list, show_all: bool) -> None:
         colour = "red" if problem.severity == "error" else "yellow"
         table.add_row(f"[{colour}]{problem.severity}[/{colour}]", problem.kind,
                       lit(problem.message))
-    console.print(table)
+    print_table(table)
     if len(shown) < len(problems):
         console.print(f"... {len(problems) - len(shown)} more (use --all)")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from adept_eval.cli.common import PLOT_EXTRA, console
+from adept_eval.cli.common import PLOT_EXTRA, console, print_table
 from adept_eval.results.formatting import lit
 from adept_eval.suites import sort_choices
 
@@ -53,10 +53,10 @@ def run(args) -> int:
     for board in boards():
         ranked, apart = sections(rows, board.name)
         for members in ranked:
-            console.print(board.ranked_table(members))
+            print_table(board.ranked_table(members))
             _print_tie_method(members[0].figure(board.name, "tie_method"), len(members))
         if apart:
-            console.print(board.apart_table(apart))
+            print_table(board.apart_table(apart))
     console.print("written: " + ", ".join(lit(p) for p in paths))
     if not any(p.suffix == ".png" for p in paths):
         console.print(f"[yellow]no chart: {lit(PLOT_EXTRA)} for matplotlib[/yellow]")

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from adept_eval.corpora import spec
 from adept_eval.options import arg_type
-from adept_eval.results.formatting import number, p_value
+from adept_eval.results.formatting import lit, number, p_value, print_whole
 
 console = Console(soft_wrap=True)
 EXTRA_HINT = "the listening test needs its extra: pip install 'adept-eval[listening-test]'"
@@ -194,7 +194,7 @@ def _system_of(item: str) -> tuple[str, str]:
     if is_lm_eval_run(Path(folder)):
         run, note = lm_eval_run(Path(folder), name if sep else None)
         name = name if sep else system_name(run.system)
-        console.print(f"system {name}: lm-eval run {note}", highlight=False)
+        console.print(f"system {lit(name)}: lm-eval run {lit(note)}", highlight=False)
         folder = str(run.results_path)
     return name, folder
 
@@ -252,14 +252,14 @@ def cmd_build(args):
                         completion_url=args.completion_url, match_loudness=args.match_loudness)
     n_items = sum(len(config.task_questions(t)) for t in config.tasks) + \
         config.catch_per_task * len(config.tasks)
-    console.print(f"listening test built in {args.output}: {len(config.tasks)} tasks, "
+    console.print(f"listening test built in {lit(args.output)}: {len(config.tasks)} tasks, "
                   f"{len(config.questions)} questions, {len(config.systems)} system(s) "
-                  f"({', '.join(config.systems)}); each participant answers {n_items} items "
+                  f"({lit(', '.join(config.systems))}); each participant answers {n_items} items "
                   f"({config.catch_per_task * len(config.tasks)} attention checks); audio "
                   f"re-encoded to one format, loudness {config.loudness}")
     console.print(f"completion code {config.completion_code}, screen-out code "
                   f"{config.screenout_code}; serve it with: adept-eval listening-test serve "
-                  f"{args.output}")
+                  f"{lit(args.output)}")
     return 0
 
 
@@ -430,16 +430,17 @@ def cmd_status(args):
     if args.json:
         console.print_json(json.dumps(s))
         return 0
-    console.print(f"{s['title']}: {s['participants']} participants, {s['responses']} responses")
-    console.print("screening: " + ", ".join(f"{k} {v}" for k, v in s["screening"].items()))
+    console.print(f"{lit(s['title'])}: {s['participants']} participants, {s['responses']} "
+                  "responses")
+    console.print("screening: " + ", ".join(f"{lit(k)} {v}" for k, v in s["screening"].items()))
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for col in ("task", "system", "people", "included", "responses", "incl. resp."):
         table.add_column(col, justify="left" if col in ("task", "system") else "right",
                          no_wrap=col == "task")
     for r in s["tasks"]:
-        table.add_row(r["task"].removeprefix("adept_"), r["system"], str(r["participants"]),
+        table.add_row(r["task"].removeprefix("adept_"), lit(r["system"]), str(r["participants"]),
                       str(r["included"]), str(r["responses"]), str(r["included_responses"]))
-    console.print(table)
+    print_whole(console, table)
     return 0
 
 
@@ -451,7 +452,7 @@ def _export(test, out, include_all):
     paths = export(config, store, out, include_all=include_all)
     for p in paths:
         n = sum(1 for _ in open(p, encoding="utf-8")) - 1
-        console.print(f"{p}: {n} rows")
+        console.print(f"{lit(p)}: {n} rows")
     if len(config.systems) == 1:
         console.print(f"score it: lm_eval --model audio-dir --model_args path=<samples> --tasks "
                       f"{' '.join(config.tasks) if len(config.tasks) < 12 else 'adept'} "
@@ -480,9 +481,10 @@ def _p(p) -> str:
 def _kappa(system: str, agreement: dict) -> str:
     """A system's Fleiss' kappa with what it rests on: questions rated by two or more people."""
     if not agreement.get("questions"):
-        return f"{system}: - (no question rated twice)"
-    return (f"{system}: {number(agreement['kappa'], '{:.2f}')} ({agreement['questions']} questions, "
-            f"{agreement['mean_raters']:.1f} raters each on average)")
+        return f"{lit(system)}: - (no question rated twice)"
+    return (f"{lit(system)}: {number(agreement['kappa'], '{:.2f}')} "
+            f"({agreement['questions']} questions, {agreement['mean_raters']:.1f} raters each "
+            "on average)")
 
 
 def _participant_counts(screening: dict) -> dict:
@@ -503,8 +505,8 @@ def _participant_counts(screening: dict) -> dict:
 def _print_header(config, analysis, include_incomplete: bool) -> None:
     """Print who took part and what the accuracy tables measure."""
     counts = _participant_counts(analysis.screening)
-    console.print(f"{config.title}: {len(analysis.screening)} participants; "
-                  + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    console.print(f"{lit(config.title)}: {len(analysis.screening)} participants; "
+                  + ", ".join(f"{lit(k)} {v}" for k, v in counts.items()))
     who = ("over included participants and incomplete ones (--include-incomplete)"
            if include_incomplete else "over included participants")
     console.print(f"Recognition accuracy (the tutorial's step 4) {who}, "
@@ -532,7 +534,7 @@ def _accuracy_table(config, analysis, task: str) -> Table:
                          else "right", no_wrap=True)
     for row in (r for r in analysis.accuracy if r.task == task):
         st = row.stats
-        table.add_row(row.system, row.subcategory or "(all)", str(st.n), str(st.correct),
+        table.add_row(lit(row.system), row.subcategory or "(all)", str(st.n), str(st.correct),
                       number(st.acc), f"{number(st.ci_low, '{:.2f}')}-{number(st.ci_high, '{:.2f}')}",
                       _p(st.p_value), str(row.participants), str(st.clusters),
                       end_section=not row.subcategory)
@@ -552,8 +554,9 @@ def _participants_table(screening: dict) -> Table:
     for col in ("participant", "screening", "headphones", "attention", "answered", "accuracy"):
         people.add_column(col, no_wrap=col == "screening")
     for s in sorted(screening.values(), key=lambda s: s.arrival):
-        people.add_row(s.participant, s.screening, {True: "pass", False: "fail", None: "-"}
-                       [s.headphone_passed], f"{s.catch_correct}/{s.catch_total}",
+        headphones = {True: "pass", False: "fail", None: "-"}[s.headphone_passed]
+        people.add_row(lit(s.participant), lit(s.screening), headphones,
+                       f"{s.catch_correct}/{s.catch_total}",
                        f"{s.answered}/{s.items}", f"{s.correct}/{s.questions} = {number(s.accuracy)}")
     return people
 
@@ -629,14 +632,14 @@ def _report(test, out, include_incomplete):
     analysis = analyse(config, store, include_incomplete=include_incomplete)
     _print_header(config, analysis, include_incomplete)
     for task in config.tasks:
-        console.print(_accuracy_table(config, analysis, task))
-    console.print(_participants_table(analysis.screening))
+        print_whole(console, _accuracy_table(config, analysis, task))
+    print_whole(console, _participants_table(analysis.screening))
     out = Path(out) if out else Path(test) / "report"
     out.mkdir(parents=True, exist_ok=True)
     report = _report_json(config, analysis, INCLUDED)
     (out / "report.json").write_text(json.dumps(_no_nan(report), indent=1), encoding="utf-8")
     charts = _write_charts(config, analysis, out, plot_task)
-    console.print(f"written: {out / 'report.json'}" + (f" and {len(charts)} charts" if charts
+    console.print(f"written: {lit(out / 'report.json')}" + (f" and {len(charts)} charts" if charts
                                                          else ""))
 
 
@@ -682,7 +685,7 @@ def cmd_plan(args):
     for n, p, se in result.rows:
         table.add_row(str(n), str(n * result.systems), str(n * result.questions), f"{p:.3f}",
                       f"{se:.3f}", str(result.simulations))
-    console.print(table)
+    print_whole(console, table)
     console.print(describe_design(result))
     console.print(describe_model(result))
     console.print(recommendation(result))

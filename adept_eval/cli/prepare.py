@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich import box
 from rich.table import Table
 
-from adept_eval.cli.common import SYNTHETIC_NOTE, console, load_corpus_of
+from adept_eval.cli.common import SYNTHETIC_NOTE, console, load_corpus_of, print_table
 from adept_eval.corpora import spec
 from adept_eval.results.formatting import lit
 
@@ -56,7 +56,7 @@ def run(args) -> int:
         table.add_row(name, str(n_rec), str(len(qs)), str(qs[0].n_choices),
                       f"{1 / qs[0].n_choices:.3f}")
     table.add_row("total", str(tot_rec), str(tot_q), "", "", end_section=True)
-    console.print(table)
+    print_table(table)
     console.print(f"corpus: {lit(corpus.root)}\nsource: {lit(corpus.source)}\n"
                   f"sha256: {corpus.fingerprint}")
     if synthetic:

@@ -6,7 +6,7 @@ from rich import box
 from rich.table import Table
 
 from adept_eval.cli.common import SYNTHETIC_NOTE, console, print_table
-from adept_eval.results.formatting import lit
+from adept_eval.results.formatting import interval, lit, number
 from adept_eval.suites import VSTYLE
 
 
@@ -33,7 +33,8 @@ def _identity_lines(run) -> list[str]:
     lines = []
     for name, s in ident.suites.items():
         corpus = s.corpus.get("sha256", "?")[:16]
-        synthetic = f" [red]{SYNTHETIC_NOTE}[/red]" if s.synthetic else ""
+        note = SYNTHETIC_NOTE.replace("ADEPT", SUITES[name].title)  # the suite it stands in for
+        synthetic = f" [red]{note}[/red]" if s.synthetic else ""
         from adept_eval.identity import label
 
         lines.append(f"{SUITES[name].title}: scorer {lit(label(s.scorer))}; corpus "
@@ -53,7 +54,9 @@ def _completeness(s) -> str:
 
 
 def _judged_table(run, tasks: list[str]) -> Table:
-    """The run's VStyle tasks: judge score, its interval, n judged and failed.
+    """The run's VStyle tasks: judge score, its interval, n judged and failed; then each
+    language's overall score (VStyle's weighting) from the logged samples, or from lm-eval's
+    group row without an interval when the run logged none.
 
     Args:
         run: the run.
@@ -62,17 +65,52 @@ def _judged_table(run, tasks: list[str]) -> Table:
     Returns:
         The table.
     """
+    from adept_eval.corpora.vstyle import CATEGORIES
+
     key = VSTYLE.key
     table = Table(title=lit(f"{run.system}: VStyle, judge {run.judge()}"), box=box.SIMPLE_HEAD)
     for col in ("task", "score", "95% CI", "n", "failed"):
         table.add_column(col, justify="left" if col == "task" else "right")
+    results = run.results["results"]
     for task in tasks:
-        result = run.results["results"][task]
-        ci = (f"{result[key('score_ci_low')]:.2f}-{result[key('score_ci_high')]:.2f}"
-              if key("score_ci_low") in result else "-")
-        table.add_row(task, f"{result[key('score')]:.2f}", ci, str(result.get(key("n"), "-")),
-                      str(result.get(key("n_failed"), "-")))
+        result = results[task]
+        table.add_row(task, number(result.get(key("score")), "{:.2f}"),
+                      interval(result.get(key("score_ci_low")), result.get(key("score_ci_high"))),
+                      number(result.get(key("n")), "{:.0f}"),
+                      number(result.get(key("n_failed")), "{:.0f}"))
+    for language, overall in _overall(run, tasks).items():
+        notes = [] if overall["categories"] == len(CATEGORIES) else \
+            [f"{overall['categories']} of {len(CATEGORIES)} categories"]
+        if overall.get("unjudged"):
+            notes.append("none judged in " + ", ".join(overall["unjudged"]))
+        label = "; ".join([f"overall ({language}", *notes]) + ")"
+        table.add_row(label, number(overall["score"], "{:.2f}"),
+                      interval(overall["ci_low"], overall["ci_high"]),
+                      number(overall["n"], "{:.0f}"), number(overall["failed"], "{:.0f}"),
+                      end_section=False)
     return table
+
+
+def _overall(run, tasks: list[str]) -> dict[str, dict]:
+    """Each language's overall score: from the logged samples with its interval
+    (``report.vstyle_overall``), else lm-eval's ``vstyle_<language>`` group row."""
+    from adept_eval.results.compare import judged_items
+    from adept_eval.results.report import vstyle_overall
+
+    if run.samples and all(t in run.samples for t in tasks):
+        return vstyle_overall(judged_items(run).values())
+    key, out = VSTYLE.key, {}
+    for language in sorted({t.removeprefix("vstyle_").split("_", 1)[0] for t in tasks}):
+        ours = [t for t in tasks if t.startswith(f"vstyle_{language}_")]
+        group = run.results["results"].get(f"vstyle_{language}", {})
+        out[language] = {"score": group.get(key("score")), "ci_low": None, "ci_high": None,
+                         "unjudged": [t.removeprefix(f"vstyle_{language}_") for t in ours
+                                      if not run.results["results"][t].get(key("n"))],
+                         "n": sum(run.results["results"][t].get(key("n")) or 0 for t in ours),
+                         "failed": sum(run.results["results"][t].get(key("n_failed")) or 0
+                                       for t in ours),
+                         "categories": len(ours)}
+    return out
 
 
 def _print_adept(run, res: dict) -> None:
@@ -80,11 +118,11 @@ def _print_adept(run, res: dict) -> None:
     from adept_eval.results.report import adept_table, graded_table, group_table, \
         subcategory_table
 
-    console.print(adept_table(res, title=lit(f"{run.system}: ADEPT, {run.listener()} "
+    print_table(adept_table(res, title=lit(f"{run.system}: ADEPT, {run.listener()} "
                                               "listener")))
     groups = group_table(res, run.samples, people=run.people)
     if groups is not None:
-        console.print(groups)
+        print_table(groups)
     subcategories = subcategory_table(run.samples or {})
     if subcategories is not None:
         print_table(subcategories)
@@ -123,7 +161,7 @@ def run(args) -> int:
         _print_adept(run, res)
     judged = [t for t in res if t in VSTYLE.tasks and VSTYLE.key("score") in res[t]]
     if judged:
-        console.print(_judged_table(run, judged))
+        print_table(_judged_table(run, judged))
     for line in _identity_lines(run):
         console.print(line)
     console.print(f"from {lit(run.results_path)}")

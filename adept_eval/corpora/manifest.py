@@ -269,9 +269,11 @@ def _broken_link(stem: Path) -> Path | None:
 
 
 def _check_speech(path: Path, report: AudioReport) -> None:
-    """A readable sample that holds no speech (a tone, DC, noise, silence) is an error too."""
-    if any(p.severity == "error" and p.kind != "silent" for p in report.problems):
-        return  # unreadable, empty, ...: already refused for a more basic reason
+    """A readable sample that holds no speech (a tone, DC, noise) is an error too; one already
+    refused (unreadable, empty, silent, ...) is not refused a second time, so each bad file
+    counts once."""
+    if any(p.severity == "error" for p in report.problems):
+        return
     from adept_eval.signal.speech_presence import no_speech_reason
 
     try:

@@ -24,7 +24,7 @@ from pathlib import Path
 import requests
 from tqdm.auto import tqdm
 
-from adept_eval.errors import DownloadError
+from adept_eval.errors import DownloadError, OfflineError
 
 log = logging.getLogger(__name__)
 
@@ -32,11 +32,26 @@ DEFAULT_ZENODO_URL = "https://zenodo.org"
 CHUNK = 1 << 20  # most bytes read or hashed at once; a read returns whatever has arrived
 MAX_WAIT = 10.0  # seconds: the longest pause between two download attempts
 
-OFFLINE_HINT = ("Working offline? Point adept-eval at a copy of the corpus: `--corpus PATH` or "
-                "`export ADEPT_EVAL_CORPUS=PATH` (a local ADEPT.zip or its extracted folder), or "
-                "a mirror with ADEPT_EVAL_ZENODO_URL. To try the pipeline without the corpus: "
-                "`adept-eval make-synthetic /tmp/ADEPT.zip` and "
-                "`export ADEPT_EVAL_CORPUS=/tmp/ADEPT.zip`.")
+#: how ``adept-eval``'s commands and Python name a corpus; under ``lm_eval`` it is
+#: ``--metadata corpus=PATH`` (``harness.adept``), as ``lm_eval`` has no ``--corpus``
+CLI_CORPUS_OPTION = "--corpus PATH"
+
+
+def offline_hint(corpus_option: str = CLI_CORPUS_OPTION) -> str:
+    """How to go on without Zenodo, naming the corpus option of the front end in use.
+
+    Args:
+        corpus_option: how the user names a corpus where the error is shown, e.g.
+            ``--corpus PATH`` or ``--metadata corpus=PATH``.
+
+    Returns:
+        The hint, one paragraph.
+    """
+    return ("Working offline? Point adept-eval at a copy of the corpus: "
+            f"`{corpus_option}` or `export ADEPT_EVAL_CORPUS=PATH` (a local ADEPT.zip or its "
+            "extracted folder), or a mirror with ADEPT_EVAL_ZENODO_URL. To try the pipeline "
+            "without the corpus: `adept-eval make-synthetic /tmp/ADEPT.zip` and "
+            "`export ADEPT_EVAL_CORPUS=/tmp/ADEPT.zip`.")
 
 
 @dataclass(frozen=True)
@@ -101,9 +116,9 @@ def _read_record(http: requests.Session, url: str, base: str, record_id: str,
         resp.raise_for_status()
         record = resp.json()
     except requests.ConnectionError as exc:
-        raise DownloadError(f"could not reach Zenodo at {base} to read record {record_id} "
-                            f"(no network, DNS failure or connection refused: "
-                            f"{_root_cause(exc)}).\n{OFFLINE_HINT}") from None
+        raise OfflineError(f"could not reach Zenodo at {base} to read record {record_id} "
+                           f"(no network, DNS failure or connection refused: "
+                           f"{_root_cause(exc)}).", offline_hint()) from None
     except (requests.RequestException, ValueError) as exc:
         raise DownloadError(f"could not read Zenodo record {record_id} at {url}: {exc}") from None
     if not isinstance(record, dict):
@@ -251,10 +266,12 @@ def download(remote: RemoteFile, dest: Path, *, retries: int = 5, backoff: float
             log.warning("download of %s made no progress (%s); retrying in %.1fs",
                         remote.key, last_error, wait)
             time.sleep(wait)
-    hint = f"\n{OFFLINE_HINT}" if isinstance(last_error, requests.ConnectionError) else ""
-    raise DownloadError(f"could not download {remote.key} from {remote.url}: {retries + 1} "
-                        f"attempts in a row made no progress; last error: {last_error}. What "
-                        f"arrived is kept in {part} and a rerun resumes from it.{hint}")
+    problem = (f"could not download {remote.key} from {remote.url}: {retries + 1} attempts in "
+               f"a row made no progress; last error: {last_error}. What arrived is kept in "
+               f"{part} and a rerun resumes from it.")
+    if isinstance(last_error, requests.ConnectionError):
+        raise OfflineError(problem, offline_hint())
+    raise DownloadError(problem)
 
 
 def _verified(dest: Path, remote: RemoteFile) -> bool:

@@ -40,6 +40,8 @@ from adept_eval.suites import ADEPT
 log = logging.getLogger(__name__)
 
 DEFAULT_LISTENER = "acoustic"
+LM_EVAL_CORPUS_OPTION = "--metadata corpus=PATH"  # lm_eval has no --corpus
+SYNTHETIC_WARNING = "SYNTHETIC corpus, not ADEPT results"
 
 
 # ----------------------------------------------------------------------------- documents
@@ -57,11 +59,32 @@ def corpus_at(path: str | None):
     Raises:
         CorpusError: the corpus is missing, incomplete or malformed.
     """
-    from adept_eval.corpora.corpus import load_corpus
-
     context = run_context.current()
-    corpus = context.once("corpus", path or "", lambda: load_corpus(path or None))
+    corpus = context.once("corpus", path or "", lambda: _opened(path or None))
     return context.once("corpus", str(corpus.root), lambda: corpus)
+
+
+def _opened(path: str | None):
+    """Open the corpus for an ``lm_eval`` run: the offline hint names ``lm_eval``'s way to
+    give a corpus, and a synthetic corpus is announced on stderr, where ``lm_eval`` logs.
+
+    Raises:
+        CorpusError: the corpus is missing, incomplete or malformed.
+        DownloadError: Zenodo's copy cannot be fetched (``OfflineError``: no network).
+    """
+    from adept_eval.corpora.corpus import load_corpus
+    from adept_eval.errors import OfflineError
+    from adept_eval.corpora.zenodo import offline_hint
+
+    try:
+        corpus = load_corpus(path)
+    except OfflineError as exc:
+        raise OfflineError(exc.problem, offline_hint(LM_EVAL_CORPUS_OPTION)) from None
+    if identity.is_synthetic(corpus):
+        log.warning("%s: %s is adept-eval make-synthetic's stand-in corpus, for trying the "
+                    "pipeline only; its scores say nothing about ADEPT", SYNTHETIC_WARNING,
+                    corpus.source)
+    return corpus
 
 
 def load_questions(task: str, corpus: str | None = None, listener: str = DEFAULT_LISTENER,

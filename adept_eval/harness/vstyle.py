@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 from functools import cache
@@ -261,7 +262,7 @@ def load_vstyle(category: str, language: str = "en", vstyle_dir: str | None = No
         scorer=context.once("judge identity", json.dumps(cfg, sort_keys=True),
                             lambda: judge_identity(cfg)),
         corpus=context.once("vstyle corpus", (str(folder), language),
-                            lambda: identity.vstyle_corpus(folder, language)))
+                            lambda: _identified(folder, language)))
     weights = subcategory_weights()
     rows = []
     records = context.once("vstyle records", (language, given_dir),
@@ -282,6 +283,17 @@ def load_vstyle(category: str, language: str = "en", vstyle_dir: str | None = No
     if not rows:
         raise ValueError(f"no VStyle {language} records in category {category!r}")
     return datasets.DatasetDict({"test": datasets.Dataset.from_list(rows)})
+
+
+def _identified(folder: Path, language: str) -> dict:
+    """The VStyle copy's identity (``identity.vstyle_corpus``), a synthetic one announced on
+    stderr, where ``lm_eval`` logs, once per run."""
+    corpus = identity.vstyle_corpus(folder, language)
+    if corpus.get("synthetic"):
+        logging.getLogger(__name__).warning(
+            "SYNTHETIC VStyle, not VStyle results: %s is adept-eval make-synthetic --vstyle's "
+            "stand-in, for trying the pipeline only", folder)
+    return corpus
 
 
 def judge_identity(cfg: dict) -> dict:

@@ -28,6 +28,7 @@ import numpy as np
 
 from adept_eval.corpora import spec
 from adept_eval.errors import ForeignResponses
+from adept_eval.results.formatting import chart_text, fit_title
 from adept_eval.scoring.stats import (
     ClusteredProportion,
     Trial,
@@ -447,18 +448,18 @@ def plot_task(config, rows: list[AccuracyRow], task: str, out_png) -> None:
     subcategories = list(dict.fromkeys(row.subcategory for row in mine))  # "" (whole task) first
     systems = list(config.systems)
     width = 0.8 / max(len(systems), 1)
-    fig, ax = plt.subplots(
-        figsize=(1.2 + 1.1 * len(subcategories) * max(1, len(systems) / 2), 3.2), dpi=90)
+    fig_width = max(1.2 + 1.1 * len(subcategories) * max(1, len(systems) / 2), 3.0)
+    fig, ax = plt.subplots(figsize=(fig_width, 3.2), dpi=90)
     _draw_bars(ax, mine, systems, subcategories, width)
     ax.axhline(spec.task(task).chance, color="k", linestyle="--", linewidth=1, label="chance")
     ax.set_xticks(range(len(subcategories)), [name or "all" for name in subcategories])
     ax.set_ylim(0, 1.15)
     ax.set_yticks([0, 0.2, 0.4, 0.6, 0.8, 1.0])
     ax.set_ylabel("recognition accuracy")
-    counts = ", ".join(f"{row.system}: n={row.stats.n}" for row in mine if not row.subcategory)
-    ax.set_title(f"{task} ({counts}; 95% CI clustered by participant and sentence)", fontsize=9)
+    counts = ", ".join(f"{chart_text(row.system)}: n={row.stats.n}" for row in mine
+                       if not row.subcategory)
     ax.legend(fontsize=7, loc="upper center", ncol=len(systems) + 1, frameon=False)
-    fig.tight_layout()
+    fit_title(fig, ax, f"{task} ({counts}; 95% CI clustered by participant and sentence)", 9)
     fig.savefig(out_png)
     plt.close(fig)
 
@@ -478,7 +479,7 @@ def _draw_bars(ax, mine: list[AccuracyRow], systems: list[str], subcategories: l
         offset = (index - (len(systems) - 1) / 2) * width
         cells = {row.subcategory: row.stats for row in mine if row.system == system}
         xs, ys, below, above = _bars(cells, subcategories, offset)
-        ax.bar(xs, ys, width * 0.9, yerr=[below, above], capsize=3, label=system)
+        ax.bar(xs, ys, width * 0.9, yerr=[below, above], capsize=3, label=chart_text(system))
 
 
 def _bars(cells: dict[str, ClusteredProportion], subcategories: list[str], offset: float):

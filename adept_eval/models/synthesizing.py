@@ -17,6 +17,11 @@ halfway) synthesises only what is missing; only an output that passes the audio 
 cached, and a cached one that fails it is synthesised again. A stimulus whose synthesis fails
 is recorded as failed and scored as a wrong answer; the run goes on - unless every synthesis
 failed: then it stops with one message, as there is nothing to score.
+
+``concurrency=N`` (``--model_args``; default 1) runs up to N syntheses at once, on threads:
+for a command-line synthesiser (``tts-command``) N processes, for an in-process model N calls
+of ``synthesize`` (thread-safe models only). The samples, their order and the failure
+accounting are those of one at a time; only the wall-clock time changes.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import threading
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 import numpy as np
@@ -49,10 +56,14 @@ class SynthesizingSystem(SpeechSystem):
     """A system that synthesises each sample once and caches it, keyed by ``cache_key``."""
     default_on_missing = "wrong"
 
-    def __init__(self, name: str | None = None, cache_dir: str | None = None, **kwargs):
-        from adept_eval.options import text
+    def __init__(self, name: str | None = None, cache_dir: str | None = None,
+                 concurrency: int = 1, **kwargs):
+        from adept_eval.options import number, text
 
         super().__init__(name=name, **kwargs)
+        #: syntheses run at once (threads); 1 is one at a time
+        self.concurrency = number(concurrency, "concurrency", "--model_args", whole=True,
+                                  least=1)
         cache_dir = text(cache_dir, "cache_dir", "--model_args", optional=True)
         if cache_dir is None:
             from adept_eval.paths import cache_home
@@ -133,7 +144,8 @@ class SynthesizingSystem(SpeechSystem):
             Exception: the synthesis failed, wrote nothing, or wrote unusable audio.
         """
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.stem}.{os.getpid()}.wav")
+        # one temporary file per process and thread: concurrent syntheses never share one
+        tmp = target.with_name(f".{target.stem}.{os.getpid()}.{threading.get_ident()}.wav")
         try:
             self.synthesize_to(stimulus, tmp)
             if not tmp.exists() or tmp.stat().st_size == 0:
@@ -149,14 +161,15 @@ class SynthesizingSystem(SpeechSystem):
 
     def produce(self, stimuli: list[Stimulus]) -> list[Produced]:
         """Each stimulus' sample: from the cache, or synthesised (and cached) when it is not
-        there. With ``check_samples`` (the default) an output is cached only once it passes the
-        audio check (``base.sample_problem``: decodable, not silent, near the reference's
-        length...), and a cached output that fails it is synthesised again: a synthesiser that
-        wrote garbage once, then was fixed, gets its samples on the rerun ("a rerun
-        synthesises only what is missing") instead of the garbage from the cache for ever.
-        A failure fails its stimulus only; when every synthesis fails, though, there is
-        nothing to score, and the run stops with one message saying so and why (its first
-        failures), not an accuracy of 0 from samples that never existed.
+        there, up to ``concurrency`` at once. With ``check_samples`` (the default) an output is
+        cached only once it passes the audio check (``base.sample_problem``: decodable, not
+        silent, near the reference's length...), and a cached output that fails it is
+        synthesised again: a synthesiser that wrote garbage once, then was fixed, gets its
+        samples on the rerun ("a rerun synthesises only what is missing") instead of the
+        garbage from the cache for ever. A failure fails its stimulus only; when every
+        synthesis fails, though, there is nothing to score, and the run stops with one message
+        saying so and why (its first failures), not an accuracy of 0 from samples that never
+        existed.
 
         Args:
             stimuli: the stimuli to produce samples for.
@@ -167,37 +180,74 @@ class SynthesizingSystem(SpeechSystem):
         Raises:
             SystemSetupError: every synthesis failed.
         """
-        out = []
-        failures = 0
-        for stimulus in tqdm(stimuli, desc=f"{self.name}: synthesising", unit="sample"):
-            target = self.cache_dir / f"{self.cache_key(stimulus)}.wav"
-            if self._reusable(stimulus, target):
-                self.reused += 1
-                out.append(Produced(stimulus.stimulus_id, str(target), "ok"))
-                continue
-            try:
-                self._synthesize_into_cache(stimulus, target)
-                self.synthesized += 1
-                out.append(Produced(stimulus.stimulus_id, str(target), "ok"))
-            except Exception as exc:  # one bad stimulus must not end a long run
-                failures += 1
-                if failures <= FAILURES_SHOWN:
-                    log.warning("%s: synthesis of %s failed: %s", self.name,
-                                stimulus.stimulus_id, exc)
-                out.append(Produced(stimulus.stimulus_id, None, "failed",
-                                    f"synthesis failed: {exc}"))
-        if failures > FAILURES_SHOWN:
-            log.warning("%s: %d more syntheses failed (%d of %d in all%s)", self.name,
-                        failures - FAILURES_SHOWN, failures, len(stimuli),
-                        "; each reason is in the logged samples" if failures < len(stimuli)
-                        else "")
+        out: list[Produced | None] = [None] * len(stimuli)
+        todo = []  # (index, stimulus, cache file) of the samples to synthesise
+        with tqdm(total=len(stimuli), desc=f"{self.name}: synthesising", unit="sample") as bar:
+            for index, stimulus in enumerate(stimuli):
+                target = self.cache_dir / f"{self.cache_key(stimulus)}.wav"
+                if self._reusable(stimulus, target):
+                    self.reused += 1
+                    out[index] = Produced(stimulus.stimulus_id, str(target), "ok")
+                    bar.update(1)
+                else:
+                    todo.append((index, stimulus, target))
+            for index, produced in self._synthesize_all(todo, bar):
+                out[index] = produced
+        failed = [p for p in out if p.status == "failed"]
+        self.synthesized += len(todo) - len(failed)
+        self._log_failures(failed, len(stimuli))
         log.info("%s: %d synthesised, %d reused from %s", self.name, self.synthesized,
                  self.reused, self.cache_dir)
-        if stimuli and failures == len(stimuli):
+        if stimuli and len(failed) == len(stimuli):
             raise SystemSetupError(
-                f"{self.name}: no sample was produced: all {failures} syntheses failed, so "
+                f"{self.name}: no sample was produced: all {len(failed)} syntheses failed, so "
                 f"there is nothing to score. {first_reasons(out, logged=False)}")
         return out
+
+    def _synthesize_one(self, stimulus: Stimulus, target: Path) -> Produced:
+        """One stimulus synthesised into the cache, or its failure (never raised: one bad
+        stimulus must not end a long run)."""
+        try:
+            self._synthesize_into_cache(stimulus, target)
+        except Exception as exc:
+            return Produced(stimulus.stimulus_id, None, "failed", f"synthesis failed: {exc}")
+        return Produced(stimulus.stimulus_id, str(target), "ok")
+
+    def _synthesize_all(self, todo: list, bar):
+        """Synthesise ``todo``'s stimuli, ``concurrency`` at once, advancing ``bar`` as each
+        ends.
+
+        Args:
+            todo: (index, stimulus, cache file) of each sample to synthesise.
+            bar: the progress bar.
+
+        Yields:
+            (index, ``Produced``) for each, as it ends.
+        """
+        if self.concurrency == 1 or len(todo) < 2:
+            for index, stimulus, target in todo:
+                yield index, self._synthesize_one(stimulus, target)
+                bar.update(1)
+            return
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(todo)),
+                                thread_name_prefix=f"{self.name}-synth") as pool:
+            running = {pool.submit(self._synthesize_one, stimulus, target): index
+                       for index, stimulus, target in todo}
+            for done in as_completed(running):
+                yield running[done], done.result()
+                bar.update(1)
+
+    def _log_failures(self, failed: list[Produced], total: int) -> None:
+        """Warn of the first ``FAILURES_SHOWN`` failed syntheses, in the stimuli's order, and
+        count the rest."""
+        for produced in failed[:FAILURES_SHOWN]:
+            log.warning("%s: synthesis of %s failed: %s", self.name, produced.stimulus_id,
+                        produced.problem.removeprefix("synthesis failed: "))
+        if len(failed) > FAILURES_SHOWN:
+            log.warning("%s: %d more syntheses failed (%d of %d in all%s)", self.name,
+                        len(failed) - FAILURES_SHOWN, len(failed), total,
+                        "; each reason is in the logged samples" if len(failed) < total
+                        else "")
 
 
 class InProcessTTS(SynthesizingSystem):

@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 
 from adept_eval.errors import CompareError, PublishError
 from adept_eval.results.board import Board, Panel, Row, is_nan
+from adept_eval.results.formatting import chart_text, fit_title
 from adept_eval.results.report import csv_safe
 from adept_eval.results.runs import Run, find_runs
 from adept_eval.results.suite_boards import board_of
@@ -260,13 +261,13 @@ def chart(rows: list[Row], path: Path) -> Path | None:
     for ax, panel in zip(axes[:, 0], panels):
         suite, members = panel.board.name, panel.members
         ranks = [r.figure(suite, "rank_range") for r in members]
-        names = [panel.board.chart_label(r, rank, len(members) > 1)
+        names = [chart_text(panel.board.chart_label(r, rank, len(members) > 1))
                  for r, rank in zip(members, ranks)]
         panel.board.draw(ax, names, members)
-        ax.set_title(panel.title, fontsize=10)
         if any(ranks) and len(members) > 1:
             _brackets(ax, members, suite)
-    fig.tight_layout()
+    for ax, panel in zip(axes[:, 0], panels):  # once the panels are drawn: none clipped
+        fit_title(fig, ax, chart_text(panel.title), 10)
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path

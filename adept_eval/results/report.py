@@ -298,3 +298,53 @@ def _add_task_distance_rows(table: Table, results: dict) -> int:
                       _figure(r, "graded_undefined"), _better("prosody_distance"))
         rows += 1
     return rows
+
+
+def vstyle_overall(items) -> dict[str, dict]:
+    """Each language's VStyle overall score from a run's judged instructions, with its 95%
+    interval: the categories 0.25 each, each category the mean of its subcategories' means
+    weighted as VStyle weighs them over those present - the ``vstyle_<language>`` group's
+    score - as one stratified mean (each subcategory a stratum; ``stats.stratified_mean_interval``).
+
+    Args:
+        items: the run's judged instructions (``compare.judged_items``' values).
+
+    Returns:
+        language -> ``score``, ``ci_low``, ``ci_high``, ``n`` (judged), ``failed``,
+        ``categories`` (how many the run has: the score is VStyle's overall only with all four)
+        and ``unjudged`` (categories without one judged answer: then the score and interval are
+        NaN, as the group's score is, never a mean of the other categories).
+    """
+    from adept_eval.judge.verdict import SCORE_RANGE
+
+    by_language: dict[str, list] = {}
+    for item in items:
+        language = item.task.removeprefix("vstyle_").split("_", 1)[0]
+        by_language.setdefault(language, []).append(item)
+    out = {}
+    for language, judged in by_language.items():
+        groups: dict[str, list[float]] = {}
+        sub_weight: dict[str, float] = {}
+        for item in judged:
+            key = f"{item.task}/{item.sub}"
+            sub_weight[key] = item.weight
+            if not math.isnan(item.score):
+                groups.setdefault(key, []).append(item.score)
+        present = {k for k in sub_weight if groups.get(k)}
+        categories = {k.split("/")[0] for k in sub_weight}
+        in_category = {c: sum(sub_weight[k] for k in present if k.startswith(c + "/"))
+                       for c in categories}
+        unjudged = sorted(c.removeprefix(f"vstyle_{language}_") for c in categories
+                          if not in_category[c])
+        score = low = high = math.nan  # a category without a judged answer: no overall
+        if not unjudged:
+            weights = {k: sub_weight[k] / in_category[k.split("/")[0]] / len(categories)
+                       for k in present}
+            score, low, high, _, _ = stats.stratified_mean_interval(
+                {k: groups[k] for k in present}, weights)
+            low, high = stats.within(low, high, SCORE_RANGE)
+        out[language] = {"score": score, "ci_low": low, "ci_high": high,
+                         "n": sum(len(v) for v in groups.values()),
+                         "failed": sum(item.failed for item in judged),
+                         "categories": len(categories), "unjudged": unjudged}
+    return out

@@ -175,3 +175,25 @@ def test_graded_overhead_refuses_rounds_0_and_alternates_abba():
                  "at least 1")
     bench = _module("benchmarks/graded_overhead.py")
     assert [bench.order(r) for r in range(4)] == [("off", "on"), ("on", "off")] * 2
+
+@pytest.mark.parametrize("args, words", [
+    (["--workers", "0"], ["--workers", "at least 1"]),
+    (["--sleep", "0"], ["--sleep", "more than 0"]),
+    (["--samples", "x"], ["--samples", "not a whole number"]),
+])
+def test_tts_concurrency_refuses_bad_input(args, words):
+    _one_message(_script("benchmarks/tts_concurrency.py", *args), *words)
+
+
+def test_tts_concurrency_prints_each_worker_count_with_its_n(synthetic_root):
+    done = _script("benchmarks/tts_concurrency.py", "--corpus", str(synthetic_root),
+                   "--samples", "6", "--workers", "2", "1", "--sleep", "0.05", "--no-espeak")
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = [line.split() for line in done.stdout.splitlines() if line.startswith("sleep ")]
+    assert [(r[1], r[2], r[3]) for r in rows] == [("1", "6", "0"), ("2", "6", "0")]
+    for r in rows:  # samples/s is n over the median wall time printed
+        assert float(r[5]) == pytest.approx(6 / float(r[4]), rel=0.02)
+    assert rows[0][6] == "1.00x"
+    done = _script("benchmarks/tts_concurrency.py", "--corpus", str(synthetic_root),
+                   "--samples", "999", "--no-espeak")
+    _one_message(done, "--samples 999: the corpus has 195 recordings")

@@ -209,7 +209,8 @@ def test_check_says_broken_link_and_what_silence_is(corpus, synthetic_root, tmp_
     assert rows.get("phase", "").endswith("dBFS cancel exactly (the mono mix is digital "
                                           "silence)"), done.stdout
     assert "no variation" not in done.stdout and "missing" not in done.stdout
-    assert "192/195 samples usable" in done.stdout
+    assert "192/195 samples usable; 3 errors" in done.stdout  # a silent file counted once
+    assert "no_speech" not in done.stdout
 
 
 def test_check_accepts_quiet_takes_and_refuses_steady_noise_at_their_level(corpus,

@@ -106,6 +106,17 @@ RULES: tuple[Rule, ...] = (
          "here both runs score the sandbox's one answers file, answers.csv",
          subs=((r"responses=answers-[\w-]+\.csv", "responses=answers.csv"),),
          expect=(LM_EVAL_TABLE,)),
+    Rule(r"^lm_eval .*path=/tmp/vstyle/answers.*--tasks vstyle_en .*"
+         r"judge_base_url=http://localhost:8000/v1", "adapted",
+         "tests write only inside their own temporary folder; judge_base_url names a local vLLM "
+         "server, here the loopback judge answers",
+         subs=((r"/tmp/", "{tmp}/"), (JUDGE_URL, r"\g<1>{judge}")), expect=(LM_EVAL_TABLE,)),
+    Rule(r"^adept-eval make-synthetic --vstyle /tmp/vstyle$", "adapted",
+         "tests write only inside their own temporary folder", subs=((r"/tmp/", "{tmp}/"),),
+         expect=(r"synthetic VStyle written to .*: 32 spoken instructions",)),
+    Rule(r"^adept-eval report vstyle-out/$", "run",
+         expect=(r"overall \(en", r"SYNTHETIC stand-in corpus: not VStyle results",
+                 r"vstyle_en_empathy")),
     Rule(r"^lm_eval .*--tasks vstyle_en .*judge_base_url=http://localhost:8000/v1", "adapted",
          "judge_base_url names a local vLLM server; here the loopback judge answers",
          subs=((JUDGE_URL, r"\g<1>{judge}"),), expect=(LM_EVAL_TABLE,)),

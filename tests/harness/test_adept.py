@@ -409,3 +409,45 @@ def test_an_unusable_sample_costs_only_its_own_question(use_corpus, systems, tmp
     for qid, r in records.items():
         if not r["failed"] and qid not in lone:
             assert r["answer"] == intact[qid]["answer"] and r["detail"] == intact[qid]["detail"]
+
+
+def test_offline_hint_under_lm_eval_names_its_option_and_works_when_pasted(corpus, tmp_path):
+    """Under lm_eval the hint said `--corpus PATH`, which lm_eval refuses ("unrecognized
+    arguments"); pasted as it reads now, with PATH filled in, the run goes through and says
+    the corpus is synthetic (lm_eval's output said nothing of it)."""
+    import os
+    import re
+    import shlex
+    import socket
+    import subprocess
+
+    from faults import console_script
+
+    with socket.socket() as s:  # a port nothing listens on: connection refused
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if k != "ADEPT_EVAL_CORPUS"}
+    env.update(ADEPT_EVAL_HOME=str(tmp_path / "home"), ADEPT_EVAL_ZENODO_URL=f"http://127.0.0.1:{port}")
+    command = [console_script("lm_eval"), "--model", "adept-natural", "--tasks",
+               "adept_marked_tonicity_female", "--output_path", str(tmp_path / "out")]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600,
+                          cwd=tmp_path)
+    assert done.returncode != 0 and "could not reach Zenodo" in done.stderr
+    assert "--corpus" not in done.stderr and "Traceback" not in done.stderr
+    option = re.search(r"`(--metadata corpus=PATH)`", done.stderr).group(1)
+    pasted = shlex.split(option.replace("PATH", shlex.quote(str(corpus.root))))
+    done = subprocess.run(command + pasted, capture_output=True, text=True, env=env,
+                          timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "adept_marked_tonicity_female" in done.stdout
+    assert "SYNTHETIC corpus, not ADEPT results" in done.stderr
+    assert f"{corpus.root} is adept-eval make-synthetic's stand-in corpus" in done.stderr
+
+
+def test_adept_eval_commands_keep_their_own_offline_hint(monkeypatch, capsys):
+    from adept_eval.cli import main
+
+    monkeypatch.setenv("ADEPT_EVAL_ZENODO_URL", "http://127.0.0.1:9")
+    assert main(["prepare", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "`--corpus PATH`" in err and "--metadata" not in err

@@ -121,6 +121,57 @@ def test_tts_command_synthesises_once_and_survives_failures(use_corpus, tmp_path
     assert any(f"{10 - FAILURES_SHOWN} more syntheses failed (10 of 10 in all" in m for m in said)
 
 
+PARALLEL_TTS = r'''
+import pathlib, shutil, sys, time
+ref, out, log = sys.argv[1:4]
+start = time.time()
+time.sleep(0.2)
+with open(log, "a") as fh:
+    fh.write(f"{start} {time.time()}\n")
+if pathlib.Path(ref).match("*/ad00_050[023].*"):
+    sys.exit("model crashed on " + pathlib.Path(ref).name)
+shutil.copy(ref, out)
+'''
+
+
+def test_tts_command_concurrency_runs_at_once_with_the_same_results_and_failures(
+        use_corpus, tmp_path, caplog):
+    """``concurrency=4`` runs four syntheses at once (one at a time before); the scores, the
+    logged samples and the failure accounting (which failed, why, what the console says) are
+    those of ``concurrency=1``."""
+    script = tmp_path / "tts.py"
+    script.write_text(PARALLEL_TTS)
+    task = "adept_marked_tonicity_female"
+    runs = {}
+    for workers in (1, 4):
+        log = tmp_path / f"calls{workers}.log"
+        args = {"command": f"{sys.executable} {script} {{reference}} {{output}} {log}",
+                "name": f"parallel-tts-{workers}", "cache_dir": str(tmp_path / f"c{workers}"),
+                "concurrency": workers}
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="adept_eval.models.synthesizing"):
+            res = run_lm_eval("tts-command", [task], model_args=args)
+        said = [r.getMessage().replace(f"parallel-tts-{workers}", "S") for r in caplog.records]
+        spans = [tuple(map(float, line.split())) for line in log.read_text().splitlines()]
+        at_once = max(sum(a <= t < b for a, b in spans) for t, _ in spans)
+        samples = [x["acc"][0] if isinstance(x["acc"], list) else x["acc"]
+                   for x in res["samples"][task]]
+        runs[workers] = (res["results"][task], said, at_once, len(spans),
+                         [(x["correct"], x["failed"], x["detail"].replace(str(tmp_path), ""))
+                          for x in samples])
+    one, four = runs[1], runs[4]
+    assert one[3] == four[3] == 10  # every stimulus synthesised once
+    assert one[2] == 1 and 2 <= four[2] <= 4, (one[2], four[2])
+    assert {k: v for k, v in one[0].items() if k != "alias"} == \
+        {k: v for k, v in four[0].items() if k != "alias"}
+    assert one[0]["failed,none"] == 6  # three sentences' two renditions each
+    assert one[1] == four[1] and len([m for m in one[1] if "synthesis of" in m]) == 5
+    assert any("1 more syntheses failed (6 of 10 in all" in m for m in one[1])
+    assert one[4] == four[4]
+    with pytest.raises(Exception, match="concurrency=0"):
+        run_lm_eval("tts-command", [task], model_args={**args, "concurrency": 0})
+
+
 @pytest.mark.parametrize("model_args, expected", [
     ("command=no_such_tts_program --out {output}",
      "tts-command: cannot run 'no_such_tts_program', the command's program: not an executable "

@@ -112,6 +112,54 @@ def test_add_batch_combine_arrays_and_direct_class(vstyle, server, tmp_path):
     assert all(x["status"] == "ok" for x in from_arrays["items"])
 
 
+def test_paths_and_arrays_mixed_are_judged_alike(vstyle, server, tmp_path):
+    """A path first made the array items `bad_input ... file is missing`; an array first raised
+    `AttributeError: 'str' object has no attribute 'get'` inside datasets' encode_batch. Mixed
+    in one batch, over batches, and one by one with ``add``, each is judged as given alone."""
+    from adept_eval.metrics.speech_judge import SpeechJudge
+
+    items = _items(vstyle)[:4]
+    opts = dict(model="judge-under-test", base_url=server.url, cache_path="", progress=False)
+    given = dict(references=[i.instruction for i in items],
+                 instruction_types=[i.instruction_type for i in items])
+
+    def array(path):
+        data, rate = sf.read(path, dtype="float32")
+        return {"array": data if data.ndim == 1 else data.mean(1), "sampling_rate": rate}
+
+    alone = {k: [x["score"] for x in SpeechJudge().compute(
+        predictions=[array(i.response) if k == "a" else i.response for i in items],
+        **given, **opts)["items"]] for k in "pa"}
+    for kinds in ("papa", "apap"):
+        predictions = [array(i.response) if k == "a" else i.response
+                       for k, i in zip(kinds, items)]
+        out = SpeechJudge().compute(predictions=predictions, **given, **opts)
+        assert [x["status"] for x in out["items"]] == ["ok"] * 4, out["items"]
+        assert [x["score"] for x in out["items"]] == [alone[k][n] for n, k in enumerate(kinds)]
+        assert (out["n"], out["n_failed"]) == (4, 0)
+    expected = [alone[k][n] for n, k in enumerate("ppaa")]
+    metric = SpeechJudge()
+    metric.add_batch(predictions=[items[0].response, items[1].response],
+                     references=given["references"][:2],
+                     instruction_types=given["instruction_types"][:2])
+    metric.add_batch(predictions=[array(items[2].response), array(items[3].response)],
+                     references=given["references"][2:],
+                     instruction_types=given["instruction_types"][2:])
+    assert [x["score"] for x in metric.compute(**opts)["items"]] == expected
+    metric = SpeechJudge()
+    for k, i in zip("apap", items):
+        metric.add(prediction=array(i.response) if k == "a" else i.response,
+                   reference=i.instruction, instruction_types=i.instruction_type)
+    assert [x["score"] for x in metric.compute(**opts)["items"]] == \
+        [alone[k][n] for n, k in enumerate("apap")]
+    missing = SpeechJudge().compute(predictions=[array(items[0].response),
+                                                 str(tmp_path / "gone.wav")],
+                                    references=given["references"][:2],
+                                    instruction_types=given["instruction_types"][:2], **opts)
+    assert [x["status"] for x in missing["items"]] == ["ok", "bad_input"]
+    assert missing["n_failed"] == 1 and "gone.wav: file is missing" in missing["items"][1]["detail"]
+
+
 def test_empty_inputs_are_one_clear_error():
     """Empty lists used to fail inside evaluate (it reads the first example to pick the input
     format) as a bare IndexError; they are one message naming the metric, before any request."""

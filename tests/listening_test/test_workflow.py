@@ -139,3 +139,77 @@ def test_cli_build_status_export_report(corpus, systems, tmp_path, capsys, monke
     assert main(["listening-test", "build", "--corpus", str(corpus.root), "--natural",
                  "--tasks", "nope", "-o", str(tmp_path / "v")]) == 2
     assert "unknown ADEPT task 'nope'" in capsys.readouterr().err
+
+
+def test_status_and_report_print_every_figure_whole_and_names_literally(corpus, systems,
+                                                                        tmp_path):
+    """At 80 columns (a terminal, or redirected with COLUMNS=80) the tables cut figures short
+    (``1…  96  0.6…``); a title holding ``[/]`` crashed them (Rich markup) and one holding
+    ``[red]`` lost it; a system (named by its lm-eval run) holding ``$^^$`` crashed the charts
+    (matplotlib's mathtext), and a long chart title was clipped at the figure's edges."""
+    import dataclasses
+    import re
+
+    from adept_eval.cli import main
+    from adept_eval.listening_test.app import create_app
+    from adept_eval.listening_test.store import Store
+    from faults import console_script
+    from terminal import on_terminal, redirected
+
+    title = "Pilot [/] [red]one[/red]"
+    out = tmp_path / "t"
+    assert main(["listening-test", "build", "--corpus", str(corpus.root), "--seed", "1",
+                 "--title", title, f"copy={systems['copy']}",
+                 f"flat-system-with-a-long-name={systems['flat']}",
+                 "--tasks", "adept_marked_tonicity_female,adept_interpersonal_attitude_female",
+                 "-o", str(out)]) == 0
+    app = create_app(out, admin_token="")
+    asyncio.run(_simulate(app, app.state.config, [(f"participant-{i}", {"seed": i})
+                                                  for i in range(5)]))
+    exe = console_script("adept-eval")
+    for command in (["status", str(out)], ["report", str(out)]):
+        status, stdout, stderr = redirected([exe, "listening-test", *command], columns=80)
+        assert status == 0, stderr
+        status, text = on_terminal([exe, "listening-test", *command], columns=80)
+        assert status == 0, text
+        for printed in (stdout, text):
+            assert "…" not in printed and "Traceback" not in printed
+            assert printed.startswith(f"{title}: 5 participants")
+        if command[0] == "report":
+            report = json.loads((out / "report" / "report.json").read_text())
+            for row in report["accuracy"]:
+                figures = [f"{row['acc']:.3f}", f"{row['ci_low']:.2f}-{row['ci_high']:.2f}",
+                           f"{row['participants']}", f"{row['n']}"]
+                line = f"{row['n']}   {row['correct']}   {row['acc']:.3f}"
+                for printed in (stdout, text):
+                    assert all(f in printed for f in figures), (figures, printed)
+                    assert re.search(" +".join(map(re.escape, line.split())), printed), line
+            table_lines = [line for line in text.splitlines() if re.search(r"\d\.\d{3}", line)]
+            assert table_lines and all(len(line) <= 80 for line in table_lines), text
+    charts = sorted((out / "report").glob("*.png"))
+    assert len(charts) == 2 and all(p.stat().st_size > 1000 for p in charts)
+
+    config = app.state.config
+    found = analysis.analyse(config, Store(out / "responses.sqlite"))
+    renamed = {"copy": "p$^^$q", "flat-system-with-a-long-name": "flat"}
+    weird = dataclasses.replace(config, systems=tuple(renamed[s] for s in config.systems))
+    rows = [dataclasses.replace(r, system=renamed[r.system]) for r in found.accuracy]
+    task = "adept_marked_tonicity_female"
+    analysis.plot_task(weird, rows, task, tmp_path / "chart.png")
+    assert (tmp_path / "chart.png").stat().st_size > 1000
+    import matplotlib.pyplot as plt
+
+    drawn = {}
+    real_close = plt.close
+    plt.close = lambda fig: drawn.setdefault("fig", fig)
+    try:
+        analysis.plot_task(weird, rows, task, tmp_path / "chart2.png")
+    finally:
+        plt.close = real_close
+    fig = drawn["fig"]
+    renderer = fig.canvas.get_renderer()
+    title = fig.axes[0].title
+    box = title.get_window_extent(renderer)
+    assert "p$^^$q" in title.get_text().replace("\\$", "$")
+    assert box.x0 >= 0 and box.x1 <= fig.bbox.width, (box, fig.bbox.width)
+    real_close(fig)

@@ -118,3 +118,35 @@ def test_report_prints_graded_figures(tmp_path, capsys):
     task = next(r for r in rows if r[:2] == ["prosody_distance", "emotion_female"])
     assert pooled[2] == "0.460" and pooled[4:6] == ["2", "0"]
     assert task[2] == "0.420" and task[4:6] == ["10", "1"]
+
+
+def test_vstyle_overall_is_the_mean_of_the_category_scores_with_an_interval():
+    """The overall (the ``vstyle_<language>`` group's score: categories 0.25 each, each the
+    weighted mean of its subcategories' means over those present) with its stratified interval."""
+    import math
+    import statistics
+
+    from adept_eval.corpora.vstyle import CATEGORIES, subcategory_weights
+    from adept_eval.results.compare import JudgedItem
+    from adept_eval.results.report import vstyle_overall
+
+    weights = subcategory_weights()
+    items, expected = [], []
+    for c, (category, subs) in enumerate(CATEGORIES.items()):
+        present = subs[:-1] if len(subs) > 2 else subs  # one subcategory absent where possible
+        means = {}
+        for s, sub in enumerate(present):
+            scores = [1 + (c + s + k) % 5 for k in range(3)]
+            means[sub] = statistics.mean(scores)
+            items += [JudgedItem(f"{category}-{sub}-{k}", f"vstyle_en_{category}", sub,
+                                 weights[(category, sub)], float(v), 0)
+                      for k, v in enumerate(scores)]
+        total = sum(weights[(category, s)] for s in present)
+        expected.append(sum(weights[(category, s)] * m for s, m in means.items()) / total)
+    items.append(JudgedItem("x", "vstyle_en_empathy", "anger", weights[("empathy", "anger")],
+                            math.nan, 1))
+    overall = vstyle_overall(items)["en"]
+    assert overall["score"] == pytest.approx(statistics.mean(expected))
+    assert overall["ci_low"] < overall["score"] < overall["ci_high"]
+    assert (overall["n"], overall["failed"], overall["categories"], overall["unjudged"]) == \
+        (len(items) - 1, 1, 4, [])

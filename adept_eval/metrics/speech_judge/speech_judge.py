@@ -8,7 +8,7 @@ import evaluate
 
 from adept_eval.judge import JudgeConfig, JudgeItem, judge
 from adept_eval.judge.runner import METRIC_SERVER_OPTIONS
-from adept_eval.metrics import refuse_empty
+from adept_eval.metrics import audio_feature, given_audio, one_audio_form, refuse_empty
 
 _CITATION = """\
 @article{zhan2025vstyle,
@@ -29,7 +29,8 @@ counted as failures, never as scores. Judgements are cached by content.
 
 _KWARGS_DESCRIPTION = """
 Args:
-    predictions: spoken responses: file paths, or {"array": [...], "sampling_rate": int}.
+    predictions: spoken responses: file paths, or {"array": [...], "sampling_rate": int}, mixed
+        in any order.
     references: transcripts of the spoken instructions.
     instruction_types: each instruction's type, e.g. "instruction/emotion_command" (fills the
         prompt's {instruction_type}; selects a per-type prompt when `prompts` is given).
@@ -64,8 +65,6 @@ Examples:
 """
 
 _TEXT = datasets.Value("string")
-_ARRAY = {"array": datasets.Sequence(datasets.Value("float32")),
-          "sampling_rate": datasets.Value("int32")}
 _CONFIG_KEYS = {f for f in JudgeConfig.__dataclass_fields__}
 
 
@@ -77,12 +76,9 @@ class SpeechJudge(evaluate.Metric):
             description=_DESCRIPTION,
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
-            features=[
-                datasets.Features({"predictions": _TEXT, "references": _TEXT,
-                                   "instruction_types": _TEXT}),
-                datasets.Features({"predictions": _ARRAY, "references": _TEXT,
-                                   "instruction_types": _TEXT}),
-            ],
+            # paths and arrays, mixed in any order, in one form (``one_audio_form``)
+            features=datasets.Features({"predictions": audio_feature(), "references": _TEXT,
+                                        "instruction_types": _TEXT}),
             reference_urls=["https://arxiv.org/abs/2509.09716"],
         )
 
@@ -90,7 +86,14 @@ class SpeechJudge(evaluate.Metric):
         """As evaluate's, with empty lists or a None input one clear error (``refuse_empty``)."""
         refuse_empty("speech_judge", predictions, references=references,
                      instruction_types=kwargs.get("instruction_types"))
-        return super().add_batch(predictions=predictions, references=references, **kwargs)
+        return super().add_batch(predictions=one_audio_form(predictions), references=references,
+                                 **kwargs)
+
+    def add(self, *, prediction=None, reference=None, **kwargs):
+        """As evaluate's, the prediction stored in the one form of paths and arrays."""
+        if prediction is not None:
+            prediction = one_audio_form([prediction])[0]
+        return super().add(prediction=prediction, reference=reference, **kwargs)
 
     def _compute(self, predictions, references, instruction_types, instruction_audio=None,
                  progress=True, prompts=None, **options):
@@ -104,6 +107,7 @@ class SpeechJudge(evaluate.Metric):
         if instruction_audio is not None and len(instruction_audio) != len(predictions):
             raise ValueError("instruction_audio must have one entry per prediction")
         config = JudgeConfig(prompts=tuple(sorted((prompts or {}).items())), **options)
-        items = [JudgeItem(p, r, t, instruction_audio[i] if instruction_audio else None, str(i))
+        items = [JudgeItem(given_audio(p), r, t,
+                           instruction_audio[i] if instruction_audio else None, str(i))
                  for i, (p, r, t) in enumerate(zip(predictions, references, instruction_types))]
         return judge(items, config, progress=progress, server_options=METRIC_SERVER_OPTIONS)
