@@ -199,7 +199,8 @@ def two_way_variance(cor_a, tot_a, cor_b, tot_b):
     a true null in 2-7% of simulated tests at 5%: crowds of equal and unequal skill (two
     groups; logit-normal sd 1.0), in random and in sorted arrival order, 6-50 participants,
     in the rotation and with one system per participant. Should V come out non-positive (it
-    can, being a difference), the larger one-way variance is used instead.
+    can, being a difference; zero but for rounding counts), the larger one-way variance is
+    used instead.
 
     Args:
         cor_a: Right responses per participant (row) and sentence (column) in system A, with
@@ -223,7 +224,8 @@ def two_way_variance(cor_a, tot_a, cor_b, tot_b):
     var_s = _stratified_spread(e.sum(-2), sentences)
     noise = cell_noise(cor_a, tot_a) / n_a ** 2 + cell_noise(cor_b, tot_b) / n_b ** 2
     var = var_p + var_s - noise
-    var = np.where(var > 0, var, np.maximum(var_p, var_s))
+    # a V that is zero but for rounding is not positive either
+    var = np.where(var > 1e-12 * (var_p + var_s), var, np.maximum(var_p, var_s))
     df = min(sum(idx.size for idx in people) - len(people),
              sum(idx.size for idx in sentences) - len(sentences))
     return acc_a - acc_b, var, df
