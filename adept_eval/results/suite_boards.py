@@ -461,13 +461,22 @@ class VStyleBoard(Board):
     def _unranked_reason(self, run: Run, score, categories: int, judged: int,
                          failed: int) -> str | None:
         """Why a language's overall score cannot be ranked (categories missing, identity
-        unrecorded, or a NaN score), or None."""
+        unrecorded, a NaN score, or failed judgements), or None.
+
+        A failed judgement (no answer audio, an unparseable verdict) has no score and is left
+        out of the mean, so a system missing its hardest answers would rank as well as one
+        that answered them all (ADEPT scores a failed question wrong): such a run is listed
+        apart, as ADEPT's runs with failed stimuli are by prosody distance."""
         if categories != len(vstyle.CATEGORIES):
             return f"partial: {categories} of {len(vstyle.CATEGORIES)} categories"
         reason = identity_reason(run, self.name)
         if reason is None and is_nan(score):
             return (f"no score: the overall is not a number ({failed} of "
                     f"{judged + failed} judgements failed, {judged} judged)")
+        if reason is None and failed:
+            return (f"failed judgements: {failed} of {judged + failed} ("
+                    f"{failed / (judged + failed):.1%}) failed and were left out of the mean; "
+                    "ranked only with none failed")
         return reason
 
     def extra_columns(self, row: Row) -> dict[str, object]:

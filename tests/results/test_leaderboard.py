@@ -250,6 +250,28 @@ def test_a_vstyle_run_whose_judgements_all_failed_is_shown_apart(tmp_path):
     assert failed and "no score" in failed[0], board
 
 
+def test_a_vstyle_run_with_failed_judgements_is_listed_apart_not_ranked(tmp_path):
+    """A run whose failed judgements were left out of its mean tied for rank 1-2 with a
+    complete one (ADEPT scores a failed question wrong); it is listed apart with the reason."""
+    runs = tmp_path / "runs"
+    _vstyle_run(runs, "complete", 3.9, 0)
+    _vstyle_run(runs, "gappy", 4.0, 1)  # 4 of 44 judgements failed
+    _vstyle_run(runs, "other", 3.0, 0)
+    exe = Path(sys.executable).with_name("adept-eval")
+    out = subprocess.run([str(exe), "leaderboard", str(runs), "-o", str(tmp_path / "board")],
+                         capture_output=True, text=True, cwd=tmp_path,
+                         env={**os.environ, "ADEPT_EVAL_HOME": str(tmp_path / "home")})
+    assert out.returncode == 0, out.stderr
+    board = next((tmp_path / "board").glob("*.md")).read_text()
+    ranked, _, apart = board.partition("## VStyle runs not ranked")
+    rows = {line.split("|")[3].strip() for line in ranked.splitlines()
+            if line.startswith("| ") and line.split("|")[3].strip() in
+            ("complete", "gappy", "other")}
+    assert rows == {"complete", "other"}, board
+    gappy = [line for line in apart.splitlines() if line.startswith("| gappy |")]
+    assert gappy and "4 of 44 (9.1%) failed" in gappy[0], board
+
+
 def test_a_vstyle_section_on_its_published_sample_says_so(tmp_path):
     """Runs over VStyle's published examples (metadata_sample.jsonl) are ranked among
     themselves (their corpus differs from the benchmark's), and the section says they are not
