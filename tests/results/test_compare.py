@@ -44,16 +44,44 @@ def test_holm_by_hand():
 
 
 def test_paired_difference_by_hand():
-    a, b = [1, 1, 1, 0, 1, 1], [0, 1, 0, 0, 1, 0]
-    d = stats.paired_difference(a, b, ["x", "x", "y", "y", "z", "z"])
-    assert d.difference == pytest.approx(3 / 6) and d.n == 6 and d.clusters == 3
-    # sentence sums 1, 1, 1: 2 of 8 sign patterns reach |3|
-    assert d.p_value == pytest.approx(2 / 8)
-    assert d.ci_low <= d.difference <= d.ci_high
-    assert stats.smallest_sign_flip_p(5) == pytest.approx(2 / 32)
+    a, b = [1, 1, 1, 0, 1, 1, 1, 1], [0, 1, 0, 0, 1, 0, 1, 1]
+    d = stats.paired_difference(a, b, ["x", "x", "y", "y", "z", "z", "w", "w"],
+                                bounds=(-1.0, 1.0))
+    assert d.difference == pytest.approx(3 / 8) and d.n == 8 and d.clusters == 4
+    # sentence sums 1, 1, 1, 0 over 8 units, mean 3/8: residuals 1 - 3/4 (three), -3/4;
+    # CR1 variance 4/3 * (3 * 1/16 + 9/16) / 64 = 1/64, se 1/8, t = 3 on 3 df
+    assert d.p_value == pytest.approx(1 - stats.t_central(3.0, 3))
+    half = stats.t_quantile(0.95, 3) / 8
+    assert (d.ci_low, d.ci_high) == pytest.approx((3 / 8 - half, 3 / 8 + half))
+    # one statistic: p < 0.05 exactly when the interval leaves out 0
+    assert (d.p_value < 0.05) == (not d.ci_low <= 0 <= d.ci_high)
     # an undefined figure on either side leaves that unit out of the pairing
     d = stats.paired_difference([0.5, float("nan"), 0.2], [0.4, 0.1, float("nan")], [1, 2, 3])
     assert d.n == 1 and d.difference == pytest.approx(0.1)
+
+
+def test_no_interval_of_zero_width_when_every_sentence_differs_alike():
+    """A task's 5 sentences each +0.5 printed "+0.500..+0.500"; two systems right everywhere
+    "+0.000..+0.000". Other sentences could differ: the share that could is at most
+    1 - 0.025^(1/5) = 52.2% (exact, 0 of 5 seen), each by at most the bounds allow."""
+    a = [1, 1, 1, 0, 1, 0, 1, 1, 1, 0]
+    b = [0, 1, 0, 0, 0, 0, 0, 1, 0, 0]  # each sentence: one of two questions better
+    sentences = [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
+    d = stats.paired_difference(a, b, sentences, bounds=(-1.0, 1.0))
+    share = 1 - 0.025 ** (1 / 5)
+    assert d.difference == pytest.approx(0.5)
+    assert (d.ci_low, d.ci_high) == pytest.approx((0.5 - share * 1.5, 0.5 + share * 0.5))
+    assert d.ci_low < 0 < d.ci_high and d.p_value == pytest.approx(2 * (2 / 3) ** 5)
+    assert d.p_value > 0.05  # agrees with the interval: 0 is inside it
+    same = stats.paired_difference([1] * 10, [1] * 10, sentences, bounds=(-1.0, 1.0))
+    assert (same.ci_low, same.ci_high, same.p_value) == pytest.approx((-share, share, 1.0))
+    # sixty sentences all +0.5 do pin it down: the interval is narrow and leaves out 0
+    many = stats.paired_difference([1, 0] * 60, [0, 0] * 60, np.repeat(np.arange(60), 2),
+                                   bounds=(-1.0, 1.0))
+    assert 0 < many.ci_low < 0.5 < many.ci_high < 1 and many.p_value < 0.05
+    # a figure without bounds (a distance) gets no claim rather than a zero-width one
+    free = stats.paired_difference([0.3] * 5, [0.1] * 5, range(5))
+    assert math.isnan(free.ci_low) and math.isnan(free.p_value)
 
 
 # ----------------------------------------------------------------------------- type-I error

@@ -48,6 +48,7 @@ from adept_eval.scoring.stats._intervals import (
 from adept_eval.scoring.stats._paired import (
     PairedDifference,
     cluster_sign_flip_p,
+    cluster_t_test,
     holm,
     paired_difference,
     smallest_sign_flip_p,
@@ -85,7 +86,7 @@ __all__ = [
     "DEFAULT_MODEL", "ClusterModel", "ClusteredAccuracy", "ClusteredProportion",
     "PairedDifference", "Trial", "TwoWayDifference", "below_chance_p", "binomial_p",
     "bisect_increasing", "bootstrap_interval", "clopper_pearson", "cluster_bootstrap",
-    "cluster_sign_flip_p", "cluster_t_interval", "clustered_proportion", "competition_ranks",
+    "cluster_sign_flip_p", "cluster_t_interval", "cluster_t_test", "clustered_proportion", "competition_ranks",
     "design_effect_interval", "design_strata", "estimate_model", "expit", "fleiss_kappa", "format_rank_range",
     "holm", "interval_difference_p", "logit_location_for", "logit_locations", "marginal_accuracy",
     "max_design_effect", "paired_difference", "pooled_counts",
