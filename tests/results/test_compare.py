@@ -219,9 +219,16 @@ def test_weighted_paired_difference_by_hand():
     d = stats.weighted_paired_difference(a, b, ["x", "x", "y", "z"],
                                          {"x": 0.5, "y": 0.25, "z": 0.25})
     assert d.difference == pytest.approx(1.0) and d.n == 3 and d.clusters == 2
-    # each unit's term (1/3 * difference): 1/3, 0, 2/3; of the 8 sign patterns those keeping
-    # the 1/3 and 2/3 terms' signs together reach |1|: 4 of 8
-    assert d.p_value == pytest.approx(0.5)
+    # stratified variance: x's s^2 = 0.5 on 1 df, y's single unit takes it (pooled):
+    # (2/3)^2 * 0.5 / 2 + (1/3)^2 * 0.5 / 1 = 1/9 + 1/18 = 1/6; Satterthwaite's df
+    # (1/6)^2 / ((1/9)^2 + (1/18)^2) = 1.8; p the t's, the interval the same t's
+    from scipy.stats import t as student_t
+
+    se, df = (1 / 6) ** 0.5, (1 / 6) ** 2 / ((1 / 9) ** 2 + (1 / 18) ** 2)
+    assert df == pytest.approx(1.8)
+    assert d.p_value == pytest.approx(2 * student_t.sf(1 / se, df))
+    half = student_t.ppf(0.975, df) * se
+    assert (d.ci_low, d.ci_high) == pytest.approx((1 - half, 1 + half))
     assert stats.weighted_sign_flip_p([1, 0, 2], [1 / 3, 1 / 3, 1 / 3]) == pytest.approx(0.5)
     # two categories of equal weight (VStyle's 0.25 each): category g1 holds x (0.5, diffs 1, 0)
     # and y (0.25, diff 2): 2/3 * 0.5 + 1/3 * 2 = 1; category g2 holds z (diff -1): the two
@@ -244,8 +251,7 @@ def test_weighted_paired_difference_holds_its_level_under_the_null():
         level = rng.normal(3, 1, strata.size)
         a = np.clip(np.rint(level + rng.normal(0, 0.8, strata.size)), 1, 5)
         b = np.clip(np.rint(level + rng.normal(0, 0.8, strata.size)), 1, 5)
-        d = stats.weighted_paired_difference(a, b, strata, weights, n_resamples=100,
-                                             n_flips=1000, seed=i)
+        d = stats.weighted_paired_difference(a, b, strata, weights, bounds=(-4.0, 4.0))
         rejected += d.p_value < 0.05
     assert 0.03 <= rejected / 1000 <= 0.07, rejected
 
@@ -848,26 +854,28 @@ def _outcomes(pattern, task=TASK, cls=CLS, prefix="q"):
 
 
 # ----------------------------------------------------------------------------- per-task test
-def test_per_task_cell_is_the_sentence_sign_flip_like_the_pooled_one():
+def test_per_task_cell_is_the_sentence_clustered_t_like_the_pooled_one():
     # 4 sentences of 3 questions; A right on all 12, B on the first of each sentence only:
     # 8 discordant questions, all for A. An exact McNemar test over the questions (used here
     # before) gave 2 * (1/2)^8 = 2/256, "A better", though the 12 questions are 4 sentences'
-    # worth. The sentence sign-flip test sees 4 sentences of +2: 2 of 16 sign patterns reach
-    # |8|, p = 1/8, in the task's row as in the class and pooled ones
+    # worth. Every sentence differs by 2/3: no spread, so the interval is the exact bound on
+    # the share of sentences that could differ (1 - 0.025^(1/4) of them, each by at most
+    # -1 - 2/3 or 1 - 2/3), and p the level at which it reaches 0: 2 (1 - 0.4)^4
     a = _outcomes([[1, 1, 1]] * 4)
     b = _outcomes([[1, 0, 0]] * 4)
     out = compare.compare_pair(a, b)
     task = out["tasks"][TASK]
     assert task["acc_difference"] == pytest.approx(8 / 12)
     assert sps.binomtest(8, 8, 0.5).pvalue == pytest.approx(2 / 256)  # McNemar's, not used
+    share = 1 - 0.025 ** (1 / 4)
     for cell in (task, out["pooled"], out["classes"][CLS]):
-        assert cell["p_value"] == pytest.approx(1 / 8)
-        assert "sign-flip" in cell["method"] and "McNemar" not in cell["method"]
+        assert cell["p_value"] == pytest.approx(2 * 0.6 ** 4)
+        assert (cell["ci_low"], cell["ci_high"]) == pytest.approx(
+            (2 / 3 - share * 5 / 3, 2 / 3 + share / 3))
+        assert "cluster-robust t" in cell["method"] and "McNemar" not in cell["method"]
         assert cell["n"] == 12 and cell["sentences"] == 4
     assert compare.verdict(task, "A", "B") == "no detectable difference"
-    # the 4 sentences' differences are all 2/3: no spread, so the t interval over them (as the
-    # percentile bootstrap before it) is the point; 4 sentences cannot tell more
-    assert (task["ci_low"], task["ci_high"]) == pytest.approx((2 / 3, 2 / 3))
+    assert task["ci_low"] < 0 < task["ci_high"]  # the interval says the same
 
 
 def _task_null(rng, sentences=5, questions=3, sd=3.0):
@@ -883,65 +891,62 @@ def _task_null(rng, sentences=5, questions=3, sd=3.0):
 
 def test_per_task_cell_holds_its_level_with_a_system_by_sentence_effect():
     # ADEPT's size: 5 sentences x 3 questions. The exact McNemar test over the 15 questions
-    # rejected ~10% of these true nulls at 5% (7.9% with sd 2); the sentence test cannot
-    # reject at all with 5 sentences (its smallest p is 2/32)
+    # rejected ~10% of these true nulls at 5% (7.9% with sd 2); the sentence-clustered t, its
+    # interval and p one statistic, holds the level, and never contradicts its interval
     rng = np.random.default_rng(5)
     runs = 1000
     rejected = 0
     for _ in range(runs):
         a, b = _task_null(rng)
-        rejected += compare.compare_pair(a, b)["tasks"][TASK]["p_value"] < 0.05
+        cell = compare.compare_pair(a, b)["tasks"][TASK]
+        rejected += cell["p_value"] < 0.05
+        assert (cell["p_value"] < 0.05) == (not cell["ci_low"] <= 0 <= cell["ci_high"])
     assert rejected / runs <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / runs), rejected
 
 
-def test_compare_footer_says_the_per_task_test_and_its_five_sentence_limit():
+def test_compare_footer_says_interval_and_p_are_one_statistic():
     a = _outcomes([[1, 1, 1]] * 5)
     b = _outcomes([[0, 0, 0]] * 5)
     result = {"pairs": [{"a": "A", "b": "B", "adept": compare.compare_pair(a, b)}],
               "listener": "acoustic"}
     lines = [x for x in compare.render(result) if isinstance(x, str)]
-    note = " ".join(lines)
-    assert "sign-flip test in every row, each task's too" in note
-    assert "cluster-robust t over sentences" in note
-    assert "5 sentences: 2/32 = 0.0625" in note
-    assert "no single task can reach p < 0.05, whatever the difference" in note
-    assert "(nor can the class emotion)" in note  # one task: its class has 5 sentences too
-    assert "not evidence that A and B are equal" in note
-    assert "McNemar" not in note and "resample" not in note
+    note = " ".join(" ".join(lines).split())
+    assert "one cluster-robust t over sentences" in note
+    assert "a verdict never contradicts its interval" in note
+    assert "exact bound on how many sentences could differ" in note
+    assert "McNemar" not in note and "resample" not in note and "sign-flip" not in note
 
 
-def test_per_task_sign_flip_ignores_concordant_sentences_and_counts_both_directions():
+def test_per_task_t_counts_concordant_sentences_and_both_directions():
     # 6 sentences of 2: per sentence A-only, B-only, both right or both wrong.
     a = _outcomes([[1, 1], [1, 0], [1, 1], [1, 0], [0, 0], [1, 1]])
     b = _outcomes([[0, 0], [0, 0], [1, 0], [1, 1], [0, 0], [1, 1]])
-    # sentence sums of a - b: 2, 1, 1, -1, 0, 0
+    # sentence sums of a - b: 2, 1, 1, -1, 0, 0 over 12 questions, mean 1/4; residuals
+    # 1.5, 0.5, 0.5, -1.5, -0.5, -0.5 (squares 5.5), CR1 variance 6/5 * 5.5 / 144, 5 df
     out = compare.compare_pair(a, b)
-    # sign flips of (2, 1, 1, -1) (the zero sentences flip to themselves, doubling every
-    # count): |sum| >= 3 when the 2's sign is shared by at least two of the three ones,
-    # 4 of 8 patterns for each sign of the 2
-    totals = [2, 1, 1, -1]
-    reach = sum(abs(sum(t * (1 - 2 * ((m >> i) & 1)) for i, t in enumerate(totals))) >= 3
-                for m in range(16))
-    assert reach == 8
-    assert out["pooled"]["p_value"] == pytest.approx(8 / 16)
-    assert out["tasks"][TASK]["p_value"] == pytest.approx(8 / 16)
+    se = (6 / 5 * 5.5 / 144) ** 0.5
+    for cell in (out["pooled"], out["tasks"][TASK]):
+        assert cell["acc_difference"] == pytest.approx(0.25)
+        assert cell["p_value"] == pytest.approx(1 - stats.t_central(0.25 / se, 5))
 
 
 # ----------------------------------------------------------------------------- prosody distance
 def test_prosody_distance_difference_is_clustered_by_sentence():
     # 3 sentences, each rendered in 2 subcategories (stimulus ids <cls>/<sub>/<spk>_<sentence>),
-    # A 0.1 further from the references on every stimulus. By sentence: 3 clusters of +0.2,
-    # 2 of 8 sign patterns reach |0.6|, p = 1/4 (by stimulus it would be 2/64)
+    # A further from the references by 0.1, 0.2, 0.15 per sentence. By sentence: 3 clusters,
+    # sums 0.2, 0.4, 0.3 over 6 stimuli, mean 0.15, residuals -0.1, 0.1, 0: CR1 variance
+    # 3/2 * 0.02 / 36, t on 2 df (by stimulus it would have 5)
     a, b = {}, {}
-    for s in range(3):
+    for s, gap in enumerate((0.1, 0.2, 0.15)):
         ids = [f"{CLS}/{sub}/spk_{s:04d}" for sub in ("happy", "sad")]
         qid = f"q{s}"
-        a[qid] = _q(qid, f"spk_{s:04d}", 1, distances={i: 0.5 for i in ids})
+        a[qid] = _q(qid, f"spk_{s:04d}", 1, distances={i: 0.4 + gap for i in ids})
         b[qid] = _q(qid, f"spk_{s:04d}", 1, distances={i: 0.4 for i in ids})
     d = compare.compare_pair(a, b)["prosody_distance"]
-    assert d["difference"] == pytest.approx(0.1)
+    assert d["difference"] == pytest.approx(0.15)
     assert d["n"] == 6 and d["sentences"] == 3
-    assert d["p_value"] == pytest.approx(1 / 4)
+    se = (3 / 2 * 0.02 / 36) ** 0.5
+    assert d["p_value"] == pytest.approx(1 - stats.t_central(0.15 / se, 2))
 
 
 def test_prosody_distance_undefined_on_either_side_is_left_out():
@@ -950,12 +955,15 @@ def test_prosody_distance_undefined_on_either_side_is_left_out():
         ids = [f"{CLS}/{sub}/spk_{s:04d}" for sub in ("happy", "sad")]
         a[f"q{s}"] = _q(f"q{s}", f"spk_{s:04d}", 1,
                         distances={ids[0]: 0.3, ids[1]: math.nan if s == 0 else 0.3})
-        b[f"q{s}"] = _q(f"q{s}", f"spk_{s:04d}", 1, distances={ids[0]: 0.5, ids[1]: 0.5})
+        b[f"q{s}"] = _q(f"q{s}", f"spk_{s:04d}", 1,
+                        distances={ids[0]: 0.5 + 0.05 * s, ids[1]: 0.5 + 0.05 * s})
     d = compare.compare_pair(a, b)["prosody_distance"]
-    # 7 stimuli in 4 sentences, each sentence's sum negative: p = 2/16
+    # 7 stimuli in 4 sentences (sentence 0's second left out): -0.2, then two each of -0.25,
+    # -0.3, -0.35
+    diffs = [-0.2, -0.25, -0.25, -0.3, -0.3, -0.35, -0.35]
     assert d["n"] == 7 and d["sentences"] == 4
-    assert d["difference"] == pytest.approx(-0.2)
-    assert d["p_value"] == pytest.approx(2 / 16)
+    assert d["difference"] == pytest.approx(sum(diffs) / 7)
+    assert d["p_value"] == pytest.approx(stats.cluster_t_test(diffs, [0, 1, 1, 2, 2, 3, 3])[0])
 
 
 # ----------------------------------------------------------------------------- Holm families
@@ -977,25 +985,35 @@ def test_holm_adjusts_every_family_over_the_pairs():
     runs = _three_systems()
     pairs = [{"a": x, "b": y, "adept": compare.compare_pair(runs[x], runs[y])}
              for x, y in (("A", "B"), ("A", "C"), ("B", "C"))]
-    # per-task sentence sign flips, one question a sentence: 2 * P(X <= min) of a fair coin
-    # over the sentences that differ (the others flip to themselves):
-    #   task 1: A-B 8:0 -> 2/256; A-C 2:0 -> 2/4; B-C 0:6 -> 2/64
-    #   task 2: A-B 3:0 -> 2/8; A-C 6:0 -> 2/64; B-C 3:0 -> 2/8
-    raw1 = [2 / 256, 2 / 4, 2 / 64]
-    raw2 = [2 / 8, 2 / 64, 2 / 8]
+    # per-task sentence-clustered t tests, one question a sentence
+    def raw(x, y, n):
+        diff = [u - v for u, v in zip(x, y)]
+        return stats.cluster_t_test(diff, range(n), bounds=(-1.0, 1.0))[0]
+
+    a1, b1, c1 = [1] * 8, [0] * 8, [1] * 6 + [0] * 2
+    a2, b2, c2 = [1] * 6, [1] * 3 + [0] * 3, [0] * 6
+    raw1 = [raw(a1, b1, 8), raw(a1, c1, 8), raw(b1, c1, 8)]
+    raw2 = [raw(a2, b2, 6), raw(a2, c2, 6), raw(b2, c2, 6)]
+    assert raw1[0] == pytest.approx(2 / 256)  # 8 sentences all +1: the zero-spread bound
     for cell, p in zip((pr["adept"]["tasks"][TASK] for pr in pairs), raw1):
         assert cell["p_value"] == pytest.approx(p)
     compare._holm(pairs)
-    # Holm over the three pairs, family by family (task 1: 2/256*3, 2/64*2, 1/2*1)
-    adj1 = [3 * 2 / 256, max(2 * 2 / 64, 2 / 4), 2 * 2 / 64]
-    # task 2: 2/64*3 = 0.094, then 2/8*2 = 0.5, running max 0.5 for both of the 2/8
-    adj2 = [2 * 2 / 8, 3 * 2 / 64, 2 * 2 / 8]
+
+    def holm3(p):  # Holm over three: sorted p times 3, 2, 1, running maximum, capped at 1
+        order = sorted(range(3), key=lambda i: p[i])
+        out, running = [0.0] * 3, 0.0
+        for rank, i in enumerate(order):
+            running = max(running, min(1.0, (3 - rank) * p[i]))
+            out[i] = running
+        return out
+
+    adj1, adj2 = holm3(raw1), holm3(raw2)
     assert [pr["adept"]["tasks"][TASK]["p_adjusted"] for pr in pairs] == pytest.approx(adj1)
     assert [pr["adept"]["tasks"][TASK2]["p_adjusted"] for pr in pairs] == pytest.approx(adj2)
-    # the classes (here one task each, so the same sign flips) form their own families
+    # the classes (here one task each, so the same tests) form their own families
     assert [pr["adept"]["classes"][CLS]["p_adjusted"] for pr in pairs] == pytest.approx(adj1)
     assert [pr["adept"]["classes"][CLS2]["p_adjusted"] for pr in pairs] == pytest.approx(adj2)
-    # and the pooled cell its own: raw sign-flip p over 14 single-question sentences
+    # and the pooled cell its own: the t over 14 single-question sentences
     for pr in pairs:
         assert "p_adjusted" in pr["adept"]["pooled"]
         assert "p_adjusted" in pr["adept"]["prosody_distance"]
@@ -1114,7 +1132,7 @@ def test_compare_human_runs_through_the_shell(human_runs):
     done = _shell(_compare_command(out / "people-A", out / "people-B", "--json", tmp / "people.json"),
                 env, tmp)
     assert done.returncode == 0, done.stderr
-    assert "clustered by participant within each system" in done.stdout
+    assert "each within the design's strata" in " ".join(done.stdout.split())
     assert "A better" in done.stdout and "Traceback" not in done.stderr
     data = json.loads((tmp / "people.json").read_text())
     pooled = data["adept"]["pooled"]
@@ -1130,7 +1148,7 @@ def test_compare_human_runs_through_the_shell(human_runs):
     assert set(data["adept"]["tasks"]) == set(TASKS)
     # the two-way cluster-robust variance with its t reference: df = min(20 participants - 2
     # strata, sentences - 1), the interval d -+ t * se, and p < 0.05 iff 0 lies outside it
-    assert "Cameron-Gelbach-Miller" in pooled["method"]
+    assert "within the design's strata" in pooled["method"]
     assert pooled["df"] == min(20 - 2, pooled["sentences"] - 1)
     half = __import__("adept_eval.scoring.stats").scoring.stats.t_quantile(0.95, pooled["df"]) * pooled["se"]
     assert pooled["ci_high"] == pytest.approx(min(1.0, pooled["acc_difference"] + half))

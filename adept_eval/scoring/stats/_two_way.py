@@ -81,8 +81,8 @@ def design_strata(heard_a, heard_b) -> list[np.ndarray]:
     A participant's stratum is fixed by the design, not drawn: every participant heard A only,
     B only, or (the listening test's rotation) some tasks in A and the others in B, with
     the rotation's offset. Rows are grouped by that pattern; a row that heard part of a
-    pattern (a participant who stopped early, a sentence some of them never reached) and
-    never the other system where the pattern has one joins it, so that leaving early does not
+    pattern (a participant who stopped early, a sentence some of them never reached), in the
+    pattern's systems wherever both heard a column, joins it, so that leaving early does not
     make a stratum of its own. Rows that heard nothing take no part.
 
     Args:
@@ -99,7 +99,9 @@ def design_strata(heard_a, heard_b) -> list[np.ndarray]:
         if not heard[row].any():
             continue
         for pattern_a, pattern_b, members in roots:
-            if not (heard_a[row] & pattern_b).any() and not (heard_b[row] & pattern_a).any():
+            shared = heard[row] & (pattern_a | pattern_b)
+            if (np.array_equal(heard_a[row][shared], pattern_a[shared]) and
+                    np.array_equal(heard_b[row][shared], pattern_b[shared])):
                 members.append(int(row))
                 pattern_a |= heard_a[row]
                 pattern_b |= heard_b[row]
