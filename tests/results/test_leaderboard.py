@@ -97,7 +97,7 @@ def test_rank_ranges_in_every_output_and_on_the_hub(full_runs):
         pushed = hub.repo("adept-lab/leaderboard").files
     rows = {r["system"]: r for r in csv.DictReader(open(tmp / "lb" / "leaderboard.csv"))}
     assert {s: rows[s]["adept_rank_range"] for s in expected} == expected
-    assert "paired by question (sentence sign-flip test)" in rows["flat"]["adept_tie_method"]
+    assert "paired by question (cluster-robust t test over sentences)" in rows["flat"]["adept_tie_method"]
     assert "Holm-adjusted over 6 pairs" in rows["flat"]["adept_tie_method"]
     assert rows["copy"]["adept_rank"] == rows["copy-again"]["adept_rank"] == "1"
     table = pq.read_table(tmp / "lb" / "leaderboard.parquet").to_pylist()
@@ -189,7 +189,7 @@ def test_publishing_a_run_changes_no_later_leaderboard(full_runs, tmp_path):
                   env, tmp_path)
     written = {f: (tmp_path / "lb" / f).read_bytes() for f in ("leaderboard.md",
                                                                 "leaderboard.csv")}
-    assert "paired by question (sentence sign-flip test)" in before.stdout
+    assert "paired by question (cluster-robust t test over sentences)" in before.stdout
     with HubServer() as hub:
         hub_env = {**env, "HF_ENDPOINT": hub.url, "HF_HUB_DISABLE_XET": "1",
                    "HF_TOKEN": hub.token, "HF_HUB_DISABLE_TELEMETRY": "1",
