@@ -510,7 +510,9 @@ def describe_design(result: Plan) -> str:
             f"test, every participant answers all {result.questions} questions of its {tasks} "
             f"task{'s' if tasks != 1 else ''}, "
             f"each task in one system, the systems rotating over tasks and participants; "
-            f"{within}")
+            f"{within}; each test analysed as compare analyses people's runs, clustered by "
+            f"sentence ({len(set(sentence_of_questions(result.task_sizes).tolist()))} "
+            "sentences, five per task)")
 
 
 def describe_model(result: Plan) -> str:

@@ -1360,6 +1360,23 @@ def test_plan_through_the_shell_with_defaults(tmp_path):
     assert "conservative defaults" in done.stdout and "tutorial's 30 participants" in done.stdout
     assert "60 questions per participant in 12 tasks" in done.stdout
     assert "each participant hears both compared systems on some tasks" in done.stdout
+    # analysed with compare's clusters: 12 tasks of 5 questions are 60 sentences of one
+    assert "clustered by sentence (60 sentences, five per task)" in " ".join(done.stdout.split())
+
+
+def test_plan_clusters_questions_by_sentence_as_compare_does():
+    """The plan treated each question as its own cluster while compare clusters by sentence,
+    promising power the analysis does not have: ADEPT's 165 questions are 60 sentences."""
+    from adept_eval.listening_test.plan import sentence_of_questions
+
+    sizes = [t.n_questions for t in __import__("adept_eval.corpora.spec").corpora.spec.TASKS.values()]
+    sentence = sentence_of_questions(sizes)
+    assert len(set(sentence.tolist())) == 60
+    first = np.cumsum([0] + sizes[:-1])
+    for start, size in zip(first, sizes):  # a task's questions spread over its 5 sentences
+        assert sorted(set(sentence[start:start + size].tolist())) == list(
+            range(sentence[start], sentence[start] + 5))
+    assert sentence_of_questions([3, 2]).tolist() == [0, 1, 2, 3, 4]
 
 
 def test_plan_simulates_the_tests_rotation(tmp_path):
