@@ -338,7 +338,9 @@ class AdeptBoard(Board):
         return table
 
     def chart_panels(self, ranked: list[list[Row]], apart: list[Row]) -> list[Panel]:
-        """One panel per listener and corpus (dated), and one of the rows not ranked."""
+        """One panel per listener and corpus (dated), drawing the figure the section is
+        ranked by (accuracy, or the prosody distance with ``--sort prosody_distance``), the
+        best at the top; and one of the rows not ranked."""
         by_acc = lambda r: r.figure(self.name, "acc")  # noqa: E731
         panels = []
         for members in ranked:
@@ -347,8 +349,13 @@ class AdeptBoard(Board):
                 (" SYNTHETIC" if first.figure(self.name, "synthetic") else "")
             dates = sorted(r.date for r in members if r.date)
             when = f", {dates[0][:10]}..{dates[-1][:10]}" if dates else ""
-            panels.append(Panel(f"ADEPT accuracy, scored by {first.scorers.get(self.name)}\n"
-                                f"{corpus}{when}", sorted(members, key=by_acc), self))
+            if _ranked_by_distance(members, self.name):
+                title, order = "ADEPT prosody distance (lower is better)", sorted(
+                    members, key=lambda r: r.figure(self.name, "prosody_distance"), reverse=True)
+            else:
+                title, order = "ADEPT accuracy", sorted(members, key=by_acc)
+            panels.append(Panel(f"{title}, scored by {first.scorers.get(self.name)}\n"
+                                f"{corpus}{when}", order, self))
         if apart:
             reasons = sorted({r.figure(self.name, "unranked").split(":")[0] for r in apart})
             panels.append(Panel("ADEPT, not ranked (" + "; ".join(reasons) + ")",
@@ -365,8 +372,13 @@ class AdeptBoard(Board):
 
     def draw(self, ax, names: list[str], members: list[Row]) -> None:
         """Accuracy bars with 95% intervals, grey when the interval holds chance, and the
-        chance line pooled over the panel's rows."""
+        chance line pooled over the panel's rows; for a section ranked by prosody distance,
+        its bars and intervals instead (``_draw_distance``)."""
         fig = lambda r, name: r.figure(self.name, name)  # noqa: E731
+        if _ranked_by_distance(members, self.name) and all(
+                fig(r, "unranked") is None for r in members):
+            self._draw_distance(ax, names, members)
+            return
         values = [fig(r, "acc") for r in members]
         err = [[fig(r, "acc") - fig(r, "ci_low") for r in members],
                [fig(r, "ci_high") - fig(r, "acc") for r in members]]
@@ -382,6 +394,29 @@ class AdeptBoard(Board):
                         fontsize=8, color="#555555")
         ax.set_xlim(0, 1)
         ax.set_xlabel("recognition accuracy (95% CI); grey: at chance")
+
+    def _draw_distance(self, ax, names: list[str], members: list[Row]) -> None:
+        """Prosody-distance bars with their 95% intervals (none drawn where a row has none),
+        on 0 (the references' prosody) to at least 1 (as far as the wrong references)."""
+        fig = lambda r, name: r.figure(self.name, name)  # noqa: E731
+        values = [fig(r, "prosody_distance") for r in members]
+        low = [fig(r, "prosody_distance_ci_low") for r in members]
+        high = [fig(r, "prosody_distance_ci_high") for r in members]
+        known = [lo is not None and hi is not None and not (is_nan(lo) or is_nan(hi))
+                 for lo, hi in zip(low, high)]
+        err = [[v - lo if k else 0.0 for v, lo, k in zip(values, low, known)],
+               [hi - v if k else 0.0 for v, hi, k in zip(values, high, known)]]
+        ax.barh(names, values, xerr=err, capsize=3, color="#55a868")
+        ax.axvline(1.0, color="#c44e52", linestyle="--", linewidth=1)
+        ax.set_xlim(0, max([1.05] + [hi + 0.05 for hi, k in zip(high, known) if k] +
+                           [v + 0.05 for v in values]))
+        ax.set_xlabel("prosody distance (95% CI), lower is better: 0 = the references' "
+                      "prosody, 1 (dashed) = as far as the wrong references")
+
+
+def _ranked_by_distance(members: list[Row], suite: str) -> bool:
+    """Whether the rows were ranked by prosody distance (``leaderboard --sort``)."""
+    return bool(members) and members[0].figure(suite, "ranked_by") == "prosody_distance"
 
 
 def _graded_failed(results: dict) -> int:
