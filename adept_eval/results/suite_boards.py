@@ -363,9 +363,13 @@ class AdeptBoard(Board):
         return panels
 
     def chart_label(self, row: Row, rank_range: str | None, many: bool) -> str:
-        """The system, n, rank range, and for a row not ranked its listener (and SYNTHETIC)."""
+        """The system, n (stimuli when ranked by prosody distance), rank range, and for a row
+        not ranked its listener (and SYNTHETIC)."""
         unranked = row.figure(self.name, "unranked")
         listener = row.scorers.get(self.name)
+        if _ranked_by_distance([row], self.name) and unranked is None:
+            return (f"{row.system} (n={row.figure(self.name, 'graded_n')} stimuli)"
+                    + (f" rank {rank_range}" if rank_range and many else ""))
         return (super().chart_label(row, rank_range, many)
                 + (f" [{listener.split()[0]}]" if unranked else "")
                 + (" SYNTHETIC" if unranked and row.figure(self.name, "synthetic") else ""))
@@ -410,8 +414,8 @@ class AdeptBoard(Board):
         ax.axvline(1.0, color="#c44e52", linestyle="--", linewidth=1)
         ax.set_xlim(0, max([1.05] + [hi + 0.05 for hi, k in zip(high, known) if k] +
                            [v + 0.05 for v in values]))
-        ax.set_xlabel("prosody distance (95% CI), lower is better: 0 = the references' "
-                      "prosody, 1 (dashed) = as far as the wrong references")
+        ax.set_xlabel("prosody distance (95% CI), lower is better; 1 (dashed): as far as "
+                      "the wrong references")
 
 
 def _ranked_by_distance(members: list[Row], suite: str) -> bool:
