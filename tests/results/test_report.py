@@ -118,3 +118,25 @@ def test_report_prints_graded_figures(tmp_path, capsys):
     task = next(r for r in rows if r[:2] == ["prosody_distance", "emotion_female"])
     assert pooled[2] == "0.460" and pooled[4:6] == ["2", "0"]
     assert task[2] == "0.420" and task[4:6] == ["10", "1"]
+
+
+def test_listener_distance_states_no_direction_across_systems():
+    """``listener_distance`` ("lower is better") rated a flat system at chance below one
+    carrying the right prosody: its units are how far the natural candidates lie apart, so
+    it does not order systems. The report states no "better" for it; prosody_distance, which
+    does order them, keeps "lower"."""
+    from rich.table import Table
+
+    from adept_eval.results.report import _add_pooled_graded_rows
+
+    figures = {name: graded.Summary(name, 1.0, 0.5, 1.5, 10, 0, 0)
+               for name in ("listener_distance", "prosody_distance")}
+    table = Table()
+    for col in ("figure", "tasks", "mean", "95% CI", "n", "failed", "undef", "better"):
+        table.add_column(col)
+    assert _add_pooled_graded_rows(table, figures) == 2
+    better = dict(zip(table.columns[0]._cells, table.columns[-1]._cells))
+    assert better == {"listener_distance": "none: diagnostic", "prosody_distance": "lower"}
+    assert not graded.METRIC_BY_NAME["listener_distance"].ranks_systems
+    assert "compare systems by prosody_distance" in graded.METRIC_BY_NAME[
+        "listener_distance"].description
