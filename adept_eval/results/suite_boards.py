@@ -19,7 +19,7 @@ from adept_eval.corpora import spec, vstyle
 from adept_eval.results.board import Board, Panel, Row, Standing, identity_reason, is_nan, \
     not_tested
 from adept_eval.results.formatting import lit, number
-from adept_eval.results.report import graded_pooled, pooled_recognition, sentence_design_effect
+from adept_eval.results.report import pooled_recognition, sentence_design_effect
 from adept_eval.results.runs import Run, samples_mismatch
 from adept_eval.scoring import stats
 from adept_eval.suites import ADEPT, SUITES, VSTYLE, Suite
@@ -77,7 +77,7 @@ class AdeptBoard(Board):
             if recorded is not None:
                 standing.figures["synthetic"] = recorded.synthetic
                 self.read_identity(run, standing)
-        self._graded(standing, samples, results)
+        self._graded_from_results(standing.figures, results)
 
     @staticmethod
     def _tasks(results: dict) -> tuple[dict[str, float], dict[str, int]]:
@@ -100,24 +100,15 @@ class AdeptBoard(Board):
         return {name: stats.pooled_mean(parts)[0] for name, parts in by_class.items()
                 if sum(m for _, m in parts)}
 
-    def _graded(self, standing: Standing, samples: dict | None, results: dict) -> None:
-        """The run's pooled prosody distance: from its logged samples (every stimulus once, a
-        sentence-clustered t interval), else the tasks' means weighted by their n, with an
-        interval pooled from the tasks' own (``stats.pooled_interval``: the tasks hold
-        different stimuli), so runs without samples are still compared, if less exactly."""
-        figures = standing.figures
-        pooled = graded_pooled(samples).get("prosody_distance") if samples else None
-        if pooled is not None and pooled.n:
-            figures.update(prosody_distance=pooled.mean, graded_n=pooled.n,
-                           prosody_distance_ci_low=pooled.ci_low,
-                           prosody_distance_ci_high=pooled.ci_high,
-                           graded_failed=pooled.n_failed)
-            return
-        self._graded_from_results(figures, results)
-
     @staticmethod
     def _graded_from_results(figures: dict, results: dict) -> None:
-        """The pooled prosody distance from the tasks' results alone (see ``_graded``)."""
+        """The run's pooled prosody distance: the tasks' means weighted by their stimuli, with
+        the stratified interval pooled from the tasks' own sentence-clustered t intervals
+        (``stats.pooled_interval`` on their sentences - 1 degrees of freedom: the tasks are
+        fixed strata holding different stimuli). From the results alone, so that a board read
+        from a folder and one read from the Hub (``--from-hub``: results only) give the same
+        interval; an interval pooled from the logged samples over all sentences at once was
+        wider, holding the differences between tasks, which are not sampled."""
         graded = {t: r for t, r in results.items() if t in spec.TASKS and r.get("graded_n,none")}
         parts = [(r.get("prosody_distance,none"), r.get("graded_n,none")) for r in graded.values()]
         if not parts:
@@ -439,10 +430,14 @@ def _pooled_distance_interval(task_results) -> tuple[float, float]:
         The interval's bounds (nan when it cannot be pooled).
     """
     low, high, _ = stats.pooled_interval(
-        (r.get("prosody_distance,none"), r.get("prosody_distance_ci_low,none"),
-         r.get("prosody_distance_ci_high,none"), r.get("graded_n,none"))
-        for r in task_results)
+        ((r.get("prosody_distance,none"), r.get("prosody_distance_ci_low,none"),
+          r.get("prosody_distance_ci_high,none"), r.get("graded_n,none"))
+         for r in task_results), df=TASK_SENTENCE_DF)
     return low, high
+
+
+#: the degrees of freedom of a task's prosody-distance interval: its sentences - 1
+TASK_SENTENCE_DF = len(next(iter(spec.CLASSES.values())).sentence_ids()) - 1
 
 
 def _chance_line(ax, chance: float) -> None:
