@@ -40,12 +40,16 @@ def test_leaderboard_sorts_by_prosody_distance_lower_first(tmp_path):
     assert "prosody distance" in (tmp_path / "lb" / "leaderboard.md").read_text()
     with pytest.raises(ValueError):
         build(runs, sort="loudness")
-    # without logged samples the interval is pooled from the tasks' own: 12 tasks of 10
-    # stimuli, each +-0.1, so the pooled se is sqrt(12 (10/120)^2 (0.2/3.92)^2) - and 0.3
-    # against 0.8 is a difference, not a tie (no interval was recorded, every pair tied)
-    se = math.sqrt(12 * (10 / 120) ** 2 * (0.2 / 3.92) ** 2)
-    assert pd["close"]("prosody_distance_ci_low") == pytest.approx(0.3 - 1.96 * se)
-    assert pd["close"]("prosody_distance_ci_high") == pytest.approx(0.3 + 1.96 * se)
+    # the interval is pooled from the tasks' own: 12 tasks of 10 stimuli, each a t interval
+    # on 4 df of +-0.1, so each se is 0.1 / t(4), the pooled se sqrt(12 (10/120)^2 se^2) on
+    # Satterthwaite's (12 s)^2 / (12 s^2 / 4) = 48 df - and 0.3 against 0.8 is a difference,
+    # not a tie (no interval was recorded, every pair tied)
+    from scipy.stats import t as student_t
+
+    se = math.sqrt(12 * (10 / 120) ** 2 * (0.1 / student_t.ppf(0.975, 4)) ** 2)
+    half = student_t.ppf(0.975, 48) * se
+    assert pd["close"]("prosody_distance_ci_low") == pytest.approx(0.3 - half)
+    assert pd["close"]("prosody_distance_ci_high") == pytest.approx(0.3 + half)
     assert pd["close"]("rank_range") == "1" and pd["acc-best"]("rank_range") == "2"
 
 
