@@ -12,10 +12,11 @@ tasks and over participants in arrival order (participant i hears task j in syst
 each system, the test has k * n participants in all, and each participant hears both compared
 systems on some tasks: the comparison is partly within participants, and how well a person
 hears prosody cancels from it in part. Each simulated test is analysed as ``compare`` analyses
-people's runs (``crossed_z_p``: ``stats.two_way_variance``, the Cameron-Gelbach-Miller two-way
-cluster-robust variance with a Student's t reference), which holds its 5% level on this design
-and on the one-system-per-participant one (``benchmarks/human_comparison_level.py``), so the
-power shown is what ``compare`` gives.
+people's runs (``crossed_z_p``: ``stats.two_way_variance``, the two-way cluster-robust variance
+within the design's strata with a Student's t reference, the questions clustered by sentence as
+``compare`` clusters them), which holds its 5% level on this design and on the
+one-system-per-participant one (``benchmarks/human_comparison_level.py``), so the power shown
+is what ``compare`` gives.
 
 The variance components come from a pilot test's answers when one is given
 (``stats.estimate_model``), else from conservative defaults (``stats.DEFAULT_MODEL``).
@@ -159,22 +160,56 @@ def rotation(participants: int, task_sizes, systems: int) -> np.ndarray:
     return (np.arange(participants)[:, None] + task_of[None, :]) % systems
 
 
-def _difference_and_variance(y: np.ndarray, heard_a: np.ndarray, heard_b: np.ndarray):
-    """``compare``'s own statistic (``stats.two_way_variance``), each question its own cluster.
+#: sentences per task: every ADEPT task asks its questions about five sentences
+SENTENCES_PER_TASK = 5
+
+
+def sentence_of_questions(task_sizes) -> np.ndarray:
+    """The sentence each question of a simulated test is about, as ADEPT's tasks have them:
+    a task's questions spread over its five sentences (fewer when the task has fewer
+    questions), each task's sentences its own.
+
+    ``compare`` clusters people's answers by sentence, so the planner's simulated tests are
+    analysed with the same clusters: with each question its own cluster the plan promised
+    the power of 165 clusters where the analysis has 60.
+
+    Args:
+        task_sizes: Questions per task, in the design's task order.
+
+    Returns:
+        One sentence number per question, the tasks' questions in order.
+    """
+    out, first = [], 0
+    for size in task_sizes:
+        per_task = min(SENTENCES_PER_TASK, int(size))
+        out += [first + k % per_task for k in range(int(size))]
+        first += per_task
+    return np.array(out, dtype=int)
+
+
+def _difference_and_variance(y: np.ndarray, heard_a: np.ndarray, heard_b: np.ndarray,
+                             sentence_of=None):
+    """``compare``'s own statistic (``stats.two_way_variance``), clustered by sentence.
 
     Args:
         y: Responses (..., participants, questions): 1 right, 0 wrong.
         heard_a: (participants, questions): who heard which question in system A.
         heard_b: The same for system B.
+        sentence_of: Each question's sentence number (None: each question its own).
 
     Returns:
         (difference A - B, its variance, degrees of freedom).
     """
     weight_a, weight_b = heard_a.astype(y.dtype), heard_b.astype(y.dtype)
-    return stats.two_way_variance(y * weight_a, weight_a, y * weight_b, weight_b)
+    if sentence_of is None:
+        return stats.two_way_variance(y * weight_a, weight_a, y * weight_b, weight_b)
+    sentence_of = np.asarray(sentence_of)
+    columns = (sentence_of[:, None] == np.unique(sentence_of)[None, :]).astype(y.dtype)
+    return stats.two_way_variance((y * weight_a) @ columns, weight_a @ columns,
+                                  (y * weight_b) @ columns, weight_b @ columns)
 
 
-def crossed_z_p(correct, system_of, a=0, b=1) -> tuple[float, float, float]:
+def crossed_z_p(correct, system_of, a=0, b=1, sentence_of=None) -> tuple[float, float, float]:
     """Test one listening test's systems A and B against each other, as the planner simulates
     and ``compare`` runs it (``stats.two_way_variance``, Student's t reference).
 
@@ -184,6 +219,8 @@ def crossed_z_p(correct, system_of, a=0, b=1) -> tuple[float, float, float]:
             asked).
         a: System A's value in ``system_of``.
         b: System B's value in ``system_of``.
+        sentence_of: Each question's sentence number, the clusters ``compare`` uses (None:
+            each question its own).
 
     Returns:
         (difference A - B, its two-way variance, two-sided p).
@@ -196,7 +233,7 @@ def crossed_z_p(correct, system_of, a=0, b=1) -> tuple[float, float, float]:
     y = np.asarray(correct, dtype=float) * (heard_a | heard_b)
     if heard_a.sum() == 0 or heard_b.sum() == 0 or y.shape[1] < 2:
         raise ValueError("both systems need answers, and the test at least 2 questions")
-    difference, variance, df = _difference_and_variance(y, heard_a, heard_b)
+    difference, variance, df = _difference_and_variance(y, heard_a, heard_b, sentence_of)
     difference, variance = float(difference), float(variance)
     p_value, _, _ = stats.t_test_and_interval(difference, variance, df)
     return difference, variance, p_value
@@ -212,7 +249,8 @@ def design_power(model: stats.ClusterModel, per_system: int, task_sizes, differe
     accuracy ``model.accuracy + difference``, system B (the baseline) ``model.accuracy``. The
     participant effect u_p is one per person, shared by every system they hear; the question
     effect v_q is shared by the systems; the system-by-question effect w_qs is drawn for each
-    system's rendition of the question.
+    system's rendition of the question. Each test is analysed as ``compare`` analyses it,
+    clustered by sentence (``sentence_of_questions``).
 
     Args:
         model: The variance components and the baseline accuracy.
@@ -239,6 +277,7 @@ def design_power(model: stats.ClusterModel, per_system: int, task_sizes, differe
     n_people, n_questions = systems * int(per_system), sum(task_sizes)
     heard = rotation(n_people, task_sizes, systems)
     heard_a, heard_b = heard == 0, heard == 1
+    sentences = sentence_of_questions(task_sizes)
     used = heard_a | heard_b
     location = np.where(heard_a, mu_a, mu_b).astype(np.float32)
     rng = np.random.default_rng(seed)
@@ -253,7 +292,7 @@ def design_power(model: stats.ClusterModel, per_system: int, task_sizes, differe
         logit = location + u + v + np.where(heard_a, w_a, w_b)
         y = ((rng.random((batch, n_people, n_questions), dtype=np.float32)
               < stats.expit(logit)) & used).astype(np.float32)
-        difference_ab, variance, df = _difference_and_variance(y, heard_a, heard_b)
+        difference_ab, variance, df = _difference_and_variance(y, heard_a, heard_b, sentences)
         critical = critical or (stats.t_quantile(1 - alpha, df) if df >= 1 else math.inf)
         with np.errstate(invalid="ignore"):
             rejected += int(np.sum(np.abs(difference_ab) > critical * np.sqrt(variance)))
@@ -471,7 +510,9 @@ def describe_design(result: Plan) -> str:
             f"test, every participant answers all {result.questions} questions of its {tasks} "
             f"task{'s' if tasks != 1 else ''}, "
             f"each task in one system, the systems rotating over tasks and participants; "
-            f"{within}")
+            f"{within}; each test analysed as compare analyses people's runs, clustered by "
+            f"sentence ({len(set(sentence_of_questions(result.task_sizes).tolist()))} "
+            "sentences, five per task)")
 
 
 def describe_model(result: Plan) -> str:
@@ -527,4 +568,4 @@ def recommendation(result: Plan) -> str:
 
 __all__ = ["GRID", "Pilot", "Plan", "crossed_z_p", "default_tasks",
            "describe_design", "describe_model", "design_power", "load_pilot", "plan",
-           "recommendation", "rotation"]
+           "recommendation", "rotation", "sentence_of_questions"]

@@ -7,25 +7,23 @@ two separate intervals.
 ADEPT, machine listeners (each question answered once per system), per task, per class and
 pooled over the suite:
 
-- the accuracy difference (A minus B) with a 95% cluster-robust t interval over sentences (a
-  sentence's questions mirror one another, so they are not independent; ``stats.
-  cluster_t_interval``, sentences - 1 df) and a p-value from a randomisation test that flips the
-  sign of whole sentences, in every cell, a single task's included (its 5 sentences allow at
-  best p = 2/32: a task alone cannot show a difference at 5%, and the lines under the table say
-  so);
-- the ``prosody_distance`` difference, paired by stimulus, on the same two methods' second.
+- the accuracy difference (A minus B) with a 95% interval and a p-value from one cluster-robust
+  t over sentences (a sentence's questions mirror one another, so they are not independent;
+  ``stats.cluster_t_test``, sentences - 1 df), in every cell, a single task's included, so the
+  verdict the p-value gives is always the one the interval shows;
+- the ``prosody_distance`` difference, paired by stimulus, by the same test.
 
 ADEPT, the ``human`` listener (different participants per system, or the same people on other
-tasks): the accuracy difference with a two-way cluster-robust variance over participants
-(within their stratum: heard A only, B only, both) and sentences (jointly for the two systems),
-Cameron, Gelbach & Miller's, and a t interval and test on min(participants - strata,
-sentences - 1) degrees of freedom (``stats.two_way_variance``, which says why: a pigeonhole
-bootstrap is conservative, most of all on the listening test's rotated design).
+tasks): the accuracy difference with a two-way cluster-robust variance over participants and
+sentences, each within the design's strata (who heard what in which system), less the
+responses' own noise, and a t interval and test on min(participants - their strata,
+sentences - their strata) degrees of freedom (``stats.two_way_variance``, which says why).
 
 VStyle: the judge-score difference paired by instruction, with VStyle's weighting (subcategory
-means; categories 0.25 each overall), a bootstrap within subcategories and a sign-flip test on
-the instructions. A failed judgement is counted (per system) and never scored: an instruction
-that failed on either side is left out of the pairing, and how many were is reported.
+means; categories 0.25 each overall), a stratified t interval and test over the instructions
+(``stats.weighted_paired_difference``). A failed judgement is counted (per system) and never
+scored: an instruction that failed on either side is left out of the pairing, and how many
+were is reported.
 
 With more than two runs every pair is compared and each family of p-values (pooled accuracy,
 pooled distance, per class, per task, VStyle overall and per category) is Holm-adjusted over
@@ -46,7 +44,8 @@ from adept_eval.results.formatting import interval, missing, number, p_value
 from adept_eval.results.runs import Run, load_run, logged_samples, samples_mismatch
 from adept_eval.suites import SUITES
 
-SEED = 0
+#: a VStyle judge score is 1-5, so a difference of two lies in -4..4
+SCORE_DIFFERENCE_BOUNDS = (-4.0, 4.0)
 LEVEL = 0.05
 
 
@@ -215,7 +214,7 @@ def _comparability_checks(first: Run) -> list:
 
 def _difference(a: list[float], b: list[float], clusters: list[str],
                 bounds: tuple[float, float] | None = None) -> dict:
-    d = stats.paired_difference(a, b, clusters, seed=SEED, bounds=bounds)
+    d = stats.paired_difference(a, b, clusters, bounds=bounds)
     return {"difference": d.difference, "ci_low": d.ci_low, "ci_high": d.ci_high,
             "p_value": d.p_value, "n": d.n, "sentences": d.clusters, "method": d.method}
 
@@ -367,7 +366,8 @@ def _vstyle_cell(a: dict[str, JudgedItem], b: dict[str, JudgedItem], keys: list[
     groups = {s: s.split("/")[0] for s in weights}
     group_weights = _category_weights(groups.values())
     d = stats.weighted_paired_difference([a[k].score for k in keys], [b[k].score for k in keys],
-                                         strata, weights, groups, group_weights, seed=SEED)
+                                         strata, weights, groups, group_weights,
+                                         bounds=SCORE_DIFFERENCE_BOUNDS)
     kept = [k for k in keys if not (math.isnan(a[k].score) or math.isnan(b[k].score))]
     score_a, score_b = _weighted_scores(a, b, kept, weights, groups, group_weights)
     return {"score_difference": d.difference, "ci_low": d.ci_low, "ci_high": d.ci_high,
@@ -612,7 +612,7 @@ def _vstyle_tie(a_run: Run, b_run: Run) -> tuple[float, str]:
     if len(lang_cells) != 1:
         return math.nan, "several VStyle languages: not tested"
     (cells,) = lang_cells.values()
-    return cells["overall"]["p_value"], "paired by instruction (sign-flip test)"
+    return cells["overall"]["p_value"], "paired by instruction (stratified t test)"
 
 
 def _paired_distances(a: dict[str, QuestionOutcome], b: dict[str, QuestionOutcome],
@@ -640,21 +640,22 @@ def _distance_tie(a: dict[str, QuestionOutcome], b: dict[str, QuestionOutcome],
     stimuli, dist_a, dist_b = _paired_distances(a, b, shared)
     diff = [dist_a[s] - dist_b[s] for s in stimuli]
     keep = [i for i, x in enumerate(diff) if not math.isnan(x)]
-    p = stats.cluster_sign_flip_p([diff[i] for i in keep],
-                                  [stimuli[i].split("/")[-1] for i in keep], seed=SEED)
-    return p, "paired by stimulus (sentence sign-flip test)"
+    p, _, _ = stats.cluster_t_test([diff[i] for i in keep],
+                                   [stimuli[i].split("/")[-1] for i in keep])
+    return p, "paired by stimulus (cluster-robust t test over sentences)"
 
 
 def _accuracy_tie(a: dict[str, QuestionOutcome], b: dict[str, QuestionOutcome],
                   shared: list[str]) -> tuple[float, str]:
-    """The accuracy's p-value: the two-way test for people, a sign-flip test for machines."""
+    """The accuracy's p-value: the two-way test for people, the sentence-clustered t test
+    for machines (``compare``'s own in both)."""
     if is_human(a) or is_human(b):
         d = stats.two_way_difference(_trials(a, shared), _trials(b, shared),
                                      {k: a[k].sentence for k in shared})
         return d.p_value, "two-way cluster-robust t test (participants, sentences)"
-    p = stats.cluster_sign_flip_p([a[k].correct - b[k].correct for k in shared],
-                                  [a[k].sentence for k in shared], seed=SEED)
-    return p, "paired by question (sentence sign-flip test)"
+    p, _, _ = stats.cluster_t_test([a[k].correct - b[k].correct for k in shared],
+                                   [a[k].sentence for k in shared], bounds=(-1.0, 1.0))
+    return p, "paired by question (cluster-robust t test over sentences)"
 
 
 _CACHE: dict = {}
@@ -765,16 +766,17 @@ def _adept_note(adept: dict, human: bool) -> str:
         note = (f"responses of {pooled['participants_a']} (A) and {pooled['participants_b']} (B) "
                 f"participants ({pooled['n_a']} and {pooled['n_b']} responses) to "
                 f"{pooled['questions']} questions answered for both, in {pooled['sentences']} "
-                "sentences; two-way cluster-robust variance (Cameron-Gelbach-Miller): the "
-                "variance clustered by participant within each system plus that clustered by "
-                "sentence jointly for both, less that of participant-sentence cells (the "
-                f"responses' own, counted in both); t interval and test ({pooled['df']} df "
-                "pooled)")
+                "sentences; two-way cluster-robust variance: the variance clustered by "
+                "participant plus that clustered by sentence, each within the design's strata "
+                "(who heard what in which system), less the responses' own noise (counted in "
+                "both, from the residuals of an additive participant + sentence fit); t "
+                f"interval and test ({pooled['df']} df pooled)")
     else:
         note = (f"paired over {pooled['n']} questions in {pooled['sentences']} sentences; "
-                "intervals: cluster-robust t over sentences (sentences - 1 df); p-values: "
-                "sentence sign-flip test in every row, each task's too"
-                + _few_sentences_note(adept))
+                "intervals and p-values: one cluster-robust t over sentences (sentences - 1 "
+                "df) in every row, so a verdict never contradicts its interval; where every "
+                "sentence differs alike the interval is the exact bound on how many sentences "
+                "could differ")
     if pooled["failed_a"] or pooled["failed_b"]:  # A and B above count them as wrong answers
         note += (f"; failed questions (a missing or unusable sample, a listener error), scored "
                  f"wrong and never dropped: A {pooled['failed_a']}, B {pooled['failed_b']}")
@@ -787,34 +789,6 @@ def _adept_note(adept: dict, human: bool) -> str:
         note += (f"; {unpaired['a']} questions only in A and {unpaired['b']} only in B left "
                  "out")
     return note
-
-
-def _few_sentences_note(adept: dict) -> str:
-    """Says which rows cannot reach p < 5% at all (a task's 5 sentences: the smallest sign-flip
-    p is 2/32), so that their "no detectable difference" is read as the limit of so few
-    sentences, not as evidence that the systems are equal."""
-    def unable(cells: dict) -> dict:
-        return {name: c["sentences"] for name, c in cells.items() if c.get("sentences")
-                and stats.smallest_sign_flip_p(c["sentences"]) >= LEVEL}
-
-    tasks, classes = unable(adept["tasks"]), unable(adept["classes"])
-    if not tasks and not classes:
-        return ""
-    k = max([*tasks.values(), *classes.values()])
-    if len(tasks) == len(adept["tasks"]):
-        who = "no single task can reach p < 0.05, whatever the difference"
-    elif tasks:
-        who = f"{len(tasks)} of the {len(adept['tasks'])} tasks cannot reach p < 0.05"
-    else:
-        who = ""
-    if classes:
-        which = ", ".join(classes)
-        who += (f" (nor can the class {which})" if who else
-                f"the class {which} cannot reach p < 0.05")
-    return (f". With k sentences a row's smallest possible p is 2/2^k ({k} sentences: "
-            f"2/{2 ** k} = {stats.smallest_sign_flip_p(k):.4g}), so {who}: there \"no "
-            "detectable difference\" is that limit of few sentences, not evidence that A and B "
-            "are equal")
 
 
 def _vstyle_tables(vstyle: dict, a: str, b: str, judge: str, holm: str) -> list:
@@ -835,8 +809,8 @@ def _vstyle_tables(vstyle: dict, a: str, b: str, judge: str, holm: str) -> list:
                 f"systems; failed judgements (never scored): A {o['failed_a']}, B "
                 f"{o['failed_b']}, {o['left_out']} instructions left out (failed on either "
                 "side); scores weighted as VStyle's (subcategory means; categories 0.25 each "
-                "overall); interval: bootstrap within subcategories; p: sign-flip test over "
-                "instructions")
+                "overall); interval and p: one stratified t over the instructions "
+                "(Satterthwaite df)")
         out += [t, note + holm]
     return out
 

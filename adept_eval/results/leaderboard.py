@@ -120,6 +120,7 @@ def _rank(rows: list[Row], board: Board, column: str, higher: bool) -> None:
     (the board says why, or its figure is NaN) is given the reason instead."""
     suite = board.name
     for row in rows:
+        row.set_figure(suite, "ranked_by", column)  # what the chart draws (not a CSV column)
         reason = board.unranked_for(row, column)
         if reason:
             row.set_figure(suite, "unranked", reason)

@@ -276,7 +276,8 @@ def _add_pooled_graded_rows(table: Table, pooled_figures: dict) -> int:
         s = pooled_figures.get(m.name)
         if s is None:
             continue
-        better = {True: "higher", False: "lower", None: "near 0"}[m.higher_is_better]
+        better = ({True: "higher", False: "lower", None: "near 0"}[m.higher_is_better]
+                  if m.ranks_systems else "none: diagnostic")
         table.add_row(m.name, "all", number(s.mean), f"{number(s.ci_low)}-{number(s.ci_high)}",
                       str(s.n), str(s.n_failed), str(s.n_undefined), better)
         rows += 1

@@ -19,7 +19,7 @@ from adept_eval.corpora import spec, vstyle
 from adept_eval.results.board import Board, Panel, Row, Standing, identity_reason, is_nan, \
     not_tested
 from adept_eval.results.formatting import lit, number
-from adept_eval.results.report import graded_pooled, pooled_recognition, sentence_design_effect
+from adept_eval.results.report import pooled_recognition, sentence_design_effect
 from adept_eval.results.runs import Run, samples_mismatch
 from adept_eval.scoring import stats
 from adept_eval.suites import ADEPT, SUITES, VSTYLE, Suite
@@ -77,7 +77,7 @@ class AdeptBoard(Board):
             if recorded is not None:
                 standing.figures["synthetic"] = recorded.synthetic
                 self.read_identity(run, standing)
-        self._graded(standing, samples, results)
+        self._graded_from_results(standing.figures, results)
 
     @staticmethod
     def _tasks(results: dict) -> tuple[dict[str, float], dict[str, int]]:
@@ -100,24 +100,15 @@ class AdeptBoard(Board):
         return {name: stats.pooled_mean(parts)[0] for name, parts in by_class.items()
                 if sum(m for _, m in parts)}
 
-    def _graded(self, standing: Standing, samples: dict | None, results: dict) -> None:
-        """The run's pooled prosody distance: from its logged samples (every stimulus once, a
-        sentence-clustered t interval), else the tasks' means weighted by their n, with an
-        interval pooled from the tasks' own (``stats.pooled_interval``: the tasks hold
-        different stimuli), so runs without samples are still compared, if less exactly."""
-        figures = standing.figures
-        pooled = graded_pooled(samples).get("prosody_distance") if samples else None
-        if pooled is not None and pooled.n:
-            figures.update(prosody_distance=pooled.mean, graded_n=pooled.n,
-                           prosody_distance_ci_low=pooled.ci_low,
-                           prosody_distance_ci_high=pooled.ci_high,
-                           graded_failed=pooled.n_failed)
-            return
-        self._graded_from_results(figures, results)
-
     @staticmethod
     def _graded_from_results(figures: dict, results: dict) -> None:
-        """The pooled prosody distance from the tasks' results alone (see ``_graded``)."""
+        """The run's pooled prosody distance: the tasks' means weighted by their stimuli, with
+        the stratified interval pooled from the tasks' own sentence-clustered t intervals
+        (``stats.pooled_interval`` on their sentences - 1 degrees of freedom: the tasks are
+        fixed strata holding different stimuli). From the results alone, so that a board read
+        from a folder and one read from the Hub (``--from-hub``: results only) give the same
+        interval; an interval pooled from the logged samples over all sentences at once was
+        wider, holding the differences between tasks, which are not sampled."""
         graded = {t: r for t, r in results.items() if t in spec.TASKS and r.get("graded_n,none")}
         parts = [(r.get("prosody_distance,none"), r.get("graded_n,none")) for r in graded.values()]
         if not parts:
@@ -338,7 +329,9 @@ class AdeptBoard(Board):
         return table
 
     def chart_panels(self, ranked: list[list[Row]], apart: list[Row]) -> list[Panel]:
-        """One panel per listener and corpus (dated), and one of the rows not ranked."""
+        """One panel per listener and corpus (dated), drawing the figure the section is
+        ranked by (accuracy, or the prosody distance with ``--sort prosody_distance``), the
+        best at the top; and one of the rows not ranked."""
         by_acc = lambda r: r.figure(self.name, "acc")  # noqa: E731
         panels = []
         for members in ranked:
@@ -347,8 +340,13 @@ class AdeptBoard(Board):
                 (" SYNTHETIC" if first.figure(self.name, "synthetic") else "")
             dates = sorted(r.date for r in members if r.date)
             when = f", {dates[0][:10]}..{dates[-1][:10]}" if dates else ""
-            panels.append(Panel(f"ADEPT accuracy, scored by {first.scorers.get(self.name)}\n"
-                                f"{corpus}{when}", sorted(members, key=by_acc), self))
+            if _ranked_by_distance(members, self.name):
+                title, order = "ADEPT prosody distance (lower is better)", sorted(
+                    members, key=lambda r: r.figure(self.name, "prosody_distance"), reverse=True)
+            else:
+                title, order = "ADEPT accuracy", sorted(members, key=by_acc)
+            panels.append(Panel(f"{title}, scored by {first.scorers.get(self.name)}\n"
+                                f"{corpus}{when}", order, self))
         if apart:
             reasons = sorted({r.figure(self.name, "unranked").split(":")[0] for r in apart})
             panels.append(Panel("ADEPT, not ranked (" + "; ".join(reasons) + ")",
@@ -356,17 +354,26 @@ class AdeptBoard(Board):
         return panels
 
     def chart_label(self, row: Row, rank_range: str | None, many: bool) -> str:
-        """The system, n, rank range, and for a row not ranked its listener (and SYNTHETIC)."""
+        """The system, n (stimuli when ranked by prosody distance), rank range, and for a row
+        not ranked its listener (and SYNTHETIC)."""
         unranked = row.figure(self.name, "unranked")
         listener = row.scorers.get(self.name)
+        if _ranked_by_distance([row], self.name) and unranked is None:
+            return (f"{row.system} (n={row.figure(self.name, 'graded_n')} stimuli)"
+                    + (f" rank {rank_range}" if rank_range and many else ""))
         return (super().chart_label(row, rank_range, many)
                 + (f" [{listener.split()[0]}]" if unranked else "")
                 + (" SYNTHETIC" if unranked and row.figure(self.name, "synthetic") else ""))
 
     def draw(self, ax, names: list[str], members: list[Row]) -> None:
         """Accuracy bars with 95% intervals, grey when the interval holds chance, and the
-        chance line pooled over the panel's rows."""
+        chance line pooled over the panel's rows; for a section ranked by prosody distance,
+        its bars and intervals instead (``_draw_distance``)."""
         fig = lambda r, name: r.figure(self.name, name)  # noqa: E731
+        if _ranked_by_distance(members, self.name) and all(
+                fig(r, "unranked") is None for r in members):
+            self._draw_distance(ax, names, members)
+            return
         values = [fig(r, "acc") for r in members]
         err = [[fig(r, "acc") - fig(r, "ci_low") for r in members],
                [fig(r, "ci_high") - fig(r, "acc") for r in members]]
@@ -382,6 +389,29 @@ class AdeptBoard(Board):
                         fontsize=8, color="#555555")
         ax.set_xlim(0, 1)
         ax.set_xlabel("recognition accuracy (95% CI); grey: at chance")
+
+    def _draw_distance(self, ax, names: list[str], members: list[Row]) -> None:
+        """Prosody-distance bars with their 95% intervals (none drawn where a row has none),
+        on 0 (the references' prosody) to at least 1 (as far as the wrong references)."""
+        fig = lambda r, name: r.figure(self.name, name)  # noqa: E731
+        values = [fig(r, "prosody_distance") for r in members]
+        low = [fig(r, "prosody_distance_ci_low") for r in members]
+        high = [fig(r, "prosody_distance_ci_high") for r in members]
+        known = [lo is not None and hi is not None and not (is_nan(lo) or is_nan(hi))
+                 for lo, hi in zip(low, high)]
+        err = [[v - lo if k else 0.0 for v, lo, k in zip(values, low, known)],
+               [hi - v if k else 0.0 for v, hi, k in zip(values, high, known)]]
+        ax.barh(names, values, xerr=err, capsize=3, color="#55a868")
+        ax.axvline(1.0, color="#c44e52", linestyle="--", linewidth=1)
+        ax.set_xlim(0, max([1.05] + [hi + 0.05 for hi, k in zip(high, known) if k] +
+                           [v + 0.05 for v in values]))
+        ax.set_xlabel("prosody distance (95% CI), lower is better; 1 (dashed): as far as "
+                      "the wrong references")
+
+
+def _ranked_by_distance(members: list[Row], suite: str) -> bool:
+    """Whether the rows were ranked by prosody distance (``leaderboard --sort``)."""
+    return bool(members) and members[0].figure(suite, "ranked_by") == "prosody_distance"
 
 
 def _graded_failed(results: dict) -> int:
@@ -400,10 +430,14 @@ def _pooled_distance_interval(task_results) -> tuple[float, float]:
         The interval's bounds (nan when it cannot be pooled).
     """
     low, high, _ = stats.pooled_interval(
-        (r.get("prosody_distance,none"), r.get("prosody_distance_ci_low,none"),
-         r.get("prosody_distance_ci_high,none"), r.get("graded_n,none"))
-        for r in task_results)
+        ((r.get("prosody_distance,none"), r.get("prosody_distance_ci_low,none"),
+          r.get("prosody_distance_ci_high,none"), r.get("graded_n,none"))
+         for r in task_results), df=TASK_SENTENCE_DF)
     return low, high
+
+
+#: the degrees of freedom of a task's prosody-distance interval: its sentences - 1
+TASK_SENTENCE_DF = len(next(iter(spec.CLASSES.values())).sentence_ids()) - 1
 
 
 def _chance_line(ax, chance: float) -> None:
@@ -461,13 +495,22 @@ class VStyleBoard(Board):
     def _unranked_reason(self, run: Run, score, categories: int, judged: int,
                          failed: int) -> str | None:
         """Why a language's overall score cannot be ranked (categories missing, identity
-        unrecorded, or a NaN score), or None."""
+        unrecorded, a NaN score, or failed judgements), or None.
+
+        A failed judgement (no answer audio, an unparseable verdict) has no score and is left
+        out of the mean, so a system missing its hardest answers would rank as well as one
+        that answered them all (ADEPT scores a failed question wrong): such a run is listed
+        apart, as ADEPT's runs with failed stimuli are by prosody distance."""
         if categories != len(vstyle.CATEGORIES):
             return f"partial: {categories} of {len(vstyle.CATEGORIES)} categories"
         reason = identity_reason(run, self.name)
         if reason is None and is_nan(score):
             return (f"no score: the overall is not a number ({failed} of "
                     f"{judged + failed} judgements failed, {judged} judged)")
+        if reason is None and failed:
+            return (f"failed judgements: {failed} of {judged + failed} ("
+                    f"{failed / (judged + failed):.1%}) failed and were left out of the mean; "
+                    "ranked only with none failed")
         return reason
 
     def extra_columns(self, row: Row) -> dict[str, object]:

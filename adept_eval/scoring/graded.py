@@ -112,6 +112,9 @@ class MetricInfo:
     range: tuple[float, float]
     best: float
     citations: tuple[str, ...]  # keys of CITATIONS; () = defined by adept-eval
+    # False: the direction holds for one stimulus (closer to its reference) but does not
+    # order systems, so no "better" is stated for a mean (a diagnostic)
+    ranks_systems: bool = True
 
 
 _INF = math.inf
@@ -149,8 +152,11 @@ METRICS: tuple[MetricInfo, ...] = (
                "pause, salience and boundary terms, each in units of how far the natural "
                "candidates lie apart); for pairs scored on their own, "
                "prosody.distance (F0, energy, tempo and timing beyond just-noticeable "
-               "differences)", "listener units", False, (0.0, _INF), 0.0,
-               ("torresquintero2021",)),
+               "differences). Not comparable across systems: its units are how far the "
+               "natural candidates lie apart, and a flat rendition can lie nearer all of "
+               "them than a rendition that carries the right prosody; compare systems by "
+               "prosody_distance", "listener units", False, (0.0, _INF), 0.0,
+               ("torresquintero2021",), ranks_systems=False),
     MetricInfo("prosody_distance", "listener distance to the correct reference over its mean "
                "distance to the other subcategories' references of the same sentence: 0 = "
                "indistinguishable from the reference, 1 = as far as the wrong ones",

@@ -36,35 +36,30 @@ def _one_message(done, *words: str) -> None:
 
 @pytest.mark.parametrize("args, words", [
     (["--simulations", "0"], ["--simulations", "at least 1"]),
-    (["--accuracy", "1.5"], ["--accuracy", "above 0 and below 1"]),
-    (["--accuracy", "1"], ["--accuracy", "above 0 and below 1"]),
-    (["--bootstrap", "9"], ["--bootstrap", "at least 40"]),
-    (["--bootstrap", "39"], ["--bootstrap", "at least 40"]),
+    (["--shift", "0"], ["--shift", "positive"]),
+    (["--shift", "x"], ["--shift", "positive"]),
+    (["--part", "nothing"], ["--part", "invalid choice"]),
 ])
 def test_human_comparison_level_refuses_bad_input(args, words):
     _one_message(_script("benchmarks/human_comparison_level.py", *args), *words)
 
 
-def test_human_comparison_level_methods_draw_from_their_own_streams():
-    """The new method's column is the same whether or not the old bootstrap runs (it drew
-    from the tests' own stream, changing every test after the first chunk), and each rate
-    is printed with its interval and n."""
-    import numpy as np
-
-    from adept_eval.corpora import spec
+def test_human_comparison_level_prints_rates_with_their_interval_and_n():
+    """Each rate with its exact interval over the simulated tests; the two-way test's column
+    is computed by ``stats.two_way_variance`` (the old CGM cells' term over-rejects the
+    sorted crowd of unequal skill that the new one holds)."""
     from adept_eval.scoring import stats
 
     bench = _module("benchmarks/human_comparison_level.py")
-    model = stats.ClusterModel(0.5, 1.0, 1.5, 1.0)
-    sizes = [t.n_questions for t in spec.TASKS.values()]
-    # 50 per system: 100 people x 165 questions, 121 tests per chunk: 130 tests are two chunks
-    _, new_delta = bench.level(model, 50, sizes, simulations=130, seed=3)
-    old_boot, new_boot = bench.level(model, 50, sizes, simulations=130, seed=3, bootstrap=40)
-    assert new_boot == new_delta
-    assert 0 <= old_boot <= 130
+    now, before, power = bench.people_rates("two groups 8:6", "best first", "rotated", 14,
+                                            tests=600, shift=0.5, seed=3)
+    assert now / 600 <= 0.08 and before / 600 >= 0.09 and power / 600 > 0.9
     low, high = stats.clopper_pearson(7, 130)
     assert bench.rate(7, 130) == f"{7 / 130:.1%} [{100 * low:.1f}, {100 * high:.1f}]"
-    assert np.isfinite([low, high]).all()
+    done = _script("benchmarks/human_comparison_level.py", "--simulations", "20", "--part",
+                   "vstyle")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "n = 20 simulated tests per row" in done.stdout and "VStyle" in done.stdout
 
 
 @pytest.mark.parametrize("args, words", [

@@ -97,7 +97,7 @@ def test_rank_ranges_in_every_output_and_on_the_hub(full_runs):
         pushed = hub.repo("adept-lab/leaderboard").files
     rows = {r["system"]: r for r in csv.DictReader(open(tmp / "lb" / "leaderboard.csv"))}
     assert {s: rows[s]["adept_rank_range"] for s in expected} == expected
-    assert "paired by question (sentence sign-flip test)" in rows["flat"]["adept_tie_method"]
+    assert "paired by question (cluster-robust t test over sentences)" in rows["flat"]["adept_tie_method"]
     assert "Holm-adjusted over 6 pairs" in rows["flat"]["adept_tie_method"]
     assert rows["copy"]["adept_rank"] == rows["copy-again"]["adept_rank"] == "1"
     table = pq.read_table(tmp / "lb" / "leaderboard.parquet").to_pylist()
@@ -189,7 +189,7 @@ def test_publishing_a_run_changes_no_later_leaderboard(full_runs, tmp_path):
                   env, tmp_path)
     written = {f: (tmp_path / "lb" / f).read_bytes() for f in ("leaderboard.md",
                                                                 "leaderboard.csv")}
-    assert "paired by question (sentence sign-flip test)" in before.stdout
+    assert "paired by question (cluster-robust t test over sentences)" in before.stdout
     with HubServer() as hub:
         hub_env = {**env, "HF_ENDPOINT": hub.url, "HF_HUB_DISABLE_XET": "1",
                    "HF_TOKEN": hub.token, "HF_HUB_DISABLE_TELEMETRY": "1",
@@ -248,6 +248,28 @@ def test_a_vstyle_run_whose_judgements_all_failed_is_shown_apart(tmp_path):
     assert rows["high"].split("|")[1].strip() == "1" and rows["low"].split("|")[1].strip() == "2"
     failed = [line for line in apart.splitlines() if line.startswith("| failed |")]
     assert failed and "no score" in failed[0], board
+
+
+def test_a_vstyle_run_with_failed_judgements_is_listed_apart_not_ranked(tmp_path):
+    """A run whose failed judgements were left out of its mean tied for rank 1-2 with a
+    complete one (ADEPT scores a failed question wrong); it is listed apart with the reason."""
+    runs = tmp_path / "runs"
+    _vstyle_run(runs, "complete", 3.9, 0)
+    _vstyle_run(runs, "gappy", 4.0, 1)  # 4 of 44 judgements failed
+    _vstyle_run(runs, "other", 3.0, 0)
+    exe = Path(sys.executable).with_name("adept-eval")
+    out = subprocess.run([str(exe), "leaderboard", str(runs), "-o", str(tmp_path / "board")],
+                         capture_output=True, text=True, cwd=tmp_path,
+                         env={**os.environ, "ADEPT_EVAL_HOME": str(tmp_path / "home")})
+    assert out.returncode == 0, out.stderr
+    board = next((tmp_path / "board").glob("*.md")).read_text()
+    ranked, _, apart = board.partition("## VStyle runs not ranked")
+    rows = {line.split("|")[3].strip() for line in ranked.splitlines()
+            if line.startswith("| ") and line.split("|")[3].strip() in
+            ("complete", "gappy", "other")}
+    assert rows == {"complete", "other"}, board
+    gappy = [line for line in apart.splitlines() if line.startswith("| gappy |")]
+    assert gappy and "4 of 44 (9.1%) failed" in gappy[0], board
 
 
 def test_a_vstyle_section_on_its_published_sample_says_so(tmp_path):

@@ -67,3 +67,39 @@ def test_report_and_publish_take_the_newest_run_by_timestamp(tmp_path):
 
     assert main(["report", str(tmp_path)]) == 0
     assert main(["report", str(tmp_path), "--run", "nothing-like-it"]) == 2
+
+
+def test_the_chart_of_a_board_sorted_by_prosody_distance_draws_the_distance(tmp_path):
+    """Sorted by prosody distance, the chart drew accuracy bars titled "ADEPT accuracy",
+    labelled with the distance ranks; it draws each run's distance with its interval, the
+    lowest (best) at the top."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from adept_eval.results.leaderboard import boards, sections
+
+    runs = []
+    for i, (system, acc, distance) in enumerate((("near", 0.5, 0.2), ("far", 0.9, 0.7),
+                                                 ("mid", 0.7, 0.4))):
+        data = _results(system, {t: acc for t in spec.TASKS})
+        for r in data["results"].values():
+            r.update({"prosody_distance,none": distance, "graded_n,none": 20,
+                      "prosody_distance_ci_low,none": distance - 0.05,
+                      "prosody_distance_ci_high,none": distance + 0.05})
+        runs.append(_run(tmp_path, system, f"2026-01-01T00-00-0{i}", data))
+    rows = build(runs, sort="prosody_distance")
+    board = next(b for b in boards() if b.name == "adept")
+    (panel,) = board.chart_panels(*sections(rows, "adept"))
+    assert panel.title.startswith("ADEPT prosody distance (lower is better)")
+    assert [r.system for r in panel.members] == ["far", "mid", "near"]  # bottom to top
+    fig, ax = plt.subplots()
+    board.draw(ax, [r.system for r in panel.members], panel.members)
+    widths = [bar.get_width() for bar in ax.patches]
+    assert widths == pytest.approx([0.7, 0.4, 0.2])  # the distances, not the accuracies
+    assert ax.get_xlabel().startswith("prosody distance (95% CI), lower is better")
+    plt.close(fig)
+    # sorted by accuracy the same runs draw accuracy, the best at the top
+    (panel,) = board.chart_panels(*sections(build(runs), "adept"))
+    assert panel.title.startswith("ADEPT accuracy") and panel.members[-1].system == "far"

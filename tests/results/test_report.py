@@ -40,12 +40,16 @@ def test_leaderboard_sorts_by_prosody_distance_lower_first(tmp_path):
     assert "prosody distance" in (tmp_path / "lb" / "leaderboard.md").read_text()
     with pytest.raises(ValueError):
         build(runs, sort="loudness")
-    # without logged samples the interval is pooled from the tasks' own: 12 tasks of 10
-    # stimuli, each +-0.1, so the pooled se is sqrt(12 (10/120)^2 (0.2/3.92)^2) - and 0.3
-    # against 0.8 is a difference, not a tie (no interval was recorded, every pair tied)
-    se = math.sqrt(12 * (10 / 120) ** 2 * (0.2 / 3.92) ** 2)
-    assert pd["close"]("prosody_distance_ci_low") == pytest.approx(0.3 - 1.96 * se)
-    assert pd["close"]("prosody_distance_ci_high") == pytest.approx(0.3 + 1.96 * se)
+    # the interval is pooled from the tasks' own: 12 tasks of 10 stimuli, each a t interval
+    # on 4 df of +-0.1, so each se is 0.1 / t(4), the pooled se sqrt(12 (10/120)^2 se^2) on
+    # Satterthwaite's (12 s)^2 / (12 s^2 / 4) = 48 df - and 0.3 against 0.8 is a difference,
+    # not a tie (no interval was recorded, every pair tied)
+    from scipy.stats import t as student_t
+
+    se = math.sqrt(12 * (10 / 120) ** 2 * (0.1 / student_t.ppf(0.975, 4)) ** 2)
+    half = student_t.ppf(0.975, 48) * se
+    assert pd["close"]("prosody_distance_ci_low") == pytest.approx(0.3 - half)
+    assert pd["close"]("prosody_distance_ci_high") == pytest.approx(0.3 + half)
     assert pd["close"]("rank_range") == "1" and pd["acc-best"]("rank_range") == "2"
 
 
@@ -150,3 +154,63 @@ def test_vstyle_overall_is_the_mean_of_the_category_scores_with_an_interval():
     assert overall["ci_low"] < overall["score"] < overall["ci_high"]
     assert (overall["n"], overall["failed"], overall["categories"], overall["unjudged"]) == \
         (len(items) - 1, 1, 4, [])
+
+
+def test_listener_distance_states_no_direction_across_systems():
+    """``listener_distance`` ("lower is better") rated a flat system at chance below one
+    carrying the right prosody: its units are how far the natural candidates lie apart, so
+    it does not order systems. The report states no "better" for it; prosody_distance, which
+    does order them, keeps "lower"."""
+    from rich.table import Table
+
+    from adept_eval.results.report import _add_pooled_graded_rows
+
+    figures = {name: graded.Summary(name, 1.0, 0.5, 1.5, 10, 0, 0)
+               for name in ("listener_distance", "prosody_distance")}
+    table = Table()
+    for col in ("figure", "tasks", "mean", "95% CI", "n", "failed", "undef", "better"):
+        table.add_column(col)
+    assert _add_pooled_graded_rows(table, figures) == 2
+    better = dict(zip(table.columns[0]._cells, table.columns[-1]._cells))
+    assert better == {"listener_distance": "none: diagnostic", "prosody_distance": "lower"}
+    assert not graded.METRIC_BY_NAME["listener_distance"].ranks_systems
+    assert "compare systems by prosody_distance" in graded.METRIC_BY_NAME[
+        "listener_distance"].description
+
+
+def test_local_and_hub_boards_give_the_same_prosody_distance_interval(tmp_path):
+    """The board read from a folder pooled the distance from the logged samples over all
+    sentences at once, the Hub board (results only) from the tasks' own intervals: two
+    intervals for one run. Both now pool the tasks' intervals (stratified, the tasks' t on
+    their 4 df read back): with one task, its own interval."""
+    data = _with_graded(_results("sys", {"adept_emotion_female": 0.5}), 0.42)
+    path = _run(tmp_path, "sys", "2026-01-01T00-00-00", data).results_path
+    stimuli = [_stimulus("emotion/anger/ad00_0001", 0.1), _stimulus("emotion/fear/ad00_0002", 0.9)]
+    (tmp_path / "sys" / "samples_adept_emotion_female_2026-01-01T00-00-00.jsonl").write_text(
+        "\n".join(json.dumps({"acc": {
+            "question_id": f"adept_emotion_female/ad00_000{i}/anger", "graded": stimuli,
+            "correct": 1, "n": 1, "sub": "anger", "chance": 0.25}}) for i in range(1, 3)))
+    local_run = load_run(tmp_path / "sys")
+    assert local_run.samples  # the folder's run carries its samples, the Hub's does not
+    local = build([local_run])[0]
+    hub = build([Run(path, json.loads(path.read_text()))])[0]
+    figures = ("prosody_distance", "prosody_distance_ci_low", "prosody_distance_ci_high")
+    got = [local.figure("adept", f) for f in figures]
+    assert got == pytest.approx([hub.figure("adept", f) for f in figures])
+    assert got == pytest.approx([0.42, 0.32, 0.52])
+    # two tasks: sum (n_t / N)^2 se_t^2 with se_t = half-width / t(4), Satterthwaite's df
+    from scipy.stats import t as student_t
+
+    both = _with_graded(_results("two", {"adept_emotion_female": 0.5,
+                                         "adept_emotion_male": 0.5}), 0.42)
+    both["results"]["adept_emotion_male"].update({
+        "prosody_distance,none": 0.62, "prosody_distance_ci_low,none": 0.42,
+        "prosody_distance_ci_high,none": 0.82, "graded_n,none": 30})
+    row = build([_run(tmp_path, "two", "2026-01-01T00-00-01", both)])[0]
+    t4 = student_t.ppf(0.975, 4)
+    shares = [(10 / 40 * 0.1 / t4) ** 2, (30 / 40 * 0.2 / t4) ** 2]
+    df = sum(shares) ** 2 / sum(s ** 2 / 4 for s in shares)
+    half = student_t.ppf(0.975, df) * sum(shares) ** 0.5
+    mean = (10 * 0.42 + 30 * 0.62) / 40
+    assert [row.figure("adept", f) for f in figures] == pytest.approx(
+        [mean, mean - half, mean + half])

@@ -56,32 +56,31 @@ def test_bootstrap_interval_default_is_95_percent_and_resamples_whole_clusters()
 
 # ----------------------------------------------------------------------------- paired, weighted
 def test_weighted_paired_difference_interval_is_95_percent():
-    # one stratum of 400 independent differences: the bootstrap within the stratum is the plain
-    # bootstrap of their mean, its percentile interval mean -/+ 1.96 se (the documented 95%)
+    # one stratum of 400 independent differences: the stratified t is Student's t on the
+    # mean, s / sqrt(n) on n - 1 df, and its p the same t's, so they agree
     rng = np.random.default_rng(3)
     d = rng.normal(0.2, 1.0, 400)
-    se = math.sqrt(float(np.mean((d - d.mean()) ** 2)) / d.size)
-    out = stats.weighted_paired_difference(d, np.zeros(d.size), ["s"] * d.size, {"s": 1.0},
-                                           n_resamples=20_000, n_flips=2000)
+    se = float(d.std(ddof=1)) / math.sqrt(d.size)
+    out = stats.weighted_paired_difference(d, np.zeros(d.size), ["s"] * d.size, {"s": 1.0})
     assert out.difference == pytest.approx(d.mean())
-    assert (out.ci_high - out.ci_low) / (2 * 1.959964 * se) == pytest.approx(1.0, abs=0.04)
-    assert (out.ci_low + out.ci_high) / 2 == pytest.approx(d.mean(), abs=0.06 * se)
+    half = sps.t.ppf(0.975, d.size - 1) * se
+    assert (out.ci_low, out.ci_high) == pytest.approx((d.mean() - half, d.mean() + half))
+    assert out.p_value == pytest.approx(2 * sps.t.sf(abs(d.mean()) / se, d.size - 1))
 
 
 def test_weighted_paired_difference_interval_with_two_strata():
     # two strata weighted 3:1: the estimate is 0.75 m1 + 0.25 m2, its se
-    # sqrt(0.75^2 se1^2 + 0.25^2 se2^2) (the strata resampled independently)
+    # sqrt(0.75^2 se1^2 + 0.25^2 se2^2) (Cochran's stratified variance)
     rng = np.random.default_rng(4)
     d1, d2 = rng.normal(0.0, 1.0, 300), rng.normal(1.0, 2.0, 200)
-    se1 = math.sqrt(float(np.mean((d1 - d1.mean()) ** 2)) / d1.size)
-    se2 = math.sqrt(float(np.mean((d2 - d2.mean()) ** 2)) / d2.size)
+    se1, se2 = d1.std(ddof=1) / math.sqrt(300), d2.std(ddof=1) / math.sqrt(200)
     se = math.hypot(0.75 * se1, 0.25 * se2)
     d = np.concatenate([d1, d2])
     strata = ["x"] * 300 + ["y"] * 200
-    out = stats.weighted_paired_difference(d, np.zeros(d.size), strata, {"x": 3.0, "y": 1.0},
-                                           n_resamples=20_000, n_flips=2000)
+    out = stats.weighted_paired_difference(d, np.zeros(d.size), strata, {"x": 3.0, "y": 1.0})
     assert out.difference == pytest.approx(0.75 * d1.mean() + 0.25 * d2.mean())
-    assert (out.ci_high - out.ci_low) / (2 * 1.959964 * se) == pytest.approx(1.0, abs=0.04)
+    assert (out.ci_high - out.ci_low) / (2 * 1.96 * se) == pytest.approx(1.0, abs=0.01)
+    assert (out.p_value < 0.05) == (not out.ci_low <= 0 <= out.ci_high)
 
 
 # ----------------------------------------------------------------------------- cluster_bootstrap

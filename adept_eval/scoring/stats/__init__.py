@@ -48,6 +48,7 @@ from adept_eval.scoring.stats._intervals import (
 from adept_eval.scoring.stats._paired import (
     PairedDifference,
     cluster_sign_flip_p,
+    cluster_t_test,
     holm,
     paired_difference,
     smallest_sign_flip_p,
@@ -75,7 +76,7 @@ from adept_eval.scoring.stats._ranks import competition_ranks, format_rank_range
 from adept_eval.scoring.stats._student_t import bisect_increasing, t_central, t_quantile
 from adept_eval.scoring.stats._two_way import (
     TwoWayDifference,
-    participant_strata,
+    design_strata,
     t_test_and_interval,
     two_way_difference,
     two_way_variance,
@@ -85,10 +86,10 @@ __all__ = [
     "DEFAULT_MODEL", "ClusterModel", "ClusteredAccuracy", "ClusteredProportion",
     "PairedDifference", "Trial", "TwoWayDifference", "below_chance_p", "binomial_p",
     "bisect_increasing", "bootstrap_interval", "clopper_pearson", "cluster_bootstrap",
-    "cluster_sign_flip_p", "cluster_t_interval", "clustered_proportion", "competition_ranks",
-    "design_effect_interval", "estimate_model", "expit", "fleiss_kappa", "format_rank_range",
+    "cluster_sign_flip_p", "cluster_t_interval", "cluster_t_test", "clustered_proportion", "competition_ranks",
+    "design_effect_interval", "design_strata", "estimate_model", "expit", "fleiss_kappa", "format_rank_range",
     "holm", "interval_difference_p", "logit_location_for", "logit_locations", "marginal_accuracy",
-    "max_design_effect", "paired_difference", "participant_strata", "pooled_counts",
+    "max_design_effect", "paired_difference", "pooled_counts",
     "pooled_interval", "pooled_mean", "rank_ranges", "smallest_sign_flip_p",
     "stratified_mean_interval", "stratum_coefficients", "t_central", "t_interval", "t_quantile",
     "t_test_and_interval", "two_proportion_p", "two_way_difference", "two_way_proportion",

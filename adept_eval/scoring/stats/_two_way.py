@@ -35,10 +35,10 @@ class TwoWayDifference:
     participants_b: int
     questions: int  # questions answered on both sides
     items: int  # sentences (clusters) they belong to
-    df: int  # degrees of freedom of the t reference: min(participants - strata, sentences - 1)
+    df: int  # the t reference's: min(participants - their strata, sentences - their strata)
     se: float = math.nan  # the two-way standard error
-    method: str = ("two-way cluster-robust variance (participants within systems, sentences "
-                   "across both; Cameron-Gelbach-Miller), t reference")
+    method: str = ("two-way cluster-robust variance (participants and sentences within the "
+                   "design's strata, response noise from an additive fit), t reference")
 
 
 def positions(values) -> dict:
@@ -74,20 +74,97 @@ def response_cells(trials, people: dict, items: dict) -> tuple[np.ndarray, np.nd
     return tot, cor
 
 
-def participant_strata(tot_a, tot_b) -> list[np.ndarray]:
-    """Indices of the participants (rows) who answered for A only, B only, and both (in that
-    order, the empty groups left out; rows with no answer take no part).
+def design_strata(heard_a, heard_b) -> list[np.ndarray]:
+    """The design's strata of rows (participants, or with the arrays transposed sentences):
+    rows that heard the same columns in the same systems, as the design assigned them.
+
+    A participant's stratum is fixed by the design, not drawn: every participant heard A only,
+    B only, or (the listening test's rotation) some tasks in A and the others in B, with
+    the rotation's offset. Rows are grouped by that pattern; a row that heard part of a
+    pattern (a participant who stopped early, a sentence some of them never reached), in the
+    pattern's systems wherever both heard a column, joins it, so that leaving early does not
+    make a stratum of its own. Rows that heard nothing take no part.
 
     Args:
-        tot_a: Responses per participant (row) and sentence in system A.
-        tot_b: The same for system B.
+        heard_a: (rows, columns) booleans: the row heard the column in system A.
+        heard_b: The same for system B.
 
     Returns:
-        The row indices of each non-empty stratum.
+        Each stratum's row indices, sorted; the largest patterns first.
     """
-    in_a, in_b = np.asarray(tot_a).sum(-1) > 0, np.asarray(tot_b).sum(-1) > 0
-    keys = in_a.astype(int) * 2 + in_b.astype(int)
-    return [np.flatnonzero(keys == k) for k in (2, 1, 3) if np.any(keys == k)]
+    heard_a, heard_b = np.asarray(heard_a, bool), np.asarray(heard_b, bool)
+    heard = heard_a | heard_b
+    roots: list[tuple[np.ndarray, np.ndarray, list[int]]] = []
+    for row in np.argsort(-heard.sum(1), kind="stable"):
+        if not heard[row].any():
+            continue
+        for pattern_a, pattern_b, members in roots:
+            shared = heard[row] & (pattern_a | pattern_b)
+            if (np.array_equal(heard_a[row][shared], pattern_a[shared]) and
+                    np.array_equal(heard_b[row][shared], pattern_b[shared])):
+                members.append(int(row))
+                pattern_a |= heard_a[row]
+                pattern_b |= heard_b[row]
+                break
+        else:
+            roots.append((heard_a[row].copy(), heard_b[row].copy(), [int(row)]))
+    return [np.array(sorted(members)) for _, _, members in roots]
+
+
+def _stratified_spread(sums: np.ndarray, strata) -> np.ndarray:
+    """Sum over strata h of G_h / (G_h - 1) * sum_(i in h) (x_i - mean_h x)^2 of ``sums``'
+    last axis (strata of one row contribute nothing: they have no spread)."""
+    out = np.zeros(sums.shape[:-1])
+    for idx in strata:
+        if idx.size > 1:
+            x = sums[..., idx]
+            out = out + idx.size / (idx.size - 1) * ((x - x.mean(-1, keepdims=True)) ** 2).sum(-1)
+    return out
+
+
+def cell_noise(cor, tot) -> np.ndarray:
+    """The response-level variance of one system's cell counts, net of the participants' and
+    sentences' own effects: sum over cells of r^2 / (1 - h), r the cell's right responses less
+    an additive fit (participant + sentence, least squares weighted by responses) and h its
+    leverage in that fit.
+
+    The cells' raw squared deviations from the system's accuracy also hold each participant's
+    skill and each sentence's difficulty; those cancel from the difference (a participant
+    who hears both systems, a sentence heard in both) and inflate the cells' term, which is
+    subtracted, so the variance came out too small where skills differ (14-16% rejections
+    at 5%). Residuals from the additive fit leave the cells' own noise and the participant-
+    by-sentence interaction, which is what the participants' and the sentences' sums both
+    hold; dividing by 1 - h undoes the fit's shrinkage of each residual.
+
+    Args:
+        cor: Right responses per participant (row) and sentence (column), with optional
+            leading axes.
+        tot: Responses per participant and sentence (no leading axes).
+
+    Returns:
+        The sum, with ``cor``'s leading axes.
+    """
+    people, sentences = tot.shape
+    rows, cols = np.nonzero(tot > 0)
+    if rows.size == 0:
+        return np.zeros(np.shape(cor)[:-2])
+    weight = tot[rows, cols]
+    gram = np.zeros((people + sentences, people + sentences))
+    for i, j in ((rows, rows), (people + cols, people + cols), (rows, people + cols),
+                 (people + cols, rows)):
+        np.add.at(gram, (i, j), weight)
+    inverse = np.linalg.pinv(gram)
+    counts = np.asarray(cor, float)[..., rows, cols]
+    by_row = np.zeros((rows.size, people))
+    by_row[np.arange(rows.size), rows] = 1
+    by_col = np.zeros((rows.size, sentences))
+    by_col[np.arange(rows.size), cols] = 1
+    effects = np.concatenate([counts @ by_row, counts @ by_col], -1) @ inverse.T
+    fitted = weight * (effects[..., rows] + effects[..., people + cols])
+    leverage = weight * (inverse[rows, rows] + inverse[people + cols, people + cols] +
+                         2 * inverse[rows, people + cols])
+    leverage = np.clip(leverage, 0.0, 1.0 - 1e-9)
+    return ((counts - fitted) ** 2 / (1 - leverage)).sum(-1)
 
 
 def two_way_variance(cor_a, tot_a, cor_b, tot_b):
@@ -97,40 +174,35 @@ def two_way_variance(cor_a, tot_a, cor_b, tot_b):
     ``cor_a``/``cor_b`` may carry leading axes (many simulated tests of one design, ``tot``
     shared); the difference and variance then have those axes, the df is the design's.
 
-    The variance is Cameron, Gelbach & Miller's two-way cluster-robust variance (2011, "Robust
-    inference with multiway clustering", J. Business & Economic Statistics 29(2):238-249),
-    V = V_participants + V_sentences - V_cells, on the difference's linearisation: each
-    response's influence e = (right - acc_A) / n_A for A's responses, -(right - acc_B) / n_B for
-    B's, summed per participant (r_p), per sentence (c_s) and per participant-sentence cell
-    (e_ps), then
+    The variance is a two-way cluster-robust variance in Cameron, Gelbach & Miller's form
+    (2011, "Robust inference with multiway clustering", J. Business & Economic Statistics
+    29(2):238-249), V = V_participants + V_sentences - V_noise, on the difference's
+    linearisation: each response's influence e = (right - acc_A) / n_A for A's responses,
+    -(right - acc_B) / n_B for B's, summed per participant (r_p) and per sentence (c_s):
 
-        V_participants = sum over strata h of G_h / (G_h - 1) * sum_(p in h) (r_p - mean_h r)^2
-        V_sentences    = G_S / (G_S - 1) * sum_s c_s^2
-        V_cells        = G_C / (G_C - 1) * sum_ps e_ps^2
+        V_participants = sum over participant strata h of G_h / (G_h - 1) * sum_(p in h) (r_p - mean_h r)^2
+        V_sentences    = sum over sentence strata k of G_k / (G_k - 1) * sum_(s in k) (c_s - mean_k c)^2
+        V_noise        = cell_noise(A) / n_A^2 + cell_noise(B) / n_B^2
 
-    (strata: the participants who answered for A only, B only, both, whose numbers the design
-    fixes; G_h/(G_h - 1) etc. CGM's small-sample factors). A response's own noise lies in both
-    its participant's and its sentence's sum; subtracting the cells counts it once. The
-    pigeonhole bootstrap (Owen 2007, "The pigeonhole bootstrap", Annals of Applied Statistics
-    1(2):386-411) spreads the difference by about V_participants + V_sentences + V_cells, the
-    noise three times: Owen shows that upward bias. When every participant hears one system
-    the participant spread dominates and it hardly matters (3.5% false rejections measured);
-    in the listening test's rotation (each participant hears both systems, on different tasks)
-    the spread of people cancels from the difference, the noise is most of the variance, and
-    the bootstrap rejects a true null in 0-3% of tests instead of 5%.
+    The strata are the design's (``design_strata``): participants who heard the same
+    sentences in the same systems (A only, B only, or one offset of the listening test's
+    rotation), sentences heard in A and in B by the same participants. The design fixes
+    them: with the rotation one half of the crowd hears A on the even tasks, the other on
+    the odd ones, and what differs between those halves (their skills, the tasks'
+    difficulties) cancels from the difference but not from the raw sums. A response's own
+    noise lies in both its participant's and its sentence's sum; V_noise counts it once,
+    estimated from the residuals of an additive participant + sentence fit (``cell_noise``),
+    so that participants' skills and sentences' difficulties, which CGM's intersection term
+    V_cells also holds, are not subtracted as noise.
 
-    With few participants V is itself noisy (CGM report over-rejection with few clusters; with
-    a normal reference it rejects 10.7% at 5 per system), so the test and interval
-    use Student's t with min(participants - strata, sentences - 1) degrees of freedom (CGM's
-    G/(G - 1) factors with a t reference on min(G) - 1 df, their recommended small-G practice;
-    one df per stratum mean here). Measured on the two-way logit model of the planner (participant
-    sd 1.0, question sd 1.5, system-by-question sd 1.0, 165 questions over 12 tasks), this
-    rejects a true null in 4.0-5.8% of 1,000 tests at 5, 10, 20 and 50 participants per
-    system in both designs, where the bootstrap gives 0.0-2.7% on the rotation and 9.6% at 5
-    per system with one system each (``benchmarks/human_comparison_level.py``). On one task's
-    10-15 sentences alone (compare's per-task rows) the sentence df is small and it measures
-    4-7%. Should V come out non-positive (it can, being a difference), the larger one-way
-    variance is used instead.
+    The test and interval use Student's t with min(participants - participant strata,
+    sentences - sentence strata) degrees of freedom (one per stratum mean). Measured through
+    this function (``benchmarks/human_comparison_level.py``, docs/comparisons.md), it rejects
+    a true null in 2-7% of simulated tests at 5%: crowds of equal and unequal skill (two
+    groups; logit-normal sd 1.0), in random and in sorted arrival order, 6-50 participants,
+    in the rotation and with one system per participant. Should V come out non-positive (it
+    can, being a difference; zero but for rounding counts), the larger one-way variance is
+    used instead.
 
     Args:
         cor_a: Right responses per participant (row) and sentence (column) in system A, with
@@ -148,22 +220,16 @@ def two_way_variance(cor_a, tot_a, cor_b, tot_b):
     acc_a, acc_b = cor_a.sum((-1, -2)) / n_a, cor_b.sum((-1, -2)) / n_b
     e = ((cor_a - np.multiply.outer(acc_a, tot_a)) / n_a -
          (cor_b - np.multiply.outer(acc_b, tot_b)) / n_b)
-    rows, cols = e.sum(-1), e.sum(-2)
-    strata = participant_strata(tot_a, tot_b)
-    var_p = np.zeros(np.shape(acc_a))
-    for idx in strata:
-        if idx.size > 1:
-            r = rows[..., idx]
-            var_p = var_p + idx.size / (idx.size - 1) * (
-                (r - r.mean(-1, keepdims=True)) ** 2).sum(-1)
-    answered = (tot_a + tot_b) > 0
-    g_s, g_c = int(answered.any(0).sum()), int(answered.sum())
-    var_s = g_s / (g_s - 1) * (cols ** 2).sum(-1) if g_s > 1 else np.full(np.shape(acc_a), math.nan)
-    var_c = g_c / (g_c - 1) * (e ** 2).sum((-1, -2))
-    var = var_p + var_s - var_c
-    var = np.where(var > 0, var, np.maximum(var_p, var_s))
-    people = sum(idx.size for idx in strata)
-    df = min(people - len(strata), g_s - 1)
+    people = design_strata(tot_a > 0, tot_b > 0)
+    sentences = design_strata((tot_a > 0).T, (tot_b > 0).T)
+    var_p = _stratified_spread(e.sum(-1), people)
+    var_s = _stratified_spread(e.sum(-2), sentences)
+    noise = cell_noise(cor_a, tot_a) / n_a ** 2 + cell_noise(cor_b, tot_b) / n_b ** 2
+    var = var_p + var_s - noise
+    # a V that is zero but for rounding is not positive either
+    var = np.where(var > 1e-12 * (var_p + var_s), var, np.maximum(var_p, var_s))
+    df = min(sum(idx.size for idx in people) - len(people),
+             sum(idx.size for idx in sentences) - len(sentences))
     return acc_a - acc_b, var, df
 
 
