@@ -53,9 +53,17 @@ from adept_eval.errors import (
     FolderNotWritable,
     Refused,
 )
+from adept_eval.listening_test.addresses import Proxies, network_of
+from adept_eval.listening_test.guard import PER_ADDRESS
 from adept_eval.listening_test.design import AUDIO_DIR, AUDIO_TYPES, TestConfig, load_test
 from adept_eval.listening_test.media import DEFAULT_BUDGET, AudioFiles
-from adept_eval.listening_test.session import DEFAULT_MAX_PARTICIPANTS, Sessions, resume_code
+from adept_eval.listening_test.session import (
+    DEFAULT_MAX_PARTICIPANTS,
+    DEFAULT_MIN_LISTENING,
+    DEFAULT_RELEASE_AFTER,
+    Sessions,
+    resume_code,
+)
 from adept_eval.listening_test.store import DB_FILE, Store
 
 STATIC = Path(__file__).parent / "static"
@@ -63,6 +71,8 @@ MAX_BODY = 8 * 1024
 MAX_DEPTH = 8  # the API's bodies are flat objects with lists of numbers: depth 2
 READ_DEADLINE = 10.0  # seconds for a request body to arrive in full
 SESSION_RATE = (30, 60.0)  # new sessions per client address: at most 30 a minute
+NETWORK_SHARE = 2  # a network (its /24 or /64) may start this many times an address's sessions
+ADMIN_TRIES = (10, 60.0)  # wrong admin tokens per client address: at most 10 a minute
 ADMIN_TOKEN_ENV = "ADEPT_LISTENING_ADMIN_TOKEN"
 SECURITY_HEADERS = [
     (b"content-security-policy", b"default-src 'self'; img-src 'self' data:; media-src 'self'; "
@@ -108,6 +118,48 @@ class RateLimit:
         while len(self._seen) > self.keys:
             self._seen.popitem(last=False)
         return allowed
+
+    def full(self, key: str) -> bool:
+        """Tell whether ``key`` has used up its events for now, without counting one.
+
+        Args:
+            key: What the limit is per.
+
+        Returns:
+            Whether the next event would be refused.
+        """
+        now = self.clock()
+        return sum(now - moment < self.window for moment in self._seen.get(key, ())) >= self.n
+
+
+class Arrivals:
+    """The limit on new sessions: ``n`` a window per client address, and ``NETWORK_SHARE``
+    times that per network (``addresses.network_of``), so a handful of neighbouring addresses
+    cannot multiply it."""
+
+    def __init__(self, n: int, window: float):
+        """Set the limit.
+
+        Args:
+            n: New sessions allowed per address and window.
+            window: The window, in seconds.
+        """
+        self.by_address = RateLimit(n, window)
+        self.by_network = RateLimit(n * NETWORK_SHARE, window)
+
+    def allow(self, address: str) -> bool:
+        """Count a new session from ``address`` if both limits allow it.
+
+        Args:
+            address: The client's address.
+
+        Returns:
+            Whether the session may start (and was counted).
+        """
+        network = network_of(address)
+        if self.by_address.full(address) or self.by_network.full(network):
+            return False
+        return self.by_address.allow(address) and self.by_network.allow(network)
 
 
 def json_depth(text: bytes) -> int:
@@ -172,12 +224,20 @@ def check_writable(folder: Path) -> None:
     try:
         probe.write_bytes(b"")
         probe.unlink()
-        db = folder / DB_FILE
-        if db.exists() and not os.access(db, os.W_OK):
-            raise PermissionError(f"{db} is read-only")
     except OSError as exc:
         raise FolderNotWritable(f"{folder}: cannot write the responses database there ({exc}); "
                           "serve a copy of the test in a folder you can write") from None
+    # the database and SQLite's -wal and -shm files beside it: each is opened for writing (not
+    # only checked with os.access, which says yes to root whatever a file's mode or mount)
+    for path in (folder / DB_FILE, folder / f"{DB_FILE}-wal", folder / f"{DB_FILE}-shm"):
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_APPEND))
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise FolderNotWritable(f"{path}: read-only ({exc.strerror or exc}); every answer "
+                                    "would fail: make it writable, or serve a copy of the "
+                                    "test") from None
 
 
 def check_address(host: str, port: int) -> None:
@@ -230,15 +290,18 @@ class Edge:
     themselves, so they are appended without looking for duplicates.
     """
 
-    def __init__(self, app, *, limit: int = MAX_BODY, deadline: float = READ_DEADLINE):
+    def __init__(self, app, *, limit: int = MAX_BODY, deadline: float = READ_DEADLINE,
+                 proxies: Proxies = Proxies()):
         """Wrap an ASGI app.
 
         Args:
             app: The app inside.
             limit: The largest request body accepted, in bytes.
             deadline: Seconds for a request body to arrive in full.
+            proxies: The trusted reverse proxies, whose ``X-Forwarded-For`` names the client
+                (``Proxies.client``); nobody else's is believed.
         """
-        self.app, self.limit, self.deadline = app, limit, deadline
+        self.app, self.limit, self.deadline, self.proxies = app, limit, deadline, proxies
 
     async def __call__(self, scope, receive, send):
         """Serve one ASGI connection scope: HTTP requests with the limits and headers, anything
@@ -252,6 +315,12 @@ class Edge:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         t0 = time.perf_counter()
+        if self.proxies and scope.get("client"):
+            forwarded = next((value.decode("latin-1") for name, value in scope["headers"]
+                              if name == b"x-forwarded-for"), None)
+            client = self.proxies.client(scope["client"][0], forwarded)
+            if client != scope["client"][0]:
+                scope = {**scope, "client": (client, 0)}
 
         async def sending(message):
             """Send ``message``, adding the headers to a response's start."""
@@ -354,16 +423,42 @@ def _body_refused(request: Request, exc: Exception) -> JSONResponse:
 class _App(Starlette):
     """Starlette with ``Edge`` outside its whole middleware stack, error handler included."""
 
+    proxies = Proxies()
+
     def build_middleware_stack(self):
         """Starlette's middleware stack, wrapped in ``Edge``."""
-        return Edge(super().build_middleware_stack())
+        return Edge(super().build_middleware_stack(), proxies=self.proxies)
+
+
+def audio_durations(folder: Path, config: TestConfig) -> dict[str, float]:
+    """Read every audio file's duration, for the listening time the server requires.
+
+    Args:
+        folder: The test folder.
+        config: Its design.
+
+    Returns:
+        Audio token -> seconds (a file that cannot be read is left out: it is a 404 anyway).
+    """
+    import soundfile as sf
+
+    out = {}
+    for token, name in config.files.items():
+        try:
+            out[token] = sf.info(str(folder / AUDIO_DIR / name)).duration
+        except (OSError, RuntimeError):
+            continue
+    return out
 
 
 def create_app(folder: str | Path, *, admin_token: str | None = None,
                mirror_repo: str | None = None, mirror_every: float = 5.0,
                audio_cache_mb: float = DEFAULT_BUDGET / 2 ** 20,
                max_participants: int = DEFAULT_MAX_PARTICIPANTS,
-               session_rate: tuple[int, float] = SESSION_RATE) -> Starlette:
+               session_rate: tuple[int, float] = SESSION_RATE,
+               release_after: float = DEFAULT_RELEASE_AFTER,
+               min_listening: float = DEFAULT_MIN_LISTENING,
+               proxies: Proxies = Proxies()) -> Starlette:
     """Build the web app for a built test.
 
     Args:
@@ -374,8 +469,14 @@ def create_app(folder: str | Path, *, admin_token: str | None = None,
             ``mirror_every`` minutes and once more at shutdown (None: no mirror).
         mirror_every: Minutes between pushes to the mirror.
         audio_cache_mb: MiB of the test's audio kept in memory.
-        max_participants: The most sessions the test takes.
-        session_rate: (new sessions, per seconds) allowed per client address.
+        max_participants: The most participants holding a place at once (``Sessions``).
+        session_rate: (new sessions, per seconds) allowed per client address (and
+            ``NETWORK_SHARE`` times that per network).
+        release_after: Seconds of silence after which an unfinished participant's place is
+            released.
+        min_listening: The share of an item's audio duration that must pass between the
+            server showing it and taking its answer (0: none).
+        proxies: The trusted reverse proxies (``addresses.Proxies``).
 
     Returns:
         The Starlette app, with ``state.config``, ``state.store`` and ``state.audio`` set.
@@ -390,8 +491,11 @@ def create_app(folder: str | Path, *, admin_token: str | None = None,
     config: TestConfig = load_test(folder)
     check_writable(folder)
     store = Store(folder / DB_FILE)
-    sessions = Sessions(config, store, max_participants=max_participants)
-    arrivals = RateLimit(*session_rate)
+    sessions = Sessions(config, store, max_participants=max_participants,
+                        release_after=release_after, min_listening=min_listening,
+                        durations=audio_durations(folder, config) if min_listening else None)
+    arrivals = Arrivals(*session_rate)
+    admin_failures = RateLimit(*ADMIN_TRIES)
     audio_root = folder / AUDIO_DIR
     audio_files = AudioFiles({tok: audio_root / name for tok, name in config.files.items()},
                              AUDIO_TYPES, budget=int(audio_cache_mb * 1024 * 1024))
@@ -514,8 +618,14 @@ def create_app(folder: str | Path, *, admin_token: str | None = None,
         return bool(admin) and hmac.compare_digest(given.encode(), admin.encode())
 
     async def admin_status(request: Request):
-        """The admin view (HTML, or JSON at ``/admin/status.json``)."""
+        """The admin view (HTML, or JSON at ``/admin/status.json``); an address that sent
+        ``ADMIN_TRIES`` wrong tokens within the window is refused without its token being
+        looked at, so the token cannot be guessed at speed."""
+        address = request.client.host if request.client else "?"
+        if admin_failures.full(address):
+            return JSONResponse({"error": "too many wrong admin tokens; wait a minute"}, 429)
         if not admin_ok(request):
+            admin_failures.allow(address)
             return JSONResponse({"error": f"admin view needs the token set in {ADMIN_TOKEN_ENV}"},
                                 403)
         from adept_eval.listening_test.analysis import status_summary
@@ -526,7 +636,12 @@ def create_app(folder: str | Path, *, admin_token: str | None = None,
         return HTMLResponse(_status_html(summary), headers={"Cache-Control": "no-store"})
 
     async def health(request: Request):
-        """``/healthz``: the server is up."""
+        """``/healthz``: the server is up and can write answers (503 naming the problem when
+        the database refuses a write)."""
+        problem = store.write_problem()
+        if problem:
+            return JSONResponse({"ok": False, "error": problem}, 503,
+                                headers={"Cache-Control": "no-store"})
         return _json({"ok": True})
 
     routes = [
@@ -561,6 +676,7 @@ def create_app(folder: str | Path, *, admin_token: str | None = None,
                exception_handlers={BodyTooLarge: _body_refused,
                                    BodyTooSlow: _body_refused})
     app.router.redirect_slashes = False  # its redirects are built from the Host header
+    app.proxies = proxies
     app.state.config, app.state.store, app.state.audio = config, store, audio_files
     return app
 
@@ -623,9 +739,14 @@ def serve(folder: str | Path, host: str = "127.0.0.1", port: int = 8000,
           log_level: str = "warning", mirror_repo: str | None = None,
           mirror_every: float = 5.0, audio_cache_mb: float = DEFAULT_BUDGET / 2 ** 20,
           max_participants: int = DEFAULT_MAX_PARTICIPANTS,
-          session_rate: tuple[int, float] = SESSION_RATE) -> None:
+          session_rate: tuple[int, float] = SESSION_RATE,
+          release_after: float = DEFAULT_RELEASE_AFTER,
+          min_listening: float = DEFAULT_MIN_LISTENING, proxies: Proxies = Proxies(),
+          per_address: int = PER_ADDRESS) -> None:
     """Run the app with uvicorn until interrupted. Idle keep-alive connections are closed
-    after 5 s, so idle clients cannot hold the connection limit.
+    after 5 s, and ``guard`` limits what one client's connections may hold, so idle or slow
+    clients cannot hold the connection limit. uvicorn's own ``X-Forwarded-For`` handling is
+    off (it trusts 127.0.0.1 by default): ``Edge`` believes only ``proxies``.
 
     Args:
         folder: The test folder.
@@ -635,8 +756,14 @@ def serve(folder: str | Path, host: str = "127.0.0.1", port: int = 8000,
         mirror_repo: A private Hub dataset to mirror the responses to (None: none).
         mirror_every: Minutes between pushes to the mirror.
         audio_cache_mb: MiB of audio kept in memory.
-        max_participants: The most sessions the test takes.
+        max_participants: The most participants holding a place at once.
         session_rate: (new sessions, per seconds) allowed per client address.
+        release_after: Seconds of silence after which an unfinished participant's place is
+            released.
+        min_listening: The share of an item's audio duration that must pass before its
+            answer is taken.
+        proxies: The trusted reverse proxies.
+        per_address: The most connections one client address holds at once.
 
     Raises:
         DesignError: The folder holds no readable test.
@@ -648,10 +775,32 @@ def serve(folder: str | Path, host: str = "127.0.0.1", port: int = 8000,
 
     app = create_app(folder, mirror_repo=mirror_repo, mirror_every=mirror_every,
                      audio_cache_mb=audio_cache_mb, max_participants=max_participants,
-                     session_rate=session_rate)
-    protocol = guarded_protocol()
+                     session_rate=session_rate, release_after=release_after,
+                     min_listening=min_listening, proxies=proxies)
+    protocol = guarded_protocol(proxies, per_address)
     if protocol is None:
         print("warning: httptools is not installed: connections that never send a complete "
-              "request are not timed out (pip install httptools)", file=sys.stderr)
+              "request are not timed out nor limited per address (pip install httptools)",
+              file=sys.stderr)
     uvicorn.run(app, host=host, port=port, log_level=log_level, http=protocol or "auto",
-                limit_concurrency=1000, timeout_keep_alive=5)
+                limit_concurrency=_connection_limit(), timeout_keep_alive=5,
+                proxy_headers=False)
+
+
+def _connection_limit() -> int:
+    """Raise this process's open-file limit to its hard limit and leave room under it: the
+    connections the server takes before answering 503 (each is a file descriptor; the test's
+    audio, database and Python's own files need some too).
+
+    Returns:
+        The connection limit: the open-file limit less 100, at most 10,000.
+    """
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = hard if hard != resource.RLIM_INFINITY else 10_100
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+            soft = wanted
+    return max(100, min(10_000, (soft if soft != resource.RLIM_INFINITY else 10_100) - 100))
