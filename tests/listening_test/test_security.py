@@ -24,6 +24,8 @@ from adept_eval.listening_test.design import build_test, load_test
 from adept_eval.listening_test.session import resume_code
 from adept_eval.corpora.questions import LETTERS
 
+from .shared import headphone_answers
+
 TASKS = ["adept_syntactic_phrasing_female"]
 
 
@@ -37,8 +39,10 @@ def built(tmp_path_factory, corpus):
 
 @pytest.fixture
 def server(test_dir, serve):
-    """The real server on a fresh copy, with tight limits the tests reach."""
-    return serve(test_dir, "--new-sessions-per-minute", "5", "--max-participants", "8")
+    """The real server on a fresh copy, with tight limits the tests reach (and no listening
+    time: its tests answer as soon as they fetched the samples)."""
+    return serve(test_dir, "--new-sessions-per-minute", "5", "--max-participants", "8",
+                 "--min-listening", "0")
 
 
 def _session(c, pid, **extra):
@@ -84,13 +88,13 @@ def test_hostile_bodies_get_one_clear_4xx(server):
         assert deep.status_code == 400 and "nests deeper" in deep.json()["error"]
         token = _session(c, "p1").json()["token"]
         auth = {"X-Participant": "p1", "X-Session-Token": token}
-        c.post("/api/consent", json={"consent": True}, headers=auth)
+        state = c.post("/api/consent", json={"consent": True}, headers=auth).json()["state"]
         config = load_test(server.test_dir)
-        as_bools = [bool(a) for a in config.headphone_answers]
+        right = headphone_answers(config, state, fetch=c)
+        as_bools = [bool(a) for a in right]
         r = c.post("/api/headphone", json={"answers": as_bools}, headers=auth)
         assert r.status_code == 400  # true is not the number 1
-        state = c.post("/api/headphone", json={"answers": list(config.headphone_answers)},
-                       headers=auth).json()["state"]
+        state = c.post("/api/headphone", json={"answers": right}, headers=auth).json()["state"]
         item = state["item"]
         r = c.post("/api/answer", json={"item": item["index"], "choice": True,
                                         "played": [True] * len(item["audio"])}, headers=auth)
@@ -356,9 +360,9 @@ def test_an_answer_to_samples_never_fetched_is_refused_by_the_real_server(server
     with httpx.Client(base_url=server.url) as c, httpx.Client(base_url=server.url) as other:
         token = _session(c, "listener1").json()["token"]
         auth = {"X-Participant": "listener1", "X-Session-Token": token}
-        c.post("/api/consent", json={"consent": True}, headers=auth)
+        state = c.post("/api/consent", json={"consent": True}, headers=auth).json()["state"]
         config = load_test(server.test_dir)
-        state = c.post("/api/headphone", json={"answers": list(config.headphone_answers)},
+        state = c.post("/api/headphone", json={"answers": headphone_answers(config, state, c)},
                        headers=auth).json()["state"]
         item = state["item"]
         claim = {"item": item["index"], "choice": 0, "played": [True] * len(item["audio"])}
@@ -387,9 +391,9 @@ def test_re_requesting_the_first_bytes_does_not_count_as_fetching_a_sample(serve
     with httpx.Client(base_url=server.url) as c:
         token = _session(c, "ranges1").json()["token"]
         auth = {"X-Participant": "ranges1", "X-Session-Token": token}
-        c.post("/api/consent", json={"consent": True}, headers=auth)
+        state = c.post("/api/consent", json={"consent": True}, headers=auth).json()["state"]
         config = load_test(server.test_dir)
-        item = c.post("/api/headphone", json={"answers": list(config.headphone_answers)},
+        item = c.post("/api/headphone", json={"answers": headphone_answers(config, state, c)},
                       headers=auth).json()["state"]["item"]
         claim = {"item": item["index"], "choice": 0, "played": [True] * len(item["audio"])}
         sizes = {}

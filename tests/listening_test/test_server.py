@@ -19,7 +19,7 @@ pytest.importorskip("httpx", reason="needs httpx (test extra)")
 from adept_eval.listening_test.design import build_test, load_test
 from testing.crowd import CROWD_ARGS, crowd
 
-from .shared import wait_until_serving
+from .shared import headphone_answers, wait_until_serving
 
 TASKS = ["adept_propositional_attitude_female", "adept_syntactic_phrasing_female"]
 
@@ -86,9 +86,11 @@ def test_100_participants_at_once_lose_and_duplicate_nothing(test_dir, serve):
         async with httpx.AsyncClient(base_url=server.url) as c:
             r = await c.post("/api/session", json={"participant": "twice"})
             h = {"X-Participant": "twice", "X-Session-Token": r.json()["token"]}
-            await c.post("/api/consent", json={"consent": True}, headers=h)
-            s = (await c.post("/api/headphone", json={"answers": list(
-                config.headphone_answers)}, headers=h)).json()["state"]
+            s = (await c.post("/api/consent", json={"consent": True}, headers=h)).json()["state"]
+            for url in s["headphone"]["trials"]:  # heard, as the page does
+                (await c.get(url)).raise_for_status()
+            s = (await c.post("/api/headphone", json={"answers": headphone_answers(
+                config, s)}, headers=h)).json()["state"]
             for url in s["item"]["audio"]:  # played, as the page does
                 (await c.get(url)).raise_for_status()
             body = {"item": s["item"]["index"], "choice": 0,

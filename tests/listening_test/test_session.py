@@ -17,11 +17,11 @@ def test_what_a_session_fetched_survives_a_restart(test_dir):
 
     from adept_eval.listening_test.app import create_app
 
-    with TestClient(create_app(test_dir), base_url="http://testserver") as c:
+    with TestClient(create_app(test_dir, min_listening=0), base_url="http://testserver") as c:
         h, state = to_questions(c, "restarted")
         for url in state["item"]["audio"]:
             assert c.get(url).status_code == 200
-    with TestClient(create_app(test_dir), base_url="http://testserver") as c:
+    with TestClient(create_app(test_dir, min_listening=0), base_url="http://testserver") as c:
         r = answer(c, h, state, fetch=False)
         assert r.status_code == 200, r.text
         nxt = r.json()["state"]
