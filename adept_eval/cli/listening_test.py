@@ -1,4 +1,4 @@
-"""``adept-eval listening-test build | serve | run | status | export | report``."""
+"""``adept-eval listening-test build | serve | run | seal | status | export | report``."""
 
 from __future__ import annotations
 
@@ -114,6 +114,13 @@ def add_parser(sub, common) -> None:
     p.add_argument("-o", "--output", required=True, help="the test folder")
     serve_args(p)
     p.set_defaults(func=cmd_run)
+
+    p = lsub.add_parser("seal", help="copy a built test for a public place (a Docker Space): "
+                        "its audio, and its design encrypted with a new key, printed once, "
+                        "that serve reads from ADEPT_LISTENING_KEY")
+    p.add_argument("test", help="the built test folder")
+    p.add_argument("-o", "--output", required=True, help="the sealed folder to create")
+    p.set_defaults(func=cmd_seal)
 
     p = lsub.add_parser("status", help="live counts per task and system, and exclusions")
     p.add_argument("test")
@@ -391,6 +398,25 @@ def cmd_serve(args):
         0.
     """
     _serve(args.test, args.host, args.port, **_serve_options(args))
+    return 0
+
+
+def cmd_seal(args):
+    """``listening-test seal``: write a sealed copy of a built test and print its key.
+
+    Args:
+        args: the parsed command line (``test``, ``output``).
+
+    Returns:
+        0.
+    """
+    from adept_eval.listening_test.sealed import KEY_ENV, seal
+
+    key = seal(args.test, args.output)
+    console.print(f"sealed copy in {args.output} (audio and test.sealed; no test.json). Its "
+                  f"key, shown only now: give it to the server as the secret {KEY_ENV}:",
+                  highlight=False)
+    print(key)
     return 0
 
 

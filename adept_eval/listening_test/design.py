@@ -182,17 +182,25 @@ def load_test(folder: str | Path) -> TestConfig:
         folder: The test folder.
 
     Returns:
-        Its design, from ``test.json``.
+        Its design, from ``test.json`` (or a sealed test's ``test.sealed``).
 
     Raises:
-        DesignError: The folder holds no test, or its design cannot be read.
+        DesignError: The folder holds no test, or its design cannot be read (a sealed test's,
+            ``sealed.unseal``: without its key).
     """
+    from adept_eval.listening_test.sealed import SEALED_FILE, unseal
+
     path = Path(folder) / CONFIG_FILE
-    if not path.exists():
+    if not path.exists() and (Path(folder) / SEALED_FILE).exists():
+        path = Path(folder) / SEALED_FILE
+        text = unseal(Path(folder)).decode("utf-8")
+    elif not path.exists():
         raise DesignError(f"{path}: no listening test here (build one with "
                           "`adept-eval listening-test build`)")
+    else:
+        text = path.read_text(encoding="utf-8")
     try:
-        return TestConfig.from_json(json.loads(path.read_text(encoding="utf-8")))
+        return TestConfig.from_json(json.loads(text))
     except (ValueError, TypeError) as exc:
         raise DesignError(f"{path}: unreadable test design ({exc})") from None
 

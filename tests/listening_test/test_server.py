@@ -160,7 +160,7 @@ def test_one_command_runs_the_whole_human_evaluation(tmp_path, corpus, systems):
     proc = subprocess.Popen(
         [sys.executable, "-m", "adept_eval.cli", "listening-test", "run", "--corpus",
          str(corpus.root), str(systems["copy"]), "--tasks", TASKS[1], "-o", str(out), "--port",
-         str(port), "--completion-code", "ONE"],
+         str(port), "--completion-code", "ONE", "--min-listening", "0"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         env={**os.environ, "COLUMNS": "120"})
     try:
@@ -195,7 +195,7 @@ def test_responses_are_mirrored_to_a_private_hub_dataset(test_dir, tmp_path, ser
         env = {"HF_ENDPOINT": hub.url, "HF_HUB_DISABLE_XET": "1", "HF_TOKEN": hub.token,
                "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HOME": str(tmp_path / "hf")}
         server = serve(test_dir, "--mirror-to", "adept-lab/lt-responses",
-                       "--mirror-every", "0.05", env=env)
+                       "--mirror-every", "0.05", "--min-listening", "0", env=env)
         outcomes = asyncio.run(crowd(server.url, config, 3, fetch_audio=False))
         server.stop()  # its last push, at shutdown, holds every answer
         repo = hub.repo("adept-lab/lt-responses")
