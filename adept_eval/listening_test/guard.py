@@ -81,26 +81,36 @@ def guarded_protocol(proxies: Proxies = Proxies(), per_address: int = PER_ADDRES
             self._arm()
 
         def data_received(self, data: bytes) -> None:
-            """Arm the deadline when these bytes begin a new request, refuse headers over the
-            size limit, then parse the bytes."""
+            """Arm the deadline when these bytes begin a new request, parse them, and refuse
+            headers still not complete after more than ``MAX_HEADER_BYTES`` (a body arriving
+            with its headers is not counted: their end disarms the count)."""
             if self.cycle is None or self.cycle.response_complete:  # a new request begins
                 if self._header_timer is None:
                     self._header_bytes = 0
                 self._arm()
-            if self._header_timer is not None:  # the headers are not complete yet
+            counting = self._header_timer is not None  # the headers are not complete yet
+            if counting:
                 self._header_bytes += len(data)
-                if self._header_bytes > MAX_HEADER_BYTES:
-                    self._disarm()
-                    if not self.transport.is_closing():
-                        self.transport.write(TOO_LARGE)
-                        self.transport.close()
-                    return
             super().data_received(data)
+            if counting and self._header_timer is not None and \
+                    self._header_bytes > MAX_HEADER_BYTES:
+                self._disarm()
+                if not self.transport.is_closing():
+                    self.transport.write(TOO_LARGE)
+                    self.transport.close()
 
         def on_headers_complete(self) -> None:
-            """Disarm the deadline: the request's headers are in."""
+            """Disarm the deadline: the request's headers are in. Headers that came whole but
+            over ``MAX_HEADER_BYTES`` get 431 (the app never sees them)."""
             self._disarm()
-            super().on_headers_complete()
+            size = len(self.url) + sum(len(name) + len(value) + 4 for name, value in self.headers)
+            if size <= MAX_HEADER_BYTES:
+                return super().on_headers_complete()
+            app, self.app = self.app, _headers_too_large
+            try:
+                super().on_headers_complete()
+            finally:
+                self.app = app
 
         def pause_writing(self) -> None:
             """The client is not reading fast enough: start its deadline."""
@@ -153,3 +163,11 @@ def guarded_protocol(proxies: Proxies = Proxies(), per_address: int = PER_ADDRES
                 self.transport.abort()
 
     return GuardedProtocol
+
+
+async def _headers_too_large(scope, receive, send) -> None:
+    """The ASGI app a request whose headers are over ``MAX_HEADER_BYTES`` gets: 431, and the
+    connection closed."""
+    await send({"type": "http.response.start", "status": 431,
+                "headers": [(b"content-type", b"text/plain"), (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": b"request headers too large\n"})

@@ -287,6 +287,9 @@ class Store:
             if self._closed:
                 return "the responses store is closed"
             db = self._writer_db
+            # a short wait: this runs where requests are answered, and a lock held for longer
+            # than that is the problem reported
+            db.execute("PRAGMA busy_timeout=200")
             try:
                 db.execute("BEGIN IMMEDIATE")  # takes the write lock: refused when read-only
             except sqlite3.Error as exc:
@@ -294,6 +297,7 @@ class Store:
             finally:
                 if db.in_transaction:
                     db.execute("ROLLBACK")
+                db.execute("PRAGMA busy_timeout=10000")
         return ""
 
     def _start_syncer(self) -> None:

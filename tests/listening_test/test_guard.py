@@ -90,6 +90,10 @@ def test_request_headers_over_16_kib_are_refused(test_dir, serve):
         while chunk := s.recv(4096):
             reply += chunk
     assert reply.startswith(b"HTTP/1.1 431")
+    with _connect(server.port, "127.0.0.1") as s:  # whole, in one piece: refused too
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 20_000 + b"\r\n\r\n")
+        s.settimeout(5)
+        assert s.recv(4096).startswith(b"HTTP/1.1 431")
     with _connect(server.port, "127.0.0.1") as s:  # ordinary headers: served
         s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Ok: " + b"a" * 4_000 + b"\r\n\r\n")
         s.settimeout(5)
