@@ -502,7 +502,10 @@ def create_app(folder: str | Path, *, admin_token: str | None = None,
     admin = admin_token if admin_token is not None else os.environ.get(ADMIN_TOKEN_ENV, "")
 
     def refuse(exc: Refused) -> JSONResponse:
-        """A refusal as the JSON error the page shows, with its status."""
+        """A refusal as the JSON error the page shows, with its status; a full test's 503
+        says ``"full": true``, the one 503 the page takes as final."""
+        if exc.status == 503:
+            return JSONResponse({"error": str(exc), "full": True}, 503)
         return JSONResponse({"error": str(exc)}, exc.status)
 
     async def body(request: Request) -> dict:
@@ -730,9 +733,9 @@ def _status_html(summary: dict) -> str:
             f"<link rel=stylesheet href='/static/style.css'><main class=admin>"
             f"<h1>{escape(summary['title'])}: status</h1>"
             f"<p>{summary['participants']} participants, {summary['responses']} responses</p>"
-            f"<h2>Screening</h2><ul>{screening}</ul><h2>Per task</h2><table><tr><th>task</th>"
-            f"<th>system</th><th>participants</th><th>included</th><th>responses</th>"
-            f"<th>included responses</th></tr>{rows}</table></main>")
+            f"<h2>Screening</h2><ul>{screening}</ul><h2>Per task</h2><div class=table><table>"
+            f"<tr><th>task</th><th>system</th><th>participants</th><th>included</th>"
+            f"<th>responses</th><th>included responses</th></tr>{rows}</table></div></main>")
 
 
 def serve(folder: str | Path, host: str = "127.0.0.1", port: int = 8000,

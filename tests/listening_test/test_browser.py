@@ -218,3 +218,47 @@ def test_a_participant_completes_the_whole_test_in_chromium(browser, served, tmp
     assert {name: kind for name, (kind, _) in shots.items()} == expected
     for _, path in shots.values():
         assert path.stat().st_size > 5000  # a rendered page, not a blank image
+
+
+def test_a_crowd_at_the_door_waits_for_a_place_instead_of_failing(served, browser, tmp_path):
+    """A 429 on arrival (too many new sessions from one address at once) showed "Something went
+    wrong". The page now says to keep it open and tries again, and the test starts once a
+    place comes free (here after the minute of --new-sessions-per-minute 1)."""
+    import httpx
+
+    out, _ = served
+    from testing.crowd import ServerProcess
+
+    with ServerProcess(out, args=("--new-sessions-per-minute", "1")) as server:
+        assert httpx.post(f"{server.url}/api/session",
+                          json={"participant": "first"}).status_code == 200
+        d = browser
+        d.get(f"{server.url}/?PROLIFIC_PID=second")
+        notice = wait_for(d, lambda: d.execute_script(
+            "const n = document.getElementById('notice'); return n && n.textContent;"),
+            what="the waiting notice")
+        assert "keep this page open" in notice and page(d) != "error"
+        shoot(d, tmp_path, "waiting", {})
+        wait_for(d, lambda: page(d) == "consent", timeout=90, what="the consent page")
+
+
+def test_the_admin_table_stays_in_its_box(served, browser, tmp_path):
+    """The /admin table spilled out of the page's box (long task names, six columns in a
+    box made for one question)."""
+    out, _ = served
+    from testing.crowd import ServerProcess
+
+    with ServerProcess(out, env={"ADEPT_LISTENING_ADMIN_TOKEN": "t0ken"}) as server:
+        d = browser
+        d.get(f"{server.url}/admin?token=t0ken")
+        wait_for(d, lambda: d.find_elements("css selector", "main.admin table"),
+                 what="the admin table")
+        box, table, page_width = d.execute_script(
+            "const m = document.querySelector('main.admin').getBoundingClientRect();"
+            "const t = document.querySelector('main.admin table').getBoundingClientRect();"
+            "return [m.right, t.right, document.documentElement.scrollWidth];")
+        d.save_screenshot(str(tmp_path / "admin.png"))
+        keep = os.environ.get("ADEPT_EVAL_SCREENSHOTS")
+        if keep:
+            shutil.copy(tmp_path / "admin.png", Path(keep) / "admin.png")
+        assert table <= box and page_width <= 900
