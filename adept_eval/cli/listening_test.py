@@ -410,9 +410,10 @@ def cmd_seal(args):
     Returns:
         0.
     """
-    from adept_eval.listening_test.sealed import KEY_ENV, seal
+    from adept_eval.listening_test.design import seal_test
+    from adept_eval.listening_test.sealed import KEY_ENV
 
-    key = seal(args.test, args.output)
+    key = seal_test(args.test, args.output)
     console.print(f"sealed copy in {args.output} (audio and test.sealed; no test.json). Its "
                   f"key, shown only now: give it to the server as the secret {KEY_ENV}:",
                   highlight=False)

@@ -205,6 +205,36 @@ def load_test(folder: str | Path) -> TestConfig:
         raise DesignError(f"{path}: unreadable test design ({exc})") from None
 
 
+def seal_test(folder: str | Path, out: str | Path) -> str:
+    """Write a sealed copy of a built test, for a public place (``sealed``): its audio, and
+    its design encrypted with a new key.
+
+    Args:
+        folder: The built test.
+        out: The folder to write (new, or empty).
+
+    Returns:
+        The key that opens it (to be kept as a secret, never in the folder).
+
+    Raises:
+        DesignError: ``folder`` holds no test, or ``out`` is not empty.
+    """
+    import shutil
+
+    from adept_eval.listening_test.sealed import SEALED_FILE, encrypt
+
+    folder, out = Path(folder), Path(out)
+    config = load_test(folder)  # a clear message for a folder that is no test
+    if out.exists() and any(out.iterdir()):
+        raise DesignError(f"{out}: not empty; seal the test into a new folder")
+    sealed, key = encrypt((folder / CONFIG_FILE).read_bytes())
+    (out / AUDIO_DIR).mkdir(parents=True)
+    for name in config.files.values():
+        shutil.copyfile(folder / AUDIO_DIR / name, out / AUDIO_DIR / name)
+    (out / SEALED_FILE).write_bytes(sealed)
+    return key
+
+
 # ----------------------------------------------------------------------------- building
 def _tone(freq: float, seconds: float, rate: int, ramp: float = 0.1) -> np.ndarray:
     """A sine tone of ``freq`` Hz lasting ``seconds``, with ``ramp``-second sine-squared
