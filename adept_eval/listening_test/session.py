@@ -168,13 +168,15 @@ class Sessions:
         self._headphone = frozenset(config.headphone_tokens)
         self._live: OrderedDict[str, Live] = OrderedDict()  # least recently used first
         self._finished = 0
-        #: unfinished participant -> when last seen; after a restart, all of them just now
+        #: unfinished participant -> when last seen (after a restart: their last stored step)
         self._active: dict[str, float] = {}
+        answered, now, wall = store.last_answers(), clock(), time.time()
         for row in store.participants():
             if row.completed is not None or row.headphone_passed is False:
                 self._finished += 1
             else:
-                self._active[row.participant] = clock()
+                last = max(row.started, row.consented or 0.0, answered.get(row.participant, 0.0))
+                self._active[row.participant] = now - max(0.0, wall - last)
 
     def holding(self) -> int:
         """Count the participants holding a place: finished ones, and unfinished ones seen

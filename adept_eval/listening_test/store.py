@@ -521,6 +521,15 @@ class Store:
         return {r[0] for r in self._read("SELECT item FROM responses WHERE participant=?",
                                          (participant,))}
 
+    def last_answers(self) -> dict[str, float]:
+        """Tell when each participant last answered.
+
+        Returns:
+            Participant id -> the time (``time.time()``) of their latest answer.
+        """
+        return dict(self._read("SELECT participant, MAX(answered) FROM responses "
+                               "GROUP BY participant"))
+
     def responses(self) -> list[ResponseRow]:
         """Read every response, by participant and then in the order answered."""
         rows = self._read("SELECT * FROM responses ORDER BY participant, answered")
