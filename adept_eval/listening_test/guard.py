@@ -26,6 +26,9 @@ importable, the server runs without these (``serve`` says so).
 
 from __future__ import annotations
 
+import contextlib
+import socket
+import struct
 from collections import Counter
 
 from adept_eval.listening_test.addresses import Proxies, network_of
@@ -156,11 +159,17 @@ def guarded_protocol(proxies: Proxies = Proxies(), per_address: int = PER_ADDRES
                 self.transport.close()
 
         def _stalled(self) -> None:
-            """Abort the connection whose client stopped reading: its buffered response is
-            dropped (``close`` would wait for the client to read it)."""
+            """Reset the connection whose client stopped reading: what is buffered for it is
+            dropped, the kernel's share too (``SO_LINGER`` 0: without it the kernel would keep
+            sending the queued bytes after the socket is closed)."""
             self._send_timer = None
-            if self.transport is not None:
-                self.transport.abort()
+            if self.transport is None:
+                return
+            sock = self.transport.get_extra_info("socket")
+            if sock is not None:
+                with contextlib.suppress(OSError, AttributeError):
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.transport.abort()
 
     return GuardedProtocol
 
