@@ -13,15 +13,22 @@ API. Safety, in one place:
   nested deeper than ``MAX_DEPTH`` gets 400, and a boolean is never taken for a number;
 - a session belongs to the browser that started it (``session.Sessions.start``): a known
   participant id gets its session back only with that browser's token or the resume code
-  derived from it; new sessions are capped (``max_participants``, then 503) and rate-limited
-  per client address (``SESSION_RATE``, then 429): every request to ``/api/session`` counts
-  but one that continues an existing session with its valid token or resume code (a token
-  sent with an unknown id creates a session, so it counts);
+  derived from it; the participants holding a place are capped (``max_participants``, then
+  503; a silent unfinished participant's place is released, ``Sessions``) and new sessions are
+  rate-limited per client address and per network (``Arrivals``, then 429): every request to
+  ``/api/session`` counts but one that continues an existing session with its valid token or
+  resume code (a token sent with an unknown id creates a session, so it counts);
+- the client address is the connection's peer, or, for a trusted proxy's requests only
+  (``--proxy``), the one its ``X-Forwarded-For`` names (``addresses.Proxies``);
+- an answer is taken only once its samples had time to play since the server showed them
+  (``min_listening``), and the response time stored is the server's;
+- wrong admin tokens are rate-limited per address (``ADMIN_TRIES``, then 429);
 - every response carries a Content-Security-Policy (``frame-ancestors 'none'``),
   ``X-Content-Type-Options: nosniff``, ``X-Frame-Options: DENY`` and ``Referrer-Policy:
   no-referrer``, and no redirect is ever built from the request's Host header;
-- a connection whose request headers do not arrive within ``guard.HEADER_DEADLINE`` seconds is
-  closed (idle or byte-a-time connections cannot hold the connection limit);
+- connections are limited per address and network, headers in time and size, and a client that
+  stops reading is cut off (``guard``), so idle or slow clients cannot hold the connection
+  limit;
 - audio is served by opaque token from the test's own ``audio/`` folder only (a token is looked
   up in the design, never joined to a path), with HTTP range requests and long-lived caching;
 - the admin view needs the token in ``ADEPT_LISTENING_ADMIN_TOKEN`` (off when it is unset).
@@ -54,8 +61,8 @@ from adept_eval.errors import (
     Refused,
 )
 from adept_eval.listening_test.addresses import Proxies, network_of
-from adept_eval.listening_test.guard import PER_ADDRESS
 from adept_eval.listening_test.design import AUDIO_DIR, AUDIO_TYPES, TestConfig, load_test
+from adept_eval.listening_test.guard import PER_ADDRESS
 from adept_eval.listening_test.media import DEFAULT_BUDGET, AudioFiles
 from adept_eval.listening_test.session import (
     DEFAULT_MAX_PARTICIPANTS,
