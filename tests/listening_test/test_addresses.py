@@ -82,3 +82,17 @@ def test_neighbouring_addresses_share_a_network_limit(test_dir, serve):
     transport = httpx.HTTPTransport(local_address="127.0.1.10")  # another network
     with httpx.Client(base_url=server.url, transport=transport) as c:
         assert _start(c, "other") == 200
+
+
+def test_a_malformed_proxy_is_one_message(test_dir):
+    """`serve --proxy` with something that is no address: one line naming the option."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    exe = Path(sys.executable).with_name("adept-eval")
+    command = [str(exe)] if exe.is_file() else [sys.executable, "-m", "adept_eval.cli"]
+    r = subprocess.run([*command, "listening-test", "serve", str(test_dir), "--proxy",
+                        "10.0.0.x"], capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and "Traceback" not in r.stdout + r.stderr
+    assert "--proxy 10.0.0.x: '10.0.0.x' is not an IP address" in r.stderr
