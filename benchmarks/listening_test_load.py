@@ -184,13 +184,16 @@ class Version:
         self.built.parent.mkdir(parents=True)
         subprocess.run([sys.executable, "-c", BUILD, str(self.built), ",".join(TASKS)],
                        env={**os.environ, **(self.env or {})}, check=True)
-        # a simulated crowd comes from one address: lift the per-address limit on new sessions
-        # where the server has one (older servers have neither the limit nor the option)
+        # a simulated crowd comes from one address: lift the per-address limits on new sessions
+        # and connections where the server has them (older servers have neither the limits
+        # nor the options); and its pauses (--think) are not the samples' durations: no
+        # listening time, so every row sends the same requests whatever the server's version
         usage = subprocess.run([sys.executable, "-m", "adept_eval.cli", "listening-test",
                                 "serve", "--help"], env={**os.environ, **(self.env or {})},
                                capture_output=True, text=True, check=True).stdout
-        self.args = (("--new-sessions-per-minute", "1000000")
-                     if "--new-sessions-per-minute" in usage else ())
+        lifted = (("--new-sessions-per-minute", "1000000"),
+                  ("--max-connections-per-address", "100000"), ("--min-listening", "0"))
+        self.args = tuple(part for option in lifted if option[0] in usage for part in option)
 
     def fresh_test(self, dest: Path) -> Path:
         shutil.copytree(self.built, dest)

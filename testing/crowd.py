@@ -19,7 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from adept_eval.corpora import spec
-from adept_eval.listening_test.design import CATCH_SINGLE_CHOICES, TestConfig
+from adept_eval.listening_test.design import (
+    CATCH_MULTI_WORDING,
+    CATCH_SINGLE_CHOICES,
+    CATCH_SINGLE_WORDING,
+    TestConfig,
+)
 
 
 @dataclass
@@ -51,14 +56,20 @@ class AnswerKey:
             if c.design == "multi":
                 for sub, words in c.targets.items():
                     self.multi_target[c.question.format(target=words)] = sub
-        self.headphone = list(config.headphone_answers)
+        self.quiet = dict(zip(config.headphone_tokens, config.headphone_answers))
+
+    def headphone(self, trials: list[str]) -> list[int]:
+        """The headphone check's key for the trials as the page got them (each participant
+        hears them in an order of their own)."""
+        return [self.quiet[_token(url)] for url in trials]
 
     def right(self, item: dict) -> int:
         tokens = [_token(u) for u in item["audio"]]
+        if item["wording"] == CATCH_SINGLE_WORDING:  # a beep or speech: what is it?
+            heard = CATCH_SINGLE_CHOICES[0 if tokens[0] in self.beeps else 1]
+            return item["choices"].index(heard)
         if any(t in self.beeps for t in tokens):
-            if item["design"] == "multi":
-                return next(i for i, t in enumerate(tokens) if t in self.beeps)
-            return item["choices"].index(CATCH_SINGLE_CHOICES[0])
+            return next(i for i, t in enumerate(tokens) if t in self.beeps)
         if item["design"] == "single":
             return self.single[self.stimulus[tokens[0]]]
         target = self.multi_target[item["wording"]]
@@ -128,10 +139,12 @@ async def take_test(client, key: AnswerKey, participant: str, *, skill: float = 
         await pause()
         state = (await call("POST", "/api/consent", {"consent": True}, h)).json()["state"]
     if state["stage"] == "headphone":
-        if fetch_audio:
-            await fetch([state["headphone"]["calibration"], *state["headphone"]["trials"]])
-        await pause(len(key.headphone))  # one decision per trial
-        answers = list(key.headphone) if headphones else [(a + 1) % 3 for a in key.headphone]
+        trials = state["headphone"]["trials"]
+        # the server takes no answer to tones it never sent
+        await fetch(([state["headphone"]["calibration"]] if fetch_audio else []) + trials)
+        await pause(len(trials))  # one decision per trial
+        right = key.headphone(trials)
+        answers = right if headphones else [(a + 1) % 3 for a in right]
         state = (await call("POST", "/api/headphone", {"answers": answers}, h)).json()["state"]
     answered = 0
     while state["stage"] == "question":
@@ -142,7 +155,7 @@ async def take_test(client, key: AnswerKey, participant: str, *, skill: float = 
         await pause()
         right = key.right(item)
         n = len(item["choices"])
-        is_catch = any(_token(u) in key.beeps for u in item["audio"])
+        is_catch = item["wording"] in (CATCH_MULTI_WORDING, CATCH_SINGLE_WORDING)
         good = rng.random() < skill if not is_catch else attentive
         position = right if good or n == 1 else rng.choice([i for i in range(n) if i != right])
         r = await call("POST", "/api/answer", {"item": item["index"], "choice": position,
@@ -203,9 +216,11 @@ async def crowd(base_url: str, config: TestConfig, n: int, *, prefix: str = "sim
     return outcomes
 
 
-#: a simulated crowd arrives from one loopback address, where real participants come from many:
-#: serve it without the per-address limit on new sessions
-CROWD_ARGS = ("--new-sessions-per-minute", "1000000")
+#: a simulated crowd arrives from one loopback address, where real participants come from many,
+#: and answers as soon as it has fetched a page's audio: serve it without the per-address limits
+#: on new sessions and connections, and without the listening time
+CROWD_ARGS = ("--new-sessions-per-minute", "1000000", "--max-connections-per-address", "100000",
+              "--min-listening", "0")
 
 
 class ServerProcess:

@@ -1,4 +1,4 @@
-"""``adept-eval listening-test build | serve | run | status | export | report``."""
+"""``adept-eval listening-test build | serve | run | seal | status | export | report``."""
 
 from __future__ import annotations
 
@@ -74,7 +74,27 @@ def add_parser(sub, common) -> None:
                                                                   least=1),
                        default=30, metavar="N",
                        help="new sessions one client address may start per minute (default "
-                       "30; raise it for a lab whose participants share one address)")
+                       "30, and twice that per /24 or /64 network; raise it for a lab whose "
+                       "participants share one address)")
+        p.add_argument("--proxy", metavar="ADDRESS[,ADDRESS...]", default="",
+                       help="the reverse proxy's address or network (e.g. 10.0.0.5 or "
+                       "10.0.0.0/8; * for every peer, only where the server is reachable "
+                       "through the proxy alone): its X-Forwarded-For names each client. "
+                       "Default: no proxy, every peer is a client")
+        p.add_argument("--max-connections-per-address", type=arg_type("1 or more", whole=True,
+                                                                     least=1),
+                       default=64, metavar="N",
+                       help="open connections one client address may hold (default 64, and "
+                       "4 times that per network; a trusted proxy is not limited)")
+        p.add_argument("--release-after", type=arg_type("minutes above 0", positive=True),
+                       default=10.0, metavar="MINUTES",
+                       help="an unfinished participant silent this long stops holding a place "
+                       "of --max-participants (default 10; they may still finish)")
+        p.add_argument("--min-listening", type=arg_type("a share of 0 or more", least=0),
+                       default=1.0, metavar="SHARE",
+                       help="share of a page's audio duration that must pass between the "
+                       "server showing it and taking its answer (default 1: every sample "
+                       "played through; 0: none)")
 
     p = lsub.add_parser("build", parents=[common], help="build a test folder (design and "
                         "blinded audio) from systems' samples")
@@ -94,6 +114,13 @@ def add_parser(sub, common) -> None:
     p.add_argument("-o", "--output", required=True, help="the test folder")
     serve_args(p)
     p.set_defaults(func=cmd_run)
+
+    p = lsub.add_parser("seal", help="copy a built test for a public place (a Docker Space): "
+                        "its audio, and its design encrypted with a new key, printed once, "
+                        "that serve reads from ADEPT_LISTENING_KEY")
+    p.add_argument("test", help="the built test folder")
+    p.add_argument("-o", "--output", required=True, help="the sealed folder to create")
+    p.set_defaults(func=cmd_seal)
 
     p = lsub.add_parser("status", help="live counts per task and system, and exclusions")
     p.add_argument("test")
@@ -263,13 +290,26 @@ def cmd_build(args):
     return 0
 
 
+def _serve_options(args) -> dict:
+    """The serve options of a parsed command line, as ``_serve`` takes them."""
+    return dict(mirror_to=args.mirror_to, mirror_every=args.mirror_every,
+                audio_cache_mb=args.audio_cache_mb, max_participants=args.max_participants,
+                sessions_per_minute=args.new_sessions_per_minute, proxy=args.proxy,
+                per_address=args.max_connections_per_address,
+                release_after=args.release_after, min_listening=args.min_listening)
+
+
 def _serve(test, host, port, mirror_to=None, mirror_every=5.0, audio_cache_mb=256.0,
-           max_participants=1000, sessions_per_minute=30):
+           max_participants=1000, sessions_per_minute=30, proxy="", per_address=64,
+           release_after=10.0, min_listening=1.0):
     try:
         from adept_eval.listening_test.app import ADMIN_TOKEN_ENV, check_address, serve
     except ImportError:
         raise RuntimeError(EXTRA_HINT) from None
+    from adept_eval.listening_test.addresses import Proxies
     from adept_eval.listening_test.design import load_test
+
+    proxies = Proxies.parse(proxy)  # a malformed --proxy: one message, before anything else
 
     load_test(test)  # a clear message before uvicorn starts
     from adept_eval.listening_test.store import DB_FILE, Store
@@ -306,7 +346,8 @@ def _serve(test, host, port, mirror_to=None, mirror_every=5.0, audio_cache_mb=25
     check_writable(Path(test).resolve())  # one clear message before uvicorn starts
     serve(test, host=host, port=port, mirror_repo=mirror_to, mirror_every=mirror_every,
           audio_cache_mb=audio_cache_mb, max_participants=max_participants,
-          session_rate=(sessions_per_minute, 60.0))
+          session_rate=(sessions_per_minute, 60.0), release_after=release_after * 60.0,
+          min_listening=min_listening, proxies=proxies, per_address=per_address)
 
 
 #: ``--host`` values that serve on every address of the machine (others' computers included)
@@ -356,8 +397,27 @@ def cmd_serve(args):
     Returns:
         0.
     """
-    _serve(args.test, args.host, args.port, args.mirror_to, args.mirror_every,
-           args.audio_cache_mb, args.max_participants, args.new_sessions_per_minute)
+    _serve(args.test, args.host, args.port, **_serve_options(args))
+    return 0
+
+
+def cmd_seal(args):
+    """``listening-test seal``: write a sealed copy of a built test and print its key.
+
+    Args:
+        args: the parsed command line (``test``, ``output``).
+
+    Returns:
+        0.
+    """
+    from adept_eval.listening_test.design import seal_test
+    from adept_eval.listening_test.sealed import KEY_ENV
+
+    key = seal_test(args.test, args.output)
+    console.print(f"sealed copy in {args.output} (audio and test.sealed; no test.json). Its "
+                  f"key, shown only now: give it to the server as the secret {KEY_ENV}:",
+                  highlight=False)
+    print(key)
     return 0
 
 
@@ -377,8 +437,7 @@ def cmd_run(args):
         console.print(f"continuing the test in {args.output} (its design is kept)")
     else:
         cmd_build(args)
-    _serve(args.output, args.host, args.port, args.mirror_to, args.mirror_every,
-           args.audio_cache_mb, args.max_participants, args.new_sessions_per_minute)
+    _serve(args.output, args.host, args.port, **_serve_options(args))
     out = Path(args.output) / "export" / "responses.csv"
     _export(args.output, out, False)
     _report(args.output, None, False)

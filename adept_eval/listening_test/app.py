@@ -13,15 +13,22 @@ API. Safety, in one place:
   nested deeper than ``MAX_DEPTH`` gets 400, and a boolean is never taken for a number;
 - a session belongs to the browser that started it (``session.Sessions.start``): a known
   participant id gets its session back only with that browser's token or the resume code
-  derived from it; new sessions are capped (``max_participants``, then 503) and rate-limited
-  per client address (``SESSION_RATE``, then 429): every request to ``/api/session`` counts
-  but one that continues an existing session with its valid token or resume code (a token
-  sent with an unknown id creates a session, so it counts);
+  derived from it; the participants holding a place are capped (``max_participants``, then
+  503; a silent unfinished participant's place is released, ``Sessions``) and new sessions are
+  rate-limited per client address and per network (``Arrivals``, then 429): every request to
+  ``/api/session`` counts but one that continues an existing session with its valid token or
+  resume code (a token sent with an unknown id creates a session, so it counts);
+- the client address is the connection's peer, or, for a trusted proxy's requests only
+  (``--proxy``), the one its ``X-Forwarded-For`` names (``addresses.Proxies``);
+- an answer is taken only once its samples had time to play since the server showed them
+  (``min_listening``), and the response time stored is the server's;
+- wrong admin tokens are rate-limited per address (``ADMIN_TRIES``, then 429);
 - every response carries a Content-Security-Policy (``frame-ancestors 'none'``),
   ``X-Content-Type-Options: nosniff``, ``X-Frame-Options: DENY`` and ``Referrer-Policy:
   no-referrer``, and no redirect is ever built from the request's Host header;
-- a connection whose request headers do not arrive within ``guard.HEADER_DEADLINE`` seconds is
-  closed (idle or byte-a-time connections cannot hold the connection limit);
+- connections are limited per address and network, headers in time and size, and a client that
+  stops reading is cut off (``guard``), so idle or slow clients cannot hold the connection
+  limit;
 - audio is served by opaque token from the test's own ``audio/`` folder only (a token is looked
   up in the design, never joined to a path), with HTTP range requests and long-lived caching;
 - the admin view needs the token in ``ADEPT_LISTENING_ADMIN_TOKEN`` (off when it is unset).
@@ -53,9 +60,17 @@ from adept_eval.errors import (
     FolderNotWritable,
     Refused,
 )
+from adept_eval.listening_test.addresses import Proxies, network_of
 from adept_eval.listening_test.design import AUDIO_DIR, AUDIO_TYPES, TestConfig, load_test
+from adept_eval.listening_test.guard import PER_ADDRESS
 from adept_eval.listening_test.media import DEFAULT_BUDGET, AudioFiles
-from adept_eval.listening_test.session import DEFAULT_MAX_PARTICIPANTS, Sessions, resume_code
+from adept_eval.listening_test.session import (
+    DEFAULT_MAX_PARTICIPANTS,
+    DEFAULT_MIN_LISTENING,
+    DEFAULT_RELEASE_AFTER,
+    Sessions,
+    resume_code,
+)
 from adept_eval.listening_test.store import DB_FILE, Store
 
 STATIC = Path(__file__).parent / "static"
@@ -63,6 +78,8 @@ MAX_BODY = 8 * 1024
 MAX_DEPTH = 8  # the API's bodies are flat objects with lists of numbers: depth 2
 READ_DEADLINE = 10.0  # seconds for a request body to arrive in full
 SESSION_RATE = (30, 60.0)  # new sessions per client address: at most 30 a minute
+NETWORK_SHARE = 2  # a network (its /24 or /64) may start this many times an address's sessions
+ADMIN_TRIES = (10, 60.0)  # wrong admin tokens per client address: at most 10 a minute
 ADMIN_TOKEN_ENV = "ADEPT_LISTENING_ADMIN_TOKEN"
 SECURITY_HEADERS = [
     (b"content-security-policy", b"default-src 'self'; img-src 'self' data:; media-src 'self'; "
@@ -108,6 +125,48 @@ class RateLimit:
         while len(self._seen) > self.keys:
             self._seen.popitem(last=False)
         return allowed
+
+    def full(self, key: str) -> bool:
+        """Tell whether ``key`` has used up its events for now, without counting one.
+
+        Args:
+            key: What the limit is per.
+
+        Returns:
+            Whether the next event would be refused.
+        """
+        now = self.clock()
+        return sum(now - moment < self.window for moment in self._seen.get(key, ())) >= self.n
+
+
+class Arrivals:
+    """The limit on new sessions: ``n`` a window per client address, and ``NETWORK_SHARE``
+    times that per network (``addresses.network_of``), so a handful of neighbouring addresses
+    cannot multiply it."""
+
+    def __init__(self, n: int, window: float):
+        """Set the limit.
+
+        Args:
+            n: New sessions allowed per address and window.
+            window: The window, in seconds.
+        """
+        self.by_address = RateLimit(n, window)
+        self.by_network = RateLimit(n * NETWORK_SHARE, window)
+
+    def allow(self, address: str) -> bool:
+        """Count a new session from ``address`` if both limits allow it.
+
+        Args:
+            address: The client's address.
+
+        Returns:
+            Whether the session may start (and was counted).
+        """
+        network = network_of(address)
+        if self.by_address.full(address) or self.by_network.full(network):
+            return False
+        return self.by_address.allow(address) and self.by_network.allow(network)
 
 
 def json_depth(text: bytes) -> int:
@@ -172,12 +231,20 @@ def check_writable(folder: Path) -> None:
     try:
         probe.write_bytes(b"")
         probe.unlink()
-        db = folder / DB_FILE
-        if db.exists() and not os.access(db, os.W_OK):
-            raise PermissionError(f"{db} is read-only")
     except OSError as exc:
         raise FolderNotWritable(f"{folder}: cannot write the responses database there ({exc}); "
                           "serve a copy of the test in a folder you can write") from None
+    # the database and SQLite's -wal and -shm files beside it: each is opened for writing (not
+    # only checked with os.access, which says yes to root whatever a file's mode or mount)
+    for path in (folder / DB_FILE, folder / f"{DB_FILE}-wal", folder / f"{DB_FILE}-shm"):
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_APPEND))
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise FolderNotWritable(f"{path}: read-only ({exc.strerror or exc}); every answer "
+                                    "would fail: make it writable, or serve a copy of the "
+                                    "test") from None
 
 
 def check_address(host: str, port: int) -> None:
@@ -230,15 +297,18 @@ class Edge:
     themselves, so they are appended without looking for duplicates.
     """
 
-    def __init__(self, app, *, limit: int = MAX_BODY, deadline: float = READ_DEADLINE):
+    def __init__(self, app, *, limit: int = MAX_BODY, deadline: float = READ_DEADLINE,
+                 proxies: Proxies = Proxies()):
         """Wrap an ASGI app.
 
         Args:
             app: The app inside.
             limit: The largest request body accepted, in bytes.
             deadline: Seconds for a request body to arrive in full.
+            proxies: The trusted reverse proxies, whose ``X-Forwarded-For`` names the client
+                (``Proxies.client``); nobody else's is believed.
         """
-        self.app, self.limit, self.deadline = app, limit, deadline
+        self.app, self.limit, self.deadline, self.proxies = app, limit, deadline, proxies
 
     async def __call__(self, scope, receive, send):
         """Serve one ASGI connection scope: HTTP requests with the limits and headers, anything
@@ -252,6 +322,12 @@ class Edge:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         t0 = time.perf_counter()
+        if self.proxies and scope.get("client"):
+            forwarded = next((value.decode("latin-1") for name, value in scope["headers"]
+                              if name == b"x-forwarded-for"), None)
+            client = self.proxies.client(scope["client"][0], forwarded)
+            if client != scope["client"][0]:
+                scope = {**scope, "client": (client, 0)}
 
         async def sending(message):
             """Send ``message``, adding the headers to a response's start."""
@@ -354,16 +430,42 @@ def _body_refused(request: Request, exc: Exception) -> JSONResponse:
 class _App(Starlette):
     """Starlette with ``Edge`` outside its whole middleware stack, error handler included."""
 
+    proxies = Proxies()
+
     def build_middleware_stack(self):
         """Starlette's middleware stack, wrapped in ``Edge``."""
-        return Edge(super().build_middleware_stack())
+        return Edge(super().build_middleware_stack(), proxies=self.proxies)
+
+
+def audio_durations(folder: Path, config: TestConfig) -> dict[str, float]:
+    """Read every audio file's duration, for the listening time the server requires.
+
+    Args:
+        folder: The test folder.
+        config: Its design.
+
+    Returns:
+        Audio token -> seconds (a file that cannot be read is left out: it is a 404 anyway).
+    """
+    import soundfile as sf
+
+    out = {}
+    for token, name in config.files.items():
+        try:
+            out[token] = sf.info(str(folder / AUDIO_DIR / name)).duration
+        except (OSError, RuntimeError):
+            continue
+    return out
 
 
 def create_app(folder: str | Path, *, admin_token: str | None = None,
                mirror_repo: str | None = None, mirror_every: float = 5.0,
                audio_cache_mb: float = DEFAULT_BUDGET / 2 ** 20,
                max_participants: int = DEFAULT_MAX_PARTICIPANTS,
-               session_rate: tuple[int, float] = SESSION_RATE) -> Starlette:
+               session_rate: tuple[int, float] = SESSION_RATE,
+               release_after: float = DEFAULT_RELEASE_AFTER,
+               min_listening: float = DEFAULT_MIN_LISTENING,
+               proxies: Proxies = Proxies()) -> Starlette:
     """Build the web app for a built test.
 
     Args:
@@ -374,8 +476,14 @@ def create_app(folder: str | Path, *, admin_token: str | None = None,
             ``mirror_every`` minutes and once more at shutdown (None: no mirror).
         mirror_every: Minutes between pushes to the mirror.
         audio_cache_mb: MiB of the test's audio kept in memory.
-        max_participants: The most sessions the test takes.
-        session_rate: (new sessions, per seconds) allowed per client address.
+        max_participants: The most participants holding a place at once (``Sessions``).
+        session_rate: (new sessions, per seconds) allowed per client address (and
+            ``NETWORK_SHARE`` times that per network).
+        release_after: Seconds of silence after which an unfinished participant's place is
+            released.
+        min_listening: The share of an item's audio duration that must pass between the
+            server showing it and taking its answer (0: none).
+        proxies: The trusted reverse proxies (``addresses.Proxies``).
 
     Returns:
         The Starlette app, with ``state.config``, ``state.store`` and ``state.audio`` set.
@@ -390,15 +498,21 @@ def create_app(folder: str | Path, *, admin_token: str | None = None,
     config: TestConfig = load_test(folder)
     check_writable(folder)
     store = Store(folder / DB_FILE)
-    sessions = Sessions(config, store, max_participants=max_participants)
-    arrivals = RateLimit(*session_rate)
+    sessions = Sessions(config, store, max_participants=max_participants,
+                        release_after=release_after, min_listening=min_listening,
+                        durations=audio_durations(folder, config) if min_listening else None)
+    arrivals = Arrivals(*session_rate)
+    admin_failures = RateLimit(*ADMIN_TRIES)
     audio_root = folder / AUDIO_DIR
     audio_files = AudioFiles({tok: audio_root / name for tok, name in config.files.items()},
                              AUDIO_TYPES, budget=int(audio_cache_mb * 1024 * 1024))
     admin = admin_token if admin_token is not None else os.environ.get(ADMIN_TOKEN_ENV, "")
 
     def refuse(exc: Refused) -> JSONResponse:
-        """A refusal as the JSON error the page shows, with its status."""
+        """A refusal as the JSON error the page shows, with its status; a full test's 503
+        says ``"full": true``, the one 503 the page takes as final."""
+        if exc.status == 503:
+            return JSONResponse({"error": str(exc), "full": True}, 503)
         return JSONResponse({"error": str(exc)}, exc.status)
 
     async def body(request: Request) -> dict:
@@ -514,8 +628,14 @@ def create_app(folder: str | Path, *, admin_token: str | None = None,
         return bool(admin) and hmac.compare_digest(given.encode(), admin.encode())
 
     async def admin_status(request: Request):
-        """The admin view (HTML, or JSON at ``/admin/status.json``)."""
+        """The admin view (HTML, or JSON at ``/admin/status.json``); an address that sent
+        ``ADMIN_TRIES`` wrong tokens within the window is refused without its token being
+        looked at, so the token cannot be guessed at speed."""
+        address = request.client.host if request.client else "?"
+        if admin_failures.full(address):
+            return JSONResponse({"error": "too many wrong admin tokens; wait a minute"}, 429)
         if not admin_ok(request):
+            admin_failures.allow(address)
             return JSONResponse({"error": f"admin view needs the token set in {ADMIN_TOKEN_ENV}"},
                                 403)
         from adept_eval.listening_test.analysis import status_summary
@@ -526,7 +646,12 @@ def create_app(folder: str | Path, *, admin_token: str | None = None,
         return HTMLResponse(_status_html(summary), headers={"Cache-Control": "no-store"})
 
     async def health(request: Request):
-        """``/healthz``: the server is up."""
+        """``/healthz``: the server is up and can write answers (503 naming the problem when
+        the database refuses a write)."""
+        problem = store.write_problem()
+        if problem:
+            return JSONResponse({"ok": False, "error": problem}, 503,
+                                headers={"Cache-Control": "no-store"})
         return _json({"ok": True})
 
     routes = [
@@ -561,6 +686,7 @@ def create_app(folder: str | Path, *, admin_token: str | None = None,
                exception_handlers={BodyTooLarge: _body_refused,
                                    BodyTooSlow: _body_refused})
     app.router.redirect_slashes = False  # its redirects are built from the Host header
+    app.proxies = proxies
     app.state.config, app.state.store, app.state.audio = config, store, audio_files
     return app
 
@@ -614,18 +740,23 @@ def _status_html(summary: dict) -> str:
             f"<link rel=stylesheet href='/static/style.css'><main class=admin>"
             f"<h1>{escape(summary['title'])}: status</h1>"
             f"<p>{summary['participants']} participants, {summary['responses']} responses</p>"
-            f"<h2>Screening</h2><ul>{screening}</ul><h2>Per task</h2><table><tr><th>task</th>"
-            f"<th>system</th><th>participants</th><th>included</th><th>responses</th>"
-            f"<th>included responses</th></tr>{rows}</table></main>")
+            f"<h2>Screening</h2><ul>{screening}</ul><h2>Per task</h2><div class=table><table>"
+            f"<tr><th>task</th><th>system</th><th>participants</th><th>included</th>"
+            f"<th>responses</th><th>included responses</th></tr>{rows}</table></div></main>")
 
 
 def serve(folder: str | Path, host: str = "127.0.0.1", port: int = 8000,
           log_level: str = "warning", mirror_repo: str | None = None,
           mirror_every: float = 5.0, audio_cache_mb: float = DEFAULT_BUDGET / 2 ** 20,
           max_participants: int = DEFAULT_MAX_PARTICIPANTS,
-          session_rate: tuple[int, float] = SESSION_RATE) -> None:
+          session_rate: tuple[int, float] = SESSION_RATE,
+          release_after: float = DEFAULT_RELEASE_AFTER,
+          min_listening: float = DEFAULT_MIN_LISTENING, proxies: Proxies = Proxies(),
+          per_address: int = PER_ADDRESS) -> None:
     """Run the app with uvicorn until interrupted. Idle keep-alive connections are closed
-    after 5 s, so idle clients cannot hold the connection limit.
+    after 5 s, and ``guard`` limits what one client's connections may hold, so idle or slow
+    clients cannot hold the connection limit. uvicorn's own ``X-Forwarded-For`` handling is
+    off (it trusts 127.0.0.1 by default): ``Edge`` believes only ``proxies``.
 
     Args:
         folder: The test folder.
@@ -635,8 +766,14 @@ def serve(folder: str | Path, host: str = "127.0.0.1", port: int = 8000,
         mirror_repo: A private Hub dataset to mirror the responses to (None: none).
         mirror_every: Minutes between pushes to the mirror.
         audio_cache_mb: MiB of audio kept in memory.
-        max_participants: The most sessions the test takes.
+        max_participants: The most participants holding a place at once.
         session_rate: (new sessions, per seconds) allowed per client address.
+        release_after: Seconds of silence after which an unfinished participant's place is
+            released.
+        min_listening: The share of an item's audio duration that must pass before its
+            answer is taken.
+        proxies: The trusted reverse proxies.
+        per_address: The most connections one client address holds at once.
 
     Raises:
         DesignError: The folder holds no readable test.
@@ -648,10 +785,32 @@ def serve(folder: str | Path, host: str = "127.0.0.1", port: int = 8000,
 
     app = create_app(folder, mirror_repo=mirror_repo, mirror_every=mirror_every,
                      audio_cache_mb=audio_cache_mb, max_participants=max_participants,
-                     session_rate=session_rate)
-    protocol = guarded_protocol()
+                     session_rate=session_rate, release_after=release_after,
+                     min_listening=min_listening, proxies=proxies)
+    protocol = guarded_protocol(proxies, per_address)
     if protocol is None:
         print("warning: httptools is not installed: connections that never send a complete "
-              "request are not timed out (pip install httptools)", file=sys.stderr)
+              "request are not timed out nor limited per address (pip install httptools)",
+              file=sys.stderr)
     uvicorn.run(app, host=host, port=port, log_level=log_level, http=protocol or "auto",
-                limit_concurrency=1000, timeout_keep_alive=5)
+                limit_concurrency=_connection_limit(), timeout_keep_alive=5,
+                proxy_headers=False)
+
+
+def _connection_limit() -> int:
+    """Raise this process's open-file limit to its hard limit and leave room under it: the
+    connections the server takes before answering 503 (each is a file descriptor; the test's
+    audio, database and Python's own files need some too).
+
+    Returns:
+        The connection limit: the open-file limit less 100, at most 10,000.
+    """
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = hard if hard != resource.RLIM_INFINITY else 10_100
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+            soft = wanted
+    return max(100, min(10_000, (soft if soft != resource.RLIM_INFINITY else 10_100) - 100))

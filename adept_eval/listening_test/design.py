@@ -7,8 +7,14 @@
                   file, headphone-check key, completion codes
     audio/        every file a participant may hear, named by an opaque random token (no class,
                   subcategory, sentence or system in any name), re-encoded from the system's
-                  file to one format for all (``BLIND_RATE`` Hz, 16-bit PCM, mono WAV, no
-                  metadata chunk), so neither a file's header nor a tag tells systems apart
+                  file to one format for all (one rate, 16-bit PCM, mono WAV, no metadata
+                  chunk), so neither a file's header nor a tag tells systems apart
+
+Served audio tells systems apart by nothing but how they sound: every stimulus of every system
+is brought to the test's one rate (the lowest any system has, at most ``BLIND_RATE``) and
+low-passed at one cut-off below its Nyquist frequency (``BANDWIDTH_SHARE``), so no system's
+files carry energy another's cannot; and every system's version of a stimulus is padded with
+silence to the longest one's length, so a file's size is the stimulus's, never the system's.
 
 ``plan_for`` turns the design into one participant's list of items: the tasks in a random order,
 each task heard in one system (systems rotate over participants in arrival order, so each task
@@ -24,10 +30,15 @@ drawn at random, so in the one shared format its file has a stimulus's size: the
 does not give a catch trial away. With ``match_loudness`` every stimulus is brought to the same
 speech level (and the test's ``loudness`` says so).
 
+Single-stimulus attention checks play either a beep or one of the task's speech samples (drawn
+per participant), so their right answer varies.
+
 The headphone check is the anti-phase test of Woods, Siegel, Traer & McDermott (2017, Attention,
 Perception & Psychophysics 79:2064-2072): each trial plays three 200 Hz tones, one 6 dB quieter,
 one in anti-phase between the ears (quieter over loudspeakers, where the channels cancel, but not
-over headphones); the listener picks the quietest. Six trials, pass with at least five correct.
+over headphones); the listener picks the quietest. Six trials, one for each placement of the
+quiet and the anti-phase tone, in an order drawn per participant (``headphone_order``), so the
+key differs between participants; pass with at least five correct.
 """
 
 from __future__ import annotations
@@ -99,6 +110,8 @@ class TestConfig:
     format: int = FORMAT
     sources: dict = field(default_factory=dict)  # system -> where its samples came from
     loudness: str = "as each system produced it"  # or how stimuli were matched in level
+    rate: int = 44100  # the rate of every stimulus and beep served
+    bandwidth: float = 0.0  # Hz every stimulus was low-passed at (0: not)
 
     def question(self, question_id: str) -> Question:
         """Read one question of the design.
@@ -169,19 +182,57 @@ def load_test(folder: str | Path) -> TestConfig:
         folder: The test folder.
 
     Returns:
-        Its design, from ``test.json``.
+        Its design, from ``test.json`` (or a sealed test's ``test.sealed``).
 
     Raises:
-        DesignError: The folder holds no test, or its design cannot be read.
+        DesignError: The folder holds no test, or its design cannot be read (a sealed test's,
+            ``sealed.unseal``: without its key).
     """
+    from adept_eval.listening_test.sealed import SEALED_FILE, unseal
+
     path = Path(folder) / CONFIG_FILE
-    if not path.exists():
+    if not path.exists() and (Path(folder) / SEALED_FILE).exists():
+        path = Path(folder) / SEALED_FILE
+        text = unseal(Path(folder)).decode("utf-8")
+    elif not path.exists():
         raise DesignError(f"{path}: no listening test here (build one with "
                           "`adept-eval listening-test build`)")
+    else:
+        text = path.read_text(encoding="utf-8")
     try:
-        return TestConfig.from_json(json.loads(path.read_text(encoding="utf-8")))
+        return TestConfig.from_json(json.loads(text))
     except (ValueError, TypeError) as exc:
         raise DesignError(f"{path}: unreadable test design ({exc})") from None
+
+
+def seal_test(folder: str | Path, out: str | Path) -> str:
+    """Write a sealed copy of a built test, for a public place (``sealed``): its audio, and
+    its design encrypted with a new key.
+
+    Args:
+        folder: The built test.
+        out: The folder to write (new, or empty).
+
+    Returns:
+        The key that opens it (to be kept as a secret, never in the folder).
+
+    Raises:
+        DesignError: ``folder`` holds no test, or ``out`` is not empty.
+    """
+    import shutil
+
+    from adept_eval.listening_test.sealed import SEALED_FILE, encrypt
+
+    folder, out = Path(folder), Path(out)
+    config = load_test(folder)  # a clear message for a folder that is no test
+    if out.exists() and any(out.iterdir()):
+        raise DesignError(f"{out}: not empty; seal the test into a new folder")
+    sealed, key = encrypt((folder / CONFIG_FILE).read_bytes())
+    (out / AUDIO_DIR).mkdir(parents=True)
+    for name in config.files.values():
+        shutil.copyfile(folder / AUDIO_DIR / name, out / AUDIO_DIR / name)
+    (out / SEALED_FILE).write_bytes(sealed)
+    return key
 
 
 # ----------------------------------------------------------------------------- building
@@ -225,8 +276,11 @@ def _write(audio_dir: Path, data: np.ndarray, rate: int) -> str:
     return token
 
 
-#: the one format every served file has (ADEPT's own rate)
+#: the highest rate a test serves its stimuli at (ADEPT's own rate)
 BLIND_RATE = 44100
+#: the low-pass cut-off every stimulus gets, as a share of the test's Nyquist frequency: below
+#: the band where resamplers (and systems' own output filters) roll off differently
+BANDWIDTH_SHARE = 0.9
 
 
 def speech_level_db(x: np.ndarray, rate: int) -> float:
@@ -250,14 +304,36 @@ def speech_level_db(x: np.ndarray, rate: int) -> float:
     return float(10 * np.log10(np.mean(active) + 1e-12))
 
 
-def _blinded(path: Path, target_db: float | None) -> np.ndarray:
-    """A system's sample as served: mono, at ``BLIND_RATE``, optionally at ``target_db``
+def native_rate(path: Path) -> int:
+    """A source file's sample rate (from its header where libsndfile reads it).
+
+    Args:
+        path: The file.
+
+    Returns:
+        Its rate in Hz.
+    """
+    try:
+        return int(sf.info(str(path)).samplerate)
+    except (RuntimeError, OSError):
+        from adept_eval.signal.audio import read_audio
+
+        return read_audio(path).rate
+
+
+def _blinded(path: Path, target_db: float | None, rate: int, cutoff: float) -> np.ndarray:
+    """A system's sample as served: mono, at ``rate``, low-passed at ``cutoff`` Hz (zero-phase,
+    so every system's sample goes through the very same filter), optionally at ``target_db``
     speech level (lowered as a whole if that would clip)."""
+    from scipy.signal import butter, sosfiltfilt
+
     from adept_eval.signal.audio import read_audio, resample
 
-    x = resample(read_audio(path), BLIND_RATE).samples.astype(np.float64)
+    x = resample(read_audio(path), rate).samples.astype(np.float64)
+    if x.size > 60:  # sosfiltfilt pads by a few times the filter's order
+        x = sosfiltfilt(butter(8, cutoff, fs=rate, output="sos"), x)
     if target_db is not None:
-        x = x * 10 ** ((target_db - speech_level_db(x, BLIND_RATE)) / 20)
+        x = x * 10 ** ((target_db - speech_level_db(x, rate)) / 20)
         peak = float(np.max(np.abs(x))) if x.size else 0.0
         if peak > 0.99:
             x = x * (0.99 / peak)
@@ -506,10 +582,12 @@ def build_test(corpus: Corpus, out: str | Path, systems: dict[str, str | Path | 
     audio_dir = out / AUDIO_DIR
     audio_dir.mkdir(parents=True, exist_ok=True)
     files: dict[str, str] = {}
-    samples, lengths = _write_stimuli(audio_dir, sources, match_loudness, files)
+    rate = min([BLIND_RATE] + [native_rate(path) for by_stimulus in sources.values()
+                               for path in by_stimulus.values()])
+    samples, lengths = _write_stimuli(audio_dir, sources, match_loudness, files, rate)
     rng = random.Random(seed)
     catch_tokens = _write_beeps(audio_dir, tasks, questions, lengths, catch_per_task, rng,
-                                files)
+                                files, rate)
     headphone_tokens, headphone_answers = _write_headphone_check(audio_dir, rng, files)
     calibration = _write_calibration(audio_dir, files)
 
@@ -527,7 +605,8 @@ def build_test(corpus: Corpus, out: str | Path, systems: dict[str, str | Path | 
         corpus_sha256=corpus.fingerprint, adept_eval_version=__version__,
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         sources=_source_notes(systems),
-        loudness=_loudness_note(match_loudness))
+        loudness=_loudness_note(match_loudness), rate=rate,
+        bandwidth=round(BANDWIDTH_SHARE * rate / 2, 1))
     tmp = out / (CONFIG_FILE + ".tmp")
     tmp.write_text(json.dumps(config.to_json(), indent=1, ensure_ascii=False), encoding="utf-8")
     tmp.replace(out / CONFIG_FILE)
@@ -644,36 +723,42 @@ def _check_loudness(match_loudness: float | None) -> None:
 
 
 def _write_stimuli(audio_dir: Path, sources: dict[str, dict[str, Path]],
-                   match_loudness: float | None,
-                   files: dict[str, str]) -> tuple[dict[str, dict[str, str]], dict[str, int]]:
-    """Write every system's stimuli, blinded, under random tokens.
+                   match_loudness: float | None, files: dict[str, str],
+                   rate: int) -> tuple[dict[str, dict[str, str]], dict[str, int]]:
+    """Write every system's stimuli, blinded, under random tokens: at ``rate``, low-passed
+    at ``BANDWIDTH_SHARE`` of its Nyquist frequency, and every system's version of a stimulus
+    padded with silence to the longest one's length.
 
     Args:
         audio_dir: The test's audio folder.
         sources: system -> stimulus id -> the system's file.
         match_loudness: The speech level to bring each stimulus to, or None.
         files: token -> file name, extended with each file written.
+        rate: The rate every stimulus is served at.
 
     Returns:
-        (system -> stimulus id -> token, stimulus id -> its length in samples as first
-        written).
+        (system -> stimulus id -> token, stimulus id -> its length in samples, the same in
+        every system).
     """
-    samples: dict[str, dict[str, str]] = {}
+    samples: dict[str, dict[str, str]] = {name: {} for name in sources}
     lengths: dict[str, int] = {}
-    for name, by_stimulus in sources.items():
-        samples[name] = {}
-        for stimulus, path in by_stimulus.items():
-            blinded = _blinded(path, match_loudness)
-            token = _write(audio_dir, blinded, BLIND_RATE)
+    cutoff = BANDWIDTH_SHARE * rate / 2
+    stimuli = sorted({stimulus for by_stimulus in sources.values() for stimulus in by_stimulus})
+    for stimulus in stimuli:  # one stimulus at a time: every system's version in memory at once
+        versions = {name: _blinded(by_stimulus[stimulus], match_loudness, rate, cutoff)
+                    for name, by_stimulus in sources.items() if stimulus in by_stimulus}
+        length = max(len(x) for x in versions.values())
+        for name, x in versions.items():
+            token = _write(audio_dir, np.pad(x, (0, length - len(x))), rate)
             files[token] = f"{token}.wav"
             samples[name][stimulus] = token
-            lengths.setdefault(stimulus, len(blinded))
+        lengths[stimulus] = length
     return samples, lengths
 
 
 def _write_beeps(audio_dir: Path, tasks: list[str], questions: list[Question],
                  lengths: dict[str, int], catch_per_task: int, rng: random.Random,
-                 files: dict[str, str]) -> list[str]:
+                 files: dict[str, str], rate: int = BLIND_RATE) -> list[str]:
     """Write the catch trials' beeps, each as long as a stimulus of its task drawn at random
     (so a file's size does not give a catch trial away).
 
@@ -685,6 +770,7 @@ def _write_beeps(audio_dir: Path, tasks: list[str], questions: list[Question],
         catch_per_task: Beeps per task.
         rng: The test's random generator.
         files: token -> file name, extended with each file written.
+        rate: The rate of the test's stimuli (the beeps' too).
 
     Returns:
         The beeps' tokens, task by task, ``catch_per_task`` each.
@@ -695,8 +781,8 @@ def _write_beeps(audio_dir: Path, tasks: list[str], questions: list[Question],
                                if question.task == task for stimulus in question.stimuli})
         for _ in range(catch_per_task):
             length = rng.choice(task_lengths)
-            beep = _tone(1000.0, (length + 0.5) / BLIND_RATE, BLIND_RATE, ramp=0.02) * 0.2
-            token = _write(audio_dir, beep[:length], BLIND_RATE)
+            beep = _tone(1000.0, (length + 0.5) / rate, rate, ramp=0.02) * 0.2
+            token = _write(audio_dir, beep[:length], rate)
             files[token] = f"{token}.wav"
             tokens.append(token)
     return tokens
@@ -704,7 +790,8 @@ def _write_beeps(audio_dir: Path, tasks: list[str], questions: list[Question],
 
 def _write_headphone_check(audio_dir: Path, rng: random.Random,
                            files: dict[str, str]) -> tuple[list[str], list[int]]:
-    """Write the headphone check's ``HEADPHONE_TRIALS`` anti-phase trials.
+    """Write the headphone check's ``HEADPHONE_TRIALS`` anti-phase trials: one for each
+    placement of the quiet tone and the anti-phase one (3 x 2), in a random order.
 
     Args:
         audio_dir: The test's audio folder.
@@ -715,8 +802,10 @@ def _write_headphone_check(audio_dir: Path, rng: random.Random,
         (each trial's token, each trial's answer: the quiet tone's index).
     """
     tokens, answers = [], []
-    for _ in range(HEADPHONE_TRIALS):
-        quiet, antiphase = rng.sample(range(3), 2)
+    placements = [(quiet, antiphase) for quiet in range(3) for antiphase in range(3)
+                  if quiet != antiphase]
+    rng.shuffle(placements)
+    for quiet, antiphase in placements[:HEADPHONE_TRIALS]:
         token = _write(audio_dir, headphone_trial(quiet, antiphase), HEADPHONE_RATE)
         files[token] = f"{token}.wav"
         tokens.append(token)
@@ -765,6 +854,23 @@ class Item:
         """What the browser sees: no answer, no ids beyond the opaque item key's index."""
         return {"wording": self.wording, "design": self.design, "audio": list(self.audio),
                 "choices": list(self.choices)}
+
+
+def headphone_order(config: TestConfig, participant: str) -> list[int]:
+    """Draw the order a participant hears the headphone check's trials in, from the test's
+    (secret) seed and the participant id: each participant's key is their own.
+
+    Args:
+        config: The test's design.
+        participant: The participant id.
+
+    Returns:
+        A permutation of the trials' indices.
+    """
+    digest = hashlib.sha256(f"{config.seed}|headphone|{participant}".encode()).digest()
+    order = list(range(len(config.headphone_tokens)))
+    random.Random(int.from_bytes(digest[:8], "big")).shuffle(order)
+    return order
 
 
 def participant_seed(config: TestConfig, participant: str) -> int:
@@ -855,7 +961,8 @@ def _catch_item(task: str, number: int, system: str, questions: list[Question], 
                 config: TestConfig, rng: random.Random) -> Item:
     """Make a task's attention check ``number``: in a multi-stimulus task, a random question's
     samples with one replaced by the beep (which sample is it?); in a single-stimulus task,
-    the beep alone (what is it?)."""
+    the beep or one of the task's speech samples, drawn at random (what is it?), so the right
+    answer is not always the same."""
     key = f"catch/{task}/{number}"
     if spec.task(task).cls.design == "multi":
         question = rng.choice(questions)
@@ -871,5 +978,9 @@ def _catch_item(task: str, number: int, system: str, questions: list[Question], 
     flip = rng.random() < 0.5
     if flip:
         choices.reverse()
-    return Item(key, "catch", task, system, CATCH_SINGLE_WORDING, "single", (beep,),
-                tuple(choices), (0, 1), 1 if flip else 0)
+    sample, heard = beep, CATCH_SINGLE_CHOICES[0]
+    if rng.random() < 0.5:  # speech this time
+        sample = config.samples[system][rng.choice(questions).stimuli[0]]
+        heard = CATCH_SINGLE_CHOICES[1]
+    return Item(key, "catch", task, system, CATCH_SINGLE_WORDING, "single", (sample,),
+                tuple(choices), (0, 1), choices.index(heard))

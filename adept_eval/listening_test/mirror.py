@@ -10,6 +10,7 @@ the environment (``HF_TOKEN`` or a ``hf auth login``), as everywhere in adept-ev
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from adept_eval.errors import MirrorError
@@ -28,17 +29,25 @@ def ensure_private(repo_id: str) -> None:
         repo_id: The Hub dataset to mirror to (``owner/name``).
 
     Raises:
-        MirrorError: The dataset exists and is public.
+        MirrorError: The dataset exists and is public, or the token can neither see it nor
+            create it (another owner's private dataset, or a namespace the token cannot
+            write to).
     """
     from huggingface_hub import HfApi
-    from huggingface_hub.errors import RepositoryNotFoundError
+    from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError
 
     api = HfApi()
     try:
         info = api.repo_info(repo_id, repo_type="dataset")
     except RepositoryNotFoundError:
-        api.create_repo(repo_id, repo_type="dataset", private=True, exist_ok=True)
-        info = api.repo_info(repo_id, repo_type="dataset")
+        try:
+            api.create_repo(repo_id, repo_type="dataset", private=True, exist_ok=True)
+            info = api.repo_info(repo_id, repo_type="dataset")
+        except (RepositoryNotFoundError, HfHubHTTPError) as exc:
+            raise MirrorError(
+                f"--mirror-to {repo_id}: this token can neither see nor create that dataset "
+                f"({type(exc).__name__}); name a dataset in a namespace the token may write "
+                "to (HF_TOKEN / hf auth login)") from None
     if not info.private:
         raise MirrorError(f"--mirror-to {repo_id}: this dataset is public; responses hold "
                           "participant ids, so they are mirrored only to a private dataset "
@@ -69,10 +78,24 @@ def start_mirror(config, store, folder: str | Path, repo_id: str, *, every_minut
     ensure_private(repo_id)
 
     class _Snapshotting(CommitScheduler):
-        """A scheduler that writes a fresh snapshot, inside its lock, before each push."""
+        """A scheduler that writes a fresh snapshot, inside its lock, before each push, and
+        pushes only while the dataset is private."""
+
+        public = False
 
         def push_to_hub(self):
-            """Write the export files, then push the folder (see ``CommitScheduler``)."""
+            """Check the dataset is still private (it may be made public while the test runs),
+            then write the export files and push the folder (see ``CommitScheduler``); once
+            it is found public, say so and never push again."""
+            from huggingface_hub import HfApi
+
+            if self.public or not HfApi().repo_info(repo_id, repo_type="dataset").private:
+                if not self.public:
+                    self.public = True
+                    print(f"error: {repo_id} was made public: responses are no longer mirrored "
+                          "to it (make it private again and restart the server)",
+                          file=sys.stderr, flush=True)
+                return None
             with self.lock:
                 export(config, store, Path(self.folder_path) / "responses.csv", include_all=True)
             return super().push_to_hub()

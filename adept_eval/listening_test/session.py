@@ -20,13 +20,26 @@ from dataclasses import dataclass, field, replace
 
 from adept_eval.corpora.questions import LETTERS
 from adept_eval.errors import Refused
-from adept_eval.listening_test.design import HEADPHONE_PASS, Item, TestConfig, item_from, plan_for
+from adept_eval.listening_test.design import (
+    HEADPHONE_PASS,
+    Item,
+    TestConfig,
+    headphone_order,
+    item_from,
+    plan_for,
+)
 from adept_eval.listening_test.store import ParticipantRow, ResponseRow, Store
 
 PARTICIPANT_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 #: participants kept in memory at most (the rest are read from the store when they return)
 LIVE_CACHE = 2000
 DEFAULT_MAX_PARTICIPANTS = 1000
+#: seconds without a request after which an unfinished participant no longer holds a place of
+#: the test (``max_participants``); they may still come back and finish
+DEFAULT_RELEASE_AFTER = 600.0
+#: the share of an item's audio duration that must pass between the server showing the item
+#: and taking its answer (the page plays the samples one at a time, each to its end)
+DEFAULT_MIN_LISTENING = 1.0
 
 
 def resume_code(token: str) -> str:
@@ -81,6 +94,8 @@ class Live:
     items: tuple[Item, ...]
     answered: set[str]
     fetched: set[str] = field(default_factory=set)  # audio tokens the server sent in full
+    #: item key (or "headphone") -> when the server first showed it (``Sessions.clock``)
+    shown: dict = field(default_factory=dict)
     #: audio token -> the distinct byte ranges of it sent so far, as sorted, disjoint,
     #: non-adjacent ``[start, end)`` pairs (``add_range``), until it counts as fetched
     partial: dict = field(default_factory=dict)
@@ -123,19 +138,68 @@ class Sessions:
     """
 
     def __init__(self, config: TestConfig, store: Store, *,
-                 max_participants: int = DEFAULT_MAX_PARTICIPANTS):
+                 max_participants: int = DEFAULT_MAX_PARTICIPANTS,
+                 release_after: float = DEFAULT_RELEASE_AFTER,
+                 durations: dict[str, float] | None = None,
+                 min_listening: float = DEFAULT_MIN_LISTENING, clock=time.monotonic):
         """Serve ``config``'s participants from ``store``.
 
         Args:
             config: The test's design.
             store: Its responses database.
-            max_participants: The most participants the test takes.
+            max_participants: The most participants holding a place at once: every finished
+                participant (completed or screened out) and every unfinished one seen within
+                ``release_after`` seconds.
+            release_after: Seconds of silence after which an unfinished participant's place
+                is released (a flood of sessions that go nowhere does not fill the test).
+            durations: Each audio token's duration in seconds (None: no listening time is
+                required).
+            min_listening: The share of an item's (or the headphone check's) audio duration
+                that must pass between the server showing it and taking its answer.
+            clock: The time source, in seconds.
         """
         self.config = config
         self.store = store
         self.max_participants = max_participants
+        self.release_after = release_after
+        self.durations = durations or {}
+        self.min_listening = min_listening
+        self.clock = clock
+        self._headphone = frozenset(config.headphone_tokens)
         self._live: OrderedDict[str, Live] = OrderedDict()  # least recently used first
-        self._count = len(store.participants())
+        self._finished = 0
+        #: unfinished participant -> when last seen (after a restart: their last stored step)
+        self._active: dict[str, float] = {}
+        answered, now, wall = store.last_answers(), clock(), time.time()
+        for row in store.participants():
+            if row.completed is not None or row.headphone_passed is False:
+                self._finished += 1
+            else:
+                last = max(row.started, row.consented or 0.0, answered.get(row.participant, 0.0))
+                self._active[row.participant] = now - max(0.0, wall - last)
+
+    def holding(self) -> int:
+        """Count the participants holding a place: finished ones, and unfinished ones seen
+        within ``release_after`` seconds (the others are released now).
+
+        Returns:
+            The count.
+        """
+        now = self.clock()
+        for participant in [p for p, seen in self._active.items()
+                            if now - seen > self.release_after]:
+            del self._active[participant]
+        return self._finished + len(self._active)
+
+    def _seen(self, live: Live) -> None:
+        """Note a request of ``live``'s: an unfinished participant holds a place (again)."""
+        if live.row.completed is None and live.row.headphone_passed is not False:
+            self._active[live.participant] = self.clock()
+
+    def _finish(self, live: Live) -> None:
+        """``live`` finished (completed or screened out): their place is held for good."""
+        if self._active.pop(live.participant, None) is not None:
+            self._finished += 1
 
     def _remember(self, live: Live) -> Live:
         """Keep ``live`` in memory, forgetting the least recently used beyond ``LIVE_CACHE``
@@ -180,9 +244,9 @@ class Sessions:
         live = self._load(participant_id)
         if live is None:
             return None
-        if token and hmac.compare_digest(live.row.token.encode(), str(token).encode()):
-            return live
-        if resume and _same_code(resume, resume_code(live.row.token)):
+        if (token and hmac.compare_digest(live.row.token.encode(), str(token).encode())) or \
+                (resume and _same_code(resume, resume_code(live.row.token))):
+            self._seen(live)
             return live
         return None
 
@@ -216,13 +280,13 @@ class Sessions:
         if self._load(participant_id) is not None:
             raise Refused("this participant id has already started the test in another "
                           "browser; to continue here, enter the resume code shown there", 409)
-        if self._count >= self.max_participants:
+        if self.holding() >= self.max_participants:
             raise Refused("the test is full: it takes no more participants", 503)
         row = self.store.create_participant(
             participant_id, lambda arrival: plan_for(self.config, participant_id, arrival))
-        self._count += 1
-        return self._remember(Live(row, tuple(item_from(d) for d in row.plan["items"]),
-                                   set())), True
+        live = self._remember(Live(row, tuple(item_from(d) for d in row.plan["items"]), set()))
+        self._seen(live)
+        return live, True
 
     def authenticate(self, participant: str, token: str) -> Live:
         """Find the session a request's participant id and session token name.
@@ -242,6 +306,7 @@ class Sessions:
         if live is None or not hmac.compare_digest(live.row.token.encode(),
                                                    str(token or "").encode()):
             raise Refused("unknown participant or session token", 403)
+        self._seen(live)
         return live
 
     # ---------------------------------------------------------------- state
@@ -279,11 +344,12 @@ class Sessions:
         out = {"stage": stage, "title": self.config.title,
                "progress": {"done": len(live.answered), "total": len(live.items)}}
         if stage == "headphone":
+            live.shown.setdefault("headphone", self.clock())
             out["headphone"] = {"calibration": audio_url(self.config.calibration_token, live),
-                                "trials": [audio_url(t, live)
-                                           for t in self.config.headphone_tokens]}
+                                "trials": [audio_url(t, live) for t in self._trials(live)[0]]}
         elif stage == "question":
             index = live.current()
+            live.shown.setdefault(live.items[index].key, self.clock())
             pub = live.items[index].public()
             pub["audio"] = [audio_url(t, live) for t in pub["audio"]]
             out["item"] = {"index": index, **pub}
@@ -329,16 +395,53 @@ class Sessions:
         """
         if self.stage(live) != "headphone":
             raise Refused("the headphone check is not the current step", 409)
-        key = self.config.headphone_answers
+        trials, key = self._trials(live)
         if (not isinstance(answers, list) or len(answers) != len(key)
                 or not all(_number(a) and 0 <= a < 3 for a in answers)):
             raise Refused(f"headphone answers must be {len(key)} numbers 0-2")
+        unheard = [str(i + 1) for i, token in enumerate(trials) if token not in live.fetched]
+        if unheard:
+            raise Refused("play every trial's tones before answering (trial "
+                          f"{', '.join(unheard)} was never fetched)")
+        self._listened(live, "headphone", trials)
         passed = sum(given == right for given, right in zip(answers, key)) >= HEADPHONE_PASS
         if not self.store.set_headphone(live.participant, answers, passed):
             self._reload(live)
             raise Refused("the headphone check was answered already", 409)
         live.row = replace(live.row, headphone=list(answers), headphone_passed=passed)
+        if not passed:
+            self._finish(live)
         return passed
+
+    def _trials(self, live: Live) -> tuple[list[str], list[int]]:
+        """The headphone check as ``live`` gets it: the trials' tokens in their own order, and
+        the key (the quiet tone of each)."""
+        order = headphone_order(self.config, live.participant)
+        return ([self.config.headphone_tokens[i] for i in order],
+                [self.config.headphone_answers[i] for i in order])
+
+    def _listened(self, live: Live, key: str, audio) -> int:
+        """Check that the audio of what ``key`` names has had time to be heard since the
+        server showed it, and measure how long that was.
+
+        Args:
+            live: The participant's session.
+            key: The item's key, or "headphone".
+            audio: Its audio tokens.
+
+        Returns:
+            The milliseconds since the server first showed it.
+
+        Raises:
+            Refused: Less than ``min_listening`` times the audio's duration has passed (409).
+        """
+        now = self.clock()
+        shown = live.shown.setdefault(key, now)
+        needed = self.min_listening * sum(self.durations.get(token, 0.0) for token in audio)
+        if now - shown < needed:
+            raise Refused(f"answered {now - shown:.1f} s after the samples were given; playing "
+                          f"them to the end takes {needed:.1f} s", 409)
+        return int((now - shown) * 1000)
 
     def answer(self, live: Live, index, position, played, rt_ms=None) -> None:
         """Check and store the participant's answer to their current item.
@@ -348,19 +451,20 @@ class Sessions:
             index: The item's index in their plan, as sent.
             position: The presented position of the choice made, as sent.
             played: One ``true`` per sample, as sent: the page played each to its end.
-            rt_ms: The response time in milliseconds, as sent (kept when a plausible number).
+            rt_ms: The response time the page measured; not used: the server measures it
+                (from showing the item to taking its answer) and stores that.
 
         Raises:
             Refused: No question is current or it was answered already (409), the item is
-                not theirs (404) or not the current one (409), the choice is malformed, or a
-                sample was not played or never fetched (400).
+                not theirs (404) or not the current one (409), the choice is malformed, a
+                sample was not played or never fetched (400), or the answer came sooner than
+                the samples can be played (409).
         """
         item = self._current_item(live, index)
         if not _number(position) or not 0 <= position < len(item.choices):
             raise Refused(f"choice must be a number 0-{len(item.choices) - 1}")
         _check_heard(live, item, played)
-        rt = int(rt_ms) if isinstance(rt_ms, (int, float)) and not isinstance(rt_ms, bool) \
-            and 0 <= rt_ms < 1e9 else None
+        rt = self._listened(live, item.key, item.audio)
         if item.kind == "catch":
             choice, correct = position, position == item.answer
         else:
@@ -374,8 +478,10 @@ class Sessions:
             self._reload(live)
             raise Refused("this item was answered already", 409)
         live.answered.add(item.key)
+        live.shown.pop(item.key, None)
         if last:
             live.row = replace(live.row, completed=response.answered)
+            self._finish(live)
 
     def _current_item(self, live: Live, index) -> Item:
         """The item at ``index`` when it is the participant's current, unanswered item.
@@ -427,7 +533,9 @@ class Sessions:
         live = self._load(participant)
         if live is None or not hmac.compare_digest(live.audio_key.encode(), key.encode()):
             return
-        if audio in live.fetched or audio not in live.audio_tokens:
+        self._seen(live)
+        if audio in live.fetched or (audio not in live.audio_tokens
+                                     and audio not in self._headphone):
             return
         ranges = add_range(live.partial.get(audio, []), max(0, start), min(start + nbytes, size))
         if sum(high - low for low, high in ranges) >= FETCHED_SHARE * size:

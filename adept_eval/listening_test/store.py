@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from adept_eval.errors import DamagedStore, ForeignStore
+from adept_eval.errors import DamagedStore, FolderNotWritable, ForeignStore
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS participants (
@@ -210,6 +210,11 @@ class Store:
         except sqlite3.DatabaseError as exc:
             if db is not None:
                 db.close()
+            if _read_only(exc):
+                raise FolderNotWritable(
+                    f"{self.path}: the responses database (or its -wal/-shm file beside it) "
+                    f"is read-only ({exc}); make it writable, or serve a copy of the test"
+                ) from None
             raise DamagedStore(
                 f"{self.path}: the responses database is damaged ({exc}); restore it from a "
                 "backup or the mirrored dataset (--mirror-to), or move it away to start an "
@@ -270,6 +275,30 @@ class Store:
         if self._syncer is None and self.sync_every > 0:
             self._start_syncer()
         return result
+
+    def write_problem(self) -> str:
+        """Try a write transaction (begun and rolled back, nothing written) to tell whether
+        answers can be stored now.
+
+        Returns:
+            "" when they can, else what SQLite said.
+        """
+        with self._write_lock:
+            if self._closed:
+                return "the responses store is closed"
+            db = self._writer_db
+            # a short wait: this runs where requests are answered, and a lock held for longer
+            # than that is the problem reported
+            db.execute("PRAGMA busy_timeout=200")
+            try:
+                db.execute("BEGIN IMMEDIATE")  # takes the write lock: refused when read-only
+            except sqlite3.Error as exc:
+                return f"the responses database cannot be written ({exc})"
+            finally:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                db.execute("PRAGMA busy_timeout=10000")
+        return ""
 
     def _start_syncer(self) -> None:
         """Start the background syncing thread, once."""
@@ -492,11 +521,26 @@ class Store:
         return {r[0] for r in self._read("SELECT item FROM responses WHERE participant=?",
                                          (participant,))}
 
+    def last_answers(self) -> dict[str, float]:
+        """Tell when each participant last answered.
+
+        Returns:
+            Participant id -> the time (``time.time()``) of their latest answer.
+        """
+        return dict(self._read("SELECT participant, MAX(answered) FROM responses "
+                               "GROUP BY participant"))
+
     def responses(self) -> list[ResponseRow]:
         """Read every response, by participant and then in the order answered."""
         rows = self._read("SELECT * FROM responses ORDER BY participant, answered")
         return [ResponseRow(*row[:8], bool(row[8]), tuple(json.loads(row[9])), row[10], row[11])
                 for row in rows]
+
+
+def _read_only(exc: sqlite3.Error) -> bool:
+    """Whether SQLite failed because a file cannot be written (not because it is damaged)."""
+    text = str(exc).lower()
+    return "readonly" in text or "read-only" in text or "unable to open" in text
 
 
 def _participant(row) -> ParticipantRow:

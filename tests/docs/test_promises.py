@@ -194,7 +194,12 @@ def test_the_completion_url_is_filled_with_the_code(synthetic_root, systems, tmp
     sessions = Sessions(config, store)
     live, _ = sessions.start("p1")
     sessions.consent(live)
-    sessions.headphone(live, list(config.headphone_answers))
+    quiet = dict(zip(config.headphone_tokens, config.headphone_answers))
+    trials = [url.split("?")[0].rsplit("/", 1)[-1]
+              for url in sessions.state(live)["headphone"]["trials"]]
+    for token in trials:  # the page fetched every trial's tones
+        sessions.served("p1", live.audio_key, token, 1000, 1000)
+    sessions.headphone(live, [quiet[token] for token in trials])
     while sessions.stage(live) == "question":
         item = live.items[live.current()]
         for token in item.audio:  # the page fetched every sample

@@ -38,11 +38,31 @@ def to_questions(client, pid="p1"):
         (the session's headers, the state at the first question).
     """
     h, _ = start(client, pid)
-    client.post("/api/consent", json={"consent": True}, headers=h)
-    config = client.app.state.config
-    r = client.post("/api/headphone", json={"answers": list(config.headphone_answers)}, headers=h)
+    state = client.post("/api/consent", json={"consent": True}, headers=h).json()["state"]
+    r = client.post("/api/headphone", json={"answers": headphone_key(client, state)}, headers=h)
     assert r.json()["passed"] is True
     return h, r.json()["state"]
+
+
+def headphone_key(client, state, fetch=True) -> list[int]:
+    """The headphone check's right answers for the trials a state shows (each participant
+    gets them in an order of their own), fetching the trials first as the page does.
+
+    Args:
+        client: A ``TestClient`` of the app.
+        state: The state at the headphone check.
+        fetch: Fetch the trials' tones first.
+
+    Returns:
+        The quiet tone of each trial, in the order shown.
+    """
+    config = client.app.state.config
+    quiet = dict(zip(config.headphone_tokens, config.headphone_answers))
+    trials = state["headphone"]["trials"]
+    if fetch:
+        for url in trials:
+            assert client.get(url).status_code == 200
+    return [quiet[url.split("?")[0].rsplit("/", 1)[-1]] for url in trials]
 
 
 def answer(client, h, state, position=0, played=None, fetch=True):
@@ -81,3 +101,24 @@ def wait_until_serving(url: str, tries: int) -> None:
                 return
         except httpx.TransportError:
             threading.Event().wait(0.1)
+
+
+def headphone_answers(config, state, fetch=None) -> list[int]:
+    """The headphone check's right answers for the trials a state shows, over HTTP (a real
+    server): each participant hears the trials in an order of their own.
+
+    Args:
+        config: The test's design.
+        state: The state at the headphone check.
+        fetch: An ``httpx.Client`` to fetch the trials' tones with first (as the page does;
+            the server takes no answer to tones it never sent), or None.
+
+    Returns:
+        The quiet tone of each trial, in the order shown.
+    """
+    quiet = dict(zip(config.headphone_tokens, config.headphone_answers))
+    trials = state["headphone"]["trials"]
+    if fetch is not None:
+        for url in trials:
+            assert fetch.get(url).status_code == 200
+    return [quiet[url.split("?")[0].rsplit("/", 1)[-1]] for url in trials]

@@ -13,7 +13,7 @@ pytest.importorskip("httpx", reason="needs httpx (test extra)")
 
 from adept_eval.errors import BodyTooLarge, BodyTooSlow
 
-from .shared import ADMIN, answer, start, to_questions
+from .shared import ADMIN, answer, headphone_key, start, to_questions
 
 
 def test_a_participant_goes_from_consent_to_completion_code(client):
@@ -39,15 +39,15 @@ def test_a_participant_goes_from_consent_to_completion_code(client):
 
 def test_failed_headphone_check_screens_out(client):
     h, _ = start(client)
-    client.post("/api/consent", json={"consent": True}, headers=h)
-    config = client.app.state.config
-    wrong = [(a + 1) % 3 for a in config.headphone_answers]
-    wrong[0] = config.headphone_answers[0]  # 1 of 6 right: fails (needs 5)
+    state = client.post("/api/consent", json={"consent": True}, headers=h).json()["state"]
+    right = headphone_key(client, state)
+    wrong = [(a + 1) % 3 for a in right]
+    wrong[0] = right[0]  # 1 of 6 right: fails (needs 5)
     r = client.post("/api/headphone", json={"answers": wrong}, headers=h)
     assert r.json()["passed"] is False
     assert r.json()["state"] == {**r.json()["state"], "stage": "screened_out",
                                  "completion_code": "BYE00000"}
-    assert client.post("/api/headphone", json={"answers": list(config.headphone_answers)},
+    assert client.post("/api/headphone", json={"answers": right},
                        headers=h).status_code == 409  # no second attempt
     assert answer(client, h, {"item": {"index": 0, "audio": [1]}}, fetch=False).status_code == 409
 
@@ -155,7 +155,7 @@ def test_requests_are_served_from_memory_and_a_restart_continues(client, test_di
     assert client.get("/api/state", headers=h).json() == state
     assert reads == []
     store._read = real_read
-    with TestClient(create_app(test_dir, admin_token="")) as again:
+    with TestClient(create_app(test_dir, admin_token="", min_listening=0)) as again:
         resumed = again.get("/api/state", headers=h).json()
         assert resumed == state and resumed["progress"]["done"] == 3
 
@@ -282,7 +282,7 @@ def test_an_error_response_carries_the_security_headers_too(test_dir):
     def boom(request):
         raise RuntimeError("a bug")
 
-    app = create_app(test_dir, admin_token="")
+    app = create_app(test_dir, admin_token="", min_listening=0)
     app.router.routes.append(Route("/boom", boom))
     with TestClient(app, raise_server_exceptions=False) as c:
         r = c.get("/boom")
@@ -313,7 +313,8 @@ def test_admin_view_needs_the_token(client, test_dir):
     r = client.get("/admin/status.json", headers={"Authorization": f"Bearer {ADMIN}"})
     assert r.status_code == 200 and r.json()["responses"] == 1
     assert "adept_emotion_female" in client.get(f"/admin?token={ADMIN}").text
-    with TestClient(create_app(test_dir, admin_token="")) as off:  # unset: admin is off
+    # unset: admin is off
+    with TestClient(create_app(test_dir, admin_token="", min_listening=0)) as off:
         assert off.get("/admin?token=").status_code == 403
 
 

@@ -24,6 +24,13 @@ selenium = pytest.importorskip("selenium", reason="needs selenium (test extra)")
 from adept_eval.listening_test.design import build_test, load_test
 from testing.crowd import AnswerKey
 
+
+def headphone_key(config, participant: str) -> list[int]:
+    """The headphone check's right answers in the order ``participant`` hears the trials."""
+    from adept_eval.listening_test.design import headphone_order
+
+    return [config.headphone_answers[i] for i in headphone_order(config, participant)]
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
 pytestmark = pytest.mark.skipif(not (CHROMIUM and DRIVER), reason="Debian packages chromium and "
@@ -56,7 +63,8 @@ def served(tmp_path, corpus, systems, serve):
     out = tmp_path / "test"
     build_test(corpus, out, {"copy": systems["copy"]}, tasks=TASKS, seed=5,
                completion_code="C0MPL3TE", screenout_code="SCR33N")
-    return out, serve(out)
+    # the page plays audio RATE times faster than real time here: no listening time
+    return out, serve(out, "--min-listening", "0")
 
 
 def wait_for(driver, condition, timeout=20.0, what="condition"):
@@ -113,7 +121,7 @@ def test_a_participant_completes_the_whole_test_in_chromium(browser, served, tmp
     assert not cont.is_enabled()
     play_all_and_wait(d)  # the calibration tone
     cont.click()
-    for i, right in enumerate(config.headphone_answers):
+    for i, right in enumerate(headphone_key(config, "browser_p01")):
         wait_for(d, lambda: page(d) == "headphone", what="a headphone trial")
         radios = d.find_elements("css selector", "input[name=quiet]")
         assert all(not r.is_enabled() for r in radios)  # not before the tones were heard
@@ -172,7 +180,7 @@ def test_a_participant_completes_the_whole_test_in_chromium(browser, served, tmp
     wait_for(d, lambda: page(d) == "headphone-intro", what="the headphone check")
     play_all_and_wait(d)
     d.find_element("css selector", "button.primary").click()
-    for right in config.headphone_answers:
+    for right in headphone_key(config, "browser_p02"):
         wait_for(d, lambda: page(d) == "headphone", what="a headphone trial")
         play_all_and_wait(d)
         d.find_elements("css selector", "input[name=quiet]")[(right + 1) % 3].click()
@@ -210,3 +218,47 @@ def test_a_participant_completes_the_whole_test_in_chromium(browser, served, tmp
     assert {name: kind for name, (kind, _) in shots.items()} == expected
     for _, path in shots.values():
         assert path.stat().st_size > 5000  # a rendered page, not a blank image
+
+
+def test_a_crowd_at_the_door_waits_for_a_place_instead_of_failing(served, browser, tmp_path):
+    """A 429 on arrival (too many new sessions from one address at once) showed "Something went
+    wrong". The page now says to keep it open and tries again, and the test starts once a
+    place comes free (here after the minute of --new-sessions-per-minute 1)."""
+    import httpx
+
+    out, _ = served
+    from testing.crowd import ServerProcess
+
+    with ServerProcess(out, args=("--new-sessions-per-minute", "1")) as server:
+        assert httpx.post(f"{server.url}/api/session",
+                          json={"participant": "first"}).status_code == 200
+        d = browser
+        d.get(f"{server.url}/?PROLIFIC_PID=second")
+        notice = wait_for(d, lambda: d.execute_script(
+            "const n = document.getElementById('notice'); return n && n.textContent;"),
+            what="the waiting notice")
+        assert "keep this page open" in notice and page(d) != "error"
+        shoot(d, tmp_path, "waiting", {})
+        wait_for(d, lambda: page(d) == "consent", timeout=90, what="the consent page")
+
+
+def test_the_admin_table_stays_in_its_box(served, browser, tmp_path):
+    """The /admin table spilled out of the page's box (long task names, six columns in a
+    box made for one question)."""
+    out, _ = served
+    from testing.crowd import ServerProcess
+
+    with ServerProcess(out, env={"ADEPT_LISTENING_ADMIN_TOKEN": "t0ken"}) as server:
+        d = browser
+        d.get(f"{server.url}/admin?token=t0ken")
+        wait_for(d, lambda: d.find_elements("css selector", "main.admin table"),
+                 what="the admin table")
+        box, table, page_width = d.execute_script(
+            "const m = document.querySelector('main.admin').getBoundingClientRect();"
+            "const t = document.querySelector('main.admin table').getBoundingClientRect();"
+            "return [m.right, t.right, document.documentElement.scrollWidth];")
+        d.save_screenshot(str(tmp_path / "admin.png"))
+        keep = os.environ.get("ADEPT_EVAL_SCREENSHOTS")
+        if keep:
+            shutil.copy(tmp_path / "admin.png", Path(keep) / "admin.png")
+        assert table <= box and page_width <= 900

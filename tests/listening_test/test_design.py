@@ -141,7 +141,7 @@ def test_a_test_can_be_built_from_an_lm_eval_run(corpus, systems, tmp_path, monk
     for sid, tok in config.samples["swapper"].items():  # that run's own samples, re-encoded
         served, rate = sf.read(tmp_path / "t" / design.AUDIO_DIR / config.files[tok])
         source = sf.info(systems["swap"] / f"{sid}.wav")
-        assert rate == design.BLIND_RATE
+        assert rate == config.rate == min(design.BLIND_RATE, source.samplerate)
         assert len(served) / rate == pytest.approx(source.duration, abs=1e-3)
     with pytest.raises(DesignError, match="no usable sample logged"):
         build_test(corpus, tmp_path / "t2", {"swapper": run}, tasks=["adept_emotion_male"])
@@ -209,3 +209,81 @@ def test_a_folder_of_several_systems_runs_is_refused_and_the_run_heard_is_printe
     assert one.returncode == 0, one.stderr
     assert "1 system(s) (flat)" in one.stdout, one.stdout
 
+
+
+def test_headphone_keys_are_each_participants_own(built):
+    """The headphone key was the same for everyone (one script could share it). The six
+    trials are now every placement of the quiet and the anti-phase tone, each participant
+    hearing them in an order of their own."""
+    config = load_test(built)
+    assert sorted(Counter(config.headphone_answers).values()) == [2, 2, 2]
+    keys = {tuple(config.headphone_answers[i] for i in design.headphone_order(config, f"p{n}"))
+            for n in range(40)}
+    assert len(keys) > 20
+    assert design.headphone_order(config, "p1") == design.headphone_order(config, "p1")
+
+
+def test_single_stimulus_attention_checks_do_not_always_want_the_beep(built):
+    """The single-stimulus attention check's right answer was always "A beep" (44 of 44).
+    It now plays a beep or a speech sample, drawn per participant."""
+    config = load_test(built)
+    single = [t for t in config.tasks if spec.task(t).cls.design == "single"]
+    assert single
+    right = Counter()
+    for n in range(40):
+        for d in plan_for(config, f"p{n}", n)["items"]:
+            item = item_from(d)
+            if item.kind == "catch" and item.design == "single":
+                heard = item.choices[item.answer]
+                is_beep = item.audio[0] in config.catch_tokens
+                assert heard == design.CATCH_SINGLE_CHOICES[0 if is_beep else 1]
+                right[heard] += 1
+    assert all(right[c] >= 8 for c in design.CATCH_SINGLE_CHOICES), right
+
+
+def _band_db(x: np.ndarray, rate: int, low: float, high: float) -> float:
+    """The energy of ``x`` between ``low`` and ``high`` Hz, in dB of its total energy."""
+    power = np.abs(np.fft.rfft(x)) ** 2
+    freqs = np.fft.rfftfreq(len(x), 1 / rate)
+    band = power[(freqs >= low) & (freqs < high)].sum()
+    return float(10 * np.log10(band / power.sum() + 1e-30))
+
+
+def test_served_audio_tells_systems_apart_by_nothing_but_their_sound(corpus, systems, tmp_path):
+    """A 24 kHz stereo system 6 dB quieter beside a 44.1 kHz one: resampled to 44.1 kHz its
+    files had lengths of the form ceil(n * 147 / 80), which named the system by
+    Content-Length, and only the other system had energy above 12 kHz. Now every stimulus is
+    served at the lowest system rate, low-passed at one cut-off, and each stimulus's versions
+    are padded to one length: equal sizes, and the same (empty) top band."""
+    from scipy.signal import resample_poly
+
+    quiet = tmp_path / "quiet24k"
+    for path in systems["copy"].rglob("*"):
+        target = quiet / path.relative_to(systems["copy"])
+        if path.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+        elif path.suffix == ".wav":
+            x, rate = sf.read(str(path))
+            y = resample_poly(x, 80, 147) * 10 ** (-6 / 20)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            sf.write(str(target), np.stack([y, y], axis=1), 24000, subtype="PCM_16")
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(path.read_bytes())
+    task = "adept_topical_emphasis_male"
+    config = build_test(corpus, tmp_path / "t", {"A": systems["copy"], "B": quiet},
+                        tasks=[task], seed=3)
+    audio = tmp_path / "t" / design.AUDIO_DIR
+    assert config.rate == 24000 and config.bandwidth == pytest.approx(10800)
+    served = [config.samples["A"], config.samples["B"]]
+    assert served[0].keys() == served[1].keys()
+    for stimulus in served[0]:
+        files = [audio / config.files[by[stimulus]] for by in served]
+        assert files[0].stat().st_size == files[1].stat().st_size, stimulus
+        infos = [sf.info(str(f)) for f in files]
+        assert {(i.samplerate, i.channels) for i in infos} == {(24000, 1)}
+        for f in files:
+            x, rate = sf.read(str(f))
+            assert _band_db(x, rate, 11000, 12000) < -60, (stimulus, f)
+    for beep in config.catch_tokens:
+        assert sf.info(str(audio / config.files[beep])).samplerate == 24000

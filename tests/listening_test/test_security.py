@@ -24,6 +24,8 @@ from adept_eval.listening_test.design import build_test, load_test
 from adept_eval.listening_test.session import resume_code
 from adept_eval.corpora.questions import LETTERS
 
+from .shared import headphone_answers
+
 TASKS = ["adept_syntactic_phrasing_female"]
 
 
@@ -37,8 +39,10 @@ def built(tmp_path_factory, corpus):
 
 @pytest.fixture
 def server(test_dir, serve):
-    """The real server on a fresh copy, with tight limits the tests reach."""
-    return serve(test_dir, "--new-sessions-per-minute", "5", "--max-participants", "8")
+    """The real server on a fresh copy, with tight limits the tests reach (and no listening
+    time: its tests answer as soon as they fetched the samples)."""
+    return serve(test_dir, "--new-sessions-per-minute", "5", "--max-participants", "8",
+                 "--min-listening", "0")
 
 
 def _session(c, pid, **extra):
@@ -84,13 +88,13 @@ def test_hostile_bodies_get_one_clear_4xx(server):
         assert deep.status_code == 400 and "nests deeper" in deep.json()["error"]
         token = _session(c, "p1").json()["token"]
         auth = {"X-Participant": "p1", "X-Session-Token": token}
-        c.post("/api/consent", json={"consent": True}, headers=auth)
+        state = c.post("/api/consent", json={"consent": True}, headers=auth).json()["state"]
         config = load_test(server.test_dir)
-        as_bools = [bool(a) for a in config.headphone_answers]
+        right = headphone_answers(config, state, fetch=c)
+        as_bools = [bool(a) for a in right]
         r = c.post("/api/headphone", json={"answers": as_bools}, headers=auth)
         assert r.status_code == 400  # true is not the number 1
-        state = c.post("/api/headphone", json={"answers": list(config.headphone_answers)},
-                       headers=auth).json()["state"]
+        state = c.post("/api/headphone", json={"answers": right}, headers=auth).json()["state"]
         item = state["item"]
         r = c.post("/api/answer", json={"item": item["index"], "choice": True,
                                         "played": [True] * len(item["audio"])}, headers=auth)
@@ -280,7 +284,8 @@ def test_served_audio_does_not_tell_systems_or_catch_trials_apart(corpus, system
         assert _chunks(path) == [b"fmt ", b"data"], (name, _chunks(path))
         assert b"ad00_" not in path.read_bytes()
         sizes[token] = path.stat().st_size
-    assert formats == {(".wav", BLIND_RATE, 1, "PCM_16")}
+    # one rate for all: the lowest of the systems' (22050 Hz), at most BLIND_RATE
+    assert formats == {(".wav", config.rate, 1, "PCM_16")} and config.rate == 22050 < BLIND_RATE
     for i, beep in enumerate(config.catch_tokens):
         task = tasks[i // config.catch_per_task]
         stimuli = {s for q in config.task_questions(task) for s in q.stimuli}
@@ -356,9 +361,9 @@ def test_an_answer_to_samples_never_fetched_is_refused_by_the_real_server(server
     with httpx.Client(base_url=server.url) as c, httpx.Client(base_url=server.url) as other:
         token = _session(c, "listener1").json()["token"]
         auth = {"X-Participant": "listener1", "X-Session-Token": token}
-        c.post("/api/consent", json={"consent": True}, headers=auth)
+        state = c.post("/api/consent", json={"consent": True}, headers=auth).json()["state"]
         config = load_test(server.test_dir)
-        state = c.post("/api/headphone", json={"answers": list(config.headphone_answers)},
+        state = c.post("/api/headphone", json={"answers": headphone_answers(config, state, c)},
                        headers=auth).json()["state"]
         item = state["item"]
         claim = {"item": item["index"], "choice": 0, "played": [True] * len(item["audio"])}
@@ -387,9 +392,9 @@ def test_re_requesting_the_first_bytes_does_not_count_as_fetching_a_sample(serve
     with httpx.Client(base_url=server.url) as c:
         token = _session(c, "ranges1").json()["token"]
         auth = {"X-Participant": "ranges1", "X-Session-Token": token}
-        c.post("/api/consent", json={"consent": True}, headers=auth)
+        state = c.post("/api/consent", json={"consent": True}, headers=auth).json()["state"]
         config = load_test(server.test_dir)
-        item = c.post("/api/headphone", json={"answers": list(config.headphone_answers)},
+        item = c.post("/api/headphone", json={"answers": headphone_answers(config, state, c)},
                       headers=auth).json()["state"]["item"]
         claim = {"item": item["index"], "choice": 0, "played": [True] * len(item["audio"])}
         sizes = {}
@@ -470,9 +475,10 @@ def test_memory_stays_bounded_under_a_flood_of_addresses_and_participants(test_d
 
 
 def test_only_the_sessions_own_items_files_are_counted(test_dir):
-    """Ranges of files that are not the session's items' (a headphone trial, another
-    participant's sample) were kept too: a client could fill the server's memory with ranges
-    of every file of the test. They are ignored; its own items' files still count."""
+    """Ranges of files that are not the session's items' (another participant's sample) were
+    kept too: a client could fill the server's memory with ranges of every file of the test.
+    They are ignored; its own items' files, and the headphone check's trials (which must be
+    fetched before the check is answered), still count."""
     from adept_eval.listening_test.session import Sessions
     from adept_eval.listening_test.store import DB_FILE, Store
 
@@ -481,14 +487,172 @@ def test_only_the_sessions_own_items_files_are_counted(test_dir):
     try:
         sessions = Sessions(config, store)
         live, _ = sessions.start("own1")
-        other = next(t for t in config.files if t not in live.audio_tokens)
         mine = next(iter(live.audio_tokens))
-        for token in (other, *config.headphone_tokens):
-            sessions.served("own1", live.audio_key, token, 500, 10_000, 0)
+        other = next(t for t in config.files
+                     if t not in live.audio_tokens and t not in config.headphone_tokens)
+        sessions.served("own1", live.audio_key, other, 500, 10_000, 0)
         assert live.partial == {} and live.fetched == set()
+        trial = config.headphone_tokens[0]
+        sessions.served("own1", live.audio_key, trial, 10_000, 10_000, 0)
+        assert live.fetched == {trial}
+        live.fetched.clear()
         sessions.served("own1", live.audio_key, mine, 500, 10_000, 0)
         assert live.partial == {mine: [(0, 500)]}
         sessions.served("own1", live.audio_key, mine, 9_500, 10_000, 500)
         assert live.fetched == {mine} and live.partial == {}
     finally:
         store.close()
+
+
+def _to_headphone(c, pid):
+    """Start ``pid``'s session and consent: (its headers, the state at the headphone check)."""
+    r = _session(c, pid)
+    assert r.status_code == 200, r.text
+    auth = {"X-Participant": pid, "X-Session-Token": r.json()["token"]}
+    return auth, c.post("/api/consent", json={"consent": True}, headers=auth).json()["state"]
+
+
+def test_a_flood_of_sessions_that_go_nowhere_releases_its_places(test_dir, serve):
+    """574 fake arrivals filled the test for good ("503 the test is full"). Now a participant
+    holds a place while they are active (or once finished): the fakes' places are released
+    after --release-after minutes of silence, and real participants get in again."""
+    server = serve(test_dir, "--max-participants", "4", "--release-after", "0.05",
+                   "--new-sessions-per-minute", "1000")
+    with httpx.Client(base_url=server.url) as c:
+        assert [_session(c, f"fake{i}").status_code for i in range(4)] == [200] * 4
+        full = _session(c, "real1")
+        assert full.status_code == 503 and "full" in full.json()["error"]
+        time.sleep(3.5)  # 0.05 minutes
+        assert _session(c, "real1").status_code == 200
+
+
+def test_the_server_measures_listening_time_and_wants_the_tones_fetched(test_dir, serve):
+    """An answer 4-10 ms after the samples were fetched was taken for 9-14 s of audio, with
+    the browser's own rt_ms stored; the headphone key was taken without the tones being
+    fetched. Now the server refuses the headphone answers until every trial was sent, and any
+    answer sooner than the audio takes to play (here --min-listening 0.1 of it), and stores
+    the time it measured itself."""
+    import soundfile as sf
+
+    server = serve(test_dir, "--min-listening", "0.1", "--new-sessions-per-minute", "100")
+    config = load_test(test_dir)
+    seconds = {tok: sf.info(str(test_dir / "audio" / name)).duration
+               for tok, name in config.files.items()}
+    with httpx.Client(base_url=server.url) as c:
+        auth, state = _to_headphone(c, "timed1")
+        key = headphone_answers(config, state)  # known, but the tones never fetched
+        r = c.post("/api/headphone", json={"answers": key}, headers=auth)
+        assert r.status_code == 400 and "never fetched" in r.json()["error"]
+        headphone_answers(config, state, fetch=c)
+        trials = [url.split("?")[0].rsplit("/", 1)[-1] for url in state["headphone"]["trials"]]
+        wait = 0.1 * sum(seconds[t] for t in trials)
+        r = c.post("/api/headphone", json={"answers": key}, headers=auth)
+        if r.status_code == 409:  # sooner than the tones take: refused, saying so
+            assert "takes" in r.json()["error"]
+            time.sleep(wait)
+            r = c.post("/api/headphone", json={"answers": key}, headers=auth)
+        assert r.status_code == 200 and r.json()["passed"] is True
+        item = r.json()["state"]["item"]
+        for url in item["audio"]:
+            assert c.get(url).status_code == 200
+        claim = {"item": item["index"], "choice": 0, "played": [True] * len(item["audio"]),
+                 "rt_ms": 1}
+        needed = 0.1 * sum(seconds[url.split("?")[0].rsplit("/", 1)[-1]]
+                           for url in item["audio"])
+        assert needed > 0.05
+        t0 = time.monotonic()
+        r = c.post("/api/answer", json=claim, headers=auth)
+        assert r.status_code == 409 and "takes" in r.json()["error"]
+        time.sleep(needed + 0.05)
+        assert c.post("/api/answer", json=claim, headers=auth).status_code == 200
+        took = time.monotonic() - t0
+    with sqlite3.connect(test_dir / "responses.sqlite") as db:
+        (rt_ms,) = db.execute("SELECT rt_ms FROM responses WHERE participant='timed1'").fetchone()
+    assert needed * 1000 <= rt_ms <= (took + 1) * 1000  # the server's clock, not the page's 1
+
+
+def test_health_says_so_when_answers_cannot_be_written(test_dir, serve):
+    """/healthz said ok while every write failed. Now it tries a write transaction: while
+    another process holds the database's write lock, it answers 503 naming the problem."""
+    server = serve(test_dir)
+    with httpx.Client(base_url=server.url) as c:
+        assert _session(c, "someone").status_code == 200  # the database exists
+        assert c.get("/healthz").status_code == 200
+        blocker = sqlite3.connect(test_dir / "responses.sqlite", isolation_level=None)
+        try:
+            blocker.execute("BEGIN EXCLUSIVE")
+            r = c.get("/healthz")
+            assert r.status_code == 503 and "cannot be written" in r.json()["error"]
+        finally:
+            blocker.close()
+        assert c.get("/healthz").status_code == 200
+
+
+def test_admin_tokens_cannot_be_guessed_at_speed(test_dir, serve):
+    """Admin tokens could be tried 3,000 times a second. Now an address that sent 10 wrong
+    ones within a minute is refused (429) without its token being looked at, even the right
+    one; another address is not."""
+    server = serve(test_dir, env={"ADEPT_LISTENING_ADMIN_TOKEN": "right-token"})
+    with httpx.Client(base_url=server.url) as c:
+        assert [c.get("/admin/status.json?token=guess").status_code
+                for _ in range(10)] == [403] * 10
+        assert c.get("/admin/status.json?token=right-token").status_code == 429
+    other = httpx.HTTPTransport(local_address="127.0.1.20")
+    with httpx.Client(base_url=server.url, transport=other) as c:
+        assert c.get("/admin/status.json?token=right-token").status_code == 200
+
+
+def _as_nobody(folder):
+    """Run ``adept-eval listening-test serve folder`` as the unprivileged user ``nobody``
+    (root writes read-only files anyway): its exit status and stderr."""
+    import shutil as sh
+
+    setpriv = sh.which("setpriv")
+    if setpriv is None or os.geteuid() != 0:
+        if os.environ.get("CI") == "true":
+            pytest.fail("setpriv (util-linux) and root are needed to run the server as nobody")
+        pytest.skip("needs root and setpriv (util-linux) to run the server as nobody")
+    exe = sh.which("adept-eval") or str(__import__("pathlib").Path(sys.executable).with_name(
+        "adept-eval"))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    r = subprocess.run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", exe,
+                        "listening-test", "serve", str(folder), "--port", str(port)],
+                       capture_output=True, text=True, timeout=120)
+    return r.returncode, r.stdout + r.stderr
+
+
+def test_read_only_wal_and_database_files_are_named_at_start(built, corpus):
+    """Read-only -wal/-shm files beside the database went unnoticed: serve started, /healthz
+    said ok, every participant got 500; a read-only database was called damaged. Now serve
+    stops at once naming the read-only file (run as nobody: root writes anything)."""
+    import tempfile
+
+    from adept_eval.listening_test.store import Store
+
+    for read_only in ("responses.sqlite-wal", "responses.sqlite"):
+        root = tempfile.mkdtemp(prefix="ro-lt-")
+        try:
+            folder = os.path.join(root, "test")
+            shutil.copytree(built, folder)
+            store = Store(os.path.join(folder, "responses.sqlite"), sync_every=0)
+            store._writer_db.execute("PRAGMA wal_autocheckpoint=0")
+            store.create_participant("p", lambda arrival: {"items": []})
+            # copied while open: the -wal and -shm files are there, as after a crash
+            keep = os.path.join(root, "keep")
+            shutil.copytree(folder, keep)
+            store.close()
+            shutil.rmtree(folder)
+            os.rename(keep, folder)
+            for dirpath, dirs, files in os.walk(root):
+                os.chmod(dirpath, 0o777)
+                for name in files:
+                    os.chmod(os.path.join(dirpath, name), 0o666)
+            assert os.path.exists(os.path.join(folder, "responses.sqlite-wal"))
+            os.chmod(os.path.join(folder, read_only), 0o444)
+            status, out = _as_nobody(folder)
+            assert status != 0 and "Traceback" not in out
+            assert read_only in out and "read-only" in out and "damaged" not in out
+        finally:
+            shutil.rmtree(root, ignore_errors=True)

@@ -19,7 +19,7 @@ pytest.importorskip("httpx", reason="needs httpx (test extra)")
 from adept_eval.listening_test.design import build_test, load_test
 from testing.crowd import CROWD_ARGS, crowd
 
-from .shared import wait_until_serving
+from .shared import headphone_answers, wait_until_serving
 
 TASKS = ["adept_propositional_attitude_female", "adept_syntactic_phrasing_female"]
 
@@ -86,9 +86,11 @@ def test_100_participants_at_once_lose_and_duplicate_nothing(test_dir, serve):
         async with httpx.AsyncClient(base_url=server.url) as c:
             r = await c.post("/api/session", json={"participant": "twice"})
             h = {"X-Participant": "twice", "X-Session-Token": r.json()["token"]}
-            await c.post("/api/consent", json={"consent": True}, headers=h)
-            s = (await c.post("/api/headphone", json={"answers": list(
-                config.headphone_answers)}, headers=h)).json()["state"]
+            s = (await c.post("/api/consent", json={"consent": True}, headers=h)).json()["state"]
+            for url in s["headphone"]["trials"]:  # heard, as the page does
+                (await c.get(url)).raise_for_status()
+            s = (await c.post("/api/headphone", json={"answers": headphone_answers(
+                config, s)}, headers=h)).json()["state"]
             for url in s["item"]["audio"]:  # played, as the page does
                 (await c.get(url)).raise_for_status()
             body = {"item": s["item"]["index"], "choice": 0,
@@ -158,7 +160,7 @@ def test_one_command_runs_the_whole_human_evaluation(tmp_path, corpus, systems):
     proc = subprocess.Popen(
         [sys.executable, "-m", "adept_eval.cli", "listening-test", "run", "--corpus",
          str(corpus.root), str(systems["copy"]), "--tasks", TASKS[1], "-o", str(out), "--port",
-         str(port), "--completion-code", "ONE"],
+         str(port), "--completion-code", "ONE", "--min-listening", "0"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         env={**os.environ, "COLUMNS": "120"})
     try:
@@ -193,7 +195,7 @@ def test_responses_are_mirrored_to_a_private_hub_dataset(test_dir, tmp_path, ser
         env = {"HF_ENDPOINT": hub.url, "HF_HUB_DISABLE_XET": "1", "HF_TOKEN": hub.token,
                "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HOME": str(tmp_path / "hf")}
         server = serve(test_dir, "--mirror-to", "adept-lab/lt-responses",
-                       "--mirror-every", "0.05", env=env)
+                       "--mirror-every", "0.05", "--min-listening", "0", env=env)
         outcomes = asyncio.run(crowd(server.url, config, 3, fetch_audio=False))
         server.stop()  # its last push, at shutdown, holds every answer
         repo = hub.repo("adept-lab/lt-responses")
@@ -252,3 +254,49 @@ def test_serving_on_every_address_prints_a_url_participants_can_use(test_dir):
         except subprocess.TimeoutExpired:
             proc.kill()
 
+
+
+def test_a_mirror_made_public_while_the_test_runs_gets_no_more_pushes(test_dir, tmp_path, serve):
+    """A dataset made public while the test ran kept receiving participant ids. The mirror
+    checks before each push: once public, nothing more is pushed and the server says so."""
+    from testing.hub_server import HubServer
+
+    config = load_test(test_dir)
+    with HubServer() as hub:
+        env = {"HF_ENDPOINT": hub.url, "HF_HUB_DISABLE_XET": "1", "HF_TOKEN": hub.token,
+               "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HOME": str(tmp_path / "hf")}
+        server = serve(test_dir, "--mirror-to", "adept-lab/lt-public",
+                       "--mirror-every", "0.02", "--min-listening", "0", env=env)
+        asyncio.run(crowd(server.url, config, 1, fetch_audio=False))
+        repo = hub.repo("adept-lab/lt-public")
+        threading.Event().wait(3)
+        assert repo.commits
+        repo.private = False  # the owner flips it on the Hub
+        threading.Event().wait(2)
+        pushed = len(repo.commits)
+        asyncio.run(crowd(server.url, config, 2, fetch_audio=False, first=10))
+        threading.Event().wait(4)
+        server.stop()
+        assert len(repo.commits) == pushed
+        assert "made public" in server.proc.stderr.read().decode()
+
+
+def test_a_mirror_the_token_cannot_see_is_one_message(test_dir, tmp_path):
+    """A dataset of another owner's, invisible to the token, gave a raw
+    RepositoryNotFoundError traceback."""
+    import os
+    import subprocess
+    import sys
+
+    from testing.hub_server import HubServer
+
+    with HubServer() as hub:
+        env = {**os.environ, "HF_ENDPOINT": hub.url, "HF_HUB_DISABLE_XET": "1",
+               "HF_TOKEN": hub.token, "HF_HUB_DISABLE_TELEMETRY": "1",
+               "HF_HOME": str(tmp_path / "hf")}
+        r = subprocess.run([sys.executable, "-m", "adept_eval.cli", "listening-test", "serve",
+                            str(test_dir), "--port", "1", "--mirror-to", "someone-else/secret"],
+                           capture_output=True, text=True, env=env, timeout=120)
+    out = r.stdout + r.stderr
+    assert r.returncode != 0 and "Traceback" not in out
+    assert "someone-else/secret" in out and "neither see nor create" in out

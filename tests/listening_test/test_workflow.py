@@ -41,7 +41,7 @@ def test_screening_exclusions_and_export_scored_by_the_human_listener(
     from adept_eval.listening_test.export import export
     from adept_eval.listening_test.store import Store
 
-    app = create_app(test_dir, admin_token=ADMIN)
+    app = create_app(test_dir, admin_token=ADMIN, min_listening=0)
     config = app.state.config
     people = [(f"good{i}", {"skill": 0.5 + 0.08 * i, "seed": i}) for i in range(6)]
     people += [("deaf", {"headphones": False}), ("sleepy", {"attentive": False}),
@@ -115,7 +115,7 @@ def test_cli_build_status_export_report(corpus, systems, tmp_path, capsys, monke
                  f"copy={systems['copy']}", "-o", str(out)]) == 2  # never rebuilt in place
     assert "already holds" in capsys.readouterr().err
     assert main(["listening-test", "status", str(out)]) == 2  # nothing served yet
-    app = create_app(out, admin_token="")
+    app = create_app(out, admin_token="", min_listening=0)
     asyncio.run(_simulate(app, app.state.config, [(f"p{i}", {"seed": i}) for i in range(4)]))
     capsys.readouterr()
     # the documented commands (docs/listening-test.md), through the real executable

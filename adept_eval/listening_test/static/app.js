@@ -37,7 +37,13 @@ async function call(method, path, payload) {
       continue;
     }
     const data = await res.json().catch(() => ({}));
-    if (res.status >= 500 && res.status !== 503) {  // 503: the test is full (a final answer)
+    if (res.status === 429) {  // too many arrivals at once: a place comes free within a minute
+      showNotice(BUSY);
+      await new Promise(r => setTimeout(r, Math.min(30000, 5000 * 2 ** attempt)));
+      continue;
+    }
+    // 503 is final only when the test says it is full; a busy server's or a proxy's is not
+    if (res.status >= 500 && !(res.status === 503 && data.full === true)) {
       showNotice(attempt >= RETRIES_BEFORE_MESSAGE ? STILL_FAILING : "");
       await new Promise(r => setTimeout(r, Math.min(8000, 500 * 2 ** attempt)));
       continue;
@@ -51,6 +57,8 @@ async function call(method, path, payload) {
 const RETRIES_BEFORE_MESSAGE = 3;
 const STILL_FAILING = "The test server is not answering properly. Your answers so far are " +
   "saved; this page keeps trying. If this lasts, contact the researcher.";
+const BUSY = "Many people are starting the test right now. Please keep this page open: " +
+  "it continues by itself in a moment.";
 
 function tokenKey(participant) { return "adept-session-" + participant; }
 
