@@ -21,7 +21,7 @@ places); F0, energy and tempo weighted towards the frames where the natural cand
 most, each term scaled by how far those candidates lie from one another. The weighted sum
 becomes a posterior over candidates, softmax(-d / temperature).
 
-A multi-stimulus question (emotions and attitudes: what a rendition conveys as a whole) adds a
+An emotion question (what a rendition conveys as a whole; ``CATEGORY_CLASSES``) adds a
 *category* term (``CATEGORY_WEIGHT``): each rendition's global cues (pitch height, range and
 movement, level and its dynamics, duration, voicing; ``prosody.global_cues``), relative to the
 system's own mean rendition of the sentence, against each subcategory's prototype - the natural
@@ -105,13 +105,20 @@ from adept_eval.scoring.listeners import Answer, Listener, Response, register_li
 TERM_WEIGHTS = {"f0": 1.0, "energy": 0.5, "level": 0.5, "tempo": 1.0, "pause": 1.0,
                 "salience": 1.0, "boundary": 3.0}
 TEMPERATURE = 0.5
-# The category term of multi-stimulus questions (emotions and attitudes): each rendition's global
+# The category term of emotion questions (``CATEGORY_CLASSES``): each rendition's global
 # cues against each subcategory's prototype over all the class's natural sentences
 # (``prosody.category_distance``), added to the reference-likeness total at this weight. Chosen
 # on real human speech of the tuning corpus only (TESS, both speakers, one speaker's takes
 # answering for the other's: 0.44 without the term, 0.71 / 0.71 / 0.73 / 0.72 at 0.05 / 0.1 /
 # 0.2 / 0.5, 800 questions); the other corpora are held out (docs/listener-validity.md).
 CATEGORY_WEIGHT = 0.2
+# The classes the category term answers: emotions, which people name by what they hear (the
+# human-speech bench measures emotions only). Not the attitudes: on the six tuning and reserved
+# TTS rotations the term raised every emotion family (dose 728 -> 786 right answers) but lowered
+# both attitude classes (male propositional attitude 53 cells lower, 1 higher; male
+# interpersonal attitude 49 lower, 10 higher), whose realisations differ from sentence to
+# sentence more than one prototype per subcategory allows.
+CATEGORY_CLASSES = ("emotion",)
 # METHOD_VERSION names the answering method. It changes whenever an answer can change, so
 # that results, caches and validation runs of different methods are never mixed. The method:
 # monotone speech counts as speech (``speech_presence.MIN_TIMBRE_SPREAD``); the within-voice
@@ -121,8 +128,8 @@ CATEGORY_WEIGHT = 0.2
 # (speech power, not the mean of frame decibels, which timing moves); a multi-stimulus
 # question is answered knowing that its samples are the candidates one each (``one_each``);
 # the cross-voice alignment (``prosody.onto``) compares cepstra normalised to unit variance
-# per coefficient (``prosody._standardised_cepstra``); a multi-stimulus question also weighs
-# the category term (``CATEGORY_WEIGHT``).
+# per coefficient (``prosody._standardised_cepstra``); an emotion question also weighs the
+# category term (``CATEGORY_WEIGHT``, ``CATEGORY_CLASSES``).
 METHOD_VERSION = "18"
 
 
@@ -485,7 +492,7 @@ class AcousticListener(Listener):
             total = comparison.total(TERM_WEIGHTS)
             scaled = {t: comparison.terms[t] / comparison.scale[t] for t in TERMS}
             method = "sentence-relative"
-            if question.design == "multi":
+            if question.cls in CATEGORY_CLASSES:
                 category = self._category(question.cls, question.speaker, subs, paths)
                 total = total + CATEGORY_WEIGHT * category
                 scaled["category"] = category

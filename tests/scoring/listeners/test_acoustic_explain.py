@@ -28,7 +28,7 @@ def test_answers_explain_distances_and_posteriors(corpus, systems, tmp_path):
         detail = json.loads(answer.detail)
         assert detail["candidates"]
         terms = {"f0", "energy", "level", "tempo", "pause", "salience", "boundary"}
-        if q.design == "multi":  # what a rendition conveys as a whole: its category
+        if q.cls == "emotion":  # what a rendition conveys as a whole: its category
             terms.add("category")
         for sample in detail["samples"]:
             assert set(sample["distance"]) == terms
