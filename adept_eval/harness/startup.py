@@ -4,9 +4,10 @@ work with no paths.
 lm-eval 0.4.x discovers neither external tasks nor external models. adept-eval therefore installs
 a one-line ``adept_eval_lm_eval.pth`` into site-packages that imports this module at start-up.
 It does nothing but put a post-import hook on a few lm-eval modules, so a process that never
-imports lm-eval is untouched, and when lm-eval is imported the patches below run. Every patch acts only on what is adept-eval's - our tasks, our models, our options, our runs -
-and leaves anyone else's evaluation as lm-eval runs it (docs/reliability-and-speed.md says how
-CI checks that against lm-eval's own test suite):
+imports lm-eval is untouched, and when lm-eval is imported the patches below run. Every patch
+acts only on what is adept-eval's - our tasks, our models, our options, our runs - and leaves
+anyone else's evaluation as lm-eval runs it (docs/reliability-and-speed.md says how CI checks
+that against lm-eval's own test suite):
 
 - after ``lm_eval.api.registry`` loads: ``get_model`` asked for one of our four models adds it
   to lm-eval's model registry as a lazy placeholder (the mechanism lm-eval uses for its own);
