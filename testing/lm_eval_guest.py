@@ -205,3 +205,60 @@ def outcome_differences(first: Outcomes, second: Outcomes) -> list[str]:
     tests = sorted(set(first.by_test) | set(second.by_test))
     return [f"{t}: {first.by_test.get(t, 'not run')} -> {second.by_test.get(t, 'not run')}"
             for t in tests if first.by_test.get(t) != second.by_test.get(t)]
+
+
+_LOG_STAMP = re.compile(r"^\d{4}-\d{2}-\d{2}:\d{2}:\d{2}:\d{2} ")
+_PROGRESS = re.compile(r"\d+/\d+ \[")  # a tqdm progress bar: its rates differ run to run
+
+
+def log_differences(first: str, second: str, paths: dict[str, str]) -> list[str]:
+    """How two runs' console logs differ, line by line, once timestamps, progress bars and each
+    run's own paths are set aside (the lines lm-eval logs, their source lines and how often
+    each is logged all count).
+
+    Args:
+        first: one run's stderr (or stdout).
+        second: the other's.
+        paths: text -> placeholder, for each run's own folders (both runs' are replaced).
+
+    Returns:
+        One line per differing line; empty when the logs agree.
+    """
+    def lines(text):
+        out = []
+        for line in text.splitlines():
+            if _PROGRESS.search(line):
+                continue
+            line = _LOG_STAMP.sub("", line)
+            for path, name in paths.items():
+                line = line.replace(path, name)
+            out.append(line)
+        return out
+
+    a, b = lines(first), lines(second)
+    import difflib
+
+    return [d for d in difflib.unified_diff(a, b, "first", "second", lineterm="", n=0)
+            if d.startswith(("+", "-")) and not d.startswith(("+++", "---"))]
+
+
+def lm_eval_with_and_without(argv, cwd: Path, env: dict) -> dict:
+    """Run the same ``lm_eval`` command line with adept-eval's start-up hook on and switched off
+    (``ADEPT_EVAL_NO_LM_EVAL_HOOK=1``: lm-eval as it is without adept-eval).
+
+    Args:
+        argv: the command line, the ``lm_eval`` executable first; or a function of the run's
+            label (``"with"``, ``"without"``) returning it (to give each run its own folder).
+        cwd: the folder to run in.
+        env: the environment (the hook switch is set or removed here).
+
+    Returns:
+        ``{"with": CompletedProcess, "without": CompletedProcess}`` (text output captured).
+    """
+    import subprocess
+
+    base = {k: v for k, v in env.items() if k != "ADEPT_EVAL_NO_LM_EVAL_HOOK"}
+    return {label: subprocess.run([str(a) for a in (argv(label) if callable(argv) else argv)],
+                                  cwd=cwd, capture_output=True, text=True, timeout=600,
+                                  env={**base, **extra})
+            for label, extra in (("with", {}), ("without", {"ADEPT_EVAL_NO_LM_EVAL_HOOK": "1"}))}

@@ -112,15 +112,11 @@ def _patch_saving(tracker) -> None:
         def save_results_aggregated(self, results, samples=None, *args, **kwargs):
             if not _saves_ours(self, _tasks_of(results)):
                 return save(self, results, samples, *args, **kwargs)
-            redact_leaks(results, samples)
+            redact_leaks(results, samples, _config_of(self))
             with _reasons(self) as reasons:
                 done = save(self, results, samples, *args, **kwargs)
             if getattr(self, "output_path", None):
-                _require_written(_folder(self) / f"results_{self.date_id}.json"
-                                 if Path(self.output_path).suffix != ".json" else
-                                 Path(self.output_path).with_name(
-                                     f"{Path(self.output_path).stem}_{self.date_id}.json"),
-                                 reasons, lines=None)
+                _require_written(_results_file(self), reasons, lines=None)
             return done
 
         tracker.save_results_aggregated = mark(save_results_aggregated, save)
@@ -133,8 +129,9 @@ def _patch_saving(tracker) -> None:
             with _reasons(self) as reasons:
                 done = save_samples(self, task_name, samples, *args, **kwargs)
             if getattr(self, "output_path", None):
-                _require_written(_folder(self) / f"samples_{task_name}_{self.date_id}.jsonl",
-                                 reasons, lines=len(samples))
+                date_id = getattr(self, "date_id", None)
+                _require_written(_folder(self) / f"samples_{task_name}_{date_id}.jsonl"
+                                 if date_id else None, reasons, lines=len(samples))
             return done
 
         tracker.save_results_samples = mark(save_results_samples, save_samples)
@@ -181,6 +178,51 @@ def _check_nearest_existing(output_path, folder: Path) -> None:
     if not os.access(existing, os.W_OK | os.X_OK):
         raise ResultsNotSaved(f"--output_path {output_path}: {existing} cannot be written "
                               "(no permission)")
+
+
+def _config_of(tracker) -> dict | None:
+    """The run's general config that lm-eval adds to the results as it saves them (model
+    arguments, model name...), as the tracker's own attribute dict (redacted in place), without
+    the sanitised model name that names the results folder.
+
+    Args:
+        tracker: lm-eval's ``EvaluationTracker``.
+
+    Returns:
+        A dict of the config's fields whose changes reach the tracker, or None.
+    """
+    config = getattr(tracker, "general_config_tracker", None)
+    fields = getattr(config, "__dict__", None)
+    if not isinstance(fields, dict):
+        return None
+    return _FieldsView(config, [k for k in fields if k != "model_name_sanitized"])
+
+
+class _FieldsView(dict):
+    """Some attributes of an object as a dict; setting an item sets the attribute."""
+
+    def __init__(self, target, names):
+        super().__init__((name, getattr(target, name)) for name in names)
+        self._target = target
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        setattr(self._target, key, value)
+
+    def __delitem__(self, key):  # a field's name is never a secret's value: keep the field
+        super().__delitem__(key)
+
+
+def _results_file(self) -> Path | None:
+    """The results file lm-eval 0.4.13 writes (``save_results_aggregated``'s own rule), or None
+    when it never got as far as naming one (``date_id`` is set just before writing)."""
+    date_id = getattr(self, "date_id", None)
+    if not date_id:
+        return None
+    path = Path(self.output_path)
+    if path.suffix == ".json":
+        return path.with_name(f"{path.stem}_{date_id}.json")
+    return _folder(self) / f"results_{date_id}.json"
 
 
 def _folder(self) -> Path:
@@ -241,11 +283,17 @@ def _reasons(self):
         logger.removeFilter(reasons)
 
 
-def _require_written(path: Path, reasons: list[str], *, lines: int | None) -> None:
+def _require_written(path: Path | None, reasons: list[str], *, lines: int | None) -> None:
     """``ResultsNotSaved`` naming ``path`` unless it holds what was to be written: a whole JSON
     document (results), or ``lines`` whole JSON lines (samples). A file cut short is removed:
-    left behind, it would pass for a finished run's results."""
+    left behind, it would pass for a finished run's results. ``path`` None: lm-eval failed
+    before naming the file."""
     import json
+
+    if path is None:
+        why = f": {reasons[-1]}" if reasons else ""
+        raise ResultsNotSaved(f"lm-eval could not save the results{why}. Check the "
+                              "--output_path folder (space left, permissions) and run again")
 
     try:
         text = path.read_text(encoding="utf-8")
@@ -271,7 +319,7 @@ def _require_written(path: Path, reasons: list[str], *, lines: int | None) -> No
                           "--output_path folder (space left, permissions) and run again")
 
 
-def redact_leaks(results, samples) -> list[str]:
+def redact_leaks(results, samples, config=None) -> list[str]:
     """Replace, in place, the value of every secret environment variable found in results or
     samples (an option or a system's output echoing it) by ``<redacted $NAME>``, and say so on
     the ``adept_eval`` logger: the run's results are written, never the secret. The scan
@@ -280,6 +328,8 @@ def redact_leaks(results, samples) -> list[str]:
     Args:
         results: lm-eval's results dict, or None.
         samples: task name -> its sample records (or one task's list), or None.
+        config: the run's general config lm-eval adds to the results as it writes them
+            (``_config_of``), or None.
 
     Returns:
         The names of the variables whose values were redacted.
@@ -292,13 +342,13 @@ def redact_leaks(results, samples) -> list[str]:
         secrets = environment_secrets()
         if not secrets:
             return []
-        text = json.dumps([results, samples], default=str, ensure_ascii=False)
+        text = json.dumps([results, samples, config], default=str, ensure_ascii=False)
         leaked = {name: value for name, value in secrets.items() if value in text}
         if not leaked:
             return []
         # longest values first: a secret inside another is replaced as part of the longer one
         order = sorted(leaked.items(), key=lambda kv: len(kv[1]), reverse=True)
-        for container in (results, samples):
+        for container in (results, samples, config):
             if container is not None:
                 _redact_in(container, order)
     except Exception as exc:
