@@ -192,6 +192,37 @@ def read_junit(path: Path) -> Outcomes:
     return Outcomes(by_test)
 
 
+def read_expected_failures(path: Path) -> dict[str, str]:
+    """A recorded list of tests that fail for reasons of their own (``.ci/lm_eval_offline_failures``).
+
+    Args:
+        path: the list: ``#`` comment lines, then one test a line, its id, a tab, the reason.
+
+    Returns:
+        Test id -> reason.
+    """
+    listed = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            test, _, reason = line.partition("\t")
+            listed[test.strip()] = reason.strip()
+    return listed
+
+
+def unexpected_failures(outcomes: Outcomes, expected: dict[str, str]) -> tuple[list, list]:
+    """Compare a run's failures with the recorded list.
+
+    Args:
+        outcomes: the run (without adept-eval).
+        expected: the recorded failures (test id -> reason).
+
+    Returns:
+        (tests that failed or errored but are not listed, listed tests that did not fail).
+    """
+    failing = {t for t, o in outcomes.by_test.items() if o in ("failed", "error")}
+    return sorted(failing - set(expected)), sorted(set(expected) - failing)
+
+
 def outcome_differences(first: Outcomes, second: Outcomes) -> list[str]:
     """Tests whose outcome differs between two runs (or that ran in one only).
 
@@ -208,7 +239,8 @@ def outcome_differences(first: Outcomes, second: Outcomes) -> list[str]:
 
 
 _LOG_STAMP = re.compile(r"^\d{4}-\d{2}-\d{2}:\d{2}:\d{2}:\d{2} ")
-_PROGRESS = re.compile(r"\d+/\d+ \[")  # a tqdm progress bar: its rates differ run to run
+#: a progress bar (tqdm's ``[00:00<00:01, ...]`` or ``[00:00, ...]``): its rates differ run to run
+_PROGRESS = re.compile(r"\[\d+:\d\d[<,]")
 
 
 def log_differences(first: str, second: str, paths: dict[str, str]) -> list[str]:
