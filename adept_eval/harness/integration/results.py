@@ -233,34 +233,12 @@ def _folder(self) -> Path:
     return path / str(self.general_config_tracker.model_name_sanitized)
 
 
-class _Reasons:
-    """A logging filter that notes the ``repr`` of the exception lm-eval logs when its save
-    fails (``eval_logger.info(repr(e))``) and lets every record through unchanged."""
-
-    def __init__(self):
-        self.seen: list[str] = []
-
-    def filter(self, record) -> bool:
-        """Note a failure reason; never drops a record.
-
-        Args:
-            record: the log record.
-
-        Returns:
-            True.
-        """
-        msg = record.msg
-        if isinstance(msg, str) and not record.args and msg.endswith(")") and "(" in msg:
-            self.seen.append(msg)
-        return True
-
-
 @contextmanager
 def _reasons(self):
-    """What lm-eval logs when its save fails (``repr`` of the exception it caught), noted by a
-    filter on its module's logger during the call: the logger itself, its records, their
-    source lines and lm-eval's log-once cache are lm-eval's own. A reason logged at a level the
-    logger does not emit is not seen; the file is checked all the same.
+    """What lm-eval logs when its save fails (``eval_logger.info(repr(e))``), noted whatever
+    the logger's level, by wrapping that logger's ``info`` for the call. The logger itself is
+    lm-eval's (its log-once cache keys on it) and its records keep lm-eval's source lines
+    (``stacklevel`` skips the wrapper).
 
     Args:
         self: lm-eval's ``EvaluationTracker`` (its defining module holds ``eval_logger``).
@@ -272,15 +250,27 @@ def _reasons(self):
     import logging
 
     logger = getattr(inspect.getmodule(type(self)), "eval_logger", None)
+    reasons: list[str] = []
     if not isinstance(logger, logging.Logger):
-        yield []
+        yield reasons
         return
-    reasons = _Reasons()
-    logger.addFilter(reasons)
+    had = "info" in vars(logger)
+    previous = logger.info
+
+    def info(msg, *args, **kwargs):
+        if isinstance(msg, str) and not args and msg.endswith(")") and "(" in msg:
+            reasons.append(msg)
+        kwargs["stacklevel"] = kwargs.get("stacklevel", 1) + 1
+        return previous(msg, *args, **kwargs)
+
+    logger.info = info
     try:
-        yield reasons.seen
+        yield reasons
     finally:
-        logger.removeFilter(reasons)
+        if had:
+            logger.info = previous
+        else:
+            del logger.info
 
 
 def _require_written(path: Path | None, reasons: list[str], *, lines: int | None) -> None:

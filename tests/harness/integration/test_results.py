@@ -92,6 +92,10 @@ def test_a_secret_in_a_run_of_ours_is_redacted_and_the_results_kept(tmp_path, mo
     assert saved[shown] == [shown, 1] and saved["results"]["adept_emotion_female"]
     assert saved["model_name"] == f"org/{shown}"
     assert "$MY_SERVICE_TOKEN" in caplog.text and secret not in caplog.text
+    # lm-eval's own records keep lm-eval's source lines, though the save of ours is wrapped
+    lm_eval_records = [r for r in caplog.records if r.name.startswith("lm_eval")]
+    assert lm_eval_records and all(f"{os.sep}lm_eval{os.sep}" in r.pathname
+                                   for r in lm_eval_records), lm_eval_records
 
 
 @pytest.mark.parametrize("table", [
