@@ -175,3 +175,10 @@ def test_graded_overhead_refuses_rounds_0_and_alternates_abba():
                  "at least 1")
     bench = _module("benchmarks/graded_overhead.py")
     assert [bench.order(r) for r in range(4)] == [("off", "on"), ("on", "off")] * 2
+
+@pytest.mark.parametrize("args, words", [
+    (["--rounds", "0"], ["--rounds", "a whole number of rounds"]),
+    (["--samples", "x"], ["--samples", "a whole number of samples"]),
+])
+def test_lm_eval_hook_cost_refuses_bad_input(args, words):
+    _one_message(_script("benchmarks/lm_eval_hook_cost.py", *args), *words)

@@ -331,7 +331,8 @@ def test_plain_lm_eval_cli_finds_tasks_and_models(corpus, tmp_path):
                  "--limit", "1"], env, tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     known = ("from lm_eval.api.registry import model_registry as r, get_model; "
-             "get_model('adept-natural'); print(' '.join(sorted(r.keys())))")
+             "get_model('adept-natural'); get_model('audio-dir'); "
+             "print(' '.join(sorted(r.keys())))")
     done = _cli([sys.executable, "-c", known], env, tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     assert {"hf", "vllm", "dummy", "adept-natural", "audio-dir"} <= set(done.stdout.split())
