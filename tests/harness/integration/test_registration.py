@@ -11,6 +11,7 @@ import sys
 _SCRIPT = """
 import sys
 import lm_eval.api.registry as r
+import lm_eval.evaluator, lm_eval.tasks, lm_eval._cli.harness  # every module the hook patches
 print("size at import", len(r.model_registry))
 print("excepthook", sys.excepthook is sys.__excepthook__)
 from lm_eval.api.model import LM

@@ -42,6 +42,25 @@ def test_anyone_elses_run_is_written_and_logged_as_without_adept_eval(tmp_path):
     assert guest.stdout == plain.stdout and "guest_choice" in guest.stdout
 
 
+def test_anyone_elses_output_path_naming_a_file_is_lm_evals_to_handle(tmp_path):
+    """``--output_path`` naming an existing file was refused before evaluating, for everyone:
+    lm-eval evaluates, prints its table, logs that it could not save, exits 0 - with the plugin
+    now as without it."""
+    tasks = write_local_tasks(tmp_path / "tasks")
+    taken = tmp_path / "taken"
+    taken.write_text("not a folder")
+    runs = lm_eval_with_and_without(
+        [console_script("lm_eval"), "--model", "dummy", "--tasks", "guest_choice",
+         "--include_path", str(tasks), "--output_path", str(taken), "--limit", "2"],
+        tmp_path, {**os.environ, "TQDM_DISABLE": "1"})
+    plain, guest = runs["without"], runs["with"]
+    assert plain.returncode == 0 and "Could not save results aggregated" in plain.stderr
+    assert guest.returncode == 0, guest.stderr[-2000:]
+    assert log_differences(plain.stderr, guest.stderr, {}) == []
+    assert guest.stdout == plain.stdout and "guest_choice" in guest.stdout
+    assert taken.read_text() == "not a folder"
+
+
 def test_anyone_elses_tracker_is_lm_evals_own(tmp_path, caplog):
     """``--output_path`` naming an existing file was refused before evaluating, for everyone;
     lm-eval evaluates, then logs that it could not save. That is lm-eval's to decide."""
