@@ -150,7 +150,7 @@ def one_run(system: Path, corpus: str, home: Path) -> dict:
     from lm_eval import simple_evaluate
     from lm_eval.tasks import TaskManager
 
-    from adept_eval.harness.startup import register
+    from adept_eval.harness.startup import register, task_dir
     from adept_eval.scoring.listeners.acoustic import AcousticListener
     from adept_eval.models.base import SpeechSystem
 
@@ -184,7 +184,8 @@ def one_run(system: Path, corpus: str, home: Path) -> dict:
     args = {"path": str(system), "name": "bench"}
     # only adept-eval's tasks (the start-up hook adds their folder): this part times the
     # listener, not lm-eval's task index
-    tm = TaskManager(include_defaults=False, metadata={**args, "workers": 1})
+    tm = TaskManager(include_path=str(task_dir()), include_defaults=False,
+                     metadata={**args, "workers": 1})
     res = simple_evaluate(model="audio-dir", model_args=args, tasks=["adept"],
                           task_manager=tm, bootstrap_iters=0, metadata={"workers": 1})
     return {"spent": spent, "seconds": sum(s.audio_seconds for s in stores),

@@ -156,7 +156,7 @@ def evaluate(system: Path, graded: bool):
     from lm_eval.tasks import TaskManager
 
     from adept_eval.harness import run_context
-    from adept_eval.harness.startup import register
+    from adept_eval.harness.startup import register, task_dir
 
     register()
     run_context.reset()
@@ -165,7 +165,8 @@ def evaluate(system: Path, graded: bool):
     # one process (workers=1): a background worker's extraction would not show in this
     # process's CPU time
     meta = {"graded": str(graded).lower(), "workers": 1}
-    tm = TaskManager(include_defaults=False, metadata={**args, **meta})
+    tm = TaskManager(include_path=str(task_dir()), include_defaults=False,
+                     metadata={**args, **meta})
     res = simple_evaluate(model="audio-dir", model_args=args, tasks=["adept"], task_manager=tm,
                           bootstrap_iters=0, log_samples=True, metadata=meta)
     return time.perf_counter() - t, time.process_time() - c, res

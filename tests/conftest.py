@@ -132,13 +132,14 @@ def run_lm_eval(model: str, tasks: list[str], *, model_args: dict | None = None,
     from lm_eval import simple_evaluate
     from lm_eval.tasks import TaskManager
 
-    from adept_eval.harness.startup import register
+    from adept_eval.harness.startup import register, task_dir
 
     register()
     model_args = model_args or {}
-    # only adept-eval's task folder (the hook adds it): indexing lm-eval's own ~14,700 tasks
-    # costs ~9 s a run and is what test_task_index.py and the subprocess tests exercise
-    tm = TaskManager(include_defaults=False, metadata={**model_args, **(metadata or {})})
+    # only adept-eval's task folder: indexing lm-eval's own ~14,700 tasks costs ~9 s a run and
+    # is what test_task_index.py and the subprocess tests exercise
+    tm = TaskManager(include_path=str(task_dir()), include_defaults=False,
+                     metadata={**model_args, **(metadata or {})})
     return simple_evaluate(model=model, model_args=model_args, tasks=tasks, task_manager=tm,
                            log_samples=log_samples, limit=limit, bootstrap_iters=0)
 

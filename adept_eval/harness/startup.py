@@ -3,13 +3,18 @@ work with no paths.
 
 lm-eval 0.4.x discovers neither external tasks nor external models. adept-eval therefore installs
 a one-line ``adept_eval_lm_eval.pth`` into site-packages that imports this module at start-up.
-It does nothing but put a post-import hook on two lm-eval modules, so a process that never
-imports lm-eval is untouched, and when lm-eval is imported:
+It does nothing but put a post-import hook on a few lm-eval modules, so a process that never
+imports lm-eval is untouched, and when lm-eval is imported the patches below run. Every patch
+acts only on what is adept-eval's - our tasks, our models, our options, our runs - and leaves
+anyone else's evaluation as lm-eval runs it (docs/reliability-and-speed.md says how CI checks
+that against lm-eval's own test suite):
 
-- after ``lm_eval.api.registry`` loads: our four models are added to its model registry as lazy
-  placeholders (the same mechanism lm-eval uses for its own models);
-- after ``lm_eval.tasks.manager`` loads: every ``TaskManager`` also indexes adept-eval's task
-  folder, *before* any ``--include_path`` (so a user's own copies of our tasks still override);
+- after ``lm_eval.api.registry`` loads: ``get_model`` asked for one of our four models adds it
+  to lm-eval's model registry as a lazy placeholder (the mechanism lm-eval uses for its own);
+  nothing is registered at import;
+- after ``lm_eval.tasks.manager`` loads: a ``TaskManager`` that indexes lm-eval's own tasks also
+  indexes adept-eval's task folder, *before* any ``--include_path`` (so a user's own copies of
+  our tasks still override); one built with ``include_defaults=False`` is left alone;
 - after ``lm_eval.tasks._factory`` loads: a task of ours reports the metrics its YAML's
   ``metric_list`` names (a user's edited copy may leave some out), and a list it cannot report
   is one message naming the YAML (``integration.metric_list``);
@@ -17,21 +22,25 @@ imports lm-eval is untouched, and when lm-eval is imported:
   tasks are all adept-eval's does not index lm-eval's own ~14,700 (``simple_evaluate`` without
   a ``task_manager`` likewise);
 - after ``lm_eval.loggers.evaluation_tracker`` loads: runs of our models are named after the
-  system (``name=``), which is what results folders and Hub uploads then carry;
+  system (``name=``), which is what results folders and Hub uploads then carry; results and
+  samples of our runs have secret values redacted, and a save that failed is fatal;
 - after ``evaluate.loading`` loads: the bare names ``speech_judge`` and ``prosody_transfer``
   resolve to our installed evaluate modules (see ``integration.registration``);
-- after ``lm_eval.evaluator`` loads: ``simple_evaluate`` refuses secret-looking options before
-  lm-eval logs them, begins the run's context (``run_context``: which keys came from
-  ``--model_args``, the work done once per run), and adds the run's identity (``identity``) to
-  the results lm-eval then writes;
+- after ``lm_eval.evaluator`` loads: ``simple_evaluate`` of our models or tasks refuses
+  secret-looking options before lm-eval logs them, checks ``--output_path``, begins the run's
+  context (``run_context``: which keys came from ``--model_args``, the work done once per run),
+  and adds the run's identity (``identity``) to the results lm-eval then writes;
 - after ``lm_eval.api.group`` loads: group figures of adept-eval's suites are pooled over what
   was actually scored (responses, judged answers), not over documents;
-- after ``lm_eval.utils`` / ``lm_eval.loggers.utils`` / ``lm_eval.api.task`` load: the printed
-  table shows our headline metric first and counts as integers; ``git describe`` outside a git
-  checkout stays quiet; lm-eval's "Custom kwargs" hint is not repeated for each of our tasks.
-- after ``lm_eval._cli.utils`` loads: ``--model_args``/``--metadata`` in ``key=value`` form may
-  contain ``{...}`` (``command=... {text} ...``, ``pattern={id}-Kimi``), and a malformed JSON
-  object is reported without echoing it (see ``integration.arguments``).
+- after ``lm_eval.utils`` / ``lm_eval.loggers.utils`` / ``lm_eval.api.task`` load: a printed
+  table with our tasks shows our headline metric first and counts as integers; ``git
+  describe`` outside a git checkout stays quiet in our runs; lm-eval's "Custom kwargs" hint is
+  not repeated for each of our tasks;
+- after ``lm_eval._cli.utils`` / ``lm_eval._cli.harness`` / ``lm_eval._cli.run`` load: in a
+  command line of our models or tasks, ``--model_args``/``--metadata`` in ``key=value`` form may
+  contain ``{...}`` (``command=... {text} ...``, ``pattern={id}-Kimi``), a malformed JSON
+  object is reported without echoing it, and our user errors end ``lm_eval`` as one line with
+  exit status 2 (see ``integration.arguments``).
 
 Every wrapper falls back to lm-eval's own behaviour on any unexpected error of ours: a change in
 lm-eval can cost adept-eval a feature, never break ``lm_eval`` for the environment. (Deliberate
@@ -79,6 +88,7 @@ HOOKS = Registry("lm-eval hook", {
     "lm_eval.loggers.utils": "adept_eval.harness.integration.display:patch_git",
     "lm_eval.api.task": "adept_eval.harness.integration.display:patch_task_logging",
     "lm_eval._cli.run": "adept_eval.harness.integration.arguments:patch_cli",
+    "lm_eval._cli.harness": "adept_eval.harness.integration.arguments:patch_harness_cli",
 })
 
 

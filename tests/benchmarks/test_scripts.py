@@ -171,6 +171,7 @@ def test_graded_overhead_refuses_rounds_0_and_alternates_abba():
     bench = _module("benchmarks/graded_overhead.py")
     assert [bench.order(r) for r in range(4)] == [("off", "on"), ("on", "off")] * 2
 
+
 @pytest.mark.parametrize("args, words", [
     (["--workers", "0"], ["--workers", "at least 1"]),
     (["--sleep", "0"], ["--sleep", "more than 0"]),
@@ -192,3 +193,11 @@ def test_tts_concurrency_prints_each_worker_count_with_its_n(synthetic_root):
     done = _script("benchmarks/tts_concurrency.py", "--corpus", str(synthetic_root),
                    "--samples", "999", "--no-espeak")
     _one_message(done, "--samples 999: the corpus has 195 recordings")
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--rounds", "0"], ["--rounds", "a whole number of rounds"]),
+    (["--samples", "x"], ["--samples", "a whole number of samples"]),
+])
+def test_lm_eval_hook_cost_refuses_bad_input(args, words):
+    _one_message(_script("benchmarks/lm_eval_hook_cost.py", *args), *words)

@@ -354,6 +354,7 @@ def test_a_save_that_fails_after_scoring_is_fatal_and_leaves_no_half_file(tmp_pa
     register()
     out = tmp_path / "out"
     tracker = EvaluationTracker(output_path=str(out))
+    tracker.general_config_tracker.model_source = "adept-natural"  # a run of ours
     tracker.general_config_tracker.model_name_sanitized = "sys"
     out.mkdir()
     (out / "sys").write_text("in the way")

@@ -282,6 +282,7 @@ def test_in_process_model(use_corpus, tmp_path):
     from lm_eval import simple_evaluate
     from lm_eval.tasks import TaskManager
 
+    from adept_eval.harness.startup import task_dir
     from adept_eval.models import InProcessTTS
 
     class Echo(InProcessTTS):
@@ -290,7 +291,7 @@ def test_in_process_model(use_corpus, tmp_path):
 
     model = Echo(name="echo", cache_dir=str(tmp_path))
     res = simple_evaluate(model=model, tasks=["adept_marked_tonicity_male"],
-                          task_manager=TaskManager(include_defaults=False),
+                          task_manager=TaskManager(include_path=str(task_dir()), include_defaults=False),
                           bootstrap_iters=0)
     assert res["results"]["adept_marked_tonicity_male"]["acc,none"] == 1.0
     assert model.synthesized == 10
@@ -302,7 +303,7 @@ def test_in_process_model(use_corpus, tmp_path):
 
     model = Int16Echo(name="int16-echo", cache_dir=str(tmp_path))
     res = simple_evaluate(model=model, tasks=["adept_marked_tonicity_male"],
-                          task_manager=TaskManager(include_defaults=False),
+                          task_manager=TaskManager(include_path=str(task_dir()), include_defaults=False),
                           bootstrap_iters=0)
     r = res["results"]["adept_marked_tonicity_male"]
     assert r["acc,none"] == 1.0 and r["failed,none"] == 0  # it read as 98% clipped
@@ -381,7 +382,8 @@ def test_plain_lm_eval_cli_finds_tasks_and_models(corpus, tmp_path):
                  "--limit", "1"], env, tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     known = ("from lm_eval.api.registry import model_registry as r, get_model; "
-             "get_model('adept-natural'); print(' '.join(sorted(r.keys())))")
+             "get_model('adept-natural'); get_model('audio-dir'); "
+             "print(' '.join(sorted(r.keys())))")
     done = _cli([sys.executable, "-c", known], env, tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     assert {"hf", "vllm", "dummy", "adept-natural", "audio-dir"} <= set(done.stdout.split())
@@ -395,15 +397,16 @@ def test_plain_lm_eval_cli_finds_tasks_and_models(corpus, tmp_path):
     done = _cli([lm_eval, "validate", "--tasks", task, "--include_path", str(task_dir())],
                 {**env, "ADEPT_EVAL_NO_LM_EVAL_HOOK": "1"}, tmp_path)
     assert done.returncode == 0 and "All tasks found and valid" in done.stdout, done.stdout
-    # ... with the hook really off: lm-eval's own index (not its ~14,700 tasks: 3 s, not 15)
-    # holds none of ours then, and ours with it on
+    # ... and a TaskManager told to index nothing of the installed tasks holds none of ours,
+    # hook on or off (lm-eval's own index of ~14,700 tasks, ours among them with the hook on,
+    # is test_task_index's: 15 s, not 3)
     listed = ("from lm_eval.tasks import TaskManager; "
               "print(' '.join(TaskManager(include_defaults=False).all_tasks))")
     for off in (True, False):
         hook = {"ADEPT_EVAL_NO_LM_EVAL_HOOK": "1"} if off else {}
         done = _cli([sys.executable, "-c", listed], {**env, **hook}, tmp_path)
         assert done.returncode == 0, done.stderr[-2000:]
-        assert (task in done.stdout.split()) is not off, (off, done.stdout)
+        assert task not in done.stdout.split(), (off, done.stdout)
 
 
 def test_a_run_saved_to_a_json_file_name_is_found_with_its_samples(corpus, tmp_path):

@@ -1,7 +1,8 @@
 """What ``lm_eval`` prints for our runs (results themselves are unchanged): the table with our
 headline metric first, counts as integers and no arrow on counts or reference values (as the
 suites' metric tables say), a quiet ``git describe`` outside a git checkout, and lm-eval's
-"Custom kwargs" hint not repeated for each of our tasks."""
+"Custom kwargs" hint not repeated for each of our tasks. A table, run or hint with nothing of
+ours in it is lm-eval's own."""
 
 from __future__ import annotations
 
@@ -17,6 +18,12 @@ def patch_table(utils_module) -> None:
         return
 
     def make_table(result_dict, column="results", *args, **kwargs):
+        try:
+            if not _has_ours(result_dict, column):  # anyone else's table: lm-eval's own
+                return original(result_dict, column, *args, **kwargs)
+        except Exception as exc:
+            fell_back("table", exc)
+            return original(result_dict, column, *args, **kwargs)
         try:  # a table of nothing but our tasks: written directly, lm-eval's layout
             rows = our_rows(utils_module, result_dict, column, *args, **kwargs)
             if rows is not None:
@@ -31,6 +38,22 @@ def patch_table(utils_module) -> None:
             return text
 
     utils_module.make_table = mark(make_table, original)
+
+
+def _has_ours(result_dict, column: str) -> bool:
+    """Does the table show any task or group of ours?
+
+    Args:
+        result_dict: lm-eval's results.
+        column: the results column the table shows.
+
+    Returns:
+        True when a row would be ours.
+    """
+    from adept_eval.suites import suite_of
+
+    entries = result_dict.get(column) if isinstance(result_dict, dict) else None
+    return any(suite_of(key) is not None for key in entries or ())
 
 
 def table_headers(column: str) -> list[str]:
@@ -277,13 +300,20 @@ def _centre(text: str, width: int) -> str:
 
 
 def patch_git(loggers_utils) -> None:
-    """``git describe`` outside a git checkout printed ``fatal: not a git repository``. Wraps
-    lm-eval 0.4.13's ``lm_eval.loggers.utils.get_git_commit_hash``."""
+    """In a run of ours, ``git describe`` outside a git checkout stays quiet (lm-eval lets git
+    print ``fatal: not a git repository`` on stderr); any other caller gets lm-eval's own
+    function. Wraps lm-eval 0.4.13's ``lm_eval.loggers.utils.get_git_commit_hash``, which
+    ``simple_evaluate`` calls (so ``fallback.OUR_RUN`` tells the run). Quiet for everyone
+    would be an upstream change (docs/reliability-and-speed.md)."""
+    from adept_eval.harness.integration.fallback import OUR_RUN
+
     original = loggers_utils.get_git_commit_hash
     if patched(original):
         return
 
     def get_git_commit_hash():
+        if not OUR_RUN.get():
+            return original()
         try:
             import subprocess
 
@@ -295,7 +325,7 @@ def patch_git(loggers_utils) -> None:
         except Exception:
             return original()
 
-    loggers_utils.get_git_commit_hash = mark(get_git_commit_hash)
+    loggers_utils.get_git_commit_hash = mark(get_git_commit_hash, original)
 
 
 class QuietCustomKwargs:

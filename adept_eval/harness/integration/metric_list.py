@@ -32,6 +32,15 @@ def patch_task_factory(factory_module) -> None:
 
     @functools.wraps(original)
     def _build_task(self, entry, *args, **kwargs):
+        try:
+            if _our_yaml(getattr(entry, "yaml_path", None)):
+                # our user errors while our tasks load (``lm_eval validate`` and the Python API
+                # included) are one line, as in ``lm_eval run``
+                from adept_eval.errors import install_excepthook
+
+                install_excepthook()
+        except Exception as exc:
+            fell_back("task loading", exc)
         task = original(self, entry, *args, **kwargs)
         try:
             fit(task, getattr(entry, "yaml_path", None))
@@ -42,6 +51,20 @@ def patch_task_factory(factory_module) -> None:
         return task
 
     cls._build_task = mark(_build_task, original)
+
+
+def _our_yaml(yaml_path) -> bool:
+    """Is this task YAML in adept-eval's task folder?
+
+    Args:
+        yaml_path: the YAML lm-eval builds the task from, or None.
+
+    Returns:
+        True for one of our task folder's YAMLs.
+    """
+    from adept_eval.harness.integration.task_index import within_ours
+
+    return bool(yaml_path) and within_ours(yaml_path)
 
 
 def _check_listed(suite, config, listed: list[str], where: str) -> None:

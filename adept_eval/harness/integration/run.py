@@ -9,54 +9,94 @@ from __future__ import annotations
 
 import functools
 
-from adept_eval.errors import UnsupportedOptionError, SettingsError
-from adept_eval.harness.integration.fallback import fell_back, mark, ours, patched
+from adept_eval.errors import UnsupportedOptionError, UserError
+from adept_eval.harness.integration.fallback import OUR_RUN, fell_back, mark, ours, patched
 from adept_eval.harness.integration.task_index import REQUESTED
 
 
 def patch_evaluator(evaluator_module) -> None:
     """Wrap ``lm_eval.evaluator.simple_evaluate(model, model_args, tasks, ...)`` (written
-    against lm-eval 0.4.13's signature; positional or keyword arguments alike).
+    against lm-eval 0.4.13's signature; positional or keyword arguments alike). A run whose
+    model and tasks are none of ours is lm-eval's own call, with only the task index's note of
+    the requested tasks around it (``task_index.REQUESTED``, read for runs of ours alone).
 
     Args:
         evaluator_module: ``lm_eval.evaluator``, patched in place.
     """
+    import inspect
+
     original = evaluator_module.simple_evaluate
     if patched(original):
         return
+    signature = inspect.signature(original)
 
     @functools.wraps(original)
     def simple_evaluate(*args, **kwargs):
-        from adept_eval import identity
-        from adept_eval.harness import run_context
-
-        model, model_args = kwargs.get("model", args[0] if args else None), \
-            kwargs.get("model_args", args[1] if len(args) > 1 else None)
+        try:
+            given = signature.bind_partial(*args, **kwargs).arguments
+        except TypeError:  # lm-eval's own error for a call it does not accept
+            return original(*args, **kwargs)
+        model, model_args = given.get("model"), given.get("model_args")
         is_ours = False
         try:
-            is_ours = ours(model, kwargs.get("tasks"))
+            is_ours = ours(model, given.get("tasks"))
             if is_ours:
-                refuse_run_options(original, args, kwargs, model_args)
-        except (SettingsError, UnsupportedOptionError):
+                begin_run(original, args, kwargs, given)
+        except UserError:  # a deliberate refusal, not an error of ours
             raise
         except Exception as exc:
             fell_back("settings", exc)
-        requested = REQUESTED.set(kwargs.get("tasks", args[2] if len(args) > 2 else None)
-                                  if kwargs.get("task_manager") is None else None)
-        run = run_context.begin(*model_record(model, model_args)) if is_ours else None
+        requested = REQUESTED.set(given.get("tasks") if given.get("task_manager") is None
+                                  else None)
+        if not is_ours:
+            try:
+                return original(*args, **kwargs)
+            finally:
+                REQUESTED.reset(requested)
+        from adept_eval import identity
+        from adept_eval.harness import run_context
+
+        run = run_context.begin(*model_record(model, model_args))
+        marked = OUR_RUN.set(True)
         try:
             results = original(*args, **kwargs)
         finally:
+            OUR_RUN.reset(marked)
             REQUESTED.reset(requested)
-            context = run_context.end(run) if run is not None else None
-        if context is not None:
-            try:
-                identity.attach(results, model, model_args, context.identities)
-            except Exception as exc:
-                fell_back("run identity", exc)
+            context = run_context.end(run)
+        try:
+            identity.attach(results, model, model_args, context.identities)
+        except Exception as exc:
+            fell_back("run identity", exc)
         return results
 
-    evaluator_module.simple_evaluate = mark(simple_evaluate)
+    evaluator_module.simple_evaluate = mark(simple_evaluate, original)
+
+
+def begin_run(original, args, kwargs, given) -> None:
+    """What a run of ours does before lm-eval starts: refuse what it cannot take
+    (``refuse_run_options``), check that ``--output_path`` can hold the results (lm-eval only
+    finds out after the whole evaluation), and show our user errors and Ctrl-C as one line
+    should they reach the top of the process (``errors.install_excepthook``).
+
+    Args:
+        original: lm-eval's own ``simple_evaluate``.
+        args: the positional arguments of the call.
+        kwargs: the keyword arguments of the call.
+        given: the call's arguments bound to lm-eval's signature.
+
+    Raises:
+        UnsupportedOptionError: an option a run of ours refuses.
+        SettingsError: a secret or a task's own key among the options.
+        ResultsNotSaved: ``--output_path`` cannot hold results.
+    """
+    from adept_eval.errors import install_excepthook
+    from adept_eval.harness.integration.results import check_output_path
+
+    install_excepthook()
+    refuse_run_options(original, args, kwargs, given.get("model_args"))
+    tracker = given.get("evaluation_tracker")
+    check_output_path(getattr(tracker, "output_path", None))
 
 
 def refuse_run_options(original, args, kwargs, model_args) -> None:

@@ -1,5 +1,6 @@
-"""Where lm-eval finds our tasks: every TaskManager also indexes our task folder, and one
-built for a run that asks only for our tasks skips lm-eval's own ~14,700 (~9 s of indexing).
+"""Where lm-eval finds our tasks: a TaskManager that indexes lm-eval's own tasks also indexes
+our task folder (one told ``include_defaults=False`` is left alone), and one built for a run
+that asks only for our tasks skips lm-eval's own ~14,700 (~9 s of indexing).
 
 The requested tasks reach the TaskManager through ``REQUESTED``, set while ``lm_eval run``
 processes its tasks (``patch_config``) or while ``simple_evaluate`` runs without a
@@ -41,31 +42,54 @@ def only_ours(tasks) -> bool:
 
 
 def patch_task_manager(manager_module) -> None:
-    """Every TaskManager also indexes our task folder (before ``--include_path``, so a user's
-    own copies of our tasks still override); one built for a run that asks only for our tasks
-    does not index lm-eval's. Written against lm-eval 0.4.13's ``TaskManager(include_path,
-    include_defaults, ...)``."""
+    """A TaskManager that indexes lm-eval's own tasks (``include_defaults``, the default) also
+    indexes our task folder, before ``include_path`` (so a user's own copies of our tasks
+    still override): our tasks join the tasks installed in the environment. One built with
+    ``include_defaults=False`` indexes what its caller named and nothing more, unless the run
+    asks only for our tasks: then lm-eval's own are the ones left out. Written against
+    lm-eval 0.4.13's ``TaskManager(verbosity, include_path, include_defaults, metadata)``;
+    positional and keyword arguments are bound to that signature, so every call lm-eval
+    accepts is passed on unchanged in form."""
+    import inspect
+
     cls = manager_module.TaskManager
     if patched(cls.__init__):
         return
     original = cls.__init__
+    signature = inspect.signature(original)
 
-    def __init__(self, *args, include_path=None, **kwargs):
+    def __init__(self, *args, **kwargs):
         try:
-            ours = str(task_dir())
-            given = [] if include_path is None else list(include_path) \
-                if isinstance(include_path, (list, tuple)) else [include_path]
-            paths = [ours, *(p for p in given if not within_ours(p))]
-            requested = REQUESTED.get()
-            if not args and kwargs.get("include_defaults", True) and requested is not None \
-                    and only_ours(requested):
-                kwargs["include_defaults"] = False
+            bound = signature.bind(self, *args, **kwargs)
+        except TypeError:  # lm-eval's own error for a call it does not accept
+            return original(self, *args, **kwargs)
+        try:
+            _with_our_folder(bound.arguments)
         except Exception as exc:
             fell_back("TaskManager", exc)
-            paths = include_path
-        original(self, *args, include_path=paths, **kwargs)
+            return original(self, *args, **kwargs)
+        return original(*bound.args, **bound.kwargs)
 
     cls.__init__ = mark(__init__, original)
+
+
+def _with_our_folder(arguments: dict) -> None:
+    """Add our task folder to a TaskManager's bound arguments when it indexes the installed
+    tasks, and leave lm-eval's own out for a run of only ours.
+
+    Args:
+        arguments: ``inspect.BoundArguments.arguments`` of ``TaskManager.__init__``, changed in
+            place; a call with ``include_defaults=False`` is left as it is.
+    """
+    if not arguments.get("include_defaults", True):
+        return
+    include_path = arguments.get("include_path")
+    given = [] if include_path is None else list(include_path) \
+        if isinstance(include_path, (list, tuple)) else [include_path]
+    arguments["include_path"] = [str(task_dir()), *(p for p in given if not within_ours(p))]
+    requested = REQUESTED.get()
+    if requested is not None and only_ours(requested):
+        arguments["include_defaults"] = False
 
 
 def within_ours(path) -> bool:

@@ -226,3 +226,23 @@ def test_include_path_naming_our_own_task_folder_is_not_indexed_twice(tmp_path):
                               capture_output=True, text=True, cwd=tmp_path, timeout=600)
         assert done.returncode == 0 and "All tasks found and valid" in done.stdout, done.stderr
         assert ("overrides existing task" in done.stderr) is overrides, (folder, done.stderr)
+
+
+def test_a_task_manager_keeps_lm_evals_signature_and_its_callers_choice(tmp_path):
+    """``TaskManager(include_defaults=False, include_path=mine)`` held adept-eval's 31 tasks
+    besides the user's (lm-eval's own test_include_defaults_false_with_custom_path), and a
+    positional ``include_path`` (``TaskManager("INFO", path)``) was a TypeError. A manager
+    told to index only the caller's folder holds only that; one indexing the installed tasks
+    holds ours among them, however its arguments are passed."""
+    from lm_eval.tasks import TaskManager
+
+    from adept_eval.harness.startup import register
+    from testing.lm_eval_guest import TASKS, write_local_tasks
+
+    register()
+    mine = str(write_local_tasks(tmp_path / "tasks"))
+    for manager in (TaskManager(include_defaults=False, include_path=mine),
+                    TaskManager(None, mine, False), TaskManager("INFO", mine, False)):
+        assert sorted(manager.all_tasks) == sorted(TASKS)
+    everything = set(TaskManager("INFO", mine).all_tasks)
+    assert {*TASKS, "adept_emotion_female", "arc_easy"} <= everything
