@@ -163,7 +163,7 @@ def test_status_and_report_print_every_figure_whole_and_names_literally(corpus, 
                  f"flat-system-with-a-long-name={systems['flat']}",
                  "--tasks", "adept_marked_tonicity_female,adept_interpersonal_attitude_female",
                  "-o", str(out)]) == 0
-    app = create_app(out, admin_token="")
+    app = create_app(out, admin_token="", min_listening=0)
     asyncio.run(_simulate(app, app.state.config, [(f"participant-{i}", {"seed": i})
                                                   for i in range(5)]))
     exe = console_script("adept-eval")
