@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import secrets
 from pathlib import Path
@@ -704,13 +703,9 @@ def _report(test, out, include_incomplete):
 
 def _no_nan(x):
     """JSON has no NaN: an undefined figure (no responses) is written as null."""
-    if isinstance(x, float) and math.isnan(x):
-        return None
-    if isinstance(x, dict):
-        return {k: _no_nan(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [_no_nan(v) for v in x]
-    return x
+    from adept_eval.results.formatting import nan_as_null
+
+    return nan_as_null(x)
 
 
 def cmd_report(args):

@@ -716,16 +716,9 @@ def _listener_entry(group: list[Source], people: dict[str, Source], questions, n
 
 def to_json(result: dict) -> dict:
     """The ``--json`` document: nan written as null."""
-    def clean(x):
-        if isinstance(x, float) and math.isnan(x):
-            return None
-        if isinstance(x, dict):
-            return {k: clean(v) for k, v in x.items()}
-        if isinstance(x, list):
-            return [clean(v) for v in x]
-        return x
+    from adept_eval.results.formatting import nan_as_null
 
-    return clean(result)
+    return nan_as_null(result)
 
 
 __all__ = ["Answered", "agreement", "answered", "cell", "kendall_tau_b", "majority_credit",

@@ -671,16 +671,9 @@ def _cached(run: Run, read):
 # ----------------------------------------------------------------------------- output
 def to_json(result: dict) -> dict:
     """The ``--json`` document: nan written as null."""
-    def clean(x):
-        if isinstance(x, float) and math.isnan(x):
-            return None
-        if isinstance(x, dict):
-            return {k: clean(v) for k, v in x.items()}
-        if isinstance(x, list):
-            return [clean(v) for v in x]
-        return x
+    from adept_eval.results.formatting import nan_as_null
 
-    out = clean(result)
+    out = nan_as_null(result)
     if len(out["pairs"]) == 1:  # the issue's shape for the common case: {"adept": {...}}
         for suite in ("adept", "vstyle"):
             if suite in out["pairs"][0]:

@@ -262,3 +262,22 @@ def fit_title(fig, ax, text: str, fontsize: float) -> None:
         if (box.x0 >= 0 and box.x1 <= fig.bbox.width) or per_line <= 10:
             return
         per_line = max(int(per_line * 0.85), 10)
+
+
+def nan_as_null(x):
+    """A result made ready for JSON, which has no NaN: every undefined figure (NaN) inside dicts
+    and lists becomes None (null).
+
+    Args:
+        x: A figure, or a dict or list of them, nested.
+
+    Returns:
+        The same structure, NaN replaced by None.
+    """
+    if isinstance(x, float) and math.isnan(x):
+        return None
+    if isinstance(x, dict):
+        return {k: nan_as_null(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [nan_as_null(v) for v in x]
+    return x

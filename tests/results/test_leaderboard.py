@@ -230,17 +230,22 @@ def _vstyle_run(folder: Path, system: str, score: float, failed: int) -> None:
         json.dumps(data, allow_nan=True))
 
 
-def test_a_vstyle_run_whose_judgements_all_failed_is_shown_apart(tmp_path):
-    runs = tmp_path / "runs"
-    _vstyle_run(runs, "low", 3.2, 0)
-    _vstyle_run(runs, "failed", math.nan, 10)
-    _vstyle_run(runs, "high", 4.1, 0)
+def _board_markdown(runs, tmp_path) -> str:
+    """The leaderboard of ``runs`` through the real ``adept-eval leaderboard``, as markdown."""
     exe = Path(sys.executable).with_name("adept-eval")
     out = subprocess.run([str(exe), "leaderboard", str(runs), "-o", str(tmp_path / "board")],
                          capture_output=True, text=True, cwd=tmp_path,
                          env={**os.environ, "ADEPT_EVAL_HOME": str(tmp_path / "home")})
     assert out.returncode == 0, out.stderr
-    board = next((tmp_path / "board").glob("*.md")).read_text()
+    return next((tmp_path / "board").glob("*.md")).read_text()
+
+
+def test_a_vstyle_run_whose_judgements_all_failed_is_shown_apart(tmp_path):
+    runs = tmp_path / "runs"
+    _vstyle_run(runs, "low", 3.2, 0)
+    _vstyle_run(runs, "failed", math.nan, 10)
+    _vstyle_run(runs, "high", 4.1, 0)
+    board = _board_markdown(runs, tmp_path)
     ranked, _, apart = board.partition("## VStyle runs not ranked")
     rows = {line.split("|")[3].strip(): line for line in ranked.splitlines()
             if line.startswith("| ") and line.split("|")[3].strip() in ("low", "high", "failed")}
@@ -257,12 +262,7 @@ def test_a_vstyle_run_with_failed_judgements_is_listed_apart_not_ranked(tmp_path
     _vstyle_run(runs, "complete", 3.9, 0)
     _vstyle_run(runs, "gappy", 4.0, 1)  # 4 of 44 judgements failed
     _vstyle_run(runs, "other", 3.0, 0)
-    exe = Path(sys.executable).with_name("adept-eval")
-    out = subprocess.run([str(exe), "leaderboard", str(runs), "-o", str(tmp_path / "board")],
-                         capture_output=True, text=True, cwd=tmp_path,
-                         env={**os.environ, "ADEPT_EVAL_HOME": str(tmp_path / "home")})
-    assert out.returncode == 0, out.stderr
-    board = next((tmp_path / "board").glob("*.md")).read_text()
+    board = _board_markdown(runs, tmp_path)
     ranked, _, apart = board.partition("## VStyle runs not ranked")
     rows = {line.split("|")[3].strip() for line in ranked.splitlines()
             if line.startswith("| ") and line.split("|")[3].strip() in

@@ -135,16 +135,29 @@ def settle(cli, parsed, deferred: list[Deferred]) -> None:
         ValueError: lm-eval's own error, for anyone else's run.
         SystemExit: argparse's error, for a malformed JSON object in a run of ours.
     """
-    try:
-        is_ours = ours(getattr(parsed, "model", None), getattr(parsed, "tasks", None))
-    except Exception as exc:
-        fell_back("command line", exc)
-        is_ours = False
-    if not is_ours:
+    if not _is_ours(parsed):
         raise deferred[0].error
     for item in deferred:
         if item.json:
             cli._parser.error(f"argument {item.option}: {_json_problem(item.value)}")
+
+
+def _is_ours(parsed) -> bool:
+    """Whether a parsed ``lm_eval`` command line runs our models or tasks (``ours``); a failure
+    to tell is reported (``fell_back``) and counts as not ours, so lm-eval behaves as without
+    the plugin.
+
+    Args:
+        parsed: the parsed command line (its ``model`` and ``tasks``).
+
+    Returns:
+        True for a run of ours.
+    """
+    try:
+        return ours(getattr(parsed, "model", None), getattr(parsed, "tasks", None))
+    except Exception as exc:
+        fell_back("command line", exc)
+        return False
 
 
 def _json_problem(value: str) -> str:
@@ -181,12 +194,7 @@ def patch_cli(run_module) -> None:
         return
 
     def _execute(args):
-        try:
-            is_ours = ours(getattr(args, "model", None), getattr(args, "tasks", None))
-        except Exception as exc:
-            fell_back("command line", exc)
-            is_ours = False
-        if not is_ours:
+        if not _is_ours(args):
             return original(args)
         from adept_eval.errors import USER_ERROR_STATUS, install_excepthook, shown_as_one_message
 
