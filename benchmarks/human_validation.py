@@ -6,7 +6,8 @@ the same speaker's second take (``second-take``), that take in another voice (``
 the reference take itself in another voice (``own-take-other-voice``) or another speaker of the
 same sex saying the same sentences (``other-speaker``). Per corpus and family it prints, for the
 acoustic listener and the naive four-feature baseline: questions (n), sentences, accuracy, its
-95% interval resampling whole sentences, and the one-sided p against chance (0.20 for the five emotions) of an exact
+95% interval resampling whole sentences (exact over the sentences when every question came out
+alike), and the one-sided p against chance (0.20 for the five emotions) of an exact
 test that relabels each sentence's stimuli as one (``stats.within_cluster_permutation_p``).
 Corpora whose emotions are not ADEPT's five are laid out in another ADEPT multi-stimulus design
 (JL-Corpus's four in the four-sample attitude design; ``human.LAYOUT``).
@@ -41,7 +42,8 @@ def summarise(results, cls: str) -> dict:
     """Accuracy, n, sentences, the sentence-resampled 95% interval and the clustered p of the
     results of one ADEPT class's layout."""
     from adept_eval.corpora import spec
-    from adept_eval.scoring.stats import bootstrap_interval, within_cluster_permutation_p
+    from adept_eval.scoring.stats import within_cluster_permutation_p
+    from benchmarks.validation.benchmark import pooled_interval
 
     right = [r.correct for r in results]
     sentences = [r.sentence for r in results]
@@ -50,8 +52,8 @@ def summarise(results, cls: str) -> dict:
     for r in results:
         pairs[r.sentence].append((r.target if r.chosen else None, r.chosen))
     p = within_cluster_permutation_p([(labels, v) for v in pairs.values()])
-    low, high = bootstrap_interval(right, sentences) if len(set(right)) > 1 else \
-        (float(right[0]), float(right[0]))
+    # whole sentences resampled; exact over the sentences when every question came out alike
+    (low, high), _ = pooled_interval(results)
     return {"n": len(right), "sentences": len(set(sentences)),
             "accuracy": sum(right) / len(right), "low": low, "high": high, "p": p,
             "failed": sum(r.failed for r in results)}
@@ -65,6 +67,7 @@ def _p(p: float) -> str:
 def main() -> int:
     from tqdm.auto import tqdm
 
+    from adept_eval.corpora import spec
     from adept_eval.scoring.listeners.acoustic import AcousticListener, listener_version
     from benchmarks.validation import human as H
     from benchmarks.validation.baseline import GlobalBaseline
@@ -81,7 +84,8 @@ def main() -> int:
 
     cache = args.cache or cache_home() / "human-validation"
     families = args.family or list(H.FAMILIES)
-    print(f"acoustic listener {listener_version()}; 95% intervals resample whole sentences; "
+    print(f"acoustic listener {listener_version()}; 95% intervals resample whole sentences "
+          f"(exact over them when every question came out alike); "
           f"p against chance: exact, clustered by sentence")
     header = (f"{'corpus':<7} {'family':<21} {'listener':<9} {'n':>5} {'sent':>5} "
               f"{'accuracy':>8} {'95% interval':>13} {'p':>8}")
@@ -93,8 +97,6 @@ def main() -> int:
         except ValueError as exc:
             print(f"error: --corpus {item}: {exc}", file=sys.stderr)
             return 2
-        from adept_eval.corpora import spec
-
         cls = H.LAYOUT[name]
         chance = spec.task(f"adept_{cls}_female").chance
         print(f"{name}: {len(takes)} takes laid out as ADEPT's {cls} design "

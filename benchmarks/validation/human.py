@@ -23,6 +23,7 @@ passes their folders. Nothing here is tuned on: the listener's choices are made 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 from collections import defaultdict
 from dataclasses import dataclass
@@ -160,7 +161,7 @@ def complete_sentences(takes: list[Take], speaker: str, take: int = 1) -> set[st
     return {s for s, emotions in have.items() if emotions >= wanted}
 
 
-class EmotionCorpus(Corpus):
+class LaidOutCorpus(Corpus):
     """One ADEPT class only, from given files (no other class: the benchmark asks only that
     class's female task)."""
 
@@ -231,12 +232,10 @@ def units(takes: list[Take], family: str, speakers: tuple[str, ...]) -> list[Uni
             take = 2
         for i in range(0, len(shared), 5):
             group = shared[i:i + 5]
-            fill = [s for s in own if s not in group]
-            while len(group) + len(fill) < 5 and fill:  # too few sentences: reuse, not asked
-                fill = fill + fill
-            if len(group) + len(fill) < 5:
-                fill = (group * 5)[:5 - len(group)]
-            sentences = tuple(group + fill[:5 - len(group)])
+            # the reference speaker's other sentences fill the task (reused if too few)
+            pool = [s for s in own if s not in group] or group
+            fill = list(itertools.islice(itertools.cycle(pool), 5 - len(group)))
+            sentences = tuple(group + fill)
             systems = tuple([(other, take)] * len(group) + [None] * (5 - len(group)))
             out.append(Unit(family, ref, sentences, systems))
     return out
@@ -268,7 +267,7 @@ def other_voice(path: str, out: Path, *, formant_ratio: float, pitch_ratio: floa
 
 
 def lay_out(takes: list[Take], unit: Unit, cache: Path
-            ) -> tuple[EmotionCorpus, dict[str, str], set[str]]:
+            ) -> tuple[LaidOutCorpus, dict[str, str], set[str]]:
     """One ADEPT corpus of the layout's class from a unit (the same five sentences in both speaker
     slots; only the female task is asked), its system's samples and the sentence ids asked.
 
@@ -295,7 +294,7 @@ def lay_out(takes: list[Take], unit: Unit, cache: Path
                     path = other_voice(path, cache / "other-voice" / f"{digest}.wav",
                                        formant_ratio=0.88, pitch_ratio=0.8)
                 samples[stimulus] = path
-    return EmotionCorpus(cls.name, files, unit.name), samples, asked
+    return LaidOutCorpus(cls.name, files, unit.name), samples, asked
 
 
 @dataclass(frozen=True)
@@ -313,7 +312,7 @@ class Result:
     chosen: str | None = None
 
 
-def ask(listener: Listener, corpus: EmotionCorpus, samples: dict[str, str],
+def ask(listener: Listener, corpus: LaidOutCorpus, samples: dict[str, str],
         asked: set[str], unit: str) -> list[Result]:
     """The asked questions of a laid-out corpus, answered by ``listener``."""
     out = []
