@@ -74,3 +74,14 @@ def test_the_category_term_recognises_each_emotion_on_another_sentence(corpus, t
             distances = listener._category("emotion", speaker, subs, paths)
             right += int(np.sum(np.argmin(distances, axis=1) == np.arange(len(subs))))
         assert right >= 0.8 * len(subs) * len(emotion.sentence_ids())
+
+
+def test_the_level_and_duration_cues_abstain_where_the_renditions_share_them():
+    from adept_eval.signal.prosody import cue_votes
+
+    same = sentence_cues([_features(np.full(30, 10.0), np.full(30, -30.0)),
+                          _features(np.full(30, 14.0), np.full(30, -29.5))])
+    assert cue_votes(same) == (False, False)  # 0.5 dB apart, one duration
+    apart = sentence_cues([_features(np.full(30, 10.0), np.full(30, -30.0)),
+                           _features(np.full(40, 14.0), np.full(40, -24.0))])
+    assert cue_votes(apart) == (True, True)  # 6 dB apart, a third longer

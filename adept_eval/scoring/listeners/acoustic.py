@@ -69,12 +69,9 @@ from adept_eval.corpora.corpus import Corpus, load_corpus
 from adept_eval.options import number, yes_no
 from adept_eval.errors import OptionError
 from adept_eval.signal.prosody import (
-    CUE_UNITS,
-    CUES,
-    JND_TEMPO,
-    LEVEL_VOTE_DB,
     TERMS,
     category_distance,
+    cue_votes,
     sentence_cues,
     FeatureStore,
     VoiceNorm,
@@ -408,21 +405,17 @@ class AcousticListener(Listener):
     def _category(self, cls: str, speaker: str, subs: tuple[str, ...],
                   paths: tuple[str, ...]) -> np.ndarray:
         """The category term: how far each system rendition's global cues lie from each
-        subcategory's prototype (``prosody.category_distance``). The level cue abstains when
-        the renditions' levels lie within ``prosody.LEVEL_VOTE_DB`` of one another (per-file
-        loudness normalisation), the duration cue when their durations lie within
-        ``prosody.JND_TEMPO``.
+        subcategory's prototype (``prosody.category_distance``); the level and duration cues
+        abstain where the system's renditions share one level or one duration
+        (``prosody.cue_votes``).
 
         Returns:
             (renditions, candidates) distances.
         """
         system = sentence_cues([self.store.get(p) for p in paths])
-        level = system[:, CUES.index("level")] * CUE_UNITS[CUES.index("level")]
-        duration = system[:, CUES.index("duration")] * CUE_UNITS[CUES.index("duration")]
-        return category_distance(
-            system, self._prototypes(cls, speaker, subs),
-            level_votes=float(np.ptp(level)) >= LEVEL_VOTE_DB,
-            tempo_votes=float(np.ptp(duration)) >= JND_TEMPO)
+        level_votes, tempo_votes = cue_votes(system)
+        return category_distance(system, self._prototypes(cls, speaker, subs),
+                                 level_votes=level_votes, tempo_votes=tempo_votes)
 
     def forget_comparisons(self) -> None:
         """Drop the memoised sentence comparisons, so they are computed again (a benchmark

@@ -45,6 +45,7 @@ from adept_eval.signal.prosody._cues import (
     CUE_UNITS,
     CUES,
     category_distance,
+    cue_votes,
     global_cues,
     sentence_cues,
 )
@@ -108,7 +109,7 @@ __all__ = [
     "ABOVE_NOISE_DB", "ALIGN_PENALTY", "ANALYSIS_RATE", "BOUNDARY_HALF_WINDOW", "BOUNDARY_UNITS",
     "BOUNDARY_VOTE_S", "Comparison", "ENERGY_FLOOR_DB", "F0_CEILING", "F0_FLOOR",
     "FEATURE_VERSION", "FeatureStore", "Features", "HOP_S", "JND_ENERGY_DB", "JND_F0_ST",
-    "CUE_UNITS", "CUES", "category_distance", "global_cues", "sentence_cues",
+    "CUE_UNITS", "CUES", "category_distance", "cue_votes", "global_cues", "sentence_cues",
     "JND_TEMPO", "JND_TIMING", "JUNCTURE_SILENCE_S", "LEVEL_VOTE_DB", "MAX_ANALYSIS_S",
     "MIN_PARALLEL_FILES", "MIN_PAUSE_S", "MISSING_F0_ST", "NOISE_FLOOR_PERCENTILE",
     "NOISE_RULE_MAX_DB", "PAUSE_BELOW_MAX_DB", "PAUSE_SCALE_FLOOR_S", "PAUSE_SPREAD",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from adept_eval.signal.prosody._features import HOP_S, JND_TEMPO, Features
+from adept_eval.signal.prosody._profiles import LEVEL_VOTE_DB
 
 #: the cues, in the order ``global_cues`` returns them
 CUES = ("f0_median", "f0_range", "duration", "level", "level_dynamics", "f0_movement",
@@ -65,6 +66,22 @@ def sentence_cues(renditions: list[Features]) -> np.ndarray:
     """
     cues = np.array([global_cues(f) for f in renditions])
     return (cues - cues.mean(axis=0)) / CUE_UNITS
+
+
+def cue_votes(system: np.ndarray) -> tuple[bool, bool]:
+    """Whether the level and the duration cues vote, as the comparison's level and tempo terms
+    do: not when the system's renditions lie within ``LEVEL_VOTE_DB`` of one another's level
+    (per-file loudness normalisation), nor when their durations lie within ``JND_TEMPO``.
+
+    Args:
+        system: (renditions, cues) deviations (``sentence_cues``).
+
+    Returns:
+        (level votes, duration votes).
+    """
+    level = np.ptp(system[:, LEVEL]) * CUE_UNITS[LEVEL]
+    duration = np.ptp(system[:, DURATION]) * CUE_UNITS[DURATION]
+    return bool(level >= LEVEL_VOTE_DB), bool(duration >= JND_TEMPO)
 
 
 def category_distance(system: np.ndarray, prototypes: np.ndarray, *, level_votes: bool,
